@@ -1,0 +1,66 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+)
+
+// Header is everything model-visible in a request besides the messages:
+// provider, model, system prompt, tools and sampling. It is logged in
+// request/header events; the latest snapshot wins.
+type Header struct {
+	Provider    string     `json:"provider,omitempty"`
+	Model       string     `json:"model,omitempty"`
+	System      string     `json:"system,omitempty"`
+	Tools       []ToolSpec `json:"tools,omitempty"`
+	Temperature *float64   `json:"temperature,omitempty"`
+	MaxTokens   int        `json:"max_tokens,omitempty"`
+	Stop        []string   `json:"stop,omitempty"`
+}
+
+// ToolSpec describes a tool to the model. Parameters is a JSON Schema.
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// HeaderEquals reports whether two headers are model-visibly the same.
+// Empty system and empty tools count as absent; tool parameters compare
+// as JSON text after compaction of insignificant white space.
+func HeaderEquals(a, b Header) bool {
+	if a.Provider != b.Provider || a.Model != b.Model || a.System != b.System ||
+		a.MaxTokens != b.MaxTokens || !slices.Equal(a.Stop, b.Stop) || len(a.Tools) != len(b.Tools) {
+		return false
+	}
+	if (a.Temperature == nil) != (b.Temperature == nil) || (a.Temperature != nil && *a.Temperature != *b.Temperature) {
+		return false
+	}
+	for i := range a.Tools {
+		x, y := a.Tools[i], b.Tools[i]
+		if x.Name != y.Name || x.Description != y.Description || !jsonTextEqual(x.Parameters, y.Parameters) {
+			return false
+		}
+	}
+	return true
+}
+
+func jsonTextEqual(a, b json.RawMessage) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	if len(a) == 0 || len(b) == 0 {
+		return isEmptyJSON(a) && isEmptyJSON(b)
+	}
+	var ca, cb bytes.Buffer
+	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
+		return false
+	}
+	return bytes.Equal(ca.Bytes(), cb.Bytes())
+}
+
+func isEmptyJSON(m json.RawMessage) bool {
+	s := string(bytes.TrimSpace(m))
+	return s == "" || s == "null"
+}
