@@ -1,0 +1,61 @@
+package fstools
+
+import (
+	"errors"
+
+	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/bus"
+)
+
+// Name is the plugin's registered name.
+const Name = "tools/fs"
+
+// Config is the plugin's config.
+type Config struct {
+	// Root is the directory the tools are confined to. Default ".".
+	Root string `yaml:"root"`
+	// MaxBytes bounds what read_file returns. Default 64 KiB.
+	MaxBytes int `yaml:"max_bytes"`
+}
+
+// Validate checks the config.
+func (c *Config) Validate() error {
+	if c.MaxBytes < 0 {
+		return errors.New("max_bytes must not be negative")
+	}
+	return nil
+}
+
+// Plugin provides the list_dir and read_file tool services.
+var Plugin = bus.PluginFunc(Name, func(c *bus.Context, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	root := cfg.Root
+	if root == "" {
+		root = "."
+	}
+	f, err := Open(root, cfg.MaxBytes)
+	if err != nil {
+		return err
+	}
+	if err := c.Effect(func() func() { return func() { _ = f.Close() } }); err != nil {
+		_ = f.Close()
+		return err
+	}
+	for _, t := range f.Tools() {
+		if _, err := agentloop.ProvideTool(c, t); err != nil {
+			return err
+		}
+	}
+	return nil
+})
+
+func init() {
+	bus.Register(bus.Module{
+		Name:        Name,
+		Description: "read-only file tools list_dir and read_file, confined to a root",
+		Config:      func() any { return &Config{} },
+		New:         func() bus.Plugin { return Plugin },
+	})
+}
