@@ -1,0 +1,274 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/vigil-run/vigil/bus"
+)
+
+func init() {
+	bus.Register(bus.Module{
+		Name:        GroupName,
+		Description: "applies a list of plugin entries as one fiber, reloaded by id",
+		New:         func() bus.Plugin { return &group{} },
+	})
+}
+
+// group applies its entries as child fibers and reconciles them by id when
+// its config changes.
+type group struct {
+	mu       sync.Mutex
+	children map[string]*child
+	order    []string
+	errs     []error
+}
+
+type child struct {
+	entry Entry
+	fiber *bus.Fiber
+}
+
+func (g *group) Name() string { return GroupName }
+
+func (g *group) Apply(ctx *bus.Context, config any) error {
+	entries, err := entriesOf(config)
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	g.children = map[string]*child{}
+	g.order = nil
+	g.errs = nil
+	g.mu.Unlock()
+	self := ctx.Fiber()
+	groups.Store(self, g)
+	if err := ctx.Effect(func() func() { return func() { groups.Delete(self) } }); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		g.add(ctx, e)
+	}
+	return nil
+}
+
+func entriesOf(config any) ([]Entry, error) {
+	switch c := config.(type) {
+	case nil:
+		return nil, nil
+	case []Entry:
+		return c, nil
+	case *[]Entry:
+		return *c, nil
+	}
+	return nil, fmt.Errorf("%w: group takes a list of entries, got %T", bus.ErrConfigType, config)
+}
+
+// add applies one entry (unless disabled) and records it.
+func (g *group) add(ctx *bus.Context, e Entry) {
+	c := &child{entry: e}
+	g.mu.Lock()
+	g.children[e.ID] = c
+	g.order = append(g.order, e.ID)
+	g.mu.Unlock()
+	if e.Disabled {
+		return
+	}
+	var p bus.Plugin
+	if e.Name == GroupName {
+		p = &group{}
+	} else {
+		m, ok := bus.LookupModule(e.Name)
+		if !ok {
+			g.fail(fmt.Errorf("%w %q", ErrUnknownPlugin, e.Name))
+			return
+		}
+		p = m.New()
+	}
+	f, err := ctx.Plugin(p, e.Config)
+	c.fiber = f
+	if err != nil {
+		g.fail(fmt.Errorf("%s (line %d): %w", e.ID, e.Line, err))
+	}
+}
+
+func (g *group) fail(err error) {
+	g.mu.Lock()
+	g.errs = append(g.errs, err)
+	g.mu.Unlock()
+}
+
+// Reconfigure reconciles the running children with a new list of entries.
+func (g *group) Reconfigure(ctx *bus.Context, config any) error {
+	entries, err := entriesOf(config)
+	if err != nil {
+		return err
+	}
+	_, err = g.reconcile(ctx, entries)
+	return err
+}
+
+// Changes says what a reload did, by entry id.
+type Changes struct {
+	Applied, Updated, Reapplied, Disposed, Kept []string
+}
+
+func (g *group) reconcile(ctx *bus.Context, entries []Entry) (Changes, error) {
+	var ch Changes
+	next := map[string]Entry{}
+	for _, e := range entries {
+		next[e.ID] = e
+	}
+	g.mu.Lock()
+	g.errs = nil
+	old := g.children
+	order := g.order
+	g.mu.Unlock()
+
+	// Disposed: ids gone, or whose name or enablement changed; last first.
+	for i := len(order) - 1; i >= 0; i-- {
+		id := order[i]
+		c := old[id]
+		e, ok := next[id]
+		if ok && e.Name == c.entry.Name && e.Disabled == c.entry.Disabled {
+			continue
+		}
+		if c.fiber != nil {
+			_ = c.fiber.Dispose()
+		}
+		g.mu.Lock()
+		delete(g.children, id)
+		g.mu.Unlock()
+		if ok {
+			ch.Reapplied = append(ch.Reapplied, id)
+		} else {
+			ch.Disposed = append(ch.Disposed, id)
+		}
+	}
+	g.mu.Lock()
+	g.order = g.order[:0]
+	for _, id := range order {
+		if _, ok := g.children[id]; ok {
+			g.order = append(g.order, id)
+		}
+	}
+	g.mu.Unlock()
+
+	var errs []error
+	for _, e := range entries {
+		g.mu.Lock()
+		c, running := g.children[e.ID]
+		g.mu.Unlock()
+		if !running {
+			g.add(ctx, e)
+			if !contains(ch.Reapplied, e.ID) {
+				ch.Applied = append(ch.Applied, e.ID)
+			}
+			continue
+		}
+		if c.entry.fingerprint == e.fingerprint {
+			ch.Kept = append(ch.Kept, e.ID)
+			continue
+		}
+		c.entry = e
+		ch.Updated = append(ch.Updated, e.ID)
+		if c.fiber == nil {
+			continue
+		}
+		if err := c.fiber.Update(e.Config); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", e.ID, err))
+		}
+	}
+	g.mu.Lock()
+	errs = append(errs, g.errs...)
+	g.mu.Unlock()
+	return ch, errors.Join(errs...)
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+var groups sync.Map // *bus.Fiber -> *group
+
+func groupOf(f *bus.Fiber) (*group, bool) {
+	g, ok := groups.Load(f)
+	if !ok {
+		return nil, false
+	}
+	return g.(*group), true
+}
+
+// Composition is a loaded file applied to a bus.
+type Composition struct {
+	fiber *bus.Fiber
+	group *group
+	file  *File
+}
+
+// Apply mounts the file's entries under c as one group fiber. Entries that
+// fail to apply are reported in the returned error; the others keep
+// running, and so does the composition, which is returned in every case
+// but a nil file.
+func Apply(c *bus.Context, f *File) (*Composition, error) {
+	if f == nil {
+		return nil, errors.New("config: nil file")
+	}
+	g := &group{}
+	fiber, err := c.Plugin(g, f.Entries)
+	if err != nil {
+		return nil, err
+	}
+	comp := &Composition{fiber: fiber, group: g, file: f}
+	return comp, comp.Err()
+}
+
+// Err joins the errors of the entries that failed to apply.
+func (c *Composition) Err() error {
+	c.group.mu.Lock()
+	defer c.group.mu.Unlock()
+	return errors.Join(c.group.errs...)
+}
+
+// File returns the file the composition was last applied or reloaded from.
+func (c *Composition) File() *File { return c.file }
+
+// Fiber returns the fiber of the entry with the given id, searching nested
+// groups, or nil.
+func (c *Composition) Fiber(id string) *bus.Fiber { return c.group.find(id) }
+
+func (g *group) find(id string) *bus.Fiber {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if ch, ok := g.children[id]; ok {
+		return ch.fiber
+	}
+	for _, ch := range g.children {
+		if ch.entry.Name != GroupName || ch.fiber == nil {
+			continue
+		}
+		if sub, ok := groupOf(ch.fiber); ok {
+			if f := sub.find(id); f != nil {
+				return f
+			}
+		}
+	}
+	return nil
+}
+
+// Reload reconciles the running composition with f: only what changed is
+// disposed, applied or updated.
+func (c *Composition) Reload(f *File) (Changes, error) {
+	ch, err := c.group.reconcile(c.fiber.Context(), f.Entries)
+	c.file = f
+	return ch, err
+}
+
+// Dispose disposes every plugin of the composition.
+func (c *Composition) Dispose() error { return c.fiber.Dispose() }

@@ -1,0 +1,30 @@
+// Package config loads plugins.yaml, the file that composes a Vigil agent
+// out of plugins registered by name, and applies it to a bus.
+//
+// # Format
+//
+//	plugins:
+//	  - name: provider/scripted          # a registered plugin name
+//	  - id: fs                           # identity for reloads (default: name)
+//	    name: tools/fs
+//	    disabled: false
+//	    config: { root: "${HOME}" }      # decoded strictly into the plugin's config
+//	  - name: group                      # a group: its config is a list of entries
+//	    id: dev
+//	    config: [ { name: invariants } ]
+//
+// Decoding is strict: an unknown key, an unknown plugin name (the error
+// suggests the closest registered one), a value of the wrong type, a
+// missing required key and an unset ${VAR} are errors that start with
+// file:line:col. A config struct marks required keys with the struct tag
+// `vigil:"required"` and may validate itself with a Validate() error method.
+//
+// # Reload
+//
+// [Apply] mounts the entries as one group fiber. [Composition.Reload]
+// diffs a newly loaded file against the running one by entry id: removed
+// entries are disposed, added ones applied, changed ones updated (plugins
+// implementing bus.Reconfigurer in place, others re-applied); unchanged
+// entries keep their fibers. A file that fails to load leaves the running
+// composition as it is.
+package config

@@ -1,0 +1,240 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"reflect"
+	"regexp"
+	"strconv"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/vigil-run/vigil/bus"
+)
+
+// GroupName is the name of the built-in plugin that applies a list of
+// entries as one fiber.
+const GroupName = "group"
+
+// Entry is one plugin of a composition.
+type Entry struct {
+	// ID identifies the entry across reloads; it defaults to Name.
+	ID string
+	// Name is the registered plugin name.
+	Name string
+	// Disabled entries are kept in the file but not applied.
+	Disabled bool
+	// Config is the decoded config: a pointer to the module's config
+	// struct, []Entry for a group, or nil.
+	Config any
+	// Line and Col locate the entry in its file.
+	Line, Col int
+
+	fingerprint string
+}
+
+// File is a loaded plugins.yaml.
+type File struct {
+	Path    string
+	Entries []Entry
+}
+
+// Load reads and decodes the file at path, expanding ${VAR} from the
+// environment.
+func Load(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return Parse(path, data, nil)
+}
+
+// Parse decodes a plugins.yaml held in data; name is used in error
+// positions. lookup resolves ${VAR}; nil means the environment.
+func Parse(name string, data []byte, lookup func(string) (string, bool)) (*File, error) {
+	if lookup == nil {
+		lookup = envLookup
+	}
+	d := &decoder{file: name, lookup: lookup}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, syntaxError(name, err)
+	}
+	f := &File{Path: name}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return f, nil
+	}
+	top := doc.Content[0]
+	if top.Kind != yaml.MappingNode {
+		return nil, d.errAt(top, ErrType, "expected a mapping with a plugins list, got %s", describe(top))
+	}
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		k, v := top.Content[i], top.Content[i+1]
+		if k.Value != "plugins" {
+			msg := fmt.Sprintf("unknown key %q", k.Value)
+			if closest(k.Value, []string{"plugins"}) != "" {
+				msg += ` (did you mean "plugins"?)`
+			}
+			return nil, d.errAt(k, ErrUnknownKey, "%s", msg)
+		}
+		entries, err := d.entries(v)
+		if err != nil {
+			return nil, err
+		}
+		f.Entries = entries
+	}
+	return f, nil
+}
+
+var yamlLine = regexp.MustCompile(`line (\d+)(?:, column (\d+))?: (.*)`)
+
+func syntaxError(name string, err error) error {
+	line, col, msg := 1, 1, err.Error()
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		if m[2] != "" {
+			col, _ = strconv.Atoi(m[2])
+		}
+		msg = m[3]
+	}
+	return &Error{File: name, Line: line, Col: col, Msg: "YAML syntax: " + msg, Err: ErrSyntax}
+}
+
+// entries decodes a list of plugin entries.
+func (d *decoder) entries(n *yaml.Node) ([]Entry, error) {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil, nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		return nil, d.errAt(n, ErrType, "expected a list of plugins, got %s", describe(n))
+	}
+	out := make([]Entry, 0, len(n.Content))
+	ids := map[string]*yaml.Node{}
+	for _, en := range n.Content {
+		e, err := d.entry(en)
+		if err != nil {
+			return nil, err
+		}
+		if prev, ok := ids[e.ID]; ok {
+			return nil, d.errAt(en, ErrDuplicateID, "duplicate id %q (first at line %d); give one entry an id", e.ID, prev.Line)
+		}
+		ids[e.ID] = en
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+var entryKeys = []string{"name", "id", "disabled", "config"}
+
+func (d *decoder) entry(n *yaml.Node) (Entry, error) {
+	e := Entry{Line: n.Line, Col: n.Column}
+	if n.Kind != yaml.MappingNode {
+		return e, d.errAt(n, ErrType, "expected a plugin entry (a mapping with a name), got %s", describe(n))
+	}
+	var cfgNode, nameNode *yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		var err error
+		switch k.Value {
+		case "name":
+			nameNode = v
+			e.Name, err = d.scalar(v, "a plugin name")
+		case "id":
+			e.ID, err = d.scalar(v, "an id")
+		case "disabled":
+			err = d.decode(v, reflect.ValueOf(&e.Disabled).Elem())
+		case "config":
+			cfgNode = v
+		default:
+			msg := fmt.Sprintf("unknown key %q", k.Value)
+			if s := closest(k.Value, entryKeys); s != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			err = d.errAt(k, ErrUnknownKey, "%s", msg)
+		}
+		if err != nil {
+			return e, err
+		}
+	}
+	if nameNode == nil || e.Name == "" {
+		return e, d.errAt(n, ErrMissingKey, "missing required key \"name\"")
+	}
+	if e.ID == "" {
+		e.ID = e.Name
+	}
+	if e.Name == GroupName {
+		var children []Entry
+		if cfgNode != nil {
+			var err error
+			if children, err = d.entries(cfgNode); err != nil {
+				return e, err
+			}
+		}
+		e.Config = children
+		e.fingerprint = groupFingerprint(children)
+		return e, nil
+	}
+	m, ok := bus.LookupModule(e.Name)
+	if !ok {
+		msg := fmt.Sprintf("unknown plugin %q", e.Name)
+		if s := closest(e.Name, moduleNames()); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		return e, d.errAt(nameNode, ErrUnknownPlugin, "%s", msg)
+	}
+	if m.Config == nil {
+		if cfgNode != nil && !(cfgNode.Kind == yaml.ScalarNode && cfgNode.Tag == "!!null") {
+			return e, d.errAt(cfgNode, ErrUnknownKey, "plugin %q takes no config", e.Name)
+		}
+		e.fingerprint = "null"
+		return e, nil
+	}
+	cfg := m.Config()
+	target := reflect.ValueOf(cfg)
+	if cfgNode != nil {
+		if err := d.decode(cfgNode, target.Elem()); err != nil {
+			return e, err
+		}
+	} else if err := d.decode(&yaml.Node{Kind: yaml.MappingNode, Line: n.Line, Column: n.Column}, target.Elem()); err != nil {
+		return e, err
+	}
+	if v, ok := cfg.(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			at := n
+			if cfgNode != nil {
+				at = cfgNode
+			}
+			return e, &Error{File: d.file, Line: at.Line, Col: at.Column, Msg: fmt.Sprintf("%s: %v", e.Name, err), Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
+		}
+	}
+	e.Config = cfg
+	e.fingerprint = fingerprint(cfg)
+	return e, nil
+}
+
+func moduleNames() []string {
+	mods := bus.Modules()
+	names := make([]string, 0, len(mods)+1)
+	for _, m := range mods {
+		names = append(names, m.Name)
+	}
+	return append(names, GroupName)
+}
+
+func fingerprint(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("%#v", v)
+	}
+	return string(b)
+}
+
+func groupFingerprint(es []Entry) string {
+	var b bytes.Buffer
+	for _, e := range es {
+		fmt.Fprintf(&b, "%s|%s|%t|%s\n", e.ID, e.Name, e.Disabled, e.fingerprint)
+	}
+	return b.String()
+}
