@@ -98,10 +98,13 @@ plugins:
 	assert.Nil(t, comp.Fiber("y"))
 }
 
-func TestApplyReportsFailingEntryAndKeepsTheRest(t *testing.T) {
+func init() {
 	bus.Register(bus.Module{Name: "test/failing", New: func() bus.Plugin {
 		return bus.PluginFunc("test/failing", func(*bus.Context, any) error { return assert.AnError })
 	}})
+}
+
+func TestApplyReportsFailingEntryAndKeepsTheRest(t *testing.T) {
 	root := bus.New()
 	defer root.Dispose()
 	comp, err := config.Apply(root.Context(), parse(t, `

@@ -44,7 +44,9 @@ func init() {
 		Name:        "test/walker",
 		Description: "a test plugin with a typed config",
 		Config:      func() any { return &testConfig{} },
-		New:         func() bus.Plugin { return bus.PluginFunc("test/walker", func(*bus.Context, *testConfig) error { return nil }) },
+		New: func() bus.Plugin {
+			return bus.PluginFunc("test/walker", func(*bus.Context, *testConfig) error { return nil })
+		},
 	})
 	bus.Register(bus.Module{
 		Name:        "test/plain",

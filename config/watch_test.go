@@ -30,7 +30,9 @@ func TestWatchReloadsChangedEntryAndKeepsBrokenEdits(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	results := make(chan config.ReloadResult, 8)
 	done := make(chan error, 1)
-	go func() { done <- config.Watch(ctx, path, comp, 20*time.Millisecond, func(r config.ReloadResult) { results <- r }) }()
+	go func() {
+		done <- config.Watch(ctx, path, comp, 20*time.Millisecond, func(r config.ReloadResult) { results <- r })
+	}()
 	defer func() { cancel(); require.NoError(t, <-done) }()
 
 	next := func() config.ReloadResult {
@@ -66,7 +68,7 @@ func TestWatchReloadsChangedEntryAndKeepsBrokenEdits(t *testing.T) {
 	write("plugins:\n  - { id: a, name: test/walker, config: { rot: three } }\n")
 	r = next()
 	require.Error(t, r.Err)
-	assert.Contains(t, r.Err.Error(), `plugins.yaml:2:45: unknown key "rot"`)
+	assert.Contains(t, r.Err.Error(), `plugins.yaml:2:43: unknown key "rot" (did you mean "root"?)`)
 	assert.Equal(t, bus.StateActive, b.State(), "a broken edit keeps the running composition")
 	assert.Equal(t, "two", a.Config().(*testConfig).Root)
 }
