@@ -158,6 +158,16 @@ func (d *decoder) entry(n *yaml.Node) (Entry, error) {
 			return e, err
 		}
 	}
+	if e.Disabled {
+		// A disabled entry is still checked, but the variables it names
+		// need only be set once it is enabled.
+		lenient, strict := *d, d.lookup
+		lenient.lookup = func(name string) (string, bool) {
+			v, _ := strict(name)
+			return v, true
+		}
+		d = &lenient
+	}
 	if nameNode == nil || e.Name == "" {
 		return e, d.errAt(n, ErrMissingKey, "missing required key \"name\"")
 	}
