@@ -210,7 +210,7 @@ func (d *decoder) entry(n *yaml.Node) (Entry, error) {
 	} else if err := d.decode(&yaml.Node{Kind: yaml.MappingNode, Line: n.Line, Column: n.Column}, target.Elem()); err != nil {
 		return e, err
 	}
-	if v, ok := cfg.(interface{ Validate() error }); ok {
+	if v, ok := cfg.(interface{ Validate() error }); ok && !e.Disabled {
 		if err := v.Validate(); err != nil {
 			at := n
 			if cfgNode != nil {
