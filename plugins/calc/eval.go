@@ -1,0 +1,247 @@
+package calc
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// Errors of [Eval], matched with errors.Is.
+var (
+	ErrSyntax         = errors.New("calc: syntax error")
+	ErrDivisionByZero = errors.New("calc: division by zero")
+	ErrNotFinite      = errors.New("calc: result is not finite")
+	ErrTooComplex     = errors.New("calc: expression too complex")
+)
+
+const (
+	maxLen   = 4096
+	maxDepth = 64
+)
+
+// Eval evaluates an arithmetic expression.
+func Eval(expr string) (float64, error) {
+	if len(expr) > maxLen {
+		return 0, fmt.Errorf("%w: longer than %d bytes", ErrTooComplex, maxLen)
+	}
+	p := &parser{s: expr}
+	v, err := p.expr(0)
+	if err != nil {
+		return 0, err
+	}
+	p.space()
+	if p.i < len(p.s) {
+		return 0, p.errorf("unexpected %q", p.s[p.i])
+	}
+	if math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, ErrNotFinite
+	}
+	return v, nil
+}
+
+// parser is a recursive-descent parser over the grammar
+//
+//	expr   = term { ("+" | "-") term }
+//	term   = unary { ("*" | "/" | "%") unary }
+//	unary  = { "+" | "-" } power
+//	power  = atom [ "^" unary ]
+//	atom   = number | name "(" expr ")" | "(" expr ")"
+type parser struct {
+	s     string
+	i     int
+	depth int
+}
+
+func (p *parser) errorf(format string, args ...any) error {
+	return fmt.Errorf("%w at offset %d: %s", ErrSyntax, p.i, fmt.Sprintf(format, args...))
+}
+
+func (p *parser) space() {
+	for p.i < len(p.s) && (p.s[p.i] == ' ' || p.s[p.i] == '\t' || p.s[p.i] == '\n') {
+		p.i++
+	}
+}
+
+func (p *parser) peek() byte {
+	p.space()
+	if p.i < len(p.s) {
+		return p.s[p.i]
+	}
+	return 0
+}
+
+func (p *parser) enter() error {
+	p.depth++
+	if p.depth > maxDepth {
+		return fmt.Errorf("%w: nested deeper than %d", ErrTooComplex, maxDepth)
+	}
+	return nil
+}
+
+func (p *parser) expr(_ int) (float64, error) {
+	if err := p.enter(); err != nil {
+		return 0, err
+	}
+	defer func() { p.depth-- }()
+	v, err := p.term()
+	if err != nil {
+		return 0, err
+	}
+	for {
+		switch p.peek() {
+		case '+', '-':
+			op := p.s[p.i]
+			p.i++
+			w, err := p.term()
+			if err != nil {
+				return 0, err
+			}
+			if op == '+' {
+				v += w
+			} else {
+				v -= w
+			}
+		default:
+			return v, nil
+		}
+	}
+}
+
+func (p *parser) term() (float64, error) {
+	v, err := p.unary()
+	if err != nil {
+		return 0, err
+	}
+	for {
+		switch p.peek() {
+		case '*', '/', '%':
+			op := p.s[p.i]
+			p.i++
+			w, err := p.unary()
+			if err != nil {
+				return 0, err
+			}
+			switch op {
+			case '*':
+				v *= w
+			case '/':
+				if w == 0 {
+					return 0, ErrDivisionByZero
+				}
+				v /= w
+			case '%':
+				if w == 0 {
+					return 0, ErrDivisionByZero
+				}
+				v = math.Mod(v, w)
+			}
+		default:
+			return v, nil
+		}
+	}
+}
+
+func (p *parser) unary() (float64, error) {
+	if err := p.enter(); err != nil {
+		return 0, err
+	}
+	defer func() { p.depth-- }()
+	switch p.peek() {
+	case '-':
+		p.i++
+		v, err := p.unary()
+		return -v, err
+	case '+':
+		p.i++
+		return p.unary()
+	}
+	return p.power()
+}
+
+func (p *parser) power() (float64, error) {
+	v, err := p.atom()
+	if err != nil {
+		return 0, err
+	}
+	if p.peek() == '^' {
+		p.i++
+		w, err := p.unary()
+		if err != nil {
+			return 0, err
+		}
+		return math.Pow(v, w), nil
+	}
+	return v, nil
+}
+
+var funcs = map[string]func(float64) float64{
+	"sqrt":  math.Sqrt,
+	"abs":   math.Abs,
+	"floor": math.Floor,
+	"ceil":  math.Ceil,
+	"round": math.Round,
+}
+
+func (p *parser) atom() (float64, error) {
+	c := p.peek()
+	switch {
+	case c == '(':
+		p.i++
+		v, err := p.expr(0)
+		if err != nil {
+			return 0, err
+		}
+		if p.peek() != ')' {
+			return 0, p.errorf("missing )")
+		}
+		p.i++
+		return v, nil
+	case c >= '0' && c <= '9' || c == '.':
+		start := p.i
+		for p.i < len(p.s) && (p.s[p.i] >= '0' && p.s[p.i] <= '9' || p.s[p.i] == '.') {
+			p.i++
+		}
+		if p.i < len(p.s) && (p.s[p.i] == 'e' || p.s[p.i] == 'E') {
+			j := p.i + 1
+			if j < len(p.s) && (p.s[j] == '+' || p.s[j] == '-') {
+				j++
+			}
+			if j < len(p.s) && p.s[j] >= '0' && p.s[j] <= '9' {
+				p.i = j
+				for p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
+					p.i++
+				}
+			}
+		}
+		v, err := strconv.ParseFloat(p.s[start:p.i], 64)
+		if err != nil {
+			p.i = start
+			return 0, p.errorf("bad number %q", p.s[start:p.i])
+		}
+		return v, nil
+	case c >= 'a' && c <= 'z':
+		start := p.i
+		for p.i < len(p.s) && p.s[p.i] >= 'a' && p.s[p.i] <= 'z' {
+			p.i++
+		}
+		name := p.s[start:p.i]
+		fn, ok := funcs[name]
+		if !ok {
+			p.i = start
+			return 0, p.errorf("unknown function %q", name)
+		}
+		if p.peek() != '(' {
+			return 0, p.errorf("%s needs (", name)
+		}
+		v, err := p.atom()
+		if err != nil {
+			return 0, err
+		}
+		return fn(v), nil
+	case c == 0:
+		return 0, p.errorf("unexpected end of expression")
+	default:
+		return 0, p.errorf("unexpected %q", c)
+	}
+}

@@ -1,0 +1,70 @@
+package calc
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/session"
+)
+
+// Name is the plugin's registered name.
+const Name = "tools/calc"
+
+// CodeInvalid marks a tool result for an expression that cannot be
+// evaluated.
+const CodeInvalid = "INVALID_EXPRESSION"
+
+// Tool is the calc tool. The zero value is ready to use.
+type Tool struct{}
+
+// Spec implements [agentloop.Tool].
+func (Tool) Spec() session.ToolSpec {
+	return session.ToolSpec{
+		Name:        "calc",
+		Description: "Evaluate an arithmetic expression: numbers, + - * / % ^, parentheses, sqrt abs floor ceil round.",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{"expression":{"type":"string","description":"for example (2+3)*4"}},"required":["expression"],"additionalProperties":false}`),
+	}
+}
+
+// ConcurrencySafe implements [agentloop.ConcurrencySafe]: the tool is pure.
+func (Tool) ConcurrencySafe() bool { return true }
+
+// Execute implements [agentloop.Tool].
+func (Tool) Execute(_ context.Context, args json.RawMessage) (string, error) {
+	var a struct {
+		Expression string `json:"expression"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(args)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil {
+		return "", &agentloop.ToolError{Code: CodeInvalid, Message: "arguments must be {\"expression\": string}: " + err.Error()}
+	}
+	v, err := Eval(a.Expression)
+	if err != nil {
+		return "", &agentloop.ToolError{Code: CodeInvalid, Message: err.Error()}
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64), nil
+}
+
+// Plugin provides the calc tool service.
+var Plugin = bus.PluginFunc(Name, func(c *bus.Context, _ struct{}) error {
+	_, err := agentloop.ProvideTool(c, Tool{})
+	return err
+})
+
+func init() {
+	bus.Register(bus.Module{
+		Name:        Name,
+		Description: "a pure arithmetic tool (calc)",
+		New:         func() bus.Plugin { return Plugin },
+	})
+}
+
+var (
+	_ agentloop.Tool            = Tool{}
+	_ agentloop.ConcurrencySafe = Tool{}
+)
