@@ -1,0 +1,217 @@
+package session
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// The envelope and the core payloads are encoded by hand: appending is on
+// the hot path of every model chunk, and the output must be byte for byte
+// what encoding/json would produce for the same payload structs (a test
+// holds the two equal), so either can read or recompute it.
+
+const hexDigits = "0123456789abcdef"
+
+// safeASCII marks the ASCII bytes encoding/json writes unescaped with its
+// default HTML escaping: everything printable but '"', '\\', '<', '>', '&'.
+var safeASCII = func() (t [utf8.RuneSelf]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		t[b] = true
+	}
+	for _, b := range `"\<>&` {
+		t[b] = false
+	}
+	return t
+}()
+
+// appendString appends s as a JSON string exactly as encoding/json.Marshal
+// does: HTML characters and U+2028/U+2029 escaped, invalid UTF-8 replaced
+// by U+FFFD.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if safeASCII[b] {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// appendField appends `,"name":` (or `"name":` right after an opening
+// brace) to dst.
+func appendKey(dst []byte, key string) []byte {
+	if dst[len(dst)-1] != '{' {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, '"')
+	dst = append(dst, key...)
+	return append(dst, '"', ':')
+}
+
+func appendStringField(dst []byte, key, v string, omitEmpty bool) []byte {
+	if omitEmpty && v == "" {
+		return dst
+	}
+	return appendString(appendKey(dst, key), v)
+}
+
+func appendIntField(dst []byte, key string, v int64) []byte {
+	return strconv.AppendInt(appendKey(dst, key), v, 10)
+}
+
+// timeLayout is the log's time format: RFC 3339, milliseconds, UTC.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// logTime is t as the log stores it: UTC, truncated to milliseconds.
+func logTime(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
+
+func appendTime(dst []byte, t time.Time) []byte {
+	dst = append(dst, '"')
+	dst = t.AppendFormat(dst, timeLayout)
+	return append(dst, '"')
+}
+
+func appendToolCall(dst []byte, c *ToolCall) []byte {
+	dst = append(dst, '{')
+	dst = appendStringField(dst, "id", c.ID, false)
+	dst = appendStringField(dst, "name", c.Name, false)
+	dst = appendStringField(dst, "arguments", c.Arguments, false)
+	return append(dst, '}')
+}
+
+// appendPayload appends the canonical encoding of a core payload value and
+// reports whether v was one it encodes by hand.
+func appendPayload(dst []byte, v any) ([]byte, bool) {
+	switch p := v.(type) {
+	case TurnStart, StepStart, EndSeed:
+		return append(dst, '{', '}'), true
+	case TurnEnd:
+		dst = append(dst, '{')
+		dst = appendStringField(dst, "reason", p.Reason, false)
+		dst = appendStringField(dst, "error", p.Error, true)
+		return append(dst, '}'), true
+	case StepEnd:
+		dst = append(dst, '{')
+		dst = appendStringField(dst, "finish", p.Finish, true)
+		if p.Usage != nil {
+			dst = append(appendKey(dst, "usage"), '{')
+			dst = appendIntField(dst, "input", int64(p.Usage.Input))
+			dst = appendIntField(dst, "output", int64(p.Usage.Output))
+			dst = append(dst, '}')
+		}
+		return append(dst, '}'), true
+	case UserMessage:
+		dst = append(dst, '{')
+		dst = appendStringField(dst, "content", p.Content, false)
+		return append(dst, '}'), true
+	case Digest:
+		dst = append(dst, '{')
+		dst = appendStringField(dst, "sha256", p.SHA256, false)
+		dst = appendIntField(dst, "messages", int64(p.Messages))
+		return append(dst, '}'), true
+	case AssistantChunk:
+		dst = append(dst, '{')
+		dst = appendStringField(dst, "text", p.Text, true)
+		dst = appendStringField(dst, "reasoning", p.Reasoning, true)
+		if c := p.ToolCall; c != nil {
+			dst = append(appendKey(dst, "tool_call"), '{')
+			dst = appendIntField(dst, "index", int64(c.Index))
+			dst = appendStringField(dst, "id", c.ID, true)
+			dst = appendStringField(dst, "name", c.Name, true)
+			dst = appendStringField(dst, "arguments", c.Arguments, true)
+			dst = append(dst, '}')
+		}
+		return append(dst, '}'), true
+	case AssistantMessage:
+		dst = append(dst, '{')
+		dst = appendStringField(dst, "content", p.Content, true)
+		dst = appendStringField(dst, "reasoning", p.Reasoning, true)
+		if len(p.ToolCalls) > 0 {
+			dst = append(appendKey(dst, "tool_calls"), '[')
+			for i := range p.ToolCalls {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				dst = appendToolCall(dst, &p.ToolCalls[i])
+			}
+			dst = append(dst, ']')
+		}
+		return append(dst, '}'), true
+	case ToolCall:
+		return appendToolCall(dst, &p), true
+	case ToolStart:
+		dst = append(dst, '{')
+		dst = appendStringField(dst, "id", p.ID, false)
+		return append(dst, '}'), true
+	case ToolResult:
+		dst = append(dst, '{')
+		dst = appendStringField(dst, "id", p.ID, false)
+		dst = appendStringField(dst, "name", p.Name, true)
+		dst = appendStringField(dst, "content", p.Content, true)
+		if e := p.Error; e != nil {
+			dst = append(appendKey(dst, "error"), '{')
+			dst = appendStringField(dst, "code", e.Code, false)
+			dst = appendStringField(dst, "message", e.Message, true)
+			dst = append(dst, '}')
+		}
+		return append(dst, '}'), true
+	case Compaction:
+		dst = append(dst, '{')
+		dst = appendStringField(dst, "id", p.ID, false)
+		return append(dst, '}'), true
+	}
+	return dst, false
+}
+
+// marshalPayload encodes a payload with encoding/json (for the payloads
+// not encoded by hand: request headers and plugin-owned data).
+func marshalPayload(dst []byte, v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, b...), nil
+}

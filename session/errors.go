@@ -1,0 +1,80 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors callers branch on with errors.Is. Each kind of bad input
+// has its own sentinel; errors that concern one line of a log also carry
+// the line (see [CorruptError]).
+var (
+	// ErrNotFound: no session with that id.
+	ErrNotFound = errors.New("session: not found")
+	// ErrExists: a session with that id already exists.
+	ErrExists = errors.New("session: already exists")
+	// ErrConflict: an append expected a different next seq than the store
+	// has (another writer got there first).
+	ErrConflict = errors.New("session: conflict")
+	// ErrCorrupt: a line of a log is not a well-formed record or header.
+	ErrCorrupt = errors.New("session: corrupt log")
+	// ErrMalformed: a line that is not JSON, or not a record or header of
+	// this format (missing or mistyped fields, unknown envelope fields).
+	ErrMalformed = errors.New("session: malformed line")
+	// ErrTornTail: the last line of a log was cut short by a crash (it has
+	// no trailing newline). Loaders drop it.
+	ErrTornTail = errors.New("session: torn last line")
+	// ErrVersion: the log has a format version this package cannot read.
+	ErrVersion = errors.New("session: unsupported version")
+	// ErrUnknownType: an event type that is neither core, registered with
+	// [RegisterType], nor marked ignorable.
+	ErrUnknownType = errors.New("session: unknown event type")
+	// ErrSeqGap: a seq skips ahead of the next index.
+	ErrSeqGap = errors.New("session: seq gap")
+	// ErrDuplicateSeq: a seq repeats or goes back.
+	ErrDuplicateSeq = errors.New("session: duplicate seq")
+	// ErrInvalidReplace: a replace whose endpoints are not on the surface,
+	// are out of order, or whose sources do not cite every shadowed event;
+	// or a surface field on an event that is not a surface event.
+	ErrInvalidReplace = errors.New("session: invalid replace")
+	// ErrInvalidPayload: data that is not JSON, or not the payload of its
+	// event type.
+	ErrInvalidPayload = errors.New("session: invalid payload")
+	// ErrInvalidEvent: an envelope that breaks a structural rule: a missing
+	// type, turn or step where the type requires one, a step without a
+	// turn, a source that is not an earlier seq, an ignorable core type.
+	ErrInvalidEvent = errors.New("session: invalid event")
+	// ErrInvalidID: a session id that is empty or not a plain name.
+	ErrInvalidID = errors.New("session: invalid id")
+	// ErrOpenTurn: a fork or seed boundary inside an open turn.
+	ErrOpenTurn = errors.New("session: boundary inside an open turn")
+	// ErrReentrantAppend: an append to a session from inside a listener of
+	// an append to the same session.
+	ErrReentrantAppend = errors.New("session: append from inside its own dispatch")
+	// ErrClosed: the session was closed.
+	ErrClosed = errors.New("session: closed")
+	// ErrLocked: another writer holds the session.
+	ErrLocked = errors.New("session: locked by another writer")
+)
+
+// CorruptError names the line of a log (1-based; line 1 is the header)
+// with a defect, and the defect. It matches [ErrCorrupt] with errors.Is and
+// unwraps to the specific cause, another sentinel of this package
+// ([ErrMalformed], [ErrSeqGap], [ErrDuplicateSeq], [ErrInvalidReplace],
+// [ErrInvalidPayload], [ErrInvalidEvent], [ErrTornTail]). A log of another
+// version or with an unknown non-ignorable type is not corrupt but refused:
+// those errors match [ErrVersion] and [ErrUnknownType], not ErrCorrupt,
+// and still name the line in their message.
+type CorruptError struct {
+	Line int
+	Err  error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("session: line %d: %v", e.Line, e.Err)
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// Is makes every CorruptError match ErrCorrupt.
+func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }

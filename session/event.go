@@ -1,0 +1,190 @@
+package session
+
+// Core event types. The names are part of the on-disk format: they never
+// change and never derive from Go type names.
+const (
+	TypeTurnStart        = "turn/start"
+	TypeTurnEnd          = "turn/end"
+	TypeStepStart        = "step/start"
+	TypeStepEnd          = "step/end"
+	TypeUserMessage      = "user/message"
+	TypeRequestHeader    = "request/header"
+	TypeRequestDigest    = "request/digest"
+	TypeAssistantChunk   = "assistant/chunk"
+	TypeAssistantMessage = "assistant/message"
+	TypeToolCall         = "tool/call"
+	// TypeToolStart marks that the execution of a logged tool call began.
+	// Crash repair uses it to tell a call that never started
+	// (CodeToolNotStarted) from one whose outcome is unknown
+	// (CodeToolOutcomeUnknown). Its data is {"id":"<call id>"}.
+	TypeToolStart       = "tool/start"
+	TypeToolResult      = "tool/result"
+	TypeCompactionStart = "compaction/start"
+	TypeCompactionEnd   = "compaction/end"
+	TypeEndSeed         = "session/end-seed"
+)
+
+// Reasons a turn ends (turn/end data.reason).
+const (
+	ReasonCompleted   = "completed"
+	ReasonAborted     = "aborted"
+	ReasonError       = "error"
+	ReasonBlocked     = "blocked"
+	ReasonMaxSteps    = "max-steps"
+	ReasonInterrupted = "interrupted"
+)
+
+// Reasons a request header is logged (request/header data.reason).
+const (
+	HeaderInitial = "initial"
+	HeaderResume  = "resume"
+	HeaderChange  = "change"
+)
+
+// Step finish reasons (step/end data.finish).
+const (
+	FinishStop      = "stop"
+	FinishToolCalls = "tool_calls"
+	FinishLength    = "length"
+	FinishError     = "error"
+)
+
+// Error codes of synthetic tool results written by crash repair.
+const (
+	// CodeToolNotStarted: the call was logged but its execution never began.
+	CodeToolNotStarted = "TOOL_NOT_STARTED"
+	// CodeToolOutcomeUnknown: execution began (a tool/start was logged) but
+	// no result was; the tool may or may not have had its effect.
+	CodeToolOutcomeUnknown = "TOOL_OUTCOME_UNKNOWN"
+)
+
+// Surface operations.
+const (
+	OpAppend  = "append"
+	OpReplace = "replace"
+)
+
+// Surface says how a surface event changes the surface. The zero value (or
+// Op "append") appends; Op "replace" splices the surface range from Start
+// to End (seqs on the surface, inclusive) out and puts the event in its
+// place.
+type Surface struct {
+	Op    string `json:"op"`
+	Start int64  `json:"start,omitempty"`
+	End   int64  `json:"end,omitempty"`
+}
+
+// Event is a candidate for [Session.Append]: everything of a record except
+// what the session assigns (seq and time). Data is a payload struct of
+// this package (value or pointer), a json.RawMessage, any other value
+// encoding/json can marshal (for plugin-owned types), or nil for {}.
+// Append encodes Data once; changing it afterwards changes nothing.
+type Event struct {
+	Type string
+	// Turn and Step locate turn- and step-scoped events; zero means absent.
+	Turn, Step int
+	// Surface is set only on replace; surface events append by default.
+	Surface *Surface
+	// Sources are the seqs this event derives from.
+	Sources []int64
+	// Ignorable marks a plugin-owned type that readers without the plugin
+	// may skip. Core types are never ignorable.
+	Ignorable bool
+	Data      any
+}
+
+// TurnStart is the data of turn/start.
+type TurnStart struct{}
+
+// TurnEnd is the data of turn/end.
+type TurnEnd struct {
+	Reason string `json:"reason"`
+	Error  string `json:"error,omitempty"`
+}
+
+// StepStart is the data of step/start.
+type StepStart struct{}
+
+// StepEnd is the data of step/end.
+type StepEnd struct {
+	Finish string `json:"finish,omitempty"`
+	Usage  *Usage `json:"usage,omitempty"`
+}
+
+// Usage counts the tokens of one model reply.
+type Usage struct {
+	Input  int `json:"input"`
+	Output int `json:"output"`
+}
+
+// UserMessage is the data of user/message (a surface event).
+type UserMessage struct {
+	Content string `json:"content"`
+}
+
+// RequestHeader is the data of request/header.
+type RequestHeader struct {
+	Reason string `json:"reason"`
+	Header Header `json:"header"`
+}
+
+// Digest is the data of request/digest: the [RequestDigest] of the request
+// actually sent and how many messages it had. (The function RequestDigest
+// computes it, hence the payload's shorter name.)
+type Digest struct {
+	SHA256   string `json:"sha256"`
+	Messages int    `json:"messages"`
+}
+
+// AssistantChunk is the data of assistant/chunk: exactly one of Text,
+// Reasoning or ToolCall is set.
+type AssistantChunk struct {
+	Text      string         `json:"text,omitempty"`
+	Reasoning string         `json:"reasoning,omitempty"`
+	ToolCall  *ChunkToolCall `json:"tool_call,omitempty"`
+}
+
+// ChunkToolCall is a streamed fragment of a tool call. Fragments with the
+// same Index belong to one call.
+type ChunkToolCall struct {
+	Index     int    `json:"index"`
+	ID        string `json:"id,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments,omitempty"`
+}
+
+// AssistantMessage is the data of assistant/message (a surface event); its
+// record's sources are the chunks it was assembled from.
+type AssistantMessage struct {
+	Content   string     `json:"content,omitempty"`
+	Reasoning string     `json:"reasoning,omitempty"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+}
+
+// ToolStart is the data of tool/start.
+type ToolStart struct {
+	ID string `json:"id"`
+}
+
+// ToolResult is the data of tool/result (a surface event); its record's
+// sources are [the seq of its tool/call].
+type ToolResult struct {
+	ID      string           `json:"id"`
+	Name    string           `json:"name,omitempty"`
+	Content string           `json:"content,omitempty"`
+	Error   *ToolResultError `json:"error,omitempty"`
+}
+
+// ToolResultError marks a failed tool result.
+type ToolResultError struct {
+	Code    string `json:"code"`
+	Message string `json:"message,omitempty"`
+}
+
+// Compaction is the data of compaction/start and compaction/end.
+type Compaction struct {
+	ID string `json:"id"`
+}
+
+// EndSeed is the data of session/end-seed.
+type EndSeed struct{}

@@ -1,0 +1,170 @@
+package session
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Fold is the incremental projection of a log's surface to messages.
+// Records are added in seq order; [Fold.Messages] is always equal to
+// [DeriveMessages] over the records added so far. Adding a record that
+// appends to the surface costs O(1) amortized; a replace costs O(surface).
+//
+// A Fold is not safe for concurrent use; the slices it returns are.
+type Fold struct {
+	// surface is the ordered list of surface records: seqs in surface
+	// order are not sorted once a replace has spliced the surface.
+	surface []*Record
+	// msgs is the projection of surface. It only ever grows in place;
+	// a replace builds a new slice, so earlier Messages results stay valid.
+	msgs []Message
+}
+
+// NewFold returns an empty fold.
+func NewFold() *Fold { return &Fold{} }
+
+// Add folds r into the surface. Non-surface records change nothing. A
+// replace whose endpoints are not on the surface in order, or whose
+// sources do not cite every shadowed record, fails with ErrInvalidReplace
+// and changes nothing.
+func (f *Fold) Add(r *Record) error {
+	ps, pe, err := f.check(r)
+	if err != nil {
+		return err
+	}
+	f.apply(r, ps, pe)
+	return nil
+}
+
+// Messages returns the derived messages. The result is shared and must be
+// treated as read-only; it stays valid (unchanged) after later Adds.
+func (f *Fold) Messages() []Message { return f.msgs[:len(f.msgs):len(f.msgs)] }
+
+// Surface returns the seqs on the surface, in surface order.
+func (f *Fold) Surface() []int64 {
+	out := make([]int64, len(f.surface))
+	for i, r := range f.surface {
+		out[i] = r.seq
+	}
+	return out
+}
+
+// check validates r against the surface without changing it and returns
+// the surface positions a replace covers (-1, -1 for anything else).
+func (f *Fold) check(r *Record) (ps, pe int, err error) {
+	if r.op != opReplace {
+		return -1, -1, nil
+	}
+	ps, pe = f.position(r.start), f.position(r.end)
+	if ps < 0 || pe < 0 {
+		return -1, -1, fmt.Errorf("%w: seq %d: range %d..%d is not on the surface", ErrInvalidReplace, r.seq, r.start, r.end)
+	}
+	if ps > pe {
+		return -1, -1, fmt.Errorf("%w: seq %d: range %d..%d is out of surface order", ErrInvalidReplace, r.seq, r.start, r.end)
+	}
+	for _, s := range f.surface[ps : pe+1] {
+		if !slices.Contains(r.sources, s.seq) {
+			return -1, -1, fmt.Errorf("%w: seq %d: sources do not cite shadowed seq %d", ErrInvalidReplace, r.seq, s.seq)
+		}
+	}
+	return ps, pe, nil
+}
+
+// position returns the surface index of seq, or -1. Replaces are rare,
+// so a scan from the end (where compaction ranges usually end) will do.
+func (f *Fold) position(seq int64) int {
+	for i := len(f.surface) - 1; i >= 0; i-- {
+		if f.surface[i].seq == seq {
+			return i
+		}
+	}
+	return -1
+}
+
+// apply folds a checked record.
+func (f *Fold) apply(r *Record, ps, pe int) {
+	switch r.op {
+	case opAppend:
+		f.surface = append(f.surface, r)
+		if m, ok := project(r); ok {
+			f.msgs = append(f.msgs, m)
+		}
+	case opReplace:
+		f.surface = slices.Replace(f.surface, ps, pe+1, r)
+		msgs := make([]Message, 0, len(f.surface))
+		for _, s := range f.surface {
+			if m, ok := project(s); ok {
+				msgs = append(msgs, m)
+			}
+		}
+		f.msgs = msgs
+	}
+}
+
+// project is the one pure projection of a surface record to a message:
+//
+//   - user/message → role "user", content.
+//   - assistant/message → role "assistant", content, reasoning and tool
+//     calls; nothing when it has neither content nor tool calls.
+//   - tool/result → role "tool", tool_call_id and name of the call, and as
+//     content the result's content; an error result with no content shows
+//     the model "error <code>: <message>" (or "error <code>").
+func project(r *Record) (Message, bool) {
+	switch p := r.payload.(type) {
+	case UserMessage:
+		return Message{Role: RoleUser, Content: p.Content}, true
+	case AssistantMessage:
+		if p.Content == "" && len(p.ToolCalls) == 0 {
+			return Message{}, false
+		}
+		// The calls are copied so that no message aliases record data.
+		return Message{Role: RoleAssistant, Content: p.Content, Reasoning: p.Reasoning, ToolCalls: slices.Clone(p.ToolCalls)}, true
+	case ToolResult:
+		m := Message{Role: RoleTool, Content: p.Content, ToolCallID: p.ID, Name: p.Name}
+		if e := p.Error; e != nil && m.Content == "" {
+			m.Content = "error " + e.Code
+			if e.Message != "" {
+				m.Content += ": " + e.Message
+			}
+		}
+		return m, true
+	}
+	return Message{}, false
+}
+
+// DeriveMessages is the fold of records (in seq order) from scratch: the
+// messages a model is shown for that log. It is pure: it shares nothing
+// with any session but the immutable records. An invalid replace is an
+// ErrInvalidReplace error.
+func DeriveMessages(records []*Record) ([]Message, error) {
+	f := Fold{surface: make([]*Record, 0, len(records)/2+1)}
+	f.msgs = make([]Message, 0, len(records)/2+1)
+	for _, r := range records {
+		if err := f.Add(r); err != nil {
+			return nil, err
+		}
+	}
+	return f.Messages(), nil
+}
+
+// DeriveHeader returns the request header of the latest request/header
+// record, normalized so that empty system, tools and stop are absent, and
+// whether there was one.
+func DeriveHeader(records []*Record) (Header, bool) {
+	for i := len(records) - 1; i >= 0; i-- {
+		if p, ok := records[i].payload.(RequestHeader); ok {
+			return normalizeHeader(cloneHeader(p.Header)), true
+		}
+	}
+	return Header{}, false
+}
+
+func normalizeHeader(h Header) Header {
+	if len(h.Tools) == 0 {
+		h.Tools = nil
+	}
+	if len(h.Stop) == 0 {
+		h.Stop = nil
+	}
+	return h
+}

@@ -1,0 +1,67 @@
+package session
+
+import (
+	"strconv"
+	"time"
+)
+
+// Version is the log format version this package writes and reads.
+const Version = 1
+
+// Info is a session's header: line 1 of its log.
+type Info struct {
+	ID      string
+	Version int
+	Created time.Time
+	// Parent names the session and last inherited seq of a fork; nil
+	// otherwise.
+	Parent *Parent
+}
+
+// Parent is where a forked session comes from.
+type Parent struct {
+	ID  string `json:"id"`
+	Seq int64  `json:"seq"`
+}
+
+// AppendHeaderLine appends the log header line of info, with its newline:
+//
+//	{"type":"session","version":1,"id":"…","created":"…","parent":{"id":"…","seq":41}}
+//
+// A zero Version is written as [Version].
+func AppendHeaderLine(dst []byte, info Info) []byte {
+	v := info.Version
+	if v == 0 {
+		v = Version
+	}
+	dst = append(dst, `{"type":"session","version":`...)
+	dst = strconv.AppendInt(dst, int64(v), 10)
+	dst = append(dst, `,"id":`...)
+	dst = appendString(dst, info.ID)
+	dst = append(dst, `,"created":`...)
+	dst = appendTime(dst, logTime(info.Created))
+	if p := info.Parent; p != nil {
+		dst = append(dst, `,"parent":{"id":`...)
+		dst = appendString(dst, p.ID)
+		dst = append(dst, `,"seq":`...)
+		dst = strconv.AppendInt(dst, p.Seq, 10)
+		dst = append(dst, '}')
+	}
+	return append(dst, '}', '\n')
+}
+
+// ValidID reports whether id can name a session: 1 to 128 ASCII letters,
+// digits, '-' and '_' (a ULID, as the [Manager] makes, or a test name).
+// The restriction keeps ids safe as file names.
+func ValidID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}

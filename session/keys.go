@@ -1,0 +1,31 @@
+package session
+
+import "github.com/vigil-run/vigil/bus"
+
+// Created is emitted for every session a [Manager] makes available: new,
+// seeded, forked and loaded. Listeners may read the whole log; an error
+// fails the operation that made the session (the log stays stored).
+var Created = bus.NewEvent[*Session]("session/created")
+
+// Committed is the session/event dispatch of [Session.Append], split
+// around the commit: [bus.Veto] listeners see the *Commit before it is
+// committed and may veto it; Committed listeners observe the very same
+// *Commit (the same *Record) after it is committed, and their failures
+// are logged, never undo the commit.
+var Committed = bus.NewEvent[*Commit]("session/event")
+
+// Sessions is the service under which the [Manager] is provided.
+var Sessions = bus.NewService[*Manager]("sessions")
+
+// StoreService is the service under which a store plugin (store/jsonl,
+// store/memory) provides the [Store] a Manager writes to.
+var StoreService = bus.NewService[Store]("store")
+
+// Commit is the payload of [Committed]: one record of one session.
+type Commit struct {
+	Session *Session
+	Record  *Record
+}
+
+// Subject implements [bus.Subjecter]: a commit is about its session.
+func (c *Commit) Subject() any { return c.Session.ID() }

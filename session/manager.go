@@ -1,0 +1,276 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/oklog/ulid/v2"
+	"github.com/vigil-run/vigil/bus"
+)
+
+// Manager makes sessions available: it creates, opens (with crash repair),
+// forks and seeds them over a [Store], keeps the live ones, and emits
+// [Created] for each. It is provided as the [Sessions] service. Its
+// methods are safe for concurrent use.
+type Manager struct {
+	c     *bus.Context
+	store Store
+	clock func() time.Time
+	newID func() string
+	log   hclog.Logger
+
+	mu   sync.Mutex
+	live map[string]*Session
+}
+
+// ManagerOption configures a [Manager].
+type ManagerOption func(*Manager)
+
+// WithClock sets the clock that stamps records and headers (default
+// time.Now). Tests use it for deterministic logs.
+func WithClock(now func() time.Time) ManagerOption {
+	return func(m *Manager) {
+		if now != nil {
+			m.clock = now
+		}
+	}
+}
+
+// WithIDs sets the generator of new session ids (default: a ULID at the
+// clock's time). Ids must satisfy [ValidID].
+func WithIDs(newID func() string) ManagerOption {
+	return func(m *Manager) {
+		if newID != nil {
+			m.newID = newID
+		}
+	}
+}
+
+// NewManager returns a manager of the sessions in store that dispatches
+// on c's bus (sessions dispatch on contexts scoped to themselves, owned by
+// c's fiber).
+func NewManager(c *bus.Context, store Store, opts ...ManagerOption) *Manager {
+	m := &Manager{c: c, store: store, clock: time.Now, log: c.Logger(), live: map[string]*Session{}}
+	for _, o := range opts {
+		o(m)
+	}
+	if m.newID == nil {
+		m.newID = func() string {
+			return ulid.MustNew(ulid.Timestamp(m.clock()), ulid.DefaultEntropy()).String()
+		}
+	}
+	return m
+}
+
+// Store returns the manager's store.
+func (m *Manager) Store() Store { return m.store }
+
+// Live returns the sessions made available and not closed, sorted by id.
+func (m *Manager) Live() []*Session {
+	m.mu.Lock()
+	out := make([]*Session, 0, len(m.live))
+	for _, s := range m.live {
+		out = append(out, s)
+	}
+	m.mu.Unlock()
+	slices.SortFunc(out, func(a, b *Session) int { return strings.Compare(a.ID(), b.ID()) })
+	return out
+}
+
+// Get returns the live session id.
+func (m *Manager) Get(id string) (*Session, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.live[id]
+	return s, ok
+}
+
+// watched reports whether any listener could see an append's dispatch,
+// which is when a reentrant append must be told from a concurrent one.
+func (m *Manager) watched() bool {
+	r := m.c.Root()
+	return r.ListenerCount(Committed.Name()) > 0 || r.ListenerCount(bus.Veto.Name()) > 0
+}
+
+func (m *Manager) now() time.Time { return logTime(m.clock()) }
+
+// Create makes a new, empty session.
+func (m *Manager) Create(ctx context.Context) (*Session, error) {
+	info := Info{ID: m.newID(), Version: Version, Created: m.now()}
+	if !ValidID(info.ID) {
+		return nil, fmt.Errorf("session: create: %w: %q", ErrInvalidID, info.ID)
+	}
+	if err := m.store.Create(ctx, info); err != nil {
+		return nil, fmt.Errorf("session: create %s: %w", info.ID, err)
+	}
+	return m.publish(ctx, info, nil)
+}
+
+// Open loads session id, or returns it if it is live. A torn last line is
+// dropped and an open tail turn is closed (see [Closers]); the closers are
+// appended to the store directly, without a Committed dispatch: listeners
+// see them in the log when [Created] is emitted.
+func (m *Manager) Open(ctx context.Context, id string) (*Session, error) {
+	if s, ok := m.Get(id); ok {
+		return s, nil
+	}
+	if !ValidID(id) {
+		return nil, fmt.Errorf("session: open: %w: %q", ErrInvalidID, id)
+	}
+	log, err := m.store.Load(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("session: open %s: %w", id, err)
+	}
+	if log.Torn > 0 {
+		m.log.Warn("dropped a torn last line", "session", id, "bytes", log.Torn)
+	}
+	records := log.Records
+	if err := Validate(records); err != nil {
+		return nil, fmt.Errorf("session: open %s: %w", id, err)
+	}
+	closers, err := repairRecords(records, m.now())
+	if err != nil {
+		return nil, fmt.Errorf("session: open %s: %w", id, err)
+	}
+	if len(closers) > 0 {
+		if err := m.store.Append(ctx, id, int64(len(records)), closers); err != nil {
+			return nil, fmt.Errorf("session: open %s: repair: %w", id, err)
+		}
+		m.log.Warn("closed an interrupted turn", "session", id, "events", len(closers))
+		records = append(slices.Clip(records), closers...)
+	}
+	return m.publish(ctx, log.Info, records)
+}
+
+// Fork makes a new session whose log is the log of id up to and including
+// seq at (-1: nothing), followed by a session/end-seed event. Its header
+// names the parent and at. A boundary inside an open turn is an
+// ErrOpenTurn error; the parent is never changed.
+func (m *Manager) Fork(ctx context.Context, id string, at int64) (*Session, error) {
+	var records []*Record
+	if s, ok := m.Get(id); ok {
+		records = s.Records()
+	} else {
+		log, err := m.store.Load(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("session: fork %s: %w", id, err)
+		}
+		records = log.Records
+	}
+	if at < -1 || at >= int64(len(records)) {
+		return nil, fmt.Errorf("session: fork %s at %d: %w: the log has seqs 0..%d", id, at, ErrNotFound, len(records)-1)
+	}
+	prefix := records[:at+1]
+	if st := scanTurns(prefix); st.turn != 0 {
+		return nil, fmt.Errorf("session: fork %s at %d: %w (turn %d)", id, at, ErrOpenTurn, st.turn)
+	}
+	now := m.now()
+	info := Info{ID: m.newID(), Version: Version, Created: now, Parent: &Parent{ID: id, Seq: at}}
+	seed, err := newRecord(at+1, now, &Event{Type: TypeEndSeed})
+	if err != nil {
+		return nil, err
+	}
+	if err := m.store.Fork(ctx, info, []*Record{seed}); err != nil {
+		return nil, fmt.Errorf("session: fork %s at %d: %w", id, at, err)
+	}
+	return m.publish(ctx, info, append(slices.Clone(prefix), seed))
+}
+
+// Rewind is [Manager.Fork]: a session is rewound by forking it at an
+// earlier boundary; the original is never destroyed.
+func (m *Manager) Rewind(ctx context.Context, id string, at int64) (*Session, error) {
+	return m.Fork(ctx, id, at)
+}
+
+// Seed makes a new session whose log is events (stamped now, seqs from 0)
+// followed by session/end-seed. The events are validated by the rules of
+// [Session.Append], and must not end inside an open turn (ErrOpenTurn).
+// They are not dispatched as Committed: listeners see them in the log when
+// [Created] is emitted.
+func (m *Manager) Seed(ctx context.Context, events ...Event) (*Session, error) {
+	now := m.now()
+	records := make([]*Record, 0, len(events)+1)
+	for i := range events {
+		r, err := newRecord(int64(i), now, &events[i])
+		if err != nil {
+			return nil, fmt.Errorf("session: seed: %w", err)
+		}
+		records = append(records, r)
+	}
+	return m.seed(ctx, records, now)
+}
+
+// SeedRecords is [Manager.Seed] with records made elsewhere (another log,
+// [NewRecord]), which keep their times. Their seqs must start at 0.
+func (m *Manager) SeedRecords(ctx context.Context, records []*Record) (*Session, error) {
+	return m.seed(ctx, slices.Clone(records), m.now())
+}
+
+func (m *Manager) seed(ctx context.Context, records []*Record, now time.Time) (*Session, error) {
+	if err := Validate(records); err != nil {
+		return nil, fmt.Errorf("session: seed: %w", err)
+	}
+	if st := scanTurns(records); st.turn != 0 {
+		return nil, fmt.Errorf("session: seed: %w (turn %d)", ErrOpenTurn, st.turn)
+	}
+	end, err := newRecord(int64(len(records)), now, &Event{Type: TypeEndSeed})
+	if err != nil {
+		return nil, err
+	}
+	records = append(records, end)
+	info := Info{ID: m.newID(), Version: Version, Created: now}
+	if err := m.store.Create(ctx, info); err != nil {
+		return nil, fmt.Errorf("session: seed %s: %w", info.ID, err)
+	}
+	if err := m.store.Append(ctx, info.ID, 0, records); err != nil {
+		return nil, fmt.Errorf("session: seed %s: %w", info.ID, err)
+	}
+	return m.publish(ctx, info, records)
+}
+
+// publish makes the live session, emits Created and adds it to Live.
+func (m *Manager) publish(ctx context.Context, info Info, records []*Record) (*Session, error) {
+	s, err := newSession(m, info, records)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	if _, dup := m.live[info.ID]; dup {
+		m.mu.Unlock()
+		return nil, fmt.Errorf("session %s: %w: already live", info.ID, ErrExists)
+	}
+	m.live[info.ID] = s
+	m.mu.Unlock()
+	if err := Created.Emit(ctx, m.c, s); err != nil {
+		m.forget(s)
+		if r, ok := m.store.(Releaser); ok {
+			err = errors.Join(err, r.Release(info.ID))
+		}
+		return nil, fmt.Errorf("session %s: created: %w", info.ID, err)
+	}
+	return s, nil
+}
+
+func (m *Manager) forget(s *Session) {
+	m.mu.Lock()
+	if m.live[s.info.ID] == s {
+		delete(m.live, s.info.ID)
+	}
+	m.mu.Unlock()
+}
+
+// Close closes every live session (see [Session.Close]) and returns their
+// errors joined.
+func (m *Manager) Close(ctx context.Context) error {
+	var errs []error
+	for _, s := range m.Live() {
+		errs = append(errs, s.Close(ctx))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,353 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Record is one committed event of a log. It is immutable: its canonical
+// line is encoded once when the record is made, its payload is decoded
+// once, and every accessor returns a copy or a value, so a Record may be
+// shared freely between goroutines, sessions and stores.
+type Record struct {
+	seq       int64
+	typ       string
+	time      time.Time
+	turn      int
+	step      int
+	op        uint8 // surface op: opNone, opAppend or opReplace
+	start     int64
+	end       int64
+	sources   []int64
+	ignorable bool
+	line      []byte // canonical line including the trailing newline
+	dataOff   int    // data is line[dataOff : len(line)-2]
+	payload   any    // decoded core payload (a value, never a pointer); nil otherwise
+}
+
+const (
+	opNone uint8 = iota
+	opAppend
+	opReplace
+)
+
+// Seq returns the event's index in its log.
+func (r *Record) Seq() int64 { return r.seq }
+
+// Type returns the event type.
+func (r *Record) Type() string { return r.typ }
+
+// Time returns when the event was appended, UTC, to the millisecond.
+func (r *Record) Time() time.Time { return r.time }
+
+// Turn returns the event's turn number, 0 when it has none.
+func (r *Record) Turn() int { return r.turn }
+
+// Step returns the event's step number, 0 when it has none.
+func (r *Record) Step() int { return r.step }
+
+// IsSurface reports whether the record is a surface event.
+func (r *Record) IsSurface() bool { return r.op != opNone }
+
+// Surface returns how the record changes the surface: Op "append" or
+// "replace" for surface events, the zero Surface for others.
+func (r *Record) Surface() Surface {
+	switch r.op {
+	case opAppend:
+		return Surface{Op: OpAppend}
+	case opReplace:
+		return Surface{Op: OpReplace, Start: r.start, End: r.end}
+	}
+	return Surface{}
+}
+
+// Sources returns a copy of the seqs the event derives from.
+func (r *Record) Sources() []int64 { return slices.Clone(r.sources) }
+
+// Ignorable reports whether readers without the owning plugin may skip
+// the event.
+func (r *Record) Ignorable() bool { return r.ignorable }
+
+// Data returns a copy of the event's payload as JSON.
+func (r *Record) Data() json.RawMessage { return bytes.Clone(r.data()) }
+
+func (r *Record) data() []byte { return r.line[r.dataOff : len(r.line)-2] }
+
+// Bytes returns a copy of the record's canonical line, without the
+// trailing newline.
+func (r *Record) Bytes() []byte { return bytes.Clone(r.line[:len(r.line)-1]) }
+
+// AppendLine appends the canonical line and a newline to dst. Stores use
+// it to write records without an intermediate copy.
+func (r *Record) AppendLine(dst []byte) []byte { return append(dst, r.line...) }
+
+// LineLen returns the length of the canonical line including its newline.
+func (r *Record) LineLen() int { return len(r.line) }
+
+func (r *Record) String() string { return string(r.line[:len(r.line)-1]) }
+
+// DecodeData decodes the record's payload into a T. For the payload
+// structs of this package it returns a copy of the payload decoded when
+// the record was made, without parsing JSON again.
+func DecodeData[T any](r *Record) (T, error) {
+	if p, ok := r.payload.(T); ok {
+		return clonePayload(p).(T), nil
+	}
+	var v T
+	if err := json.Unmarshal(r.data(), &v); err != nil {
+		return v, fmt.Errorf("session: seq %d: decode %s data: %w", r.seq, r.typ, err)
+	}
+	return v, nil
+}
+
+// NewRecord makes the record of ev at seq and time t, checking every rule
+// that concerns the event alone (see [Session.Append]): a known type,
+// turn and step where the type requires them, a surface field only on
+// surface events, sources before seq, a payload of the type's shape. Rules
+// that concern the log (seq order, replace endpoints) are checked when the
+// record joins one. Stores and tests use it; sessions make their own.
+func NewRecord(seq int64, t time.Time, ev Event) (*Record, error) {
+	return newRecord(seq, logTime(t), &ev)
+}
+
+// newRecord builds the record. t must already be a log time.
+func newRecord(seq int64, t time.Time, ev *Event) (*Record, error) {
+	if seq < 0 {
+		return nil, fmt.Errorf("%w: negative seq %d", ErrDuplicateSeq, seq)
+	}
+	r := &Record{seq: seq, typ: ev.Type, time: t, turn: ev.Turn, step: ev.Step, ignorable: ev.Ignorable}
+	k, err := r.checkEnvelope(ev.Surface, ev.Sources)
+	if err != nil {
+		return nil, err
+	}
+	if len(ev.Sources) > 0 {
+		r.sources = slices.Clone(ev.Sources)
+	}
+
+	line := r.appendEnvelope(make([]byte, 0, 160))
+	var ok bool
+	switch d := ev.Data.(type) {
+	case nil:
+		if k != nil {
+			r.payload = reflect.Zero(k.payload).Interface()
+		}
+		line = append(line, '{', '}')
+	case json.RawMessage:
+		line, err = r.appendRaw(line, k, d)
+	case []byte:
+		line, err = r.appendRaw(line, k, d)
+	default:
+		if k == nil {
+			line, err = marshalPayload(line, d)
+			if err != nil {
+				err = fmt.Errorf("%w: seq %d %s: %w", ErrInvalidPayload, seq, r.typ, err)
+			}
+			break
+		}
+		if r.payload, ok = payloadValue(k, d); !ok {
+			return nil, fmt.Errorf("%w: seq %d: %s data is %T, want %v", ErrInvalidPayload, seq, r.typ, d, k.payload)
+		}
+		if err = checkPayload(r.typ, r.payload); err != nil {
+			return nil, fmt.Errorf("%w: seq %d: %w", ErrInvalidPayload, seq, err)
+		}
+		if line, ok = appendPayload(line, r.payload); !ok {
+			line, err = marshalPayload(line, r.payload)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.line = append(line, '}', '\n')
+	return r, nil
+}
+
+// appendRaw appends caller-encoded data, compacted, after checking it.
+func (r *Record) appendRaw(line []byte, k *kind, d []byte) ([]byte, error) {
+	n := len(line)
+	var b bytes.Buffer
+	if err := json.Compact(&b, d); err != nil {
+		return nil, fmt.Errorf("%w: seq %d %s: %w", ErrInvalidPayload, r.seq, r.typ, err)
+	}
+	line = append(line, b.Bytes()...)
+	if k != nil {
+		p, err := decodeCore(k, line[n:])
+		if err != nil {
+			return nil, fmt.Errorf("%w: seq %d %s: %w", ErrInvalidPayload, r.seq, r.typ, err)
+		}
+		if err := checkPayload(r.typ, p); err != nil {
+			return nil, fmt.Errorf("%w: seq %d: %w", ErrInvalidPayload, r.seq, err)
+		}
+		r.payload = p
+	}
+	return line, nil
+}
+
+// decodeCore decodes the data of a core type, which must be an object.
+func decodeCore(k *kind, data []byte) (any, error) {
+	if len(data) == 0 || data[0] != '{' {
+		return nil, fmt.Errorf("data is not a JSON object")
+	}
+	return k.decode(data)
+}
+
+// checkPayload checks the fields a core payload cannot do without.
+func checkPayload(typ string, p any) error {
+	switch v := p.(type) {
+	case ToolCall:
+		if v.ID == "" || v.Name == "" {
+			return fmt.Errorf("%s without id or name", typ)
+		}
+	case ToolResult:
+		if v.ID == "" {
+			return fmt.Errorf("%s without id", typ)
+		}
+	case ToolStart:
+		if v.ID == "" {
+			return fmt.Errorf("%s without id", typ)
+		}
+	case AssistantMessage:
+		for _, c := range v.ToolCalls {
+			if c.ID == "" || c.Name == "" {
+				return fmt.Errorf("%s: tool call without id or name", typ)
+			}
+		}
+	}
+	return nil
+}
+
+// checkEnvelope checks the rules that concern the envelope alone and
+// sets the surface fields. It returns the core kind, nil for plugin types.
+func (r *Record) checkEnvelope(sf *Surface, sources []int64) (*kind, error) {
+	if r.typ == "" {
+		return nil, fmt.Errorf("%w: seq %d: empty type", ErrInvalidEvent, r.seq)
+	}
+	k := coreKinds[r.typ]
+	if k == nil {
+		if !r.ignorable && !known(r.typ) {
+			return nil, fmt.Errorf("%w: seq %d: %q (not ignorable)", ErrUnknownType, r.seq, r.typ)
+		}
+	} else if r.ignorable {
+		return nil, fmt.Errorf("%w: seq %d: core type %s marked ignorable", ErrInvalidEvent, r.seq, r.typ)
+	}
+	if err := r.checkScope(k); err != nil {
+		return nil, err
+	}
+	for _, s := range sources {
+		if s < 0 || s >= r.seq {
+			return nil, fmt.Errorf("%w: seq %d: source %d is not an earlier seq", ErrInvalidEvent, r.seq, s)
+		}
+	}
+	if k == nil || !k.surface {
+		if sf != nil {
+			return nil, fmt.Errorf("%w: seq %d: surface op on %s, which is not a surface event", ErrInvalidReplace, r.seq, r.typ)
+		}
+		return k, nil
+	}
+	r.op = opAppend
+	if sf == nil {
+		return k, nil
+	}
+	switch sf.Op {
+	case "", OpAppend:
+		if sf.Start != 0 || sf.End != 0 {
+			return nil, fmt.Errorf("%w: seq %d: append with a range", ErrInvalidReplace, r.seq)
+		}
+	case OpReplace:
+		if sf.Start < 0 || sf.End < 0 || sf.Start >= r.seq || sf.End >= r.seq {
+			return nil, fmt.Errorf("%w: seq %d: range %d..%d is not before the event", ErrInvalidReplace, r.seq, sf.Start, sf.End)
+		}
+		r.op, r.start, r.end = opReplace, sf.Start, sf.End
+	default:
+		return nil, fmt.Errorf("%w: seq %d: unknown surface op %q", ErrInvalidReplace, r.seq, sf.Op)
+	}
+	return k, nil
+}
+
+func (r *Record) checkScope(k *kind) error {
+	if r.turn < 0 || r.step < 0 {
+		return fmt.Errorf("%w: seq %d: negative turn or step", ErrInvalidEvent, r.seq)
+	}
+	if r.step > 0 && r.turn == 0 {
+		return fmt.Errorf("%w: seq %d: step %d without a turn", ErrInvalidEvent, r.seq, r.step)
+	}
+	sc := scopeAny
+	if k != nil {
+		sc = k.scope
+	}
+	var bad string
+	switch sc {
+	case scopeNone:
+		if r.turn != 0 {
+			bad = "must not have a turn"
+		}
+	case scopeOptTurn:
+		if r.step != 0 {
+			bad = "must not have a step"
+		}
+	case scopeTurnOnly:
+		if r.turn == 0 {
+			bad = "needs a turn"
+		} else if r.step != 0 {
+			bad = "must not have a step"
+		}
+	case scopeTurn:
+		if r.turn == 0 {
+			bad = "needs a turn"
+		}
+	case scopeStep:
+		if r.turn == 0 || r.step == 0 {
+			bad = "needs a turn and a step"
+		}
+	}
+	if bad != "" {
+		return fmt.Errorf("%w: seq %d: %s %s", ErrInvalidEvent, r.seq, r.typ, bad)
+	}
+	return nil
+}
+
+// appendEnvelope appends every field before the data and `"data":`.
+// Fields come in a fixed order: seq, type, time, turn, step, surface,
+// sources, ignorable, data; zero turn, step, sources and ignorable are
+// omitted, and so is the surface of an append.
+func (r *Record) appendEnvelope(dst []byte) []byte {
+	dst = append(dst, `{"seq":`...)
+	dst = strconv.AppendInt(dst, r.seq, 10)
+	dst = append(dst, `,"type":`...)
+	dst = appendString(dst, r.typ)
+	dst = append(dst, `,"time":`...)
+	dst = appendTime(dst, r.time)
+	if r.turn != 0 {
+		dst = appendIntField(dst, "turn", int64(r.turn))
+	}
+	if r.step != 0 {
+		dst = appendIntField(dst, "step", int64(r.step))
+	}
+	if r.op == opReplace {
+		dst = append(dst, `,"surface":{"op":"replace","start":`...)
+		dst = strconv.AppendInt(dst, r.start, 10)
+		dst = append(dst, `,"end":`...)
+		dst = strconv.AppendInt(dst, r.end, 10)
+		dst = append(dst, '}')
+	}
+	if len(r.sources) > 0 {
+		dst = append(dst, `,"sources":[`...)
+		for i, s := range r.sources {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = strconv.AppendInt(dst, s, 10)
+		}
+		dst = append(dst, ']')
+	}
+	if r.ignorable {
+		dst = append(dst, `,"ignorable":true`...)
+	}
+	dst = append(dst, `,"data":`...)
+	r.dataOff = len(dst)
+	return dst
+}

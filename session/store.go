@@ -1,0 +1,42 @@
+package session
+
+import "context"
+
+// Store persists session logs. Records are immutable and may be kept as
+// they are; a store must not keep the records slice it is handed. Every
+// method is safe for concurrent use. [sessiontest.Run] is the conformance
+// suite every implementation must pass.
+type Store interface {
+	// Create stores a new, empty log with header info. An existing id is
+	// an ErrExists error.
+	Create(ctx context.Context, info Info) error
+	// Append adds records to the log of id. next is the seq the caller
+	// expects the log to continue at (its current length); if the log is
+	// at another length nothing is appended and the error is ErrConflict.
+	// The records must have seqs next, next+1, …, else ErrSeqGap or
+	// ErrDuplicateSeq. An unknown id is ErrNotFound.
+	Append(ctx context.Context, id string, next int64, records []*Record) error
+	// Load returns the log of id. A store that can be torn by a crash
+	// drops a torn last line and reports its length in Log.Torn.
+	Load(ctx context.Context, id string) (*Log, error)
+	// List returns the headers of every stored log, sorted by id.
+	List(ctx context.Context) ([]Info, error)
+	// Fork creates the log info as a fork: info.Parent names the source
+	// log and the last seq it inherits (-1 for none); the new log holds
+	// the source's records up to that seq, then tail (whose first seq
+	// follows). An unknown parent is ErrNotFound, a parent seq past its
+	// end ErrSeqGap, an existing id ErrExists.
+	Fork(ctx context.Context, info Info, tail []*Record) error
+}
+
+// Flusher is implemented by stores that buffer appends. Flush returns once
+// every record appended to id so far is durable.
+type Flusher interface {
+	Flush(ctx context.Context, id string) error
+}
+
+// Releaser is implemented by stores that hold a session open for writing
+// (a file lock): Release lets another writer take it.
+type Releaser interface {
+	Release(id string) error
+}

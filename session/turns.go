@@ -1,0 +1,86 @@
+package session
+
+// turnState is where a log stands with respect to turns and steps after
+// some prefix of it: which turn and step are open and, in the open step,
+// which tool calls still wait for a result.
+type turnState struct {
+	turn    int // the open turn, 0 when none is open
+	step    int // the open step, 0 when none is open
+	pending []pendingCall
+}
+
+type pendingCall struct {
+	id      string
+	name    string
+	source  int64 // the tool/call, or the assistant message naming the call
+	logged  bool  // a tool/call event was logged
+	started bool  // a tool/start event was logged
+}
+
+// scanTurns returns the turn state after records.
+func scanTurns(records []*Record) turnState {
+	var st turnState
+	for _, r := range records {
+		st.add(r)
+	}
+	return st
+}
+
+func (st *turnState) add(r *Record) {
+	switch r.typ {
+	case TypeTurnStart:
+		st.turn, st.step, st.pending = r.turn, 0, nil
+	case TypeTurnEnd:
+		if r.turn == st.turn {
+			st.turn, st.step, st.pending = 0, 0, nil
+		}
+	case TypeStepStart:
+		if st.turn != 0 && r.turn == st.turn {
+			st.step, st.pending = r.step, nil
+		}
+	case TypeStepEnd:
+		if r.turn == st.turn && r.step == st.step {
+			st.step, st.pending = 0, nil
+		}
+	case TypeAssistantMessage:
+		if !st.inStep(r) {
+			return
+		}
+		for _, c := range r.payload.(AssistantMessage).ToolCalls {
+			if st.find(c.ID) < 0 {
+				st.pending = append(st.pending, pendingCall{id: c.ID, name: c.Name, source: r.seq})
+			}
+		}
+	case TypeToolCall:
+		if !st.inStep(r) {
+			return
+		}
+		c := r.payload.(ToolCall)
+		if i := st.find(c.ID); i >= 0 {
+			st.pending[i].logged, st.pending[i].source, st.pending[i].name = true, r.seq, c.Name
+		} else {
+			st.pending = append(st.pending, pendingCall{id: c.ID, name: c.Name, source: r.seq, logged: true})
+		}
+	case TypeToolStart:
+		if i := st.find(r.payload.(ToolStart).ID); i >= 0 && st.inStep(r) {
+			st.pending[i].started = true
+		}
+	case TypeToolResult:
+		if i := st.find(r.payload.(ToolResult).ID); i >= 0 && st.inStep(r) {
+			st.pending = append(st.pending[:i:i], st.pending[i+1:]...)
+		}
+	}
+}
+
+func (st *turnState) inStep(r *Record) bool {
+	return st.step != 0 && r.turn == st.turn && r.step == st.step
+}
+
+func (st *turnState) find(id string) int {
+	for i, c := range st.pending {
+		if c.id == id {
+			return i
+		}
+	}
+	return -1
+}

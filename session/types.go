@@ -1,0 +1,161 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"sync"
+)
+
+// scope says which of turn and step an event type carries.
+type scope uint8
+
+const (
+	scopeAny      scope = iota // anything (plugin types, compaction)
+	scopeNone                  // neither turn nor step
+	scopeOptTurn               // optionally a turn, never a step without one
+	scopeTurnOnly              // a turn and no step
+	scopeTurn                  // a turn, optionally a step
+	scopeStep                  // a turn and a step
+)
+
+// kind describes a core event type.
+type kind struct {
+	scope   scope
+	surface bool
+	payload reflect.Type // the payload struct type
+	// decode parses data into the payload value (not a pointer).
+	decode func(data []byte) (any, error)
+}
+
+func kindOf[T any](sc scope, surface bool) *kind {
+	return &kind{
+		scope:   sc,
+		surface: surface,
+		payload: reflect.TypeFor[T](),
+		decode: func(data []byte) (any, error) {
+			var v T
+			if err := json.Unmarshal(data, &v); err != nil {
+				return nil, err
+			}
+			return v, nil
+		},
+	}
+}
+
+var coreKinds = map[string]*kind{
+	TypeTurnStart:        kindOf[TurnStart](scopeTurnOnly, false),
+	TypeTurnEnd:          kindOf[TurnEnd](scopeTurnOnly, false),
+	TypeStepStart:        kindOf[StepStart](scopeStep, false),
+	TypeStepEnd:          kindOf[StepEnd](scopeStep, false),
+	TypeUserMessage:      kindOf[UserMessage](scopeOptTurn, true),
+	TypeRequestHeader:    kindOf[RequestHeader](scopeTurn, false),
+	TypeRequestDigest:    kindOf[Digest](scopeStep, false),
+	TypeAssistantChunk:   kindOf[AssistantChunk](scopeStep, false),
+	TypeAssistantMessage: kindOf[AssistantMessage](scopeStep, true),
+	TypeToolCall:         kindOf[ToolCall](scopeStep, false),
+	TypeToolStart:        kindOf[ToolStart](scopeStep, false),
+	TypeToolResult:       kindOf[ToolResult](scopeStep, true),
+	TypeCompactionStart:  kindOf[Compaction](scopeAny, false),
+	TypeCompactionEnd:    kindOf[Compaction](scopeAny, false),
+	TypeEndSeed:          kindOf[EndSeed](scopeNone, false),
+}
+
+// registered holds the plugin-owned types readers must understand.
+var registered sync.Map // string -> struct{}
+
+// RegisterType declares a plugin-owned event type that is not ignorable:
+// a process that registered it appends and loads events of that type
+// without the ignorable flag. Call it at init time. Registering a core
+// type name panics (a programming error in the taxonomy).
+func RegisterType(name string) {
+	if _, ok := coreKinds[name]; ok {
+		panic(fmt.Sprintf("session: RegisterType(%q): a core type", name))
+	}
+	registered.Store(name, struct{}{})
+}
+
+// IsCoreType reports whether name is one of the core event types.
+func IsCoreType(name string) bool {
+	_, ok := coreKinds[name]
+	return ok
+}
+
+// IsSurfaceType reports whether events of type name are surface events:
+// user/message, assistant/message and tool/result.
+func IsSurfaceType(name string) bool {
+	k := coreKinds[name]
+	return k != nil && k.surface
+}
+
+func known(name string) bool {
+	_, ok := registered.Load(name)
+	return ok
+}
+
+// payloadValue returns the payload value a core type's data v holds: v
+// itself or *v dereferenced, cloned deeply so the caller's later changes
+// cannot reach the record. ok is false when v is not k's payload type.
+func payloadValue(k *kind, v any) (any, bool) {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() == reflect.Pointer && rv.Type().Elem() == k.payload {
+		if rv.IsNil() {
+			return nil, false
+		}
+		v = rv.Elem().Interface()
+	} else if rv.Type() != k.payload {
+		return nil, false
+	}
+	return clonePayload(v), true
+}
+
+// clonePayload deep-copies the reference fields of a core payload value.
+func clonePayload(v any) any {
+	switch p := v.(type) {
+	case StepEnd:
+		if p.Usage != nil {
+			u := *p.Usage
+			p.Usage = &u
+		}
+		return p
+	case AssistantChunk:
+		if p.ToolCall != nil {
+			c := *p.ToolCall
+			p.ToolCall = &c
+		}
+		return p
+	case AssistantMessage:
+		p.ToolCalls = slices.Clone(p.ToolCalls)
+		return p
+	case ToolResult:
+		if p.Error != nil {
+			e := *p.Error
+			p.Error = &e
+		}
+		return p
+	case RequestHeader:
+		p.Header = cloneHeader(p.Header)
+		return p
+	}
+	return v
+}
+
+// cloneHeader deep-copies h.
+func cloneHeader(h Header) Header {
+	if h.Temperature != nil {
+		t := *h.Temperature
+		h.Temperature = &t
+	}
+	h.Stop = slices.Clone(h.Stop)
+	if h.Tools != nil {
+		tools := make([]ToolSpec, len(h.Tools))
+		for i, t := range h.Tools {
+			t.Parameters = bytes.Clone(t.Parameters)
+			tools[i] = t
+		}
+		h.Tools = tools
+	}
+	return h
+}
