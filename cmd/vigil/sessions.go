@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/vigil-run/vigil/session"
+)
+
+func cmdSessions(ctx context.Context, e *env, args []string) error {
+	if len(args) == 0 {
+		return usagef("sessions needs a subcommand: list, show ID, fork ID --at SEQ, export ID")
+	}
+	sub, rest := args[0], args[1:]
+	fs := flag.NewFlagSet("sessions "+sub, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	cfg := fs.String("c", "plugins.yaml", "plugins.yaml")
+	asJSON := fs.Bool("json", false, "print JSON")
+	at := fs.Int64("at", -2, "fork: the last seq the fork inherits")
+	// Flags may follow the session id: move them ahead of it.
+	if err := fs.Parse(flagsFirst(rest, map[string]bool{"json": true})); err != nil {
+		return usageError{err}
+	}
+	want := map[string]int{"list": 0, "show": 1, "fork": 1, "export": 1}
+	n, ok := want[sub]
+	if !ok {
+		return usagef("unknown sessions subcommand %q (list, show, fork, export)", sub)
+	}
+	if fs.NArg() != n {
+		return usagef("sessions %s takes %d argument(s), got %d", sub, n, fs.NArg())
+	}
+	if sub == "fork" && *at == -2 {
+		return usagef("sessions fork needs --at SEQ")
+	}
+	h, err := openHost(e, *cfg)
+	if err != nil {
+		return err
+	}
+	defer h.close()
+	mgr, err := service(h, session.Sessions)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "list":
+		return listSessions(ctx, e.stdout, mgr, *asJSON)
+	case "show":
+		log, err := mgr.Store().Load(ctx, fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			_, err = e.stdout.Write(encodeLog(log.Info, log.Records))
+			return err
+		}
+		return showSession(e.stdout, log.Info, log.Records)
+	case "fork":
+		s, err := mgr.Fork(ctx, fs.Arg(0), *at)
+		if err != nil {
+			return err
+		}
+		if err := s.Flush(ctx); err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(e.stdout).Encode(map[string]any{"id": s.ID(), "parent": fs.Arg(0), "at": *at})
+		}
+		_, err = fmt.Fprintln(e.stdout, s.ID())
+		return err
+	default: // export
+		log, err := mgr.Store().Load(ctx, fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		_, err = e.stdout.Write(encodeLog(log.Info, log.Records))
+		return err
+	}
+}
+
+// flagsFirst reorders args so flags come before positional arguments, as
+// the flag package requires. bools lists flags that take no value.
+func flagsFirst(args []string, bools map[string]bool) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			pos = append(pos, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if !strings.Contains(name, "=") && !bools[name] && i+1 < len(args) {
+			flags = append(flags, args[i+1])
+			i++
+		}
+	}
+	return append(flags, pos...)
+}
+
+func listSessions(ctx context.Context, w io.Writer, mgr *session.Manager, asJSON bool) error {
+	infos, err := mgr.Store().List(ctx)
+	if err != nil {
+		return err
+	}
+	type row struct {
+		ID      string          `json:"id"`
+		Created string          `json:"created"`
+		Parent  *session.Parent `json:"parent,omitempty"`
+		Events  int             `json:"events"`
+		Turns   int             `json:"turns"`
+	}
+	rows := make([]row, 0, len(infos))
+	for _, info := range infos {
+		r := row{ID: info.ID, Created: info.Created.Format("2006-01-02 15:04:05"), Parent: info.Parent}
+		if log, err := mgr.Store().Load(ctx, info.ID); err == nil {
+			r.Events = len(log.Records)
+			for _, rec := range log.Records {
+				if rec.Type() == session.TypeTurnStart {
+					r.Turns++
+				}
+			}
+		}
+		rows = append(rows, r)
+	}
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tCREATED\tTURNS\tEVENTS\tPARENT")
+	for _, r := range rows {
+		parent := ""
+		if r.Parent != nil {
+			parent = fmt.Sprintf("%s@%d", r.Parent.ID, r.Parent.Seq)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", r.ID, r.Created, r.Turns, r.Events, parent)
+	}
+	return tw.Flush()
+}
+
+// showSession renders a log readably: turns, steps, messages and tool
+// calls, one line each.
+func showSession(w io.Writer, info session.Info, records []*session.Record) error {
+	fmt.Fprintf(w, "session %s  created %s", info.ID, info.Created.Format("2006-01-02 15:04:05Z"))
+	if p := info.Parent; p != nil {
+		fmt.Fprintf(w, "  fork of %s at seq %d", p.ID, p.Seq)
+	}
+	fmt.Fprintf(w, "  %d events\n", len(records))
+	for _, r := range records {
+		indent := ""
+		if r.Turn() > 0 {
+			indent = "  "
+		}
+		if r.Step() > 0 {
+			indent = "    "
+		}
+		line := describeRecord(r)
+		if line == "" {
+			continue
+		}
+		fmt.Fprintf(w, "%5d %s%s\n", r.Seq(), indent, line)
+	}
+	return nil
+}
+
+func describeRecord(r *session.Record) string {
+	switch r.Type() {
+	case session.TypeTurnStart:
+		return fmt.Sprintf("turn %d", r.Turn())
+	case session.TypeTurnEnd:
+		d, _ := session.DecodeData[session.TurnEnd](r)
+		s := fmt.Sprintf("end of turn %d: %s", r.Turn(), d.Reason)
+		if d.Error != "" {
+			s += " (" + oneLine(d.Error, 100) + ")"
+		}
+		return s
+	case session.TypeStepStart:
+		return fmt.Sprintf("step %d", r.Step())
+	case session.TypeStepEnd:
+		d, _ := session.DecodeData[session.StepEnd](r)
+		s := "end of step: " + d.Finish
+		if d.Usage != nil {
+			s += fmt.Sprintf(" (tokens in %d, out %d)", d.Usage.Input, d.Usage.Output)
+		}
+		return s
+	case session.TypeUserMessage:
+		d, _ := session.DecodeData[session.UserMessage](r)
+		if r.Surface().Op == session.OpReplace {
+			sf := r.Surface()
+			return fmt.Sprintf("summary (replaces %d..%d): %s", sf.Start, sf.End, oneLine(d.Content, 100))
+		}
+		return "user: " + oneLine(d.Content, 120)
+	case session.TypeRequestHeader:
+		d, _ := session.DecodeData[session.RequestHeader](r)
+		return fmt.Sprintf("request header (%s): %s/%s, %d tools", d.Reason, d.Header.Provider, d.Header.Model, len(d.Header.Tools))
+	case session.TypeRequestDigest:
+		d, _ := session.DecodeData[session.Digest](r)
+		return fmt.Sprintf("request sent: %d messages, sha256 %s", d.Messages, short(d.SHA256))
+	case session.TypeAssistantChunk:
+		return ""
+	case session.TypeAssistantMessage:
+		d, _ := session.DecodeData[session.AssistantMessage](r)
+		var parts []string
+		if d.Content != "" {
+			parts = append(parts, "assistant: "+oneLine(d.Content, 120))
+		}
+		for _, c := range d.ToolCalls {
+			parts = append(parts, fmt.Sprintf("assistant calls %s %s", c.Name, oneLine(c.Arguments, 80)))
+		}
+		if len(parts) == 0 {
+			return "assistant: (empty)"
+		}
+		return strings.Join(parts, "; ")
+	case session.TypeToolCall:
+		d, _ := session.DecodeData[session.ToolCall](r)
+		return fmt.Sprintf("tool call %s %s(%s)", d.ID, d.Name, oneLine(d.Arguments, 80))
+	case session.TypeToolResult:
+		d, _ := session.DecodeData[session.ToolResult](r)
+		if d.Error != nil {
+			return fmt.Sprintf("tool result %s: error %s %s", d.ID, d.Error.Code, oneLine(d.Error.Message, 80))
+		}
+		return fmt.Sprintf("tool result %s: %s", d.ID, oneLine(d.Content, 100))
+	case session.TypeEndSeed:
+		return "(end of inherited events)"
+	}
+	return r.Type()
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+func short(d string) string {
+	if len(d) > 12 {
+		return d[:12]
+	}
+	return d
+}

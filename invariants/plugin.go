@@ -1,0 +1,266 @@
+package invariants
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/session"
+)
+
+// Modes.
+const (
+	ModeStrict = "strict"
+	ModeWarn   = "warn"
+	ModeOff    = "off"
+)
+
+// Config is the plugin's config.
+type Config struct {
+	// Mode is strict (the default), warn or off.
+	Mode string `yaml:"mode" doc:"strict (default): refuse; warn: report only; off: register nothing"`
+}
+
+// Validate checks the mode.
+func (c *Config) Validate() error {
+	switch c.Mode {
+	case "", ModeStrict, ModeWarn, ModeOff:
+		return nil
+	}
+	return fmt.Errorf("mode must be strict, warn or off, got %q", c.Mode)
+}
+
+// Name is the plugin's registered name.
+const Name = "invariants"
+
+func init() {
+	bus.Register(bus.Module{
+		Name:        Name,
+		Description: "dev-mode checks: model-visible requests equal a fresh fold of the log; log and status rules",
+		Config:      func() any { return &Config{} },
+		New:         New,
+	})
+}
+
+// New returns the invariants plugin. Apply it with a [Config] (or none,
+// for strict mode).
+func New() bus.Plugin {
+	return &bus.Func[*Config]{
+		ID:   Name,
+		Deps: bus.Inject{Optional: []string{session.Sessions.Name()}},
+		Run: func(c *bus.Context, cfg *Config) error {
+			mode := ModeStrict
+			if cfg != nil && cfg.Mode != "" {
+				if err := cfg.Validate(); err != nil {
+					return err
+				}
+				mode = cfg.Mode
+			}
+			if mode == ModeOff {
+				return nil
+			}
+			return mount(c, mode)
+		},
+	}
+}
+
+// checker is the state of one mounted plugin.
+type checker struct {
+	ctx  *bus.Context
+	mode string
+	log  hclog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*sessionState
+	status   map[string]string // agent → last status
+}
+
+type sessionState struct {
+	sess   *session.Session
+	trace  *trace
+	staged map[*session.Record]struct{}
+}
+
+func mount(c *bus.Context, mode string) error {
+	k := &checker{ctx: c, mode: mode, log: c.Logger(), sessions: map[string]*sessionState{}, status: map[string]string{}}
+	// Installed mid-session: rebuild the trace of every live session.
+	if mgr, err := session.Sessions.Get(c); err == nil {
+		for _, s := range mgr.Live() {
+			k.rebuild(s)
+		}
+	}
+	// Global, so that a scoped mount keeps the audience it must check.
+	bus.Veto.On(c, k.onDispatch, bus.Global)
+	session.Committed.On(c, k.onCommitted, bus.Global)
+	session.Created.On(c, k.onCreated, bus.Global)
+	agentloop.LLMStream.On(c, k.onStream, bus.Prepend, bus.Global)
+	agentloop.StatusEvent.On(c, k.onStatus, bus.Global)
+	return nil
+}
+
+// refuse reports v: in strict mode as the error to return, in warn mode as
+// an invariant/violation event and a warning.
+func (k *checker) refuse(ctx context.Context, v *Violation) error {
+	if k.mode == ModeStrict {
+		return &InvariantError{Code: Code, Violation: *v}
+	}
+	k.log.Warn("invariant violated", "rule", v.Rule, "session", v.Session, "seq", v.Seq, "index", v.Index, "message", v.Message)
+	if err := ViolationEvent.Emit(ctx, k.ctx, v); err != nil {
+		k.log.Error("invariant/violation listener failed", "error", err)
+	}
+	return nil
+}
+
+// state returns the state of s, building its trace from its log the first
+// time the plugin meets it. Called with k.mu held.
+func (k *checker) state(s *session.Session) *sessionState {
+	st, ok := k.sessions[s.ID()]
+	if !ok || st.sess != s {
+		st = k.rebuildLocked(s)
+	}
+	return st
+}
+
+func (k *checker) rebuild(s *session.Session) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.rebuildLocked(s)
+}
+
+func (k *checker) rebuildLocked(s *session.Session) *sessionState {
+	t, v := replay(s.Records())
+	if v != nil {
+		v.Session = s.ID()
+		k.log.Warn("log of a session already breaks an invariant", "session", s.ID(), "violation", v.String())
+	}
+	st := &sessionState{sess: s, trace: t, staged: map[*session.Record]struct{}{}}
+	k.sessions[s.ID()] = st
+	return st
+}
+
+// onCreated replays seeded, forked and loaded sessions into a new trace.
+func (k *checker) onCreated(ctx context.Context, s *session.Session) error {
+	k.mu.Lock()
+	t, v := replay(s.Records())
+	k.sessions[s.ID()] = &sessionState{sess: s, trace: t, staged: map[*session.Record]struct{}{}}
+	k.mu.Unlock()
+	if v != nil {
+		v.Session = s.ID()
+		return k.refuse(ctx, v)
+	}
+	return nil
+}
+
+// onDispatch validates a session event before it commits and stages its
+// transition under the record's identity.
+func (k *checker) onDispatch(ctx context.Context, d bus.Dispatch) error {
+	if d.Name != session.Committed.Name() {
+		return nil
+	}
+	c, ok := d.Payload.(*session.Commit)
+	if !ok || c == nil || c.Record == nil || c.Session == nil {
+		return nil
+	}
+	k.mu.Lock()
+	st := k.state(c.Session)
+	v := st.trace.validate(c.Record)
+	if v == nil || k.mode != ModeStrict {
+		st.staged[c.Record] = struct{}{}
+	}
+	k.mu.Unlock()
+	if v != nil {
+		v.Session = c.Session.ID()
+		return k.refuse(ctx, v)
+	}
+	return nil
+}
+
+// onCommitted applies the staged transition of the committed record.
+func (k *checker) onCommitted(ctx context.Context, c *session.Commit) error {
+	k.mu.Lock()
+	st := k.state(c.Session)
+	if st.trace.next > c.Record.Seq() {
+		// The trace was just rebuilt from a log that already holds it.
+		k.mu.Unlock()
+		return nil
+	}
+	_, staged := st.staged[c.Record]
+	// Appends to one session are serial: any other staged record was vetoed.
+	clear(st.staged)
+	var v *Violation
+	if !staged {
+		v = violation(RuleStaging, c.Record.Seq(), "%s committed without passing pre-commit validation", c.Record.Type())
+		v.Session = c.Session.ID()
+	}
+	st.trace.apply(c.Record)
+	k.mu.Unlock()
+	if v != nil {
+		return k.refuse(ctx, v)
+	}
+	return nil
+}
+
+// onStream checks a loop-built request against a fresh fold of its log.
+func (k *checker) onStream(ctx context.Context, req *agentloop.Request, next bus.Next[*agentloop.Request, agentloop.Stream]) (agentloop.Stream, error) {
+	if req.LoopBuilt() {
+		k.mu.Lock()
+		st, ok := k.sessions[req.Session]
+		k.mu.Unlock()
+		var v *Violation
+		if !ok {
+			v = &Violation{Rule: RuleRequestReconstruction, Seq: -1, Index: -1, Message: "request for a session whose log the plugin has not seen"}
+		} else {
+			v = CheckRequest(st.sess.Records(), req)
+		}
+		if v != nil {
+			v.Session = req.Session
+			if err := k.refuse(ctx, v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return next(ctx, req)
+}
+
+// onStatus checks agent status transitions.
+func (k *checker) onStatus(ctx context.Context, ch agentloop.StatusChange) error {
+	k.mu.Lock()
+	last := k.status[ch.Agent]
+	v := statusTransition(ch.Agent, last, string(ch.From), string(ch.To))
+	if v == nil || k.mode != ModeStrict {
+		k.status[ch.Agent] = string(ch.To)
+	}
+	k.mu.Unlock()
+	if v != nil {
+		return k.refuse(ctx, v)
+	}
+	return nil
+}
+
+// CheckRequest runs the request rules on a loop-built request against the
+// records of its session: request-reconstruction against a fresh fold of
+// the records before the in-flight step's step/start, request-header
+// against the latest request/header, then orphaned-tool-result on the
+// request itself.
+func CheckRequest(records []*session.Record, req *agentloop.Request) *Violation {
+	if req.StepStart < 0 || req.StepStart >= int64(len(records)) || records[req.StepStart].Type() != session.TypeStepStart {
+		return &Violation{Rule: RuleRequestReconstruction, Seq: req.StepStart, Index: -1,
+			Message: fmt.Sprintf("the request names step/start seq %d, which the log does not hold", req.StepStart)}
+	}
+	want, err := session.DeriveMessages(records[:req.StepStart])
+	if err != nil {
+		return &Violation{Rule: RuleRequestReconstruction, Seq: -1, Index: -1, Message: fmt.Sprintf("the log does not fold: %v", err)}
+	}
+	if v := requestReconstruction(want, req.Messages); v != nil {
+		return v
+	}
+	h, ok := session.DeriveHeader(records)
+	if v := requestHeader(h, ok, req.Header); v != nil {
+		return v
+	}
+	return orphanedToolResult(req.Messages)
+}

@@ -1,0 +1,120 @@
+package invariants
+
+import (
+	"slices"
+
+	"github.com/vigil-run/vigil/session"
+)
+
+// trace is what the append rules know of one session's log so far. It is
+// advanced only by [trace.apply], with records that passed [trace.validate].
+type trace struct {
+	next     int64 // the seq the next event must have
+	turn     int   // number of the latest turn
+	turnOpen bool
+	step     int // number of the latest step of the open turn
+	stepOpen bool
+	calls    map[string]callInfo // every tool call id of the session
+	// msgCalls are the tool calls named by the open step's assistant
+	// messages: a synthetic TOOL_NOT_STARTED result may answer them.
+	msgCalls map[string]bool
+	chunks   map[int64]session.AssistantChunk // the open step's chunks
+	surface  []int64                          // seqs on the surface, in order
+}
+
+type callInfo struct {
+	turn, step int
+	seq        int64
+	answered   bool
+	logged     bool // a tool/call event exists (not only a message's call)
+}
+
+func newTrace() *trace {
+	return &trace{calls: map[string]callInfo{}, msgCalls: map[string]bool{}, chunks: map[int64]session.AssistantChunk{}}
+}
+
+// validate runs every append rule against r, without changing t.
+func (t *trace) validate(r *session.Record) *Violation {
+	for _, rule := range appendRules {
+		if v := rule(t, r); v != nil {
+			return v
+		}
+	}
+	return nil
+}
+
+// appendRules run in this order; the first violation is reported.
+var appendRules = []func(*trace, *session.Record) *Violation{
+	seqOrder,
+	turnEnclosure,
+	turnNesting,
+	stepNesting,
+	stepScope,
+	toolPairing,
+	surfaceReplace,
+	assistantAssembly,
+}
+
+// apply advances t past r, which passed validate.
+func (t *trace) apply(r *session.Record) {
+	t.next = r.Seq() + 1
+	switch r.Type() {
+	case session.TypeTurnStart:
+		t.turn, t.turnOpen, t.step = r.Turn(), true, 0
+	case session.TypeTurnEnd:
+		t.turnOpen = false
+	case session.TypeStepStart:
+		t.step, t.stepOpen = r.Step(), true
+	case session.TypeStepEnd:
+		t.stepOpen = false
+		clear(t.chunks)
+		clear(t.msgCalls)
+	case session.TypeAssistantChunk:
+		if c, err := session.DecodeData[session.AssistantChunk](r); err == nil {
+			t.chunks[r.Seq()] = c
+		}
+	case session.TypeAssistantMessage:
+		if m, err := session.DecodeData[session.AssistantMessage](r); err == nil {
+			for _, c := range m.ToolCalls {
+				t.msgCalls[c.ID] = true
+			}
+		}
+	case session.TypeToolCall:
+		if c, err := session.DecodeData[session.ToolCall](r); err == nil {
+			t.calls[c.ID] = callInfo{turn: r.Turn(), step: r.Step(), seq: r.Seq(), logged: true}
+		}
+	case session.TypeToolResult:
+		if res, err := session.DecodeData[session.ToolResult](r); err == nil {
+			ci := t.calls[res.ID]
+			ci.answered = true
+			if !ci.logged {
+				ci.turn, ci.step, ci.seq = r.Turn(), r.Step(), -1
+			}
+			t.calls[res.ID] = ci
+		}
+	}
+	if r.IsSurface() {
+		sf := r.Surface()
+		if sf.Op == session.OpReplace {
+			i := slices.Index(t.surface, sf.Start)
+			j := slices.Index(t.surface, sf.End)
+			if i >= 0 && j >= i {
+				t.surface = slices.Replace(t.surface, i, j+1, r.Seq())
+				return
+			}
+		}
+		t.surface = append(t.surface, r.Seq())
+	}
+}
+
+// replay builds a trace from a whole log, stopping at the first violation.
+func replay(records []*session.Record) (*trace, *Violation) {
+	t := newTrace()
+	for _, r := range records {
+		if v := t.validate(r); v != nil {
+			return t, v
+		}
+		t.apply(r)
+	}
+	return t, nil
+}
