@@ -1,0 +1,46 @@
+package openai
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+)
+
+// DefaultBaseURL is the OpenAI API, used when Config.BaseURL is empty.
+const DefaultBaseURL = "https://api.openai.com/v1/"
+
+// Config configures the provider. It is decoded strictly from the
+// plugin's entry in plugins.yaml.
+type Config struct {
+	// BaseURL is the API root including the version segment, like
+	// "http://localhost:11434/v1" for Ollama. Empty means OpenAI.
+	BaseURL string `yaml:"base_url"`
+	// APIKey is sent as a bearer token. It may be empty for local
+	// servers, but not for OpenAI itself.
+	APIKey string `yaml:"api_key"`
+	// Model is used when the request header names none.
+	Model string `yaml:"model"`
+}
+
+// ErrConfig is the error class of an invalid [Config].
+var ErrConfig = errors.New("invalid config")
+
+// Validate reports a missing model, an unusable base URL, or a missing
+// key for the OpenAI API.
+func (c *Config) Validate() error {
+	if c.Model == "" {
+		return fmt.Errorf("%w: model is required (for example gpt-4o-mini)", ErrConfig)
+	}
+	if c.BaseURL == "" {
+		if c.APIKey == "" {
+			return fmt.Errorf("%w: api_key is required for the OpenAI API; set base_url for a local server", ErrConfig)
+		}
+		return nil
+	}
+	u, err := url.Parse(c.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		// The URL is not echoed: someone may have put the key in it.
+		return fmt.Errorf("%w: base_url must be an http or https URL", ErrConfig)
+	}
+	return nil
+}

@@ -1,0 +1,22 @@
+// Package openai is the provider/openai plugin: a model provider for the
+// OpenAI Chat Completions API and every server that speaks it (OpenAI,
+// DeepSeek, Ollama, vLLM, the llama.cpp server), selected by base URL.
+//
+// The provider streams with stream_options.include_usage and turns the
+// stream into [agentloop.Chunk] values: text deltas, reasoning deltas
+// (the reasoning_content field DeepSeek sends, or the reasoning field of
+// vLLM and Ollama), tool-call fragments, and one final chunk with the
+// usage and the finish reason. Tool-call indices are renumbered densely in
+// order of first appearance, so a server that omits or skips indices
+// still yields calls 0, 1, 2, ….
+//
+// Errors are [*agentloop.ProviderError] values. Rate limits (429) and
+// server errors (5xx) are marked retryable with the server's Retry-After;
+// the agent loop does the retrying, so the SDK's own retries are off. The
+// API key never appears in an error's text.
+//
+// The SDK's environment defaults (OPENAI_API_KEY, OPENAI_BASE_URL, …) are
+// not consulted: the plugin's config is the only source, so a key meant
+// for OpenAI is never sent to a local server. Use ${OPENAI_API_KEY} in
+// plugins.yaml to take it from the environment.
+package openai

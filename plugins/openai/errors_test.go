@@ -1,0 +1,144 @@
+package openai
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/plugins/internal/providertest"
+)
+
+func jsonReply(status int, body string, header ...string) providertest.Reply {
+	h := http.Header{"Content-Type": {"application/json"}}
+	for i := 0; i+1 < len(header); i += 2 {
+		h.Set(header[i], header[i+1])
+	}
+	return providertest.Reply{Status: status, Header: h, Body: []byte(body)}
+}
+
+const rateLimitBody = `{"error":{"message":"Rate limit reached for gpt-4o-mini in organization org-abc on tokens per min (TPM): Limit 200000, Used 199950, Requested 320. Please try again in 81ms.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`
+
+func TestRateLimitIsRetryableWithRetryAfterThenSucceeds(t *testing.T) {
+	srv := providertest.NewServer(t,
+		jsonReply(http.StatusTooManyRequests, rateLimitBody, "Retry-After", "7"),
+		sse(t, "text"),
+	)
+	p := newProvider(t, srv)
+
+	_, err := p.Stream(context.Background(), simpleRequest())
+	var pe *agentloop.ProviderError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, http.StatusTooManyRequests, pe.Status)
+	assert.True(t, pe.Retryable)
+	assert.Equal(t, 7*time.Second, pe.RetryAfter)
+	assert.Contains(t, err.Error(), "Rate limit reached")
+	assert.Len(t, srv.Requests(), 1, "the SDK must not retry on its own")
+
+	// The loop retries; the second attempt streams normally.
+	s, err := p.Stream(context.Background(), simpleRequest())
+	require.NoError(t, err)
+	chunks, err := providertest.Collect(s)
+	require.NoError(t, err)
+	assert.Equal(t, "stop", providertest.Assemble(chunks).Finish)
+	assert.Len(t, srv.Requests(), 2)
+}
+
+func TestHTTPStatusErrors(t *testing.T) {
+	tests := []struct {
+		name      string
+		reply     providertest.Reply
+		status    int
+		retryable bool
+		after     time.Duration
+		message   string
+	}{
+		{"server error", jsonReply(500, `{"error":{"message":"The server had an error processing your request.","type":"server_error","param":null,"code":null}}`), 500, true, 0, "The server had an error"},
+		{"overloaded with retry-after-ms", jsonReply(503, `{"error":{"message":"The engine is currently overloaded.","type":"server_error"}}`, "Retry-After-Ms", "1500", "Retry-After", "2"), 503, true, 1500 * time.Millisecond, "overloaded"},
+		{"bad gateway without a JSON body", providertest.Reply{Status: 502, Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte("<html>502 Bad Gateway</html>")}, 502, true, 0, "Bad Gateway"},
+		{"bad request", jsonReply(400, `{"error":{"message":"Invalid value for 'temperature'.","type":"invalid_request_error","param":"temperature","code":"invalid_value"}}`), 400, false, 0, "Invalid value for 'temperature'"},
+		{"unknown model", jsonReply(404, `{"error":{"message":"The model 'gpt-9' does not exist or you do not have access to it.","type":"invalid_request_error","param":null,"code":"model_not_found"}}`), 404, false, 0, "does not exist"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := providertest.NewServer(t, tt.reply)
+			_, err := newProvider(t, srv).Stream(context.Background(), simpleRequest())
+			var pe *agentloop.ProviderError
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, tt.status, pe.Status)
+			assert.Equal(t, tt.retryable, pe.Retryable)
+			assert.Equal(t, tt.after, pe.RetryAfter)
+			assert.Contains(t, err.Error(), tt.message)
+			assert.Len(t, srv.Requests(), 1)
+		})
+	}
+}
+
+func TestConnectionRefusedIsRetryable(t *testing.T) {
+	srv := providertest.NewServer(t)
+	p := newProvider(t, srv)
+	srv.Close()
+	_, err := p.Stream(context.Background(), simpleRequest())
+	var pe *agentloop.ProviderError
+	require.ErrorAs(t, err, &pe)
+	assert.Zero(t, pe.Status)
+	assert.True(t, pe.Retryable)
+}
+
+func TestAPIKeyNeverAppearsInErrors(t *testing.T) {
+	// A misbehaving proxy that echoes the credentials it was sent.
+	echo := `{"error":{"message":"Incorrect API key provided: ` + testKey + `.","type":"invalid_request_error","code":"invalid_api_key"}}`
+	tests := []struct {
+		name  string
+		reply providertest.Reply
+	}{
+		{"status error", jsonReply(http.StatusUnauthorized, echo)},
+		{"error event", providertest.Reply{Body: []byte("data: " + echo + "\n\n")}},
+		{"plain text body", providertest.Reply{Status: 500, Header: http.Header{"Content-Type": {"text/plain"}}, Body: []byte("upstream rejected Bearer " + testKey)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := providertest.NewServer(t, tt.reply)
+			s, err := newProvider(t, srv).Stream(context.Background(), simpleRequest())
+			if err == nil {
+				_, err = providertest.Collect(s)
+			}
+			require.Error(t, err)
+			assert.NotContains(t, err.Error(), testKey)
+			assert.False(t, strings.Contains(err.Error(), testKey[:12]), err.Error())
+			// The request did carry the key, so the test can fail.
+			assert.Equal(t, "Bearer "+testKey, srv.Requests()[0].Header.Get("Authorization"))
+		})
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	future := time.Now().Add(90 * time.Second).UTC().Format(http.TimeFormat)
+	tests := []struct {
+		name   string
+		header http.Header
+		min    time.Duration
+		max    time.Duration
+	}{
+		{"absent", http.Header{}, 0, 0},
+		{"seconds", http.Header{"Retry-After": {"20"}}, 20 * time.Second, 20 * time.Second},
+		{"fractional seconds", http.Header{"Retry-After": {"0.5"}}, 500 * time.Millisecond, 500 * time.Millisecond},
+		{"milliseconds win", http.Header{"Retry-After-Ms": {"81"}, "Retry-After": {"1"}}, 81 * time.Millisecond, 81 * time.Millisecond},
+		{"http date", http.Header{"Retry-After": {future}}, 80 * time.Second, 91 * time.Second},
+		{"date in the past", http.Header{"Retry-After": {"Sun, 06 Nov 1994 08:49:37 GMT"}}, 0, 0},
+		{"negative", http.Header{"Retry-After": {"-3"}}, 0, 0},
+		{"garbage", http.Header{"Retry-After": {"soon"}}, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := retryAfter(tt.header)
+			assert.GreaterOrEqual(t, got, tt.min)
+			assert.LessOrEqual(t, got, tt.max)
+		})
+	}
+}

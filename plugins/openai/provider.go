@@ -1,0 +1,101 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/vigil-run/vigil/agentloop"
+)
+
+// providerName names the provider in [agentloop.ProviderError] values.
+const providerName = "openai"
+
+// Provider streams chat completions from an OpenAI-compatible server. It
+// is safe for concurrent use; each Stream call is one HTTP request.
+type Provider struct {
+	cfg Config
+	svc oai.ChatCompletionService
+}
+
+// Option configures a [Provider].
+type Option func(*options)
+
+type options struct {
+	client *http.Client
+}
+
+// WithHTTPClient sets the HTTP client requests are sent with. The default
+// is a client of its own with a ten-minute response-header timeout and no
+// overall timeout, since a stream may legitimately run for minutes.
+func WithHTTPClient(c *http.Client) Option {
+	return func(o *options) { o.client = c }
+}
+
+// New returns a provider for cfg, or cfg's validation error.
+func New(cfg Config, opts ...Option) (*Provider, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.client == nil {
+		o.client = defaultClient()
+	}
+	base := cfg.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	// NewChatCompletionService rather than NewClient: the client reads
+	// OPENAI_* variables from the environment, and the config must be the
+	// only source of where requests go and which key they carry.
+	ropts := []option.RequestOption{
+		option.WithBaseURL(base),
+		option.WithHTTPClient(o.client),
+		// The agent loop retries, with backoff, what is safe to retry.
+		option.WithMaxRetries(0),
+	}
+	if cfg.APIKey != "" {
+		ropts = append(ropts, option.WithAPIKey(cfg.APIKey))
+	}
+	return &Provider{cfg: cfg, svc: oai.NewChatCompletionService(ropts...)}, nil
+}
+
+func defaultClient() *http.Client {
+	if t, ok := http.DefaultTransport.(*http.Transport); ok {
+		t = t.Clone()
+		t.ResponseHeaderTimeout = headerTimeout
+		return &http.Client{Transport: t}
+	}
+	return &http.Client{Transport: http.DefaultTransport}
+}
+
+// Stream sends req and returns the reply as it streams. Errors before the
+// first byte of the reply (an HTTP status, a refused connection) are
+// returned here; later ones end the stream. The response body is closed
+// when iteration ends, however it ends; a stream that is never ranged
+// over holds its connection until ctx is done. A stream can be ranged
+// over once.
+func (p *Provider) Stream(ctx context.Context, req *agentloop.Request) (agentloop.Stream, error) {
+	if req == nil {
+		return nil, &agentloop.ProviderError{Provider: providerName, Err: errors.New("nil request")}
+	}
+	body, err := params(req, p.cfg.Model)
+	if err != nil {
+		return nil, &agentloop.ProviderError{Provider: providerName, Err: fmt.Errorf("building request: %w", err)}
+	}
+	s := p.svc.NewStreaming(ctx, body)
+	if err := s.Err(); err != nil {
+		_ = s.Close()
+		return nil, p.fail(ctx, err, false)
+	}
+	return p.iterate(ctx, s), nil
+}
+
+var _ agentloop.Provider = (*Provider)(nil)

@@ -1,0 +1,223 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+
+	"github.com/vigil-run/vigil/agentloop"
+)
+
+// reasoningFields are the delta fields servers put reasoning text in:
+// DeepSeek's reasoning_content, and the reasoning of vLLM, Ollama and
+// OpenRouter. Only the first one present is read, since a server in
+// transition may send the same text under both names.
+var reasoningFields = []string{"reasoning_content", "reasoning"}
+
+// iterate adapts the SDK stream to an agentloop.Stream.
+func (p *Provider) iterate(ctx context.Context, s *ssestream.Stream[oai.ChatCompletionChunk]) agentloop.Stream {
+	var used atomic.Bool
+	return func(yield func(agentloop.Chunk, error) bool) {
+		if used.Swap(true) {
+			yield(agentloop.Chunk{}, &agentloop.ProviderError{Provider: providerName, Err: ErrStreamReused})
+			return
+		}
+		defer s.Close()
+		var st decoder
+		for s.Next() {
+			chunks, err := st.decode(s.Current())
+			if err != nil {
+				yield(agentloop.Chunk{}, p.fail(ctx, err, st.delivered))
+				return
+			}
+			for _, c := range chunks {
+				st.delivered = true
+				if !yield(c, nil) {
+					return
+				}
+			}
+		}
+		if err := s.Err(); err != nil {
+			yield(agentloop.Chunk{}, p.fail(ctx, err, st.delivered))
+			return
+		}
+		if ctx.Err() != nil {
+			yield(agentloop.Chunk{}, p.fail(ctx, ctx.Err(), st.delivered))
+			return
+		}
+		chunks, err := st.end()
+		if err != nil {
+			yield(agentloop.Chunk{}, p.fail(ctx, err, st.delivered))
+			return
+		}
+		for _, c := range chunks {
+			if !yield(c, nil) {
+				return
+			}
+		}
+	}
+}
+
+// decoder turns chat completion chunks into agentloop chunks. The zero
+// value is ready to use.
+type decoder struct {
+	byIndex   map[int64]int  // server tool-call index → our ordinal
+	byID      map[string]int // tool-call id → our ordinal
+	calls     []callState    // by ordinal
+	last      int            // ordinal of the last fragment, for servers that send no index
+	finish    string         // the server's finish_reason
+	usage     *agentloop.Usage
+	delivered bool
+}
+
+type callState struct {
+	id, name, args bool // whether each has been yielded
+}
+
+func (d *decoder) decode(c oai.ChatCompletionChunk) ([]agentloop.Chunk, error) {
+	if raw := c.JSON.Choices.Raw(); raw != "" && raw != "null" && !c.JSON.Choices.Valid() {
+		return nil, fmt.Errorf("%w: choices is not an array", ErrMalformedStream)
+	}
+	if c.JSON.Usage.Valid() {
+		d.usage = &agentloop.Usage{Input: int(c.Usage.PromptTokens), Output: int(c.Usage.CompletionTokens)}
+	}
+	var out []agentloop.Chunk
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			continue // only one choice is ever requested
+		}
+		delta := ch.Delta
+		if r, err := reasoning(delta); err != nil {
+			return nil, err
+		} else if r != "" {
+			out = append(out, agentloop.Chunk{Reasoning: r})
+		}
+		if delta.Content != "" {
+			out = append(out, agentloop.Chunk{Text: delta.Content})
+		}
+		if delta.Refusal != "" {
+			// A refusal is what the model says instead of an answer; the
+			// user should read it like one.
+			out = append(out, agentloop.Chunk{Text: delta.Refusal})
+		}
+		for _, tc := range delta.ToolCalls {
+			if td := d.toolCall(tc); td != nil {
+				out = append(out, agentloop.Chunk{ToolCall: td})
+			}
+		}
+		if ch.FinishReason != "" {
+			d.finish = ch.FinishReason
+		}
+	}
+	return out, nil
+}
+
+func reasoning(delta oai.ChatCompletionChunkChoiceDelta) (string, error) {
+	for _, name := range reasoningFields {
+		f, ok := delta.JSON.ExtraFields[name]
+		if !ok {
+			continue
+		}
+		raw := f.Raw()
+		if raw == "" || raw == "null" {
+			continue
+		}
+		var s string
+		if err := json.Unmarshal([]byte(raw), &s); err != nil {
+			return "", fmt.Errorf("%w: %s is not a string", ErrMalformedStream, name)
+		}
+		return s, nil
+	}
+	return "", nil
+}
+
+// toolCall maps one tool-call fragment. ID and name are yielded once per
+// call, however often the server repeats them.
+func (d *decoder) toolCall(tc oai.ChatCompletionChunkChoiceDeltaToolCall) *agentloop.ToolCallDelta {
+	o := d.ordinal(tc)
+	st := &d.calls[o]
+	td := &agentloop.ToolCallDelta{Index: o, Arguments: tc.Function.Arguments}
+	if tc.ID != "" && !st.id {
+		td.ID, st.id = tc.ID, true
+	}
+	if tc.Function.Name != "" && !st.name {
+		td.Name, st.name = tc.Function.Name, true
+	}
+	if td.Arguments != "" {
+		st.args = true
+	}
+	if td.ID == "" && td.Name == "" && td.Arguments == "" {
+		return nil
+	}
+	return td
+}
+
+// ordinal finds the call a fragment belongs to. Servers number calls by
+// index; one that does not (older Ollama) starts a call with each new id
+// and continues the last call otherwise.
+func (d *decoder) ordinal(tc oai.ChatCompletionChunkChoiceDeltaToolCall) int {
+	if d.byIndex == nil {
+		d.byIndex, d.byID = map[int64]int{}, map[string]int{}
+	}
+	o, known := -1, false
+	if tc.JSON.Index.Valid() {
+		o, known = d.byIndex[tc.Index]
+	}
+	if !known && tc.ID != "" {
+		o, known = d.byID[tc.ID]
+	}
+	if !known && !tc.JSON.Index.Valid() && tc.ID == "" && len(d.calls) > 0 {
+		o, known = d.last, true
+	}
+	if !known {
+		o = len(d.calls)
+		d.calls = append(d.calls, callState{})
+	}
+	if tc.JSON.Index.Valid() {
+		d.byIndex[tc.Index] = o
+	}
+	if tc.ID != "" {
+		d.byID[tc.ID] = o
+	}
+	d.last = o
+	return o
+}
+
+// end returns the chunks that close the reply: "{}" for any call that got
+// no arguments (a call of a tool without parameters must still carry a
+// JSON object), then usage and the finish reason.
+func (d *decoder) end() ([]agentloop.Chunk, error) {
+	if d.finish == "" {
+		return nil, fmt.Errorf("%w: stream ended without a finish reason", ErrMalformedStream)
+	}
+	var out []agentloop.Chunk
+	for i, c := range d.calls {
+		if !c.args {
+			out = append(out, agentloop.Chunk{ToolCall: &agentloop.ToolCallDelta{Index: i, Arguments: "{}"}})
+		}
+	}
+	return append(out, agentloop.Chunk{Usage: d.usage, Finish: finishReason(d.finish, len(d.calls) > 0)}), nil
+}
+
+// finishReason maps a finish_reason to the loop's vocabulary. Some
+// servers (older Ollama) say "stop" after calling tools; the calls are
+// what the loop must act on, so they win.
+func finishReason(reason string, calls bool) string {
+	switch reason {
+	case "tool_calls", "function_call":
+		return "tool_calls"
+	case "length":
+		return "length"
+	case "content_filter":
+		// The reply was cut off by a filter: incomplete, not finished.
+		return "error"
+	}
+	if calls {
+		return "tool_calls"
+	}
+	return "stop"
+}
