@@ -1,0 +1,352 @@
+package jsonl
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vigil-run/vigil/session"
+)
+
+// DefaultSyncInterval is how long an append may wait to be written and
+// fsynced when nothing closes its step sooner.
+const DefaultSyncInterval = 10 * time.Millisecond
+
+const ext = ".jsonl"
+
+// Store keeps session logs as files in a directory. It is safe for
+// concurrent use.
+type Store struct {
+	dir      string
+	interval time.Duration
+
+	mu      sync.Mutex
+	writers map[string]*writer
+	closed  bool
+}
+
+// Option configures a [Store].
+type Option func(*Store)
+
+// WithSyncInterval sets the longest time an append waits for its group's
+// write and fsync (see the package doc). Zero or less writes and fsyncs
+// every append before it returns.
+func WithSyncInterval(d time.Duration) Option {
+	return func(s *Store) { s.interval = d }
+}
+
+// Open returns a store over dir, creating the directory if needed.
+func Open(dir string, opts ...Option) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("jsonl: open %s: %w", dir, err)
+	}
+	s := &Store{dir: dir, interval: DefaultSyncInterval, writers: map[string]*writer{}}
+	for _, o := range opts {
+		o(s)
+	}
+	return s, nil
+}
+
+// Dir returns the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Path returns the file of session id.
+func (s *Store) Path(id string) string { return filepath.Join(s.dir, id+ext) }
+
+// Create implements [session.Store].
+func (s *Store) Create(ctx context.Context, info session.Info) error {
+	if err := s.check(info.ID); err != nil {
+		return fmt.Errorf("jsonl: create: %w", err)
+	}
+	if info.Version == 0 {
+		info.Version = session.Version
+	}
+	if err := s.install(info, session.AppendHeaderLine(nil, info), 0); err != nil {
+		return fmt.Errorf("jsonl: create %s: %w", info.ID, err)
+	}
+	return nil
+}
+
+// Fork implements [session.Store].
+func (s *Store) Fork(ctx context.Context, info session.Info, tail []*session.Record) error {
+	if info.Parent == nil {
+		return fmt.Errorf("jsonl: fork %s: no parent", info.ID)
+	}
+	if err := s.check(info.ID); err != nil {
+		return fmt.Errorf("jsonl: fork: %w", err)
+	}
+	if info.Version == 0 {
+		info.Version = session.Version
+	}
+	parent, err := s.Load(ctx, info.Parent.ID)
+	if err != nil {
+		return fmt.Errorf("jsonl: fork %s: parent: %w", info.ID, err)
+	}
+	at := info.Parent.Seq
+	if at < -1 || at >= int64(len(parent.Records)) {
+		return fmt.Errorf("jsonl: fork %s: %w: parent %s has seqs 0..%d, not %d",
+			info.ID, session.ErrSeqGap, info.Parent.ID, len(parent.Records)-1, at)
+	}
+	if err := checkSeqs(at+1, tail); err != nil {
+		return fmt.Errorf("jsonl: fork %s: %w", info.ID, err)
+	}
+	buf := session.AppendHeaderLine(nil, info)
+	for _, r := range parent.Records[:at+1] {
+		buf = r.AppendLine(buf)
+	}
+	for _, r := range tail {
+		buf = r.AppendLine(buf)
+	}
+	if err := s.install(info, buf, at+1+int64(len(tail))); err != nil {
+		return fmt.Errorf("jsonl: fork %s: %w", info.ID, err)
+	}
+	return nil
+}
+
+// install writes a new log file atomically (temporary file, fsync, link
+// into place, fsync of the directory) and becomes its writer.
+func (s *Store) install(info session.Info, content []byte, next int64) error {
+	path := s.Path(info.ID)
+	tmp, err := os.CreateTemp(s.dir, "."+info.ID+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(content)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if e := tmp.Close(); err == nil {
+		err = e
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Link(tmp.Name(), path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return session.ErrExists
+		}
+		return err
+	}
+	if err := syncDir(s.dir); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return session.ErrClosed
+	}
+	w, err := openWriter(s, info.ID, path, &next)
+	if err != nil {
+		return err
+	}
+	s.writers[info.ID] = w
+	return nil
+}
+
+// Append implements [session.Store].
+func (s *Store) Append(ctx context.Context, id string, next int64, records []*session.Record) error {
+	w, err := s.writer(id)
+	if err != nil {
+		return fmt.Errorf("jsonl: append %s: %w", id, err)
+	}
+	if err := w.append(next, records); err != nil {
+		return fmt.Errorf("jsonl: append %s: %w", id, err)
+	}
+	return nil
+}
+
+// Load implements [session.Store]. Records this store buffered for id
+// are written first, so the log is complete.
+func (s *Store) Load(ctx context.Context, id string) (*session.Log, error) {
+	if err := s.check(id); err != nil {
+		return nil, fmt.Errorf("jsonl: load: %w", err)
+	}
+	s.mu.Lock()
+	w := s.writers[id]
+	s.mu.Unlock()
+	if w != nil {
+		if err := w.flush(false); err != nil {
+			return nil, fmt.Errorf("jsonl: load %s: %w", id, err)
+		}
+	}
+	data, err := os.ReadFile(s.Path(id))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("jsonl: load %s: %w", id, session.ErrNotFound)
+		}
+		return nil, fmt.Errorf("jsonl: load %s: %w", id, err)
+	}
+	log, err := session.DecodeBytes(data)
+	if err != nil && !(errors.Is(err, session.ErrTornTail) && log != nil) {
+		return nil, fmt.Errorf("jsonl: load %s: %w", id, err)
+	}
+	if log.Info.ID != id {
+		return nil, fmt.Errorf("jsonl: load %s: %w: the header names %s", id, session.ErrCorrupt, log.Info.ID)
+	}
+	return log, nil
+}
+
+// List implements [session.Store]. A file whose header cannot be read is
+// an error naming it.
+func (s *Store) List(ctx context.Context) ([]session.Info, error) {
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("jsonl: list: %w", err)
+	}
+	var out []session.Info
+	for _, e := range entries {
+		name := e.Name()
+		id, ok := strings.CutSuffix(name, ext)
+		if !ok || e.IsDir() || !session.ValidID(id) {
+			continue
+		}
+		info, err := readHeader(filepath.Join(s.dir, name))
+		if err != nil {
+			return nil, fmt.Errorf("jsonl: list: %s: %w", name, err)
+		}
+		out = append(out, info)
+	}
+	slices.SortFunc(out, func(a, b session.Info) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// readHeader reads the header line of a log file.
+func readHeader(path string) (session.Info, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return session.Info{}, err
+	}
+	defer f.Close()
+	buf := make([]byte, 0, 512)
+	chunk := make([]byte, 512)
+	for {
+		n, err := f.Read(chunk)
+		buf = append(buf, chunk[:n]...)
+		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+			info, err := session.DecodeHeader(buf[:i])
+			if err != nil {
+				return session.Info{}, &session.CorruptError{Line: 1, Err: err}
+			}
+			return info, nil
+		}
+		if err != nil || len(buf) > 1<<20 {
+			return session.Info{}, &session.CorruptError{Line: 1, Err: session.ErrTornTail}
+		}
+	}
+}
+
+// Flush implements [session.Flusher]: it writes and fsyncs what was
+// appended to id.
+func (s *Store) Flush(ctx context.Context, id string) error {
+	s.mu.Lock()
+	w := s.writers[id]
+	s.mu.Unlock()
+	if w == nil {
+		if _, err := os.Stat(s.Path(id)); err != nil {
+			return fmt.Errorf("jsonl: flush %s: %w", id, session.ErrNotFound)
+		}
+		return nil
+	}
+	if err := w.flush(true); err != nil {
+		return fmt.Errorf("jsonl: flush %s: %w", id, err)
+	}
+	return nil
+}
+
+// Release implements [session.Releaser]: it flushes id, closes its file
+// and drops its lock.
+func (s *Store) Release(id string) error {
+	s.mu.Lock()
+	w := s.writers[id]
+	delete(s.writers, id)
+	s.mu.Unlock()
+	if w == nil {
+		return nil
+	}
+	if err := w.close(); err != nil {
+		return fmt.Errorf("jsonl: release %s: %w", id, err)
+	}
+	return nil
+}
+
+// Close releases every session; the store refuses writes afterwards.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	ws := s.writers
+	s.writers = map[string]*writer{}
+	s.mu.Unlock()
+	var errs []error
+	for id, w := range ws {
+		if err := w.close(); err != nil {
+			errs = append(errs, fmt.Errorf("jsonl: close %s: %w", id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Store) check(id string) error {
+	if !session.ValidID(id) {
+		return fmt.Errorf("%w: %q", session.ErrInvalidID, id)
+	}
+	return nil
+}
+
+// writer returns the writer of id, taking the session over if needed.
+func (s *Store) writer(id string) (*writer, error) {
+	if err := s.check(id); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, session.ErrClosed
+	}
+	if w := s.writers[id]; w != nil {
+		return w, nil
+	}
+	w, err := openWriter(s, id, s.Path(id), nil)
+	if err != nil {
+		return nil, err
+	}
+	s.writers[id] = w
+	return w, nil
+}
+
+// checkSeqs checks that records continue a log at next.
+func checkSeqs(next int64, records []*session.Record) error {
+	for i, r := range records {
+		want := next + int64(i)
+		switch {
+		case r.Seq() > want:
+			return fmt.Errorf("%w: seq %d, want %d", session.ErrSeqGap, r.Seq(), want)
+		case r.Seq() < want:
+			return fmt.Errorf("%w: seq %d, want %d", session.ErrDuplicateSeq, r.Seq(), want)
+		}
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+var (
+	_ session.Store    = (*Store)(nil)
+	_ session.Flusher  = (*Store)(nil)
+	_ session.Releaser = (*Store)(nil)
+)
