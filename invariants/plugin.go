@@ -255,11 +255,22 @@ func CheckRequest(records []*session.Record, req *agentloop.Request) *Violation 
 	if err != nil {
 		return &Violation{Rule: RuleRequestReconstruction, Seq: -1, Index: -1, Message: fmt.Sprintf("the log does not fold: %v", err)}
 	}
+	h, ok := session.DeriveHeader(records)
+	if !ok {
+		return requestHeader(h, ok, req.Header)
+	}
+	return CompareRequest(want, h, req)
+}
+
+// CompareRequest is the comparison pass of [CheckRequest] against an
+// already folded expectation: messages position by position, then the
+// header, then orphaned tool results. It allocates nothing unless it finds
+// a violation.
+func CompareRequest(want []session.Message, header session.Header, req *agentloop.Request) *Violation {
 	if v := requestReconstruction(want, req.Messages); v != nil {
 		return v
 	}
-	h, ok := session.DeriveHeader(records)
-	if v := requestHeader(h, ok, req.Header); v != nil {
+	if v := requestHeader(header, true, req.Header); v != nil {
 		return v
 	}
 	return orphanedToolResult(req.Messages)

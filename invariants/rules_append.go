@@ -186,8 +186,25 @@ func surfaceReplace(t *trace, r *session.Record) *Violation {
 }
 
 // assistantAssembly: an assistant/message equals the concatenation of the
-// chunks it cites, which are chunks of its step, in order.
+// chunks it cites, which are chunks of its step, in order, each cited by
+// one message; a step that ends normally (finish other than "error", which
+// crash repair writes) has every chunk assembled into a message.
 func assistantAssembly(t *trace, r *session.Record) *Violation {
+	if r.Type() == session.TypeStepEnd && t.stepOpen {
+		if d, err := session.DecodeData[session.StepEnd](r); err == nil && d.Finish == session.FinishError {
+			return nil
+		}
+		first := int64(-1)
+		for seq := range t.chunks {
+			if !t.cited[seq] && (first < 0 || seq < first) {
+				first = seq
+			}
+		}
+		if first >= 0 {
+			return violation(RuleAssistantAssembly, r.Seq(), "step ends with chunk %d not assembled into an assistant message", first)
+		}
+		return nil
+	}
 	if r.Type() != session.TypeAssistantMessage {
 		return nil
 	}
@@ -203,6 +220,9 @@ func assistantAssembly(t *trace, r *session.Record) *Violation {
 		c, ok := t.chunks[s]
 		if !ok {
 			return violation(RuleAssistantAssembly, r.Seq(), "cites seq %d, which is no chunk of this step", s)
+		}
+		if t.cited[s] {
+			return violation(RuleAssistantAssembly, r.Seq(), "cites chunk %d, which another assistant message already cites", s)
 		}
 		if s <= prev {
 			return violation(RuleAssistantAssembly, r.Seq(), "cites chunks out of order (%d after %d)", s, prev)

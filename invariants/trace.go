@@ -19,6 +19,7 @@ type trace struct {
 	// messages: a synthetic TOOL_NOT_STARTED result may answer them.
 	msgCalls map[string]bool
 	chunks   map[int64]session.AssistantChunk // the open step's chunks
+	cited    map[int64]bool                   // chunks an assistant message cites
 	surface  []int64                          // seqs on the surface, in order
 }
 
@@ -30,7 +31,7 @@ type callInfo struct {
 }
 
 func newTrace() *trace {
-	return &trace{calls: map[string]callInfo{}, msgCalls: map[string]bool{}, chunks: map[int64]session.AssistantChunk{}}
+	return &trace{calls: map[string]callInfo{}, msgCalls: map[string]bool{}, chunks: map[int64]session.AssistantChunk{}, cited: map[int64]bool{}}
 }
 
 // validate runs every append rule against r, without changing t.
@@ -68,6 +69,7 @@ func (t *trace) apply(r *session.Record) {
 	case session.TypeStepEnd:
 		t.stepOpen = false
 		clear(t.chunks)
+		clear(t.cited)
 		clear(t.msgCalls)
 	case session.TypeAssistantChunk:
 		if c, err := session.DecodeData[session.AssistantChunk](r); err == nil {
@@ -77,6 +79,9 @@ func (t *trace) apply(r *session.Record) {
 		if m, err := session.DecodeData[session.AssistantMessage](r); err == nil {
 			for _, c := range m.ToolCalls {
 				t.msgCalls[c.ID] = true
+			}
+			for _, s := range r.Sources() {
+				t.cited[s] = true
 			}
 		}
 	case session.TypeToolCall:
