@@ -1,0 +1,160 @@
+package invariants_test
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-run/vigil/invariants"
+	"github.com/vigil-run/vigil/session"
+)
+
+// sampleLog is a valid two-turn log with a tool call and a compaction.
+func sampleLog() *logBuilder {
+	b := newLogBuilder(realisticHeader())
+	b.realisticTurn()
+	b.realisticTurn()
+	return b
+}
+
+func TestVerifyAcceptsValidLog(t *testing.T) {
+	b := sampleLog()
+	rep, err := invariants.Verify(bytes.NewReader(b.jsonl("valid")))
+	require.NoError(t, err)
+	assert.Empty(t, rep.Violations)
+	assert.Equal(t, len(b.records), rep.Events)
+	assert.Equal(t, "valid", rep.Session)
+}
+
+// TestVerifyFindsEachDefect: each append rule and request-digest has a
+// defective log that only that rule catches first.
+func TestVerifyFindsEachDefect(t *testing.T) {
+	cases := []struct {
+		name string
+		rule string
+		edit func([]spec) []spec
+	}{
+		{"seq gap", invariants.RuleSeqOrder, func(s []spec) []spec {
+			for i := 5; i < len(s); i++ {
+				s[i].seq++
+			}
+			return s
+		}},
+		{"second turn/start inside a turn", invariants.RuleTurnNesting, func(s []spec) []spec {
+			i := find(s, session.TypeTurnStart, 1)
+			s = slices.Insert(s, 2, s[i])
+			s[2].ev.Turn = 2
+			return renumber(s)
+		}},
+		{"turn/end while a step is open", invariants.RuleTurnNesting, func(s []spec) []spec {
+			i := find(s, session.TypeTurnEnd, 0)
+			j := find(s, session.TypeStepEnd, 1)
+			s[i], s[j] = s[j], s[i]
+			return renumber(s)
+		}},
+		{"step numbered out of order", invariants.RuleStepNesting, func(s []spec) []spec {
+			i := find(s, session.TypeStepStart, 1)
+			for k := i; k < len(s) && s[k].ev.Turn == 1; k++ {
+				if s[k].ev.Step == 2 {
+					s[k].ev.Step = 3
+				}
+			}
+			return s
+		}},
+		{"chunk naming another step", invariants.RuleStepScope, func(s []spec) []spec {
+			i := find(s, session.TypeAssistantChunk, 0)
+			s[i].ev.Step = 2
+			return s
+		}},
+		{"tool result answering no call", invariants.RuleToolPairing, func(s []spec) []spec {
+			i := find(s, session.TypeToolResult, 0)
+			r := dataOf[session.ToolResult](s[i])
+			r.ID = "call_unknown"
+			setData(&s[i], r)
+			return s
+		}},
+		{"duplicate tool call id", invariants.RuleToolPairing, func(s []spec) []spec {
+			i := find(s, session.TypeToolCall, 1)
+			c := dataOf[session.ToolCall](s[i])
+			c.ID = "call_1"
+			setData(&s[i], c)
+			return s
+		}},
+		{"request header outside a turn", invariants.RuleTurnEnclosure, func(s []spec) []spec {
+			h := s[find(s, session.TypeRequestHeader, 0)]
+			s = slices.Delete(s, find(s, session.TypeRequestHeader, 0), find(s, session.TypeRequestHeader, 0)+1)
+			s = slices.Insert(s, 0, h)
+			return renumber(s)
+		}},
+		{"replace not citing what it shadows", invariants.RuleSurfaceReplace, func(s []spec) []spec {
+			u := find(s, session.TypeUserMessage, 0)
+			r := find(s, session.TypeToolResult, 0)
+			sum := spec{seq: -1, ev: session.Event{Type: session.TypeUserMessage, Surface: &session.Surface{Op: session.OpReplace, Start: s[u].seq, End: s[r].seq}, Sources: []int64{s[u].seq}}}
+			setData(&sum, session.UserMessage{Content: "summary"})
+			at := find(s, session.TypeTurnEnd, 0) + 1
+			s = slices.Insert(s, at, sum)
+			s[at].seq = s[at-1].seq + 1
+			for k := at + 1; k < len(s); k++ {
+				s[k].seq++
+			}
+			return renumber(s)
+		}},
+		{"assistant message differing from its chunks", invariants.RuleAssistantAssembly, func(s []spec) []spec {
+			i := find(s, session.TypeAssistantMessage, 3)
+			m := dataOf[session.AssistantMessage](s[i])
+			m.Content += " (edited)"
+			setData(&s[i], m)
+			return s
+		}},
+		{"dropped final assistant message", invariants.RuleAssistantAssembly, func(s []spec) []spec {
+			i := find(s, session.TypeAssistantMessage, 3)
+			return renumber(slices.Delete(s, i, i+1))
+		}},
+		{"user message edited after the request", invariants.RuleRequestDigest, func(s []spec) []spec {
+			i := find(s, session.TypeUserMessage, 0)
+			setData(&s[i], session.UserMessage{Content: "something the model never saw"})
+			return s
+		}},
+		{"system prompt edited after the request", invariants.RuleRequestDigest, func(s []spec) []spec {
+			i := find(s, session.TypeRequestHeader, 0)
+			h := dataOf[session.RequestHeader](s[i])
+			h.Header.System = "You are a different assistant."
+			setData(&s[i], h)
+			return s
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			specs := tc.edit(specsOf(sampleLog().records))
+			data, err := jsonlOf("defective", specs)
+			require.NoError(t, err)
+			rep, err := invariants.Verify(bytes.NewReader(data))
+			require.NoError(t, err)
+			require.NotEmpty(t, rep.Violations, "the defect went unnoticed")
+			assert.Equal(t, tc.rule, rep.Violations[0].Rule, "first violation: %s", rep.Violations[0].String())
+			assert.Equal(t, "defective", rep.Violations[0].Session)
+		})
+	}
+}
+
+func TestVerifyNamesTheCorruptLine(t *testing.T) {
+	data := sampleLog().jsonl("corrupt")
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	lines[4] = []byte("{not json\n")
+	_, err := invariants.Verify(bytes.NewReader(bytes.Join(lines, nil)))
+	var ce *session.CorruptError
+	require.True(t, errors.As(err, &ce), "got %v", err)
+	assert.Equal(t, 5, ce.Line)
+}
+
+func TestVerifyReportsTornTail(t *testing.T) {
+	data := sampleLog().jsonl("torn")
+	_, err := invariants.Verify(bytes.NewReader(data[:len(data)-10]))
+	require.ErrorIs(t, err, session.ErrTornTail)
+	var ce *session.CorruptError
+	require.ErrorAs(t, err, &ce)
+}
