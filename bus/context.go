@@ -2,6 +2,7 @@ package bus
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -53,7 +54,7 @@ func (c *Context) Scope(filter func(subject any) bool) *Context {
 // returned error is the apply error, if the plugin was applied and failed;
 // the fiber is returned in every case but ErrNilPlugin and ErrDisposed.
 func (c *Context) Plugin(p Plugin, config any) (*Fiber, error) {
-	if p == nil {
+	if isNil(p) {
 		return nil, ErrNilPlugin
 	}
 	if c.root.disposed.Load() {
@@ -107,4 +108,14 @@ func (c *Context) Effect(fn func() (dispose func())) error {
 		return err
 	}
 	return nil
+}
+
+// isNil reports whether p is nil or a typed nil pointer, whose Name would
+// panic.
+func isNil(p Plugin) bool {
+	if p == nil {
+		return true
+	}
+	v := reflect.ValueOf(p)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }

@@ -194,6 +194,11 @@ type Dispatch struct {
 	Payload any
 }
 
+// Subject implements [Subjecter] with the subject of the payload, so a veto
+// listener registered through a scoped context vetoes only dispatches
+// about its subject.
+func (d Dispatch) Subject() any { return subjectOf(d.Payload) }
+
 // Veto is the internal/dispatch event. Its listeners run before the
 // listeners of every other event (and before the commit of a session
 // event); an error vetoes the dispatch and is returned to the emitter.

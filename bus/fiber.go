@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -64,6 +65,9 @@ type Fiber struct {
 	disposers        []*disposer
 	err              error
 	disposeRequested bool
+	// disposing is set once Dispose starts: unlike a reload, which also
+	// passes through unloading, the fiber will not come back.
+	disposing bool
 }
 
 type disposer struct {
@@ -250,8 +254,13 @@ func (f *Fiber) load() error {
 // (never lost); one that arrives while it is pending or failed is used for
 // its next load, which a failed fiber attempts at once.
 func (f *Fiber) Update(config any) error {
+	if f.plugin == nil {
+		return fmt.Errorf("update: the root fiber has no plugin: %w", ErrNilPlugin)
+	}
 	f.mu.Lock()
-	if f.state == StateDisposed || f.state == StateUnloading {
+	// A fiber unloading for a reload or a withdrawn service keeps the
+	// config for its next load; only a disposed fiber refuses it.
+	if f.state == StateDisposed || f.disposing || f.disposeRequested {
 		f.mu.Unlock()
 		return ErrDisposed
 	}
@@ -289,7 +298,8 @@ func (f *Fiber) applyUpdate() error {
 	}
 }
 
-// unload undoes what the fiber registered and leaves it in state to.
+// unload undoes what the fiber registered and leaves it in state to, or
+// disposed if Dispose was called meanwhile.
 func (f *Fiber) unload(to State) {
 	f.mu.Lock()
 	if f.state != StateActive {
@@ -301,27 +311,43 @@ func (f *Fiber) unload(to State) {
 	f.logger.Debug("unloading")
 	f.runDisposers()
 	f.mu.Lock()
+	if f.disposing {
+		f.mu.Unlock()
+		f.finishDispose()
+		return
+	}
 	f.setState(to)
 	f.mu.Unlock()
 }
 
 // Dispose undoes everything the fiber registered, last first, and leaves
 // it disposed. Disposing a disposed fiber does nothing. A fiber disposed
-// while loading is disposed as soon as its apply returns.
+// while loading is disposed as soon as its apply returns, one disposed
+// while unloading for a reload as soon as the unload ends.
 func (f *Fiber) Dispose() error {
 	f.mu.Lock()
-	switch f.state {
-	case StateDisposed, StateUnloading:
+	switch {
+	case f.state == StateDisposed || f.disposing:
 		f.mu.Unlock()
 		return nil
-	case StateLoading:
+	case f.state == StateUnloading:
+		f.disposing = true
+		f.mu.Unlock()
+		return nil
+	case f.state == StateLoading:
 		f.disposeRequested = true
 		f.mu.Unlock()
 		return nil
 	}
+	f.disposing = true
 	f.setState(StateUnloading)
 	f.mu.Unlock()
 	f.runDisposers()
+	f.finishDispose()
+	return nil
+}
+
+func (f *Fiber) finishDispose() {
 	f.mu.Lock()
 	f.setState(StateDisposed)
 	f.mu.Unlock()
@@ -332,5 +358,4 @@ func (f *Fiber) Dispose() error {
 		}
 	}
 	f.logger.Debug("disposed")
-	return nil
 }

@@ -143,21 +143,8 @@ func addListener[F any](c *Context, id int, name string, fn F, opts []ListenOpti
 	r := c.root
 	r.mu.Lock()
 	slot := r.slotFor(id)
-	old := slot.list.Load()
-	var items []*listener
-	if old != nil {
-		items = old.items
-	}
-	next := make([]*listener, 0, len(items)+1)
-	if o&Prepend != 0 {
-		next = append(append(next, l), items...)
-	} else {
-		next = append(append(next, items...), l)
-	}
-	slot.list.Store(newListenerList[F](next))
 	r.mu.Unlock()
 
-	var handle *disposer
 	remove := func() {
 		l.removed.Store(true)
 		r.mu.Lock()
@@ -170,8 +157,12 @@ func addListener[F any](c *Context, id int, name string, fn F, opts []ListenOpti
 		}
 		r.mu.Unlock()
 	}
+	// The disposer is registered before the listener becomes visible, so a
+	// dispatch never sees a listener without its dispose (a Once listener
+	// calls it) and a fiber that no longer accepts registrations never has
+	// its listener called.
+	var handle *disposer
 	if err := c.fiber.addDisposer(remove, &handle); err != nil {
-		remove()
 		c.fiber.logger.Warn("listener not registered: fiber is not active", "event", name)
 		return func() {}
 	}
@@ -179,6 +170,25 @@ func addListener[F any](c *Context, id int, name string, fn F, opts []ListenOpti
 		handle.run()
 		c.fiber.removeDisposer(handle)
 	}
+
+	r.mu.Lock()
+	// remove marks l before taking r.mu: if the fiber was disposed in the
+	// meantime, l must not be inserted after its removal already ran.
+	if !l.removed.Load() {
+		old := slot.list.Load()
+		var items []*listener
+		if old != nil {
+			items = old.items
+		}
+		next := make([]*listener, 0, len(items)+1)
+		if o&Prepend != 0 {
+			next = append(append(next, l), items...)
+		} else {
+			next = append(append(next, items...), l)
+		}
+		slot.list.Store(newListenerList[F](next))
+	}
+	r.mu.Unlock()
 	return l.dispose
 }
 

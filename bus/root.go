@@ -83,7 +83,8 @@ func (r *Root) Pending() []Waiting {
 	defer r.mu.Unlock()
 	var out []Waiting
 	for _, f := range r.fibers {
-		if f.state != StatePending {
+		// The atomic snapshot spares taking every fiber's lock under r.mu.
+		if State(f.stateSnapshot.Load()) != StatePending {
 			continue
 		}
 		out = append(out, Waiting{Plugin: f.name, Missing: r.missingLocked(f)})
@@ -122,7 +123,7 @@ func (r *Root) startPending() {
 		var next *Fiber
 		r.mu.Lock()
 		for _, f := range r.fibers {
-			if f.state == StatePending && !f.parkedByParent() && len(r.missingLocked(f)) == 0 {
+			if State(f.stateSnapshot.Load()) == StatePending && !f.parkedByParent() && len(r.missingLocked(f)) == 0 {
 				next = f
 				break
 			}
