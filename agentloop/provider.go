@@ -106,3 +106,9 @@ func (e *ProviderError) Unwrap() error { return e.Err }
 // ErrRequestMutated is returned when a loop-built request reaches the
 // provider different from the request that was built and checked.
 var ErrRequestMutated = errors.New("agentloop: request mutated after it was sealed")
+
+// Namer is implemented by providers that name themselves; the name is
+// logged as the request header's provider.
+type Namer interface {
+	Name() string
+}

@@ -1,0 +1,278 @@
+package agentloop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/session"
+)
+
+// Sentinel errors of [Agent.Run].
+var (
+	// ErrClosed is returned by Run on an agent that was closed.
+	ErrClosed = errors.New("agentloop: agent closed")
+	// ErrBusy is returned by Run when the session already has a turn in
+	// progress in this agent.
+	ErrBusy = errors.New("agentloop: session has a turn in progress")
+)
+
+// DefaultMaxSteps bounds the steps of a turn when Config.MaxSteps is zero.
+const DefaultMaxSteps = 8
+
+// DefaultMaxAttempts bounds the provider attempts of a step when
+// Config.MaxAttempts is zero.
+const DefaultMaxAttempts = 4
+
+// Config configures an agent. Its model-visible fields (system, model,
+// temperature, max_tokens, stop) go into the request header.
+type Config struct {
+	// System is the system prompt.
+	System string `yaml:"system"`
+	// Model names the model; empty lets the provider choose its default.
+	Model string `yaml:"model"`
+	// MaxSteps bounds the steps of one turn (default 8). A turn whose last
+	// allowed step still asked for tools ends with reason max-steps.
+	MaxSteps int `yaml:"max_steps"`
+	// Temperature, when set, is sent with every request.
+	Temperature *float64 `yaml:"temperature"`
+	// MaxTokens, when positive, bounds each reply.
+	MaxTokens int `yaml:"max_tokens"`
+	// Stop lists stop sequences.
+	Stop []string `yaml:"stop"`
+	// MaxAttempts bounds how often one step's request is sent when the
+	// provider fails with a retryable error before any chunk (default 4).
+	MaxAttempts int `yaml:"max_attempts"`
+}
+
+// Validate checks the config.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.MaxSteps < 0 {
+		errs = append(errs, errors.New("max_steps must not be negative"))
+	}
+	if c.MaxTokens < 0 {
+		errs = append(errs, errors.New("max_tokens must not be negative"))
+	}
+	if c.MaxAttempts < 0 {
+		errs = append(errs, errors.New("max_attempts must not be negative"))
+	}
+	if t := c.Temperature; t != nil && (*t < 0 || *t > 2) {
+		errs = append(errs, fmt.Errorf("temperature %v is outside [0, 2]", *t))
+	}
+	return errors.Join(errs...)
+}
+
+// AgentService is the service the agent plugin provides.
+var AgentService = bus.NewService[*Agent]("agent")
+
+// Agent runs turns of the agent loop on sessions. One Agent is one loop
+// instance: the first turn it runs on a session that already has a request
+// header logs the header again with reason resume. An Agent is safe for
+// concurrent use on different sessions; one session runs one turn at a
+// time.
+type Agent struct {
+	c        *bus.Context
+	id       string
+	cfg      Config
+	provider func() (Provider, error)
+	tools    func() ([]Tool, error)
+	backoff  Backoff
+
+	mu       sync.Mutex
+	sessions map[string]*sessionState // by session id
+	cancels  map[*int]context.CancelFunc
+
+	statusMu sync.Mutex // serializes status changes and their announcements
+	status   Status
+	running  int
+	closed   bool
+	wg       sync.WaitGroup
+}
+
+type sessionState struct {
+	busy   bool
+	headed bool // this agent has logged or confirmed a header in the session
+}
+
+// Option configures an [Agent].
+type Option func(*Agent)
+
+// WithProvider makes the agent use p instead of the provider service.
+func WithProvider(p Provider) Option {
+	return func(a *Agent) { a.provider = func() (Provider, error) { return p, nil } }
+}
+
+// WithTools makes the agent offer exactly ts instead of the tool services.
+func WithTools(ts ...Tool) Option {
+	ts = append([]Tool(nil), ts...)
+	return func(a *Agent) { a.tools = func() ([]Tool, error) { return ts, nil } }
+}
+
+// WithBackoff replaces the delay between provider attempts (see
+// [DefaultBackoff]); tests use it to retry without waiting.
+func WithBackoff(b Backoff) Option {
+	return func(a *Agent) {
+		if b != nil {
+			a.backoff = b
+		}
+	}
+}
+
+// WithName sets the prefix of the agent's id (default "agent").
+func WithName(name string) Option {
+	return func(a *Agent) { a.id = fmt.Sprintf("%s#%d", name, agentSeq.Add(1)) }
+}
+
+var agentSeq atomic.Int64
+
+// New returns an idle agent that emits its events through c. By default
+// it reads the provider from [ProviderService] and the tools from every
+// service under [ToolServicePrefix] through c, at each step; c must be
+// allowed to read them (the root context, or a plugin that declares
+// "provider" and "tool/*").
+func New(c *bus.Context, cfg Config, opts ...Option) *Agent {
+	a := &Agent{
+		c:        c,
+		cfg:      cfg,
+		backoff:  DefaultBackoff,
+		status:   StatusIdle,
+		sessions: map[string]*sessionState{},
+		cancels:  map[*int]context.CancelFunc{},
+	}
+	a.provider = func() (Provider, error) { return ProviderService.Get(c) }
+	a.tools = func() ([]Tool, error) {
+		named, err := bus.Lookup[Tool](c, ToolServicePrefix)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]Tool, len(named))
+		for i, n := range named {
+			out[i] = n.Value
+		}
+		return out, nil
+	}
+	WithName("agent")(a)
+	for _, o := range opts {
+		o(a)
+	}
+	if a.cfg.MaxSteps == 0 {
+		a.cfg.MaxSteps = DefaultMaxSteps
+	}
+	if a.cfg.MaxAttempts == 0 {
+		a.cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	return a
+}
+
+// ID returns the agent instance's id, as announced on agent/status.
+func (a *Agent) ID() string { return a.id }
+
+// Config returns the agent's config with defaults filled in.
+func (a *Agent) Config() Config { return a.cfg }
+
+// Status returns the agent's current status.
+func (a *Agent) Status() Status {
+	a.statusMu.Lock()
+	defer a.statusMu.Unlock()
+	return a.status
+}
+
+// setStatusLocked announces and records a transition; a refused
+// transition leaves the status unchanged. a.statusMu is held.
+func (a *Agent) setStatusLocked(ctx context.Context, to Status) error {
+	if a.status == to {
+		return nil
+	}
+	ch := StatusChange{Agent: a.id, From: a.status, To: to}
+	if err := StatusEvent.Emit(ctx, a.c, ch); err != nil {
+		return fmt.Errorf("agentloop: agent/status %s → %s: %w", ch.From, ch.To, err)
+	}
+	a.status = to
+	return nil
+}
+
+// begin counts a run in; the first one makes the agent running.
+func (a *Agent) begin(ctx context.Context) error {
+	a.statusMu.Lock()
+	defer a.statusMu.Unlock()
+	if a.closed {
+		return ErrClosed
+	}
+	if a.running == 0 {
+		if err := a.setStatusLocked(ctx, StatusRunning); err != nil {
+			return err
+		}
+	}
+	a.running++
+	a.wg.Add(1)
+	return nil
+}
+
+// end counts a run out; the last one makes the agent idle again, unless
+// it is being closed (then Close announces disposed from running).
+func (a *Agent) end(ctx context.Context) {
+	a.statusMu.Lock()
+	defer a.statusMu.Unlock()
+	a.running--
+	if a.running == 0 && !a.closed {
+		if err := a.setStatusLocked(context.WithoutCancel(ctx), StatusIdle); err != nil {
+			a.c.Logger().Error("status change refused", "agent", a.id, "error", err)
+		}
+	}
+	a.wg.Done()
+}
+
+// Close cancels the turns in progress, waits for them to log their end,
+// and disposes the agent. Closing twice does nothing.
+func (a *Agent) Close() error {
+	a.statusMu.Lock()
+	if a.closed {
+		a.statusMu.Unlock()
+		return nil
+	}
+	a.closed = true
+	a.statusMu.Unlock()
+
+	a.mu.Lock()
+	for _, cancel := range a.cancels {
+		cancel()
+	}
+	a.mu.Unlock()
+	a.wg.Wait()
+
+	a.statusMu.Lock()
+	defer a.statusMu.Unlock()
+	return a.setStatusLocked(context.Background(), StatusDisposed)
+}
+
+// claim marks sess busy in this agent and returns whether this agent
+// already confirmed a header in it.
+func (a *Agent) claim(sess *session.Session, cancel context.CancelFunc) (key *int, headed bool, err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := a.sessions[sess.ID()]
+	if st == nil {
+		st = &sessionState{}
+		a.sessions[sess.ID()] = st
+	}
+	if st.busy {
+		return nil, false, fmt.Errorf("%w: %s", ErrBusy, sess.ID())
+	}
+	st.busy = true
+	key = new(int)
+	a.cancels[key] = cancel
+	return key, st.headed, nil
+}
+
+func (a *Agent) release(sess *session.Session, key *int, headed bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := a.sessions[sess.ID()]
+	st.busy = false
+	st.headed = st.headed || headed
+	delete(a.cancels, key)
+}

@@ -1,0 +1,207 @@
+package agentloop_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/plugins/scripted"
+	"github.com/vigil-run/vigil/session"
+)
+
+func TestTurnWithDefaultScriptListsTheRealFolder(t *testing.T) {
+	e := newEnv(t)
+	_, tools := workspace(t)
+	prov := script(t)
+	a := agentloop.New(e.c, agentloop.Config{System: "be brief", Model: "scripted"}, agentloop.WithProvider(prov), agentloop.WithTools(tools...))
+	sess := e.session()
+
+	var streamed strings.Builder
+	res, err := a.Run(context.Background(), sess, "what is in this folder?", agentloop.OnChunk(func(c agentloop.Chunk) { streamed.WriteString(c.Text) }))
+	require.NoError(t, err)
+	assert.Equal(t, session.ReasonCompleted, res.Reason)
+	assert.Equal(t, 2, res.Steps)
+	assert.Equal(t, "The folder has 3 entries (1 directories, 2 files): docs/, go.mod, main.go.", res.Content)
+	assert.Contains(t, streamed.String(), "Let me look at the folder.")
+	assert.Positive(t, res.Usage.Input)
+
+	recs := sess.Records()
+	want := []string{
+		"turn/start", "user/message",
+		"step/start", "request/header", "request/digest",
+		// six words of text, then the call in two fragments
+		"assistant/chunk", "assistant/chunk", "assistant/chunk", "assistant/chunk", "assistant/chunk", "assistant/chunk",
+		"assistant/chunk", "assistant/chunk",
+		"assistant/message", "tool/call", "tool/start", "tool/result", "step/end",
+		"step/start", "request/digest",
+	}
+	require.GreaterOrEqual(t, len(recs), len(want))
+	assert.Equal(t, want, types(recs[:len(want)]))
+	assert.Equal(t, []string{"assistant/message", "step/end", "turn/end"}, types(recs[len(recs)-3:]))
+
+	hdr := decode[session.RequestHeader](t, ofType(recs, session.TypeRequestHeader)[0])
+	assert.Equal(t, session.HeaderInitial, hdr.Reason)
+	assert.Equal(t, "scripted", hdr.Header.Provider)
+	assert.Equal(t, "be brief", hdr.Header.System)
+	assert.Equal(t, []string{"list_dir", "read_file"}, []string{hdr.Header.Tools[0].Name, hdr.Header.Tools[1].Name})
+
+	// The first message cites its chunks, in order.
+	msg := ofType(recs, session.TypeAssistantMessage)[0]
+	var chunkSeqs []int64
+	for _, r := range recs {
+		if r.Type() == session.TypeAssistantChunk && r.Step() == 1 {
+			chunkSeqs = append(chunkSeqs, r.Seq())
+		}
+	}
+	assert.Equal(t, chunkSeqs, msg.Sources())
+	am := decode[session.AssistantMessage](t, msg)
+	require.Len(t, am.ToolCalls, 1)
+	assert.Equal(t, session.ToolCall{ID: "call_1_1_0", Name: "list_dir", Arguments: `{"path":"."}`}, am.ToolCalls[0])
+
+	result := ofType(recs, session.TypeToolResult)[0]
+	assert.Equal(t, []int64{ofType(recs, session.TypeToolCall)[0].Seq()}, result.Sources())
+	assert.Equal(t, "docs/\ngo.mod\nmain.go", decode[session.ToolResult](t, result).Content)
+
+	ends := ofType(recs, session.TypeStepEnd)
+	assert.Equal(t, session.FinishToolCalls, decode[session.StepEnd](t, ends[0]).Finish)
+	assert.Equal(t, session.FinishStop, decode[session.StepEnd](t, ends[1]).Finish)
+	assert.NotNil(t, decode[session.StepEnd](t, ends[1]).Usage)
+
+	msgs := sess.Messages()
+	require.Len(t, msgs, 4)
+	assert.Equal(t, []string{"user", "assistant", "tool", "assistant"}, []string{msgs[0].Role, msgs[1].Role, msgs[2].Role, msgs[3].Role})
+}
+
+func TestRequestIsHeaderPlusFoldBeforeStepStart(t *testing.T) {
+	e := newEnv(t)
+	_, tools := workspace(t)
+	rec := &recorder{}
+	prov := script(t)
+	var seen []*agentloop.Request
+	agentloop.LLMStream.On(e.c, func(ctx context.Context, req *agentloop.Request, next bus.Next[*agentloop.Request, agentloop.Stream]) (agentloop.Stream, error) {
+		seen = append(seen, req)
+		return next(ctx, req)
+	})
+	_ = rec
+	a := agentloop.New(e.c, agentloop.Config{System: "s"}, agentloop.WithProvider(prov), agentloop.WithTools(tools...))
+	sess := e.session()
+	for _, p := range []string{"one", "two"} {
+		_, err := a.Run(context.Background(), sess, p)
+		require.NoError(t, err)
+	}
+	recs := sess.Records()
+	digests := ofType(recs, session.TypeRequestDigest)
+	require.Len(t, seen, 4)
+	require.Len(t, digests, 4)
+	for i, req := range seen {
+		assert.True(t, req.LoopBuilt())
+		assert.Equal(t, session.TypeStepStart, recs[req.StepStart].Type())
+		want, err := session.DeriveMessages(recs[:req.StepStart])
+		require.NoError(t, err)
+		assert.Equal(t, want, req.Messages, "request %d", i)
+		h, ok := session.DeriveHeader(recs[:req.StepStart+2])
+		require.True(t, ok)
+		assert.True(t, session.HeaderEquals(h, req.Header))
+		d := decode[session.Digest](t, digests[i])
+		assert.Equal(t, session.RequestDigest(req.Header, req.Messages), d.SHA256)
+		assert.Equal(t, req.Digest(), d.SHA256)
+		assert.Equal(t, len(req.Messages), d.Messages)
+	}
+	// The header is logged once: nothing changed between the steps.
+	assert.Len(t, ofType(recs, session.TypeRequestHeader), 1)
+}
+
+func TestMaxStepsEndsTheTurn(t *testing.T) {
+	e := newEnv(t)
+	prov, err := scripted.New(scripted.Config{Repeat: true, Script: []scripted.Reply{{ToolCalls: []scripted.ToolCall{{Name: "calc", Arguments: map[string]any{"expression": "1+1"}}}}}})
+	require.NoError(t, err)
+	calls := 0
+	tool := funcTool{name: "calc", fn: func(context.Context, json.RawMessage) (string, error) { calls++; return "2", nil }}
+	a := agentloop.New(e.c, agentloop.Config{MaxSteps: 3}, agentloop.WithProvider(prov), agentloop.WithTools(tool))
+	sess := e.session()
+	res, err := a.Run(context.Background(), sess, "loop")
+	require.NoError(t, err)
+	assert.Equal(t, session.ReasonMaxSteps, res.Reason)
+	assert.Equal(t, 3, res.Steps)
+	assert.Equal(t, 3, calls)
+	recs := sess.Records()
+	assert.Len(t, ofType(recs, session.TypeStepStart), 3)
+	assert.Equal(t, session.ReasonMaxSteps, decode[session.TurnEnd](t, recs[len(recs)-1]).Reason)
+}
+
+func TestTurnsNumberOnAndSessionBusyIsRefused(t *testing.T) {
+	e := newEnv(t)
+	block := make(chan struct{})
+	started := make(chan struct{})
+	rec := &recorder{replies: []func(ctx context.Context) (agentloop.Stream, error){
+		func(ctx context.Context) (agentloop.Stream, error) {
+			close(started)
+			<-block
+			return textStream("late"), nil
+		},
+	}}
+	a := agentloop.New(e.c, agentloop.Config{}, agentloop.WithProvider(rec), agentloop.WithTools())
+	sess := e.session()
+	done := make(chan error)
+	go func() {
+		_, err := a.Run(context.Background(), sess, "first")
+		done <- err
+	}()
+	<-started
+	_, err := a.Run(context.Background(), sess, "second")
+	assert.ErrorIs(t, err, agentloop.ErrBusy)
+	close(block)
+	require.NoError(t, <-done)
+
+	res, err := a.Run(context.Background(), sess, "third")
+	require.NoError(t, err)
+	assert.Equal(t, 2, res.Turn)
+	assert.Equal(t, "ok", res.Content)
+}
+
+func TestPrepareRunsBeforeTurnStart(t *testing.T) {
+	e := newEnv(t)
+	sess := e.session()
+	var got *agentloop.Prepare
+	agentloop.TurnPrepare.On(e.c, func(_ context.Context, p *agentloop.Prepare) error {
+		got = p
+		// Outside any turn, a listener may change the log.
+		_, err := p.Session.Append(context.Background(), session.Event{Type: session.TypeUserMessage, Data: session.UserMessage{Content: "context"}})
+		return err
+	})
+	rec := &recorder{}
+	a := agentloop.New(e.c, agentloop.Config{Model: "m"}, agentloop.WithProvider(rec), agentloop.WithTools())
+	_, err := a.Run(context.Background(), sess, "question")
+	require.NoError(t, err)
+	require.NotNil(t, got)
+	assert.Equal(t, a.ID(), got.Agent)
+	assert.Equal(t, "m", got.Header.Model)
+	assert.Equal(t, rec, got.Provider)
+	reqs := rec.requests()
+	require.Len(t, reqs, 1)
+	require.Len(t, reqs[0].Messages, 2)
+	assert.Equal(t, "context", reqs[0].Messages[0].Content)
+	assert.Equal(t, session.TypeUserMessage, sess.Records()[0].Type())
+}
+
+func TestCompleteSendsAnUnmarkedRequest(t *testing.T) {
+	e := newEnv(t)
+	var marked []bool
+	agentloop.LLMStream.On(e.c, func(ctx context.Context, req *agentloop.Request, next bus.Next[*agentloop.Request, agentloop.Stream]) (agentloop.Stream, error) {
+		marked = append(marked, req.LoopBuilt())
+		return next(ctx, req)
+	})
+	reply, err := agentloop.Complete(context.Background(), e.c, script(t, scripted.Reply{Text: "a short summary"}), &agentloop.Request{
+		Messages: []session.Message{{Role: session.RoleUser, Content: "summarize"}},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "a short summary", reply.Content)
+	assert.Equal(t, session.FinishStop, reply.Finish)
+	assert.Equal(t, []bool{false}, marked)
+}

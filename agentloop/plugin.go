@@ -1,0 +1,47 @@
+package agentloop
+
+import (
+	"github.com/vigil-run/vigil/bus"
+)
+
+// PluginName is the registered name of the agent plugin.
+const PluginName = "agent"
+
+// Plugin is the agent plugin: it runs the loop with the provider service
+// and every tool service, and provides [AgentService]. It requires the
+// "sessions" and "provider" services and reads "tool/*" at each step, so
+// tools may come and go without reloading it; a tool change shows in the
+// next step's request/header (reason change).
+var Plugin = &bus.Func[Config]{
+	ID: PluginName,
+	Deps: bus.Inject{
+		Required: []string{"sessions", ProviderService.Name()},
+		Optional: []string{ToolServicePrefix + "*"},
+	},
+	Run: func(c *bus.Context, cfg Config) error {
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
+		a := New(c, cfg, WithName(PluginName))
+		if err := c.Effect(func() func() {
+			return func() {
+				if err := a.Close(); err != nil {
+					c.Logger().Error("closing agent", "agent", a.ID(), "error", err)
+				}
+			}
+		}); err != nil {
+			return err
+		}
+		_, err := AgentService.Provide(c, a)
+		return err
+	},
+}
+
+func init() {
+	bus.Register(bus.Module{
+		Name:        PluginName,
+		Description: "the agent loop: turns and steps over the provider and every tool",
+		Config:      func() any { return &Config{} },
+		New:         func() bus.Plugin { return Plugin },
+	})
+}

@@ -1,0 +1,197 @@
+package agentloop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/vigil-run/vigil/session"
+)
+
+// TurnResult describes a finished turn.
+type TurnResult struct {
+	Session string
+	// Turn is the turn's number in the session.
+	Turn int
+	// Reason is the turn/end reason: completed, max-steps, aborted, error.
+	Reason string
+	// Steps counts the steps the turn ran.
+	Steps int
+	// Content is the content of the turn's last assistant message.
+	Content string
+	// Usage sums the usage the provider reported over the turn's steps.
+	Usage Usage
+}
+
+// RunOption configures one [Agent.Run].
+type RunOption func(*runOptions)
+
+type runOptions struct {
+	onChunk func(Chunk)
+}
+
+// OnChunk makes Run call fn with every content chunk of the turn, in
+// order, after the chunk was logged. fn runs on the turn's goroutine and
+// should return quickly.
+func OnChunk(fn func(Chunk)) RunOption {
+	return func(o *runOptions) { o.onChunk = fn }
+}
+
+// Run runs one turn on sess: prompt as the user message (none when
+// empty), then steps until the model stops asking for tools or the step
+// limit is reached. See the package documentation for the events it logs.
+//
+// The returned result is nil only when the turn never started (the agent
+// is closed or busy with sess, the session has an open turn, a listener
+// refused). A turn that ended aborted or with an error returns its result
+// and the cause: ctx's error for aborted, the provider's or listener's
+// error otherwise. A turn that completed or hit the step limit returns a
+// nil error.
+func (a *Agent) Run(ctx context.Context, sess *session.Session, prompt string, opts ...RunOption) (*TurnResult, error) {
+	var ro runOptions
+	for _, o := range opts {
+		o(&ro)
+	}
+	if err := a.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer a.end(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	key, headed, err := a.claim(sess, cancel)
+	if err != nil {
+		return nil, err
+	}
+	t := &turn{a: a, sess: sess, actx: context.WithoutCancel(ctx), headed: headed, onChunk: ro.onChunk}
+	defer func() { a.release(sess, key, t.headed) }()
+	a.statusMu.Lock()
+	closed := a.closed
+	a.statusMu.Unlock()
+	if closed {
+		cancel()
+	}
+	return t.run(ctx, prompt)
+}
+
+// turn is the state of one turn in progress.
+type turn struct {
+	a    *Agent
+	sess *session.Session
+	// actx is the turn's context without its cancellation: the events
+	// that record an abort must still be appended after ctx is done.
+	actx    context.Context
+	n       int
+	headed  bool
+	onChunk func(Chunk)
+	res     TurnResult
+}
+
+func (t *turn) append(ev session.Event) (*session.Record, error) {
+	ev.Turn = t.n
+	rec, err := t.sess.Append(t.actx, ev)
+	if err != nil {
+		return nil, fmt.Errorf("agentloop: append %s: %w", ev.Type, err)
+	}
+	return rec, nil
+}
+
+// lastTurn returns the number of the log's last turn and whether it is
+// still open.
+func lastTurn(recs []*session.Record) (int, bool) {
+	for i := len(recs) - 1; i >= 0; i-- {
+		switch recs[i].Type() {
+		case session.TypeTurnEnd:
+			return recs[i].Turn(), false
+		case session.TypeTurnStart:
+			return recs[i].Turn(), true
+		}
+	}
+	return 0, false
+}
+
+func (t *turn) run(ctx context.Context, prompt string) (*TurnResult, error) {
+	a := t.a
+	prov, tools, err := a.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if err := TurnPrepare.Emit(ctx, a.c, &Prepare{Agent: a.id, Session: t.sess, Provider: prov, Header: a.header(prov, tools)}); err != nil {
+		return nil, fmt.Errorf("agentloop: agent/prepare: %w", err)
+	}
+	last, open := lastTurn(t.sess.Records())
+	if open {
+		return nil, fmt.Errorf("agentloop: turn %d of session %s: %w", last, t.sess.ID(), session.ErrOpenTurn)
+	}
+	t.n = last + 1
+	t.res = TurnResult{Session: t.sess.ID(), Turn: t.n}
+	if _, err := t.append(session.Event{Type: session.TypeTurnStart, Data: session.TurnStart{}}); err != nil {
+		return nil, err
+	}
+	if prompt != "" {
+		if _, err := t.append(session.Event{Type: session.TypeUserMessage, Data: session.UserMessage{Content: prompt}}); err != nil {
+			return t.finish(session.ReasonError, err)
+		}
+	}
+	for step := 1; ; step++ {
+		out, err := t.step(ctx, step)
+		t.res.Steps = step
+		if err != nil {
+			return t.finish(session.ReasonError, err)
+		}
+		switch {
+		case out.reason != "":
+			return t.finish(out.reason, out.err)
+		case !out.toolCalls:
+			return t.finish(session.ReasonCompleted, nil)
+		case step >= a.cfg.MaxSteps:
+			return t.finish(session.ReasonMaxSteps, nil)
+		}
+	}
+}
+
+// finish logs turn/end and returns the result with cause.
+func (t *turn) finish(reason string, cause error) (*TurnResult, error) {
+	t.res.Reason = reason
+	end := session.TurnEnd{Reason: reason}
+	if cause != nil {
+		end.Error = cause.Error()
+	}
+	if _, err := t.append(session.Event{Type: session.TypeTurnEnd, Data: end}); err != nil {
+		return &t.res, errors.Join(cause, err)
+	}
+	return &t.res, cause
+}
+
+// resolve reads the provider and the tools as they are now.
+func (a *Agent) resolve() (Provider, []Tool, error) {
+	prov, err := a.provider()
+	if err != nil {
+		return nil, nil, fmt.Errorf("agentloop: provider: %w", err)
+	}
+	tools, err := a.tools()
+	if err != nil {
+		return nil, nil, fmt.Errorf("agentloop: tools: %w", err)
+	}
+	return prov, tools, nil
+}
+
+// header is the request header the agent wants for prov and tools.
+func (a *Agent) header(prov Provider, tools []Tool) session.Header {
+	h := session.Header{
+		Model:       a.cfg.Model,
+		System:      a.cfg.System,
+		Temperature: a.cfg.Temperature,
+		MaxTokens:   a.cfg.MaxTokens,
+		Stop:        a.cfg.Stop,
+	}
+	if n, ok := prov.(Namer); ok {
+		h.Provider = n.Name()
+	}
+	if len(tools) > 0 {
+		h.Tools = make([]session.ToolSpec, len(tools))
+		for i, tl := range tools {
+			h.Tools[i] = tl.Spec()
+		}
+	}
+	return h
+}

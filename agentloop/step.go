@@ -1,0 +1,282 @@
+package agentloop
+
+import (
+	"context"
+	"errors"
+
+	"github.com/vigil-run/vigil/session"
+)
+
+// stepOutcome says how a step ended. A fatal error (an append that
+// failed) is returned separately by step.
+type stepOutcome struct {
+	toolCalls bool   // the model asked for tools and they ran
+	reason    string // non-empty: the turn ends with this reason
+	err       error  // the cause of reason
+}
+
+// step runs step n of the turn: step/start, request/header when needed,
+// request/digest, llm/stream, chunks, assistant/message, tool calls and
+// results, step/end.
+func (t *turn) step(ctx context.Context, n int) (stepOutcome, error) {
+	a, sess := t.a, t.sess
+	prov, tools, err := a.resolve()
+	if err != nil {
+		return stepOutcome{reason: session.ReasonError, err: err}, nil
+	}
+	want := a.header(prov, tools)
+
+	// The request's messages are the fold of the log strictly before
+	// step/start. The fold is read just before appending step/start; if
+	// anything else was appended in between, it is derived again.
+	before := sess.Len()
+	msgs := CloneMessages(sess.Messages())
+	start, err := t.append(session.Event{Type: session.TypeStepStart, Step: n, Data: session.StepStart{}})
+	if err != nil {
+		return stepOutcome{}, err
+	}
+	if start.Seq() != int64(before) {
+		m, err := session.DeriveMessages(sess.Records()[:start.Seq()])
+		if err != nil {
+			return stepOutcome{}, err
+		}
+		msgs = CloneMessages(m)
+	}
+
+	logged, ok := sess.Header()
+	reason := ""
+	switch {
+	case !ok:
+		reason = session.HeaderInitial
+	case !t.headed:
+		reason = session.HeaderResume
+	case !session.HeaderEquals(logged, want):
+		reason = session.HeaderChange
+	}
+	if reason != "" {
+		if _, err := t.append(session.Event{Type: session.TypeRequestHeader, Data: session.RequestHeader{Reason: reason, Header: want}}); err != nil {
+			return stepOutcome{}, err
+		}
+		logged, _ = sess.Header()
+	}
+	t.headed = true
+
+	req := &Request{
+		Session:   sess.ID(),
+		Turn:      t.n,
+		Step:      n,
+		StepStart: start.Seq(),
+		Header:    CloneHeader(logged),
+		Messages:  msgs,
+		loopBuilt: true,
+	}
+	req.seal = session.RequestDigest(req.Header, req.Messages)
+	if _, err := t.append(session.Event{Type: session.TypeRequestDigest, Step: n, Data: session.Digest{SHA256: req.seal, Messages: len(req.Messages)}}); err != nil {
+		return stepOutcome{}, err
+	}
+
+	var (
+		asm     assembler
+		sources []int64
+	)
+	streamErr, err := t.stream(ctx, prov, req, func(c *Chunk) error {
+		asm.add(c, t.n, n)
+		if !c.content() {
+			return nil
+		}
+		for _, d := range chunkData(c) {
+			rec, err := t.append(session.Event{Type: session.TypeAssistantChunk, Step: n, Data: d})
+			if err != nil {
+				return err
+			}
+			sources = append(sources, rec.Seq())
+		}
+		if t.onChunk != nil {
+			t.onChunk(*c)
+		}
+		return nil
+	})
+	if err != nil {
+		return stepOutcome{}, err
+	}
+
+	msg := asm.message()
+	if len(sources) > 0 {
+		if _, err := t.append(session.Event{Type: session.TypeAssistantMessage, Step: n, Sources: sources, Data: msg}); err != nil {
+			return stepOutcome{}, err
+		}
+		t.res.Content = msg.Content
+	}
+	if u := asm.usage; u != nil {
+		t.res.Usage.Input += u.Input
+		t.res.Usage.Output += u.Output
+	}
+
+	out := stepOutcome{toolCalls: len(msg.ToolCalls) > 0}
+	finish := asm.finish
+	if streamErr != nil {
+		// The delivered prefix is kept; calls it holds never run, and each
+		// is answered so the next request stays well-formed.
+		out = stepOutcome{reason: session.ReasonError, err: streamErr}
+		if ctx.Err() != nil {
+			out.reason = session.ReasonAborted
+		}
+		finish = session.FinishError
+		if err := t.skipTools(n, msg.ToolCalls, "the turn ended before the tool ran: "+streamErr.Error()); err != nil {
+			return stepOutcome{}, err
+		}
+	} else if out.toolCalls {
+		if err := t.runTools(ctx, n, msg.ToolCalls, tools); err != nil {
+			return stepOutcome{}, err
+		}
+		if ctx.Err() != nil {
+			out = stepOutcome{reason: session.ReasonAborted, err: context.Cause(ctx)}
+		}
+	}
+	if finish == "" {
+		finish = session.FinishStop
+		if out.toolCalls {
+			finish = session.FinishToolCalls
+		}
+	}
+	end := session.StepEnd{Finish: finish}
+	if u := asm.usage; u != nil {
+		end.Usage = &session.Usage{Input: u.Input, Output: u.Output}
+	}
+	if _, err := t.append(session.Event{Type: session.TypeStepEnd, Step: n, Data: end}); err != nil {
+		return stepOutcome{}, err
+	}
+	return out, nil
+}
+
+// stream dispatches req through llm/stream and hands each chunk to
+// consume, retrying a retryable provider failure that happened before any
+// chunk. It returns the error that ended the stream (nil when it ended
+// normally) and, separately, a fatal error from consume.
+func (t *turn) stream(ctx context.Context, prov Provider, req *Request, consume func(*Chunk) error) (streamErr, fatal error) {
+	a := t.a
+	for attempt := 1; ; attempt++ {
+		delivered := 0
+		s, err := LLMStream.Run(ctx, a.c, req, sealedFallback(prov, req))
+		if err == nil && s == nil {
+			err = errors.New("agentloop: llm/stream returned no stream")
+		}
+		if err == nil {
+			for c, e := range s {
+				if e != nil {
+					err = e
+					break
+				}
+				delivered++
+				if f := consume(&c); f != nil {
+					return nil, f
+				}
+				if ctx.Err() != nil {
+					// A provider that does not watch ctx is left here.
+					err = context.Cause(ctx)
+					break
+				}
+			}
+		}
+		if err == nil {
+			return nil, nil
+		}
+		if ctx.Err() != nil {
+			return context.Cause(ctx), nil
+		}
+		var pe *ProviderError
+		if delivered > 0 || !errors.As(err, &pe) || !pe.Retryable || attempt >= a.cfg.MaxAttempts {
+			return err, nil
+		}
+		d := a.backoff(attempt, pe)
+		a.c.Logger().Warn("provider failed; retrying", "session", req.Session, "turn", req.Turn, "step", req.Step, "attempt", attempt, "delay", d, "error", err)
+		if err := sleep(ctx, d); err != nil {
+			return context.Cause(ctx), nil
+		}
+	}
+}
+
+// skipTools logs each call with a TOOL_NOT_STARTED result.
+func (t *turn) skipTools(n int, calls []session.ToolCall, why string) error {
+	for _, c := range calls {
+		rec, err := t.append(session.Event{Type: session.TypeToolCall, Step: n, Data: c})
+		if err != nil {
+			return err
+		}
+		res := session.ToolResult{ID: c.ID, Name: c.Name, Error: &session.ToolResultError{Code: session.CodeToolNotStarted, Message: why}}
+		if _, err := t.append(session.Event{Type: session.TypeToolResult, Step: n, Sources: []int64{rec.Seq()}, Data: res}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runTools logs and runs the calls in call order. Consecutive calls of
+// concurrency-safe tools form a batch: their tool/call events are logged,
+// they run concurrently, and their results are logged in call order.
+func (t *turn) runTools(ctx context.Context, n int, calls []session.ToolCall, tools []Tool) error {
+	byName := make(map[string]Tool, len(tools))
+	for _, tl := range tools {
+		byName[tl.Spec().Name] = tl
+	}
+	safe := func(c session.ToolCall) bool {
+		tl := byName[c.Name]
+		return tl != nil && concurrencySafe(tl)
+	}
+	for i := 0; i < len(calls); {
+		j := i + 1
+		if safe(calls[i]) {
+			for j < len(calls) && safe(calls[j]) {
+				j++
+			}
+		}
+		batch := calls[i:j]
+		i = j
+
+		seqs := make([]int64, len(batch))
+		for k, c := range batch {
+			rec, err := t.append(session.Event{Type: session.TypeToolCall, Step: n, Data: c})
+			if err != nil {
+				return err
+			}
+			seqs[k] = rec.Seq()
+		}
+		outs := make([]ToolOutput, len(batch))
+		var (
+			invs []*ToolInvocation
+			idx  []int
+		)
+		for k, c := range batch {
+			if ctx.Err() != nil {
+				outs[k] = ToolOutput{Error: &session.ToolResultError{Code: session.CodeToolNotStarted, Message: "the turn was aborted before the tool ran"}}
+				continue
+			}
+			args, bad := checkArguments(c.Arguments)
+			if bad != nil {
+				outs[k] = ToolOutput{Error: bad}
+				continue
+			}
+			if _, err := t.append(session.Event{Type: session.TypeToolStart, Step: n, Data: session.ToolStart{ID: c.ID}}); err != nil {
+				return err
+			}
+			invs = append(invs, &ToolInvocation{
+				Session: t.sess.ID(), Turn: t.n, Step: n,
+				Call: session.ToolCall{ID: c.ID, Name: c.Name, Arguments: args},
+				Tool: byName[c.Name],
+			})
+			idx = append(idx, k)
+		}
+		if len(invs) > 0 {
+			for m, o := range t.a.runBatch(ctx, invs) {
+				outs[idx[m]] = o
+			}
+		}
+		for k, c := range batch {
+			res := session.ToolResult{ID: c.ID, Name: c.Name, Content: outs[k].Content, Error: outs[k].Error}
+			if _, err := t.append(session.Event{Type: session.TypeToolResult, Step: n, Sources: []int64{seqs[k]}, Data: res}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,125 @@
+package agentloop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/session"
+)
+
+// Error codes of tool results the loop produces itself.
+const (
+	// CodeUnknownTool: the model called a tool that is not offered.
+	CodeUnknownTool = "UNKNOWN_TOOL"
+	// CodeInvalidArguments: the call's arguments are not a JSON object.
+	CodeInvalidArguments = "INVALID_ARGUMENTS"
+	// CodeToolFailed: the tool returned an error without a code, or a
+	// tool/execute listener failed.
+	CodeToolFailed = "TOOL_ERROR"
+	// CodeToolPanic: the tool panicked.
+	CodeToolPanic = "TOOL_PANIC"
+)
+
+// ToolInvocation is the payload of tool/execute: one call of one step.
+type ToolInvocation struct {
+	Session    string
+	Turn, Step int
+	Call       session.ToolCall
+	// Tool is the tool the call names, nil when no such tool is offered.
+	Tool Tool
+}
+
+// Subject implements bus.Subjecter: tool calls are dispatched about their
+// session.
+func (t *ToolInvocation) Subject() any { return t.Session }
+
+// ToolOutput is what a tool call produced: the content the model sees, or
+// an error.
+type ToolOutput struct {
+	Content string
+	Error   *session.ToolResultError
+}
+
+// ToolExecute is the tool/execute waterfall. Its innermost fallback runs
+// the invocation's Tool. Listeners may observe, replace or refuse a call;
+// whatever they return is logged as the tool/result.
+var ToolExecute = bus.NewWaterfall[*ToolInvocation, ToolOutput]("tool/execute")
+
+// executeTool is the fallback of tool/execute.
+func executeTool(ctx context.Context, inv *ToolInvocation) (out ToolOutput, _ error) {
+	if inv.Tool == nil {
+		return ToolOutput{Error: &session.ToolResultError{Code: CodeUnknownTool, Message: fmt.Sprintf("no tool named %q", inv.Call.Name)}}, nil
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			out = ToolOutput{Error: &session.ToolResultError{Code: CodeToolPanic, Message: fmt.Sprint(v)}}
+		}
+	}()
+	content, err := inv.Tool.Execute(ctx, json.RawMessage(inv.Call.Arguments))
+	if err != nil {
+		return ToolOutput{Error: toolResultError(ctx, err)}, nil
+	}
+	return ToolOutput{Content: content}, nil
+}
+
+// toolResultError turns a tool's error into the error the model sees.
+func toolResultError(ctx context.Context, err error) *session.ToolResultError {
+	var te *ToolError
+	switch {
+	case errors.As(err, &te):
+		return &session.ToolResultError{Code: te.Code, Message: te.Message}
+	case ctx.Err() != nil:
+		return &session.ToolResultError{Code: session.CodeToolOutcomeUnknown, Message: "aborted while running: " + err.Error()}
+	default:
+		return &session.ToolResultError{Code: CodeToolFailed, Message: err.Error()}
+	}
+}
+
+// checkArguments returns the arguments to hand the tool: a JSON object.
+// Empty arguments mean {} (models send them for tools without parameters).
+func checkArguments(args string) (string, *session.ToolResultError) {
+	if args == "" {
+		return "{}", nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(args), &obj); err != nil || obj == nil {
+		msg := "arguments must be a JSON object"
+		if err != nil {
+			msg += ": " + err.Error()
+		}
+		return "", &session.ToolResultError{Code: CodeInvalidArguments, Message: msg}
+	}
+	return args, nil
+}
+
+// runBatch runs the invocations of one batch, concurrently when there are
+// several, and returns their outputs in call order.
+func (a *Agent) runBatch(ctx context.Context, invs []*ToolInvocation) []ToolOutput {
+	outs := make([]ToolOutput, len(invs))
+	run := func(i int) {
+		out, err := ToolExecute.Run(ctx, a.c, invs[i], executeTool)
+		if err != nil {
+			out = ToolOutput{Error: toolResultError(ctx, err)}
+		}
+		outs[i] = out
+	}
+	if len(invs) == 1 {
+		run(0)
+		return outs
+	}
+	var wg sync.WaitGroup
+	for i := range invs {
+		wg.Go(func() { run(i) })
+	}
+	wg.Wait()
+	return outs
+}
+
+func concurrencySafe(t Tool) bool {
+	cs, ok := t.(ConcurrencySafe)
+	return ok && cs.ConcurrencySafe()
+}

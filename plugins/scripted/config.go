@@ -1,0 +1,109 @@
+package scripted
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Config is the plugin's config.
+type Config struct {
+	// Script lists the replies, one per model call. Empty: the default
+	// script (list the folder, then describe it).
+	Script []Reply `yaml:"script"`
+	// Repeat starts the script over when it is used up; otherwise a call
+	// past its end fails.
+	Repeat bool `yaml:"repeat"`
+}
+
+// Reply is one scripted model reply.
+type Reply struct {
+	Text      string     `yaml:"text"`
+	Reasoning string     `yaml:"reasoning"`
+	ToolCalls []ToolCall `yaml:"tool_calls"`
+	// Error, when set, makes the call fail instead (after streaming
+	// Error.After chunks of the reply).
+	Error *Failure `yaml:"error"`
+}
+
+// ToolCall is a scripted tool call.
+type ToolCall struct {
+	Name string `yaml:"name"`
+	// Arguments is a mapping, sent as its JSON encoding, or a string,
+	// sent as is (even when it is not valid JSON: tests use that).
+	Arguments any `yaml:"arguments"`
+}
+
+// Failure is a scripted provider failure.
+type Failure struct {
+	// Status is the HTTP-like status; 429 and 5xx are retryable when they
+	// come before any chunk.
+	Status  int    `yaml:"status"`
+	Message string `yaml:"message"`
+	// After is how many chunks of the reply are streamed before the
+	// failure; 0 fails the call itself.
+	After int `yaml:"after"`
+}
+
+// Validate checks the config.
+func (c *Config) Validate() error {
+	var errs []error
+	for i, r := range c.Script {
+		if r.Text == "" && r.Reasoning == "" && len(r.ToolCalls) == 0 && r.Error == nil {
+			errs = append(errs, fmt.Errorf("script[%d]: a reply needs text, reasoning, tool_calls or error", i))
+		}
+		for j, tc := range r.ToolCalls {
+			if tc.Name == "" {
+				errs = append(errs, fmt.Errorf("script[%d].tool_calls[%d]: name is required", i, j))
+			}
+			if _, err := argumentsJSON(tc.Arguments); err != nil {
+				errs = append(errs, fmt.Errorf("script[%d].tool_calls[%d].arguments: %w", i, j, err))
+			}
+		}
+		if f := r.Error; f != nil && (f.After < 0 || f.Status < 0) {
+			errs = append(errs, fmt.Errorf("script[%d].error: status and after must not be negative", i))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// argumentsJSON renders scripted arguments as the JSON text a model
+// would send.
+func argumentsJSON(v any) (string, error) {
+	switch a := v.(type) {
+	case nil:
+		return "{}", nil
+	case string:
+		return a, nil
+	}
+	b, err := json.Marshal(normalize(v))
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// normalize turns map[any]any (from YAML decoders) into map[string]any.
+func normalize(v any) any {
+	switch x := v.(type) {
+	case map[any]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[fmt.Sprint(k)] = normalize(e)
+		}
+		return m
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = normalize(e)
+		}
+		return m
+	case []any:
+		s := make([]any, len(x))
+		for i, e := range x {
+			s[i] = normalize(e)
+		}
+		return s
+	}
+	return v
+}

@@ -1,0 +1,28 @@
+package scripted
+
+import (
+	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/bus"
+)
+
+// Name is the plugin's registered name.
+const Name = "provider/scripted"
+
+// Plugin provides a scripted [Provider] as the provider service.
+var Plugin = bus.PluginFunc(Name, func(c *bus.Context, cfg Config) error {
+	p, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	_, err = agentloop.ProviderService.Provide(c, p)
+	return err
+})
+
+func init() {
+	bus.Register(bus.Module{
+		Name:        Name,
+		Description: "a deterministic scripted model for demos and tests (no network, no key)",
+		Config:      func() any { return &Config{} },
+		New:         func() bus.Plugin { return Plugin },
+	})
+}
