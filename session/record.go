@@ -117,13 +117,22 @@ func NewRecord(seq int64, t time.Time, ev Event) (*Record, error) {
 
 // newRecord builds the record. t must already be a log time.
 func newRecord(seq int64, t time.Time, ev *Event) (*Record, error) {
-	if seq < 0 {
-		return nil, fmt.Errorf("%w: negative seq %d", ErrDuplicateSeq, seq)
+	r := new(Record)
+	if err := r.build(seq, t, ev); err != nil {
+		return nil, err
 	}
-	r := &Record{seq: seq, typ: ev.Type, time: t, turn: ev.Turn, step: ev.Step, ignorable: ev.Ignorable}
+	return r, nil
+}
+
+// build makes r the record of ev (r is zero and not yet shared).
+func (r *Record) build(seq int64, t time.Time, ev *Event) error {
+	if seq < 0 {
+		return fmt.Errorf("%w: negative seq %d", ErrDuplicateSeq, seq)
+	}
+	*r = Record{seq: seq, typ: ev.Type, time: t, turn: ev.Turn, step: ev.Step, ignorable: ev.Ignorable}
 	k, err := r.checkEnvelope(ev.Surface, ev.Sources)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(ev.Sources) > 0 {
 		r.sources = slices.Clone(ev.Sources)
@@ -150,20 +159,20 @@ func newRecord(seq int64, t time.Time, ev *Event) (*Record, error) {
 			break
 		}
 		if r.payload, ok = payloadValue(k, d); !ok {
-			return nil, fmt.Errorf("%w: seq %d: %s data is %T, want %v", ErrInvalidPayload, seq, r.typ, d, k.payload)
+			return fmt.Errorf("%w: seq %d: %s data is %T, want %v", ErrInvalidPayload, seq, r.typ, d, k.payload)
 		}
 		if err = checkPayload(r.typ, r.payload); err != nil {
-			return nil, fmt.Errorf("%w: seq %d: %w", ErrInvalidPayload, seq, err)
+			return fmt.Errorf("%w: seq %d: %w", ErrInvalidPayload, seq, err)
 		}
 		if line, ok = appendPayload(line, r.payload); !ok {
 			line, err = marshalPayload(line, r.payload)
 		}
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r.line = append(line, '}', '\n')
-	return r, nil
+	return nil
 }
 
 // appendRaw appends caller-encoded data, compacted, after checking it.

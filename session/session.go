@@ -130,16 +130,20 @@ func (s *Session) Append(ctx context.Context, ev Event) (*Record, error) {
 	if s.closed {
 		return nil, fmt.Errorf("session %s: append %s: %w", s.info.ID, ev.Type, ErrClosed)
 	}
-	rec, err := newRecord(s.v.next, logTime(s.m.clock()), &ev)
-	if err != nil {
+	// The record and its commit are one allocation.
+	st := new(struct {
+		rec    Record
+		commit Commit
+	})
+	rec, commit := &st.rec, &st.commit
+	if err := rec.build(s.v.next, logTime(s.m.clock()), &ev); err != nil {
 		return nil, fmt.Errorf("session %s: append: %w", s.info.ID, err)
 	}
 	ps, pe, err := s.v.check(rec)
 	if err != nil {
 		return nil, fmt.Errorf("session %s: append: %w", s.info.ID, err)
 	}
-
-	commit := &Commit{Session: s, Record: rec}
+	*commit = Commit{Session: s, Record: rec}
 	if s.m.watched() {
 		s.dispatching.Store(goid())
 		defer s.dispatching.Store(0)
@@ -161,7 +165,10 @@ func (s *Session) Append(ctx context.Context, ev Event) (*Record, error) {
 	}
 	s.mu.Unlock()
 	// The commit happened; observers run even if ctx is cancelled now.
-	_ = Committed.Observe(context.WithoutCancel(ctx), s.c, commit)
+	if ctx.Done() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
+	_ = Committed.Observe(ctx, s.c, commit)
 	return rec, nil
 }
 

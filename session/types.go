@@ -113,28 +113,32 @@ func payloadValue(k *kind, v any) (any, bool) {
 
 // clonePayload deep-copies the reference fields of a core payload value.
 func clonePayload(v any) any {
+	// Payloads without reference fields are returned as they are, boxed
+	// once: re-boxing would allocate on the append hot path.
 	switch p := v.(type) {
 	case StepEnd:
 		if p.Usage != nil {
 			u := *p.Usage
 			p.Usage = &u
+			return p
 		}
-		return p
 	case AssistantChunk:
 		if p.ToolCall != nil {
 			c := *p.ToolCall
 			p.ToolCall = &c
+			return p
 		}
-		return p
 	case AssistantMessage:
-		p.ToolCalls = slices.Clone(p.ToolCalls)
-		return p
+		if p.ToolCalls != nil {
+			p.ToolCalls = slices.Clone(p.ToolCalls)
+			return p
+		}
 	case ToolResult:
 		if p.Error != nil {
 			e := *p.Error
 			p.Error = &e
+			return p
 		}
-		return p
 	case RequestHeader:
 		p.Header = cloneHeader(p.Header)
 		return p

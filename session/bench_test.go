@@ -1,0 +1,115 @@
+package session_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/memory"
+)
+
+// BenchmarkAppend is the in-memory append path: encode, validate, the
+// two-phase dispatch (with no listeners), the memory store, the fold. A
+// fresh session is started every 10k events (outside the timer), the size
+// of a long conversation, so the figure is not the cost of growing one
+// million-event log and of the collector scanning it.
+func BenchmarkAppend(b *testing.B) {
+	ctx := context.Background()
+	const perSession = 10000
+	root := bus.New()
+	b.Cleanup(func() { _ = root.Dispose() })
+	m := session.NewManager(root.Context(), memory.New())
+	var s *session.Session
+	ev := session.Event{Type: session.TypeAssistantChunk, Turn: 1, Step: 1, Data: session.AssistantChunk{Text: "Hel"}}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if i%perSession == 0 {
+			b.StopTimer()
+			if s != nil {
+				require.NoError(b, s.Close(ctx))
+			}
+			m = session.NewManager(root.Context(), memory.New())
+			var err error
+			s, err = m.Create(ctx)
+			require.NoError(b, err)
+			b.StartTimer()
+		}
+		if _, err := s.Append(ctx, ev); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// conversation returns n records of alternating user and assistant
+// messages with tool calls and results, as a long session would have.
+func conversation(tb testing.TB, n int) []*session.Record {
+	tb.Helper()
+	out := make([]*session.Record, 0, n)
+	add := func(ev session.Event) {
+		r, err := session.NewRecord(int64(len(out)), epoch, ev)
+		require.NoError(tb, err)
+		out = append(out, r)
+	}
+	for i := 0; len(out) < n; i++ {
+		turn := i + 1
+		id := fmt.Sprintf("call_%d", i)
+		switch i % 3 {
+		case 0:
+			add(session.Event{Type: session.TypeUserMessage, Data: session.UserMessage{Content: "please list the files in the current directory"}})
+		case 1:
+			add(session.Event{Type: session.TypeAssistantMessage, Turn: turn, Step: 1, Data: session.AssistantMessage{Content: "sure", ToolCalls: []session.ToolCall{{ID: id, Name: "list_dir", Arguments: `{"path":"."}`}}}})
+		case 2:
+			add(session.Event{Type: session.TypeToolResult, Turn: turn, Step: 1, Data: session.ToolResult{ID: id, Name: "list_dir", Content: "a.txt\nb.txt\nc.txt"}})
+		}
+	}
+	return out
+}
+
+func BenchmarkDeriveFresh(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		recs := conversation(b, n)
+		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := session.DeriveMessages(recs); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDeriveIncremental is the cost per appended event of keeping
+// the fold up to date, after 1k and 10k prior events: it must be flat.
+func BenchmarkDeriveIncremental(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("prior=%d", n), func(b *testing.B) {
+			recs := conversation(b, n+3*1024)
+			b.ReportAllocs()
+			var f *session.Fold
+			i := n
+			for b.Loop() {
+				if f == nil || i == len(recs) {
+					b.StopTimer()
+					f = session.NewFold()
+					for _, r := range recs[:n] {
+						require.NoError(b, f.Add(r))
+					}
+					i = n
+					b.StartTimer()
+				}
+				if err := f.Add(recs[i]); err != nil {
+					b.Fatal(err)
+				}
+				_ = f.Messages()
+				i++
+			}
+		})
+	}
+}
