@@ -107,10 +107,11 @@ func stepScope(t *trace, r *session.Record) *Violation {
 	return nil
 }
 
-// toolPairing: a tool/result answers a tool/call of the same step, once
-// (a synthetic TOOL_NOT_STARTED result may instead answer a call that the
-// step's assistant message named but that was never logged); call ids are
-// unique in the session.
+// toolPairing: a tool/call is one an assistant message of its step asked
+// for, with an id unique in the session; a tool/result answers a tool/call
+// of the same step, once (a synthetic TOOL_NOT_STARTED result may instead
+// answer a call that the step's assistant message named but that was never
+// logged).
 func toolPairing(t *trace, r *session.Record) *Violation {
 	switch r.Type() {
 	case session.TypeToolCall:
@@ -123,6 +124,9 @@ func toolPairing(t *trace, r *session.Record) *Violation {
 		}
 		if prev, ok := t.calls[c.ID]; ok {
 			return violation(RuleToolPairing, r.Seq(), "tool call id %q already used (turn %d step %d)", c.ID, prev.turn, prev.step)
+		}
+		if !t.msgCalls[c.ID] {
+			return violation(RuleToolPairing, r.Seq(), "tool/call %q was not asked for by an assistant message of this step", c.ID)
 		}
 	case session.TypeToolStart:
 		s, err := session.DecodeData[session.ToolStart](r)
