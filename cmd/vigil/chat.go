@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vigil-run/vigil/config"
+)
+
+// cmdChat is an interactive session: each line is a turn. It watches
+// plugins.yaml and re-applies only what changed; a broken edit is reported
+// and the running composition kept.
+func cmdChat(ctx context.Context, e *env, args []string) error {
+	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	cfg := fs.String("c", "plugins.yaml", "plugins.yaml")
+	sid := fs.String("s", "", "resume this session")
+	noWatch := fs.Bool("no-watch", false, "do not reload plugins.yaml when it changes")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usagef("chat takes no arguments; type prompts on stdin")
+	}
+	h, err := openHost(e, *cfg)
+	if err != nil {
+		return err
+	}
+	defer h.close()
+	rt, err := h.runtime()
+	if err != nil {
+		return err
+	}
+	sess, err := rt.session(ctx, *sid)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stderr, "session %s%s\n", sess.ID(), rt.logPath(sess.ID()))
+	fmt.Fprintln(e.stderr, "type a message; /exit or end of input quits")
+
+	// The agent and its fiber may be replaced by a reload: reads and
+	// reloads are serialized with turns.
+	var mu sync.Mutex
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	if !*noWatch {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := config.Watch(watchCtx, *cfg, h.comp, 100*time.Millisecond, func(r config.ReloadResult) {
+				mu.Lock()
+				defer mu.Unlock()
+				if r.Err != nil {
+					fmt.Fprintf(e.stderr, "reload: %v (keeping the running plugins)\n", r.Err)
+					return
+				}
+				c := r.Changes
+				fmt.Fprintf(e.stderr, "reloaded %s: applied %v, updated %v, re-applied %v, disposed %v\n",
+					*cfg, c.Applied, c.Updated, c.Reapplied, c.Disposed)
+			})
+			if err != nil {
+				fmt.Fprintf(e.stderr, "watch: %v\n", err)
+			}
+		}()
+	}
+	defer func() { stopWatch(); wg.Wait() }()
+
+	in := bufio.NewScanner(e.stdin)
+	in.Buffer(make([]byte, 64*1024), 4<<20)
+	failed := false
+	for {
+		fmt.Fprint(e.stderr, "> ")
+		if !in.Scan() {
+			break
+		}
+		line := strings.TrimSpace(in.Text())
+		switch {
+		case line == "":
+			continue
+		case line == "/exit" || line == "/quit":
+			return chatDone(failed)
+		}
+		mu.Lock()
+		rt2, err := h.runtime()
+		if err != nil {
+			mu.Unlock()
+			fmt.Fprintf(e.stderr, "error: %v\n", err)
+			failed = true
+			continue
+		}
+		res, err := rt2.turn(ctx, e, sess, line, true)
+		mu.Unlock()
+		if err := turnError(res, err); err != nil {
+			fmt.Fprintf(e.stderr, "error: %v\n", err)
+			failed = true
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if err := in.Err(); err != nil {
+		return err
+	}
+	return chatDone(failed)
+}
+
+func chatDone(failed bool) error {
+	if failed {
+		return silentError{exitFailed}
+	}
+	return nil
+}
