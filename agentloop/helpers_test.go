@@ -159,3 +159,14 @@ func (f funcTool) ConcurrencySafe() bool { return f.safe }
 var errBoom = errors.New("boom")
 
 func noBackoff(int, *agentloop.ProviderError) time.Duration { return 0 }
+
+// TestInvariantsAreMountedInTestEnv guards the premise of the other
+// tests: a rule violation is refused in their environment.
+func TestInvariantsAreMountedInTestEnv(t *testing.T) {
+	e := newEnv(t)
+	err := agentloop.StatusEvent.Emit(context.Background(), e.c, agentloop.StatusChange{Agent: "x", From: agentloop.StatusDisposed, To: agentloop.StatusIdle})
+	require.Error(t, err)
+	sess := e.session()
+	_, err = sess.Append(context.Background(), session.Event{Type: session.TypeTurnEnd, Turn: 1, Data: session.TurnEnd{Reason: session.ReasonCompleted}})
+	require.Error(t, err, "turn/end without turn/start")
+}
