@@ -272,3 +272,35 @@ func TestUpdateOfRootFiberFails(t *testing.T) {
 	assert.ErrorIs(t, root.Context().Fiber().Update(nil), bus.ErrNilPlugin)
 	assert.Empty(t, tr.get())
 }
+
+func TestFiberDisposedDuringReloadStaysDisposed(t *testing.T) {
+	root := newRoot(t)
+	unloading := make(chan struct{})
+	release := make(chan struct{})
+	var mu sync.Mutex
+	applies := 0
+	p := bus.PluginFunc("slow-unload", func(c *bus.Context, g greeting) error {
+		mu.Lock()
+		applies++
+		mu.Unlock()
+		return c.Effect(func() func() {
+			return func() {
+				if g.Block {
+					unloading <- struct{}{}
+					<-release
+				}
+			}
+		})
+	})
+	f := apply(t, root.Context(), p, greeting{Block: true})
+	done := make(chan error)
+	go func() { done <- f.Update(greeting{}) }()
+	<-unloading
+	require.NoError(t, f.Dispose())
+	close(release)
+	require.NoError(t, <-done)
+	assert.Equal(t, bus.StateDisposed, f.State())
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, 1, applies)
+}

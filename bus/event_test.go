@@ -176,7 +176,7 @@ func TestParallelRunsListenersConcurrently(t *testing.T) {
 			select {
 			case <-all:
 				return nil
-			case <-time.After(5 * time.Second):
+			case <-time.After(2 * time.Second):
 				return errors.New("listeners did not run concurrently")
 			}
 		})
@@ -244,4 +244,31 @@ func TestListenerRemovedDuringDispatchIsSkipped(t *testing.T) {
 			assert.Equal(t, []string{"remover"}, tr.get())
 		})
 	}
+}
+
+func TestListenersRegisteredDuringConcurrentEmitsAreSafe(t *testing.T) {
+	root := newRoot(t)
+	c := root.Context()
+	stop := make(chan struct{})
+	emitted := make(chan struct{})
+	go func() {
+		defer close(emitted)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				assert.NoError(t, noteEvent.Emit(bg, c, &note{"s"}))
+			}
+		}
+	}()
+	var calls atomic.Int32
+	for range 200 {
+		noteEvent.On(c, func(context.Context, *note) error { calls.Add(1); return nil }, bus.Once)
+	}
+	close(stop)
+	<-emitted
+	require.NoError(t, noteEvent.Emit(bg, c, &note{"s"}))
+	assert.Equal(t, int32(200), calls.Load(), "every Once listener runs exactly once")
+	assert.Zero(t, root.ListenerCount(noteEvent.Name()))
 }

@@ -250,3 +250,18 @@ func TestRootDisposesPluginsLastAppliedFirst(t *testing.T) {
 	require.NoError(t, root.Dispose())
 	assert.Equal(t, []string{"c", "b", "a"}, tr.get())
 }
+
+func TestStateNames(t *testing.T) {
+	names := map[bus.State]string{
+		bus.StatePending:   "pending",
+		bus.StateLoading:   "loading",
+		bus.StateActive:    "active",
+		bus.StateFailed:    "failed",
+		bus.StateUnloading: "unloading",
+		bus.StateDisposed:  "disposed",
+		bus.State(99):      "unknown",
+	}
+	for s, want := range names {
+		assert.Equal(t, want, s.String())
+	}
+}

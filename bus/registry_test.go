@@ -9,14 +9,22 @@ import (
 	"github.com/vigil-run/vigil/bus"
 )
 
+// The registry is process-wide and registration happens at init time, as
+// built-in plugins do it; the tests only read it (so -count works).
+var registered = bus.Module{
+	Name:        "test/registry-found",
+	Description: "found",
+	Config:      func() any { return &greeting{} },
+	New:         func() bus.Plugin { return &bus.Func[greeting]{ID: "test/registry-found"} },
+}
+
+func init() {
+	bus.Register(registered)
+	bus.Register(bus.Module{Name: "test/registry-other", New: registered.New})
+}
+
 func TestRegisteredModuleIsFoundByName(t *testing.T) {
-	m := bus.Module{
-		Name:        "test/registry-found",
-		Description: "found",
-		Config:      func() any { return &greeting{} },
-		New:         func() bus.Plugin { return &bus.Func[greeting]{ID: "test/registry-found"} },
-	}
-	bus.Register(m)
+	m := registered
 	got, ok := bus.LookupModule(m.Name)
 	require.True(t, ok)
 	assert.Equal(t, "found", got.Description)
@@ -32,9 +40,7 @@ func TestRegisteredModuleIsFoundByName(t *testing.T) {
 }
 
 func TestRegisteringModuleTwicePanics(t *testing.T) {
-	m := bus.Module{Name: "test/registry-twice", New: func() bus.Plugin { return nil }}
-	bus.Register(m)
-	assert.Panics(t, func() { bus.Register(m) })
+	assert.Panics(t, func() { bus.Register(registered) })
 }
 
 func TestRegisteringIncompleteModulePanics(t *testing.T) {

@@ -1,6 +1,8 @@
 package bus_test
 
 import (
+	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -252,4 +254,23 @@ func TestServiceOfWrongTypeIsAnError(t *testing.T) {
 	require.NoError(t, err)
 	_, err = bus.NewService[string]("test/typed").Get(root.Context())
 	assert.ErrorIs(t, err, bus.ErrConfigType)
+}
+
+func TestPendingIsSafeDuringConcurrentLoads(t *testing.T) {
+	root := newRoot(t)
+	svc := bus.NewService[*store]("test/db")
+	for i := range 20 {
+		apply(t, root.Context(), &bus.Func[struct{}]{ID: fmt.Sprint("user", i), Deps: bus.Inject{Required: []string{svc.Name()}}}, nil)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for len(root.Pending()) > 0 {
+			runtime.Gosched()
+		}
+	}()
+	_, err := svc.Provide(root.Context(), &store{"pg"})
+	require.NoError(t, err)
+	<-done
+	assert.Empty(t, root.Pending())
 }
