@@ -1,0 +1,123 @@
+package jsonl_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/jsonl"
+)
+
+// batch is the group size of both benchmarks below: 63 chunks and the
+// step/end that closes their step, which the store fsyncs before the
+// append returns.
+const batch = 64
+
+const perSession = 10 * batch * 16 // events per file before starting another
+
+var epoch = time.Date(2026, 11, 29, 20, 21, 24, 0, time.UTC)
+
+func batchEvents() []session.Event {
+	evs := make([]session.Event, batch)
+	for i := range batch - 1 {
+		evs[i] = session.Event{Type: session.TypeAssistantChunk, Turn: 1, Step: 1, Data: session.AssistantChunk{Text: "Hel"}}
+	}
+	evs[batch-1] = session.Event{Type: session.TypeStepEnd, Turn: 1, Step: 1, Data: session.StepEnd{Finish: session.FinishStop}}
+	return evs
+}
+
+// BenchmarkAppendJSONL appends through a session to the jsonl store:
+// durable group commit, one write and one fsync per batch of 64 events
+// (the step/end append returns after its fsync). One op is one event.
+func BenchmarkAppendJSONL(b *testing.B) {
+	ctx := context.Background()
+	store, err := jsonl.Open(b.TempDir())
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = store.Close() })
+	root := bus.New()
+	b.Cleanup(func() { _ = root.Dispose() })
+	m := session.NewManager(root.Context(), store)
+	evs := batchEvents()
+	var s *session.Session
+	b.ReportAllocs()
+	b.SetBytes(int64(lineLen(b)))
+	i := 0
+	for b.Loop() {
+		if i%perSession == 0 {
+			b.StopTimer()
+			if s != nil {
+				require.NoError(b, s.Close(ctx))
+			}
+			s, err = m.Create(ctx)
+			require.NoError(b, err)
+			b.StartTimer()
+		}
+		if _, err := s.Append(ctx, evs[i%batch]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// lineLen is the mean length of a line of one batch.
+func lineLen(tb testing.TB) int {
+	n := 0
+	for _, r := range batchRecords(tb) {
+		n += r.LineLen()
+	}
+	return n / batch
+}
+
+func batchRecords(tb testing.TB) []*session.Record {
+	evs := batchEvents()
+	recs := make([]*session.Record, batch)
+	for i, ev := range evs {
+		r, err := session.NewRecord(int64(i), epoch, ev)
+		require.NoError(tb, err)
+		recs[i] = r
+	}
+	return recs
+}
+
+// BenchmarkFsyncBaseline writes the same bytes as BenchmarkAppendJSONL,
+// batch by batch, with a plain write and fsync per batch of the same size
+// and no encoding, session or store at all. One op is one event.
+func BenchmarkFsyncBaseline(b *testing.B) {
+	dir := b.TempDir()
+	var data []byte
+	for _, r := range batchRecords(b) {
+		data = r.AppendLine(data)
+	}
+	var f *os.File
+	b.SetBytes(int64(len(data) / batch))
+	i := 0
+	for b.Loop() {
+		if i%perSession == 0 {
+			b.StopTimer()
+			if f != nil {
+				require.NoError(b, f.Close())
+			}
+			var err error
+			f, err = os.OpenFile(filepath.Join(dir, fmt.Sprintf("%d.jsonl", i)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			require.NoError(b, err)
+			b.StartTimer()
+		}
+		if i%batch == batch-1 {
+			if _, err := f.Write(data); err != nil {
+				b.Fatal(err)
+			}
+			if err := f.Sync(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		i++
+	}
+	b.StopTimer()
+	require.NoError(b, f.Close())
+}
