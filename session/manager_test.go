@@ -1,0 +1,273 @@
+package session_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/jsonl"
+	"github.com/vigil-run/vigil/session/memory"
+)
+
+func TestManagerEmitsCreatedForEveryWaySessionsAppear(t *testing.T) {
+	h := newHarness(t)
+	var created []string
+	session.Created.On(h.root.Context(), func(ctx context.Context, s *session.Session) error {
+		created = append(created, fmt.Sprintf("%s:%d", s.ID(), s.Len()))
+		return nil
+	})
+	s := h.create()
+	h.appendAll(s, turnEvents(t, 0, 1)...)
+	_, err := h.m.Fork(h.ctx, s.ID(), 16)
+	require.NoError(t, err)
+	_, err = h.m.Seed(h.ctx, user("seeded"))
+	require.NoError(t, err)
+	_, err = h.manager().Open(h.ctx, s.ID())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"s1:0", "s2:18", "s3:2", "s1:17"}, created)
+}
+
+func TestCreatedListenerErrorFailsAndForgetsTheSession(t *testing.T) {
+	h := newHarness(t)
+	boom := errors.New("boom")
+	session.Created.On(h.root.Context(), func(ctx context.Context, s *session.Session) error { return boom })
+	_, err := h.m.Create(h.ctx)
+	require.ErrorIs(t, err, boom)
+	assert.Empty(t, h.m.Live())
+}
+
+func TestManagerDefaultIDsAreULIDs(t *testing.T) {
+	root := bus.New()
+	t.Cleanup(func() { _ = root.Dispose() })
+	m := session.NewManager(root.Context(), memory.New())
+	a, err := m.Create(context.Background())
+	require.NoError(t, err)
+	b, err := m.Create(context.Background())
+	require.NoError(t, err)
+	_, err = ulid.ParseStrict(a.ID())
+	require.NoError(t, err)
+	assert.Less(t, a.ID(), b.ID(), "ULIDs sort by creation")
+	assert.Equal(t, []*session.Session{a, b}, m.Live())
+	got, ok := m.Get(a.ID())
+	assert.True(t, ok)
+	assert.Same(t, a, got)
+	assert.NotNil(t, m.Store())
+}
+
+func TestForkCopiesPrefixAndEndsSeed(t *testing.T) {
+	h := newHarness(t)
+	s := h.create()
+	h.appendAll(s, turnEvents(t, 0, 1)...)
+	h.appendAll(s, turnEvents(t, 17, 2)...)
+	f, err := h.m.Fork(h.ctx, s.ID(), 16)
+	require.NoError(t, err)
+	assert.Equal(t, &session.Parent{ID: s.ID(), Seq: 16}, f.Info().Parent)
+	recs := f.Records()
+	require.Len(t, recs, 18)
+	for i := range 17 {
+		assert.Same(t, s.Records()[i], recs[i], "inherited records are shared")
+	}
+	assert.Equal(t, session.TypeEndSeed, recs[17].Type())
+	want, err := session.DeriveMessages(s.Records()[:17])
+	require.NoError(t, err)
+	assert.Equal(t, want, f.Messages())
+	assert.Equal(t, 34, s.Len(), "the parent is unchanged")
+
+	// The fork goes on independently, from seq 18.
+	r, err := f.Append(h.ctx, user("new"))
+	require.NoError(t, err)
+	assert.Equal(t, int64(18), r.Seq())
+
+	// Forking a stored session that is not live works the same.
+	m2 := h.manager()
+	f2, err := m2.Rewind(h.ctx, s.ID(), -1)
+	require.NoError(t, err)
+	require.Len(t, f2.Records(), 1)
+	assert.Equal(t, session.TypeEndSeed, f2.Records()[0].Type())
+}
+
+func TestForkRefusesBadBoundaries(t *testing.T) {
+	h := newHarness(t)
+	s := h.create()
+	h.appendAll(s, turnEvents(t, 0, 1)...)
+	for _, at := range []int64{0, 1, 5, 11, 15} {
+		_, err := h.m.Fork(h.ctx, s.ID(), at)
+		require.ErrorIs(t, err, session.ErrOpenTurn, "at %d", at)
+	}
+	_, err := h.m.Fork(h.ctx, s.ID(), 17)
+	require.ErrorIs(t, err, session.ErrNotFound)
+	_, err = h.m.Fork(h.ctx, s.ID(), -2)
+	require.ErrorIs(t, err, session.ErrNotFound)
+	_, err = h.m.Fork(h.ctx, "nope", 0)
+	require.ErrorIs(t, err, session.ErrNotFound)
+	assert.Len(t, h.m.Live(), 1)
+}
+
+func TestSeedValidatesLikeAppend(t *testing.T) {
+	h := newHarness(t)
+	tests := []struct {
+		name string
+		evs  []session.Event
+		err  error
+	}{
+		{"unknown type", []session.Event{{Type: "memo/x"}}, session.ErrUnknownType},
+		{"invalid replace", []session.Event{user("a"), replace(0, 0, "x")}, session.ErrInvalidReplace},
+		{"missing step", []session.Event{{Type: session.TypeStepStart, Turn: 1}}, session.ErrInvalidEvent},
+		{"open turn", []session.Event{{Type: session.TypeTurnStart, Turn: 1}, user("a")}, session.ErrOpenTurn},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := h.m.Seed(h.ctx, tt.evs...)
+			require.ErrorIs(t, err, tt.err)
+		})
+	}
+	assert.Empty(t, h.m.Live())
+
+	s, err := h.m.Seed(h.ctx, turnEvents(t, 0, 1)...)
+	require.NoError(t, err)
+	require.Equal(t, 18, s.Len())
+	assert.Equal(t, session.TypeEndSeed, s.Records()[17].Type())
+	assert.Len(t, s.Messages(), 4)
+
+	// SeedRecords keeps records as they are, and checks their seqs.
+	recs := s.Records()[:17]
+	s2, err := h.m.SeedRecords(h.ctx, recs)
+	require.NoError(t, err)
+	assert.Same(t, recs[3], s2.Records()[3])
+	_, err = h.m.SeedRecords(h.ctx, recs[1:])
+	require.ErrorIs(t, err, session.ErrSeqGap)
+}
+
+func TestOpenReturnsTheLiveSession(t *testing.T) {
+	h := newHarness(t)
+	s := h.create()
+	got, err := h.m.Open(h.ctx, s.ID())
+	require.NoError(t, err)
+	assert.Same(t, s, got)
+	_, err = h.m.Open(h.ctx, "nope")
+	require.ErrorIs(t, err, session.ErrNotFound)
+	_, err = h.m.Open(h.ctx, "../etc/passwd")
+	require.ErrorIs(t, err, session.ErrInvalidID)
+}
+
+// TestOpenRepairsInterruptedTurn replays testdata/interrupted/*.jsonl: each
+// is a log cut by a crash; the golden beside it is the log after Open.
+func TestOpenRepairsInterruptedTurns(t *testing.T) {
+	inputs, err := filepath.Glob(filepath.Join("testdata", "interrupted", "*.jsonl"))
+	require.NoError(t, err)
+	require.NotEmpty(t, inputs)
+	for _, in := range inputs {
+		t.Run(filepath.Base(in), func(t *testing.T) {
+			dir := t.TempDir()
+			data, err := os.ReadFile(in)
+			require.NoError(t, err)
+			before, _ := session.DecodeBytes(data)
+			require.NotNil(t, before)
+			id := before.Info.ID
+			require.NoError(t, os.WriteFile(filepath.Join(dir, id+".jsonl"), data, 0o644))
+			store, err := jsonl.Open(dir)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = store.Close() })
+			h := newHarnessWith(t, store)
+			s, err := h.m.Open(h.ctx, id)
+			require.NoError(t, err)
+			require.NoError(t, s.Flush(h.ctx))
+
+			got, err := os.ReadFile(filepath.Join(dir, id+".jsonl"))
+			require.NoError(t, err)
+			golden := filepath.Join("testdata", "interrupted", "golden", filepath.Base(in))
+			if *update {
+				require.NoError(t, os.MkdirAll(filepath.Dir(golden), 0o755))
+				require.NoError(t, os.WriteFile(golden, got, 0o644))
+			}
+			want, err := os.ReadFile(golden)
+			require.NoError(t, err)
+			require.Equal(t, string(want), string(got))
+
+			// The repaired log is whole, and a second open changes nothing.
+			log, err := session.DecodeBytes(got)
+			require.NoError(t, err)
+			assert.Equal(t, s.Len(), len(log.Records))
+			require.NoError(t, s.Close(h.ctx))
+			_, err = h.manager().Open(h.ctx, id)
+			require.NoError(t, err)
+			again, err := os.ReadFile(filepath.Join(dir, id+".jsonl"))
+			require.NoError(t, err)
+			require.Equal(t, string(got), string(again))
+		})
+	}
+}
+
+func TestOpenRefusesDamagedLogs(t *testing.T) {
+	tests := []struct {
+		name string
+		file string
+		err  error
+		line int
+	}{
+		{"corrupt middle line", line(header) + line(l0) + line(`{"seq":1,"ty`) + line(l2), session.ErrMalformed, 3},
+		{"seq gap", line(header) + line(l0) + line(l2), session.ErrSeqGap, 3},
+		{"wrong version", line(`{"type":"session","version":7,"id":"s1","created":"2026-11-29T20:21:24Z"}`), session.ErrVersion, 0},
+		{"unknown type", line(header) + line(`{"seq":0,"type":"memo/x","time":"2026-11-29T20:21:24.000Z","data":{}}`), session.ErrUnknownType, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "s1.jsonl"), []byte(tt.file), 0o644))
+			store, err := jsonl.Open(dir)
+			require.NoError(t, err)
+			h := newHarnessWith(t, store)
+			_, err = h.m.Open(h.ctx, "s1")
+			require.ErrorIs(t, err, tt.err)
+			if tt.line > 0 {
+				var ce *session.CorruptError
+				require.ErrorAs(t, err, &ce)
+				assert.Equal(t, tt.line, ce.Line)
+			}
+			data, err := os.ReadFile(filepath.Join(dir, "s1.jsonl"))
+			require.NoError(t, err)
+			assert.Equal(t, tt.file, string(data), "a refused log is left alone")
+		})
+	}
+}
+
+func TestClosersRule(t *testing.T) {
+	call := func(id string) session.ToolCall { return session.ToolCall{ID: id, Name: "f", Arguments: "{}"} }
+	base := []session.Event{
+		{Type: session.TypeTurnStart, Turn: 1},
+		user("q"),
+		{Type: session.TypeStepStart, Turn: 1, Step: 1},
+		assistant("", call("a"), call("b"), call("c"), call("d")),                         // seq 3
+		{Type: session.TypeToolCall, Turn: 1, Step: 1, Data: call("a")},                   // 4: answered
+		{Type: session.TypeToolStart, Turn: 1, Step: 1, Data: session.ToolStart{ID: "a"}}, // 5
+		{Type: session.TypeToolResult, Turn: 1, Step: 1, Sources: []int64{4}, Data: session.ToolResult{ID: "a"}},
+		{Type: session.TypeToolCall, Turn: 1, Step: 1, Data: call("b")},                   // 7: started
+		{Type: session.TypeToolStart, Turn: 1, Step: 1, Data: session.ToolStart{ID: "b"}}, // 8
+		{Type: session.TypeToolCall, Turn: 1, Step: 1, Data: call("c")},                   // 9: logged only
+		// d: asked for by the model, never logged as a call.
+	}
+	got := session.Closers(records(t, base...))
+	want := []session.Event{
+		{Type: session.TypeToolResult, Turn: 1, Step: 1, Sources: []int64{7}, Data: session.ToolResult{ID: "b", Name: "f", Error: &session.ToolResultError{Code: session.CodeToolOutcomeUnknown, Message: "the session was interrupted while the tool ran; its outcome is unknown"}}},
+		{Type: session.TypeToolResult, Turn: 1, Step: 1, Sources: []int64{9}, Data: session.ToolResult{ID: "c", Name: "f", Error: &session.ToolResultError{Code: session.CodeToolNotStarted, Message: "the session was interrupted before the tool call started"}}},
+		{Type: session.TypeToolResult, Turn: 1, Step: 1, Sources: []int64{3}, Data: session.ToolResult{ID: "d", Name: "f", Error: &session.ToolResultError{Code: session.CodeToolNotStarted, Message: "the session was interrupted before the tool call started"}}},
+		{Type: session.TypeStepEnd, Turn: 1, Step: 1, Data: session.StepEnd{Finish: session.FinishError}},
+		{Type: session.TypeTurnEnd, Turn: 1, Data: session.TurnEnd{Reason: session.ReasonInterrupted}},
+	}
+	assert.Equal(t, want, got)
+
+	// Between steps only the turn is closed; a closed log needs nothing.
+	between := append(base[:2:2], session.Event{Type: session.TypeStepStart, Turn: 1, Step: 1}, session.Event{Type: session.TypeStepEnd, Turn: 1, Step: 1})
+	assert.Equal(t, []session.Event{{Type: session.TypeTurnEnd, Turn: 1, Data: session.TurnEnd{Reason: session.ReasonInterrupted}}}, session.Closers(records(t, between...)))
+	closed := append(between, session.Event{Type: session.TypeTurnEnd, Turn: 1, Data: session.TurnEnd{Reason: session.ReasonCompleted}})
+	assert.Nil(t, session.Closers(records(t, closed...)))
+	assert.Nil(t, session.Closers(nil))
+}

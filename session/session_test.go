@@ -1,0 +1,248 @@
+package session_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/session"
+)
+
+func TestAppendAssignsSeqAndTimeFromClock(t *testing.T) {
+	h := newHarness(t)
+	s := h.create()
+	recs := h.appendAll(s, user("a"), user("b"))
+	assert.Equal(t, int64(0), recs[0].Seq())
+	assert.Equal(t, int64(1), recs[1].Seq())
+	assert.True(t, recs[0].Time().Before(recs[1].Time()))
+	assert.Equal(t, "2026-11-29T20:21:24.002Z", recs[0].Time().Format("2006-01-02T15:04:05.000Z07:00"))
+	assert.Equal(t, 2, s.Len())
+	assert.Equal(t, recs, s.Records())
+}
+
+func TestAppendRefusesInvalidEventsAndCommitsNothing(t *testing.T) {
+	h := newHarness(t)
+	s := h.create()
+	h.appendAll(s, user("a"))
+	tests := []struct {
+		name string
+		ev   session.Event
+		err  error
+	}{
+		{"unknown type", session.Event{Type: "memo/x"}, session.ErrUnknownType},
+		{"missing step", session.Event{Type: session.TypeAssistantChunk, Turn: 1}, session.ErrInvalidEvent},
+		{"replace off the surface", replace(0, 0, "x"), session.ErrInvalidReplace},
+		{"replace with uncited shadowed event", session.Event{Type: session.TypeUserMessage, Surface: &session.Surface{Op: session.OpReplace}, Data: session.UserMessage{}}, session.ErrInvalidReplace},
+		{"non-JSON payload", session.Event{Type: session.TypeUserMessage, Data: []byte("{")}, session.ErrInvalidPayload},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := s.Append(h.ctx, tt.ev)
+			require.ErrorIs(t, err, tt.err)
+			assert.Equal(t, 1, s.Len())
+		})
+	}
+	r, err := s.Append(h.ctx, user("b"))
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), r.Seq(), "no seq was used up")
+}
+
+func TestAppendVetoCommitsNothing(t *testing.T) {
+	h := newHarness(t)
+	s := h.create()
+	veto := errors.New("no")
+	var observed int
+	session.Committed.On(h.root.Context(), func(ctx context.Context, c *session.Commit) error { observed++; return nil })
+	dispose := bus.Veto.On(h.root.Context(), func(ctx context.Context, d bus.Dispatch) error {
+		if d.Name == session.Committed.Name() {
+			return veto
+		}
+		return nil
+	})
+	_, err := s.Append(h.ctx, user("a"))
+	require.ErrorIs(t, err, veto)
+	assert.Zero(t, s.Len())
+	assert.Empty(t, s.Messages())
+	assert.Zero(t, observed)
+	log, err := h.store.Load(h.ctx, s.ID())
+	require.NoError(t, err)
+	assert.Empty(t, log.Records, "the store has nothing either")
+
+	dispose()
+	r, err := s.Append(h.ctx, user("a"))
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), r.Seq())
+	assert.Equal(t, 1, observed)
+}
+
+func TestAppendPassesSameCommitToCheckAndObserve(t *testing.T) {
+	h := newHarness(t)
+	s := h.create()
+	var checked, observed []*session.Commit
+	bus.Veto.On(h.root.Context(), func(ctx context.Context, d bus.Dispatch) error {
+		if c, ok := d.Payload.(*session.Commit); ok {
+			// Before the commit: the record is not in the session yet.
+			assert.Equal(t, int(c.Record.Seq()), c.Session.Len())
+			checked = append(checked, c)
+		}
+		return nil
+	})
+	session.Committed.On(h.root.Context(), func(ctx context.Context, c *session.Commit) error {
+		assert.Equal(t, int(c.Record.Seq())+1, c.Session.Len(), "observers run after the commit")
+		assert.Same(t, c.Record, c.Session.Records()[c.Record.Seq()])
+		observed = append(observed, c)
+		return nil
+	})
+	recs := h.appendAll(s, user("a"), user("b"))
+	require.Len(t, checked, 2)
+	require.Len(t, observed, 2)
+	for i := range recs {
+		assert.Same(t, checked[i], observed[i])
+		assert.Same(t, recs[i], observed[i].Record)
+		assert.Same(t, s, observed[i].Session)
+		assert.Equal(t, s.ID(), observed[i].Subject())
+	}
+}
+
+func TestObserverFailureDoesNotUndoCommit(t *testing.T) {
+	h := newHarness(t)
+	s := h.create()
+	session.Committed.On(h.root.Context(), func(ctx context.Context, c *session.Commit) error { return errors.New("observer broke") })
+	session.Committed.On(h.root.Context(), func(ctx context.Context, c *session.Commit) error { panic("observer panicked") })
+	var later int
+	session.Committed.On(h.root.Context(), func(ctx context.Context, c *session.Commit) error { later++; return nil })
+	r, err := s.Append(h.ctx, user("a"))
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), r.Seq())
+	assert.Equal(t, 1, s.Len())
+	assert.Equal(t, 1, later, "the other observers still ran")
+}
+
+func TestAppendFromOwnListenerIsReentrant(t *testing.T) {
+	for _, phase := range []string{"veto", "observe"} {
+		t.Run(phase, func(t *testing.T) {
+			h := newHarness(t)
+			s := h.create()
+			other := h.create()
+			var inner, otherErr error
+			once := sync.Once{}
+			fn := func(ctx context.Context, c *session.Commit) error {
+				if c.Session != s {
+					return nil
+				}
+				once.Do(func() {
+					_, inner = s.Append(ctx, user("inner"))
+					_, otherErr = other.Append(ctx, user("other session is fine"))
+				})
+				return nil
+			}
+			if phase == "veto" {
+				bus.Veto.On(h.root.Context(), func(ctx context.Context, d bus.Dispatch) error {
+					if c, ok := d.Payload.(*session.Commit); ok {
+						return fn(ctx, c)
+					}
+					return nil
+				})
+			} else {
+				session.Committed.On(h.root.Context(), fn)
+			}
+			_, err := s.Append(h.ctx, user("outer"))
+			require.NoError(t, err)
+			require.ErrorIs(t, inner, session.ErrReentrantAppend)
+			require.NoError(t, otherErr)
+			assert.Equal(t, 1, s.Len())
+			assert.Equal(t, 1, other.Len())
+		})
+	}
+}
+
+func TestConcurrentAppendsWhileObservedAreSerialized(t *testing.T) {
+	h := newHarness(t)
+	s := h.create()
+	var mu sync.Mutex
+	var seen []int64
+	session.Committed.On(h.root.Context(), func(ctx context.Context, c *session.Commit) error {
+		_ = c.Session.Messages() // reading the observed session does not deadlock
+		mu.Lock()
+		seen = append(seen, c.Record.Seq())
+		mu.Unlock()
+		return nil
+	})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				_, err := s.Append(h.ctx, user("x"))
+				assert.NoError(t, err)
+			}
+		})
+	}
+	wg.Wait()
+	require.Len(t, seen, 400)
+	for i, seq := range seen {
+		require.Equal(t, int64(i), seq, "observers see commits in seq order")
+	}
+	require.NoError(t, session.Validate(s.Records()))
+	fresh, err := session.DeriveMessages(s.Records())
+	require.NoError(t, err)
+	require.Equal(t, fresh, s.Messages())
+}
+
+func TestScopedListenersSeeOnlyTheirSession(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.create(), h.create()
+	var got []string
+	session.Committed.On(a.Context(), func(ctx context.Context, c *session.Commit) error {
+		got = append(got, c.Session.ID())
+		return nil
+	})
+	h.appendAll(a, user("1"))
+	h.appendAll(b, user("2"))
+	assert.Equal(t, []string{a.ID()}, got)
+}
+
+func TestAppendRefusesCancelledContextAndClosedSession(t *testing.T) {
+	h := newHarness(t)
+	s := h.create()
+	ctx, cancel := context.WithCancel(h.ctx)
+	cancel()
+	_, err := s.Append(ctx, user("a"))
+	require.ErrorIs(t, err, context.Canceled)
+	require.NoError(t, s.Close(h.ctx))
+	require.NoError(t, s.Close(h.ctx), "closing twice is fine")
+	_, err = s.Append(h.ctx, user("a"))
+	require.ErrorIs(t, err, session.ErrClosed)
+	assert.Empty(t, h.m.Live())
+}
+
+func TestSessionHeaderIsLatestSnapshot(t *testing.T) {
+	h := newHarness(t)
+	s := h.create()
+	_, ok := s.Header()
+	assert.False(t, ok)
+	h.appendAll(s,
+		session.Event{Type: session.TypeTurnStart, Turn: 1},
+		session.Event{Type: session.TypeRequestHeader, Turn: 1, Data: session.RequestHeader{Reason: session.HeaderInitial, Header: session.Header{Model: "a", Tools: []session.ToolSpec{}}}},
+		session.Event{Type: session.TypeRequestHeader, Turn: 1, Data: session.RequestHeader{Reason: session.HeaderChange, Header: session.Header{Model: "b", System: "s"}}},
+	)
+	got, ok := s.Header()
+	require.True(t, ok)
+	assert.Equal(t, session.Header{Model: "b", System: "s"}, got)
+	want, _ := session.DeriveHeader(s.Records())
+	assert.Equal(t, want, got)
+}
+
+func TestSessionInfoIsACopy(t *testing.T) {
+	h := newHarness(t)
+	s := h.create()
+	h.appendAll(s, user("a"))
+	f, err := h.m.Fork(h.ctx, s.ID(), 0)
+	require.NoError(t, err)
+	info := f.Info()
+	info.Parent.ID = "changed"
+	assert.Equal(t, s.ID(), f.Info().Parent.ID)
+}
