@@ -1,10 +1,12 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -57,7 +59,11 @@ func (p *Provider) fail(ctx context.Context, err error, delivered bool) error {
 		}
 		msg := apiErr.Message
 		if msg == "" {
+			// Not an API error body (a proxy's page, say): show its start.
 			msg = http.StatusText(apiErr.StatusCode)
+			if body := excerpt(apiErr.Response); body != "" {
+				msg += ": " + body
+			}
 		}
 		pe.Err = &messageError{msg: msg, err: err}
 	case errors.As(err, &streamErr):
@@ -128,6 +134,25 @@ func streamErrorMessage(e *ssestream.StreamError) string {
 		}
 	}
 	return strings.TrimSpace(string(e.Event.Data))
+}
+
+// excerpt is the start of a response body, on one line, for an error
+// message. The SDK has buffered the body; it is put back as it was.
+func excerpt(res *http.Response) string {
+	const limit = 200
+	if res == nil || res.Body == nil {
+		return ""
+	}
+	head, _ := io.ReadAll(io.LimitReader(res.Body, limit+1))
+	res.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), res.Body), res.Body}
+	s := strings.Join(strings.Fields(string(head)), " ")
+	if len(head) > limit {
+		s = strings.ToValidUTF8(s[:min(len(s), limit)], "") + "…"
+	}
+	return s
 }
 
 // messageError is an error with a readable message of its own that still

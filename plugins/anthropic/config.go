@@ -1,0 +1,58 @@
+package anthropic
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+)
+
+const (
+	// DefaultBaseURL is the Anthropic API, used when Config.BaseURL is
+	// empty.
+	DefaultBaseURL = "https://api.anthropic.com/"
+	// DefaultMaxTokens caps a reply when neither the request header nor
+	// the config sets max_tokens, which the API requires.
+	DefaultMaxTokens = 1024
+)
+
+// Config configures the provider. It is decoded strictly from the
+// plugin's entry in plugins.yaml.
+type Config struct {
+	// BaseURL is the API root without the version segment (requests go
+	// to BaseURL + "v1/messages"). Empty means Anthropic.
+	BaseURL string `yaml:"base_url"`
+	// APIKey authenticates requests. It may be empty only for a server
+	// other than Anthropic's (a local proxy, say).
+	APIKey string `yaml:"api_key"`
+	// Model is used when the request header names none.
+	Model string `yaml:"model"`
+	// MaxTokens is used when the request header sets none; zero means
+	// DefaultMaxTokens.
+	MaxTokens int `yaml:"max_tokens"`
+}
+
+// ErrConfig is the error class of an invalid [Config].
+var ErrConfig = errors.New("invalid config")
+
+// Validate reports a missing model, an unusable base URL or max_tokens,
+// or a missing key for the Anthropic API.
+func (c *Config) Validate() error {
+	if c.Model == "" {
+		return fmt.Errorf("%w: model is required (for example claude-sonnet-4-5)", ErrConfig)
+	}
+	if c.MaxTokens < 0 {
+		return fmt.Errorf("%w: max_tokens must not be negative", ErrConfig)
+	}
+	if c.BaseURL == "" {
+		if c.APIKey == "" {
+			return fmt.Errorf("%w: api_key is required for the Anthropic API", ErrConfig)
+		}
+		return nil
+	}
+	u, err := url.Parse(c.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		// The URL is not echoed: someone may have put the key in it.
+		return fmt.Errorf("%w: base_url must be an http or https URL", ErrConfig)
+	}
+	return nil
+}

@@ -1,0 +1,24 @@
+// Package anthropic is the provider/anthropic plugin: a model provider for
+// the Anthropic Messages API (and servers that speak it), streaming.
+//
+// Requests map the header's system prompt to the system parameter, tool
+// calls to assistant tool_use blocks and tool results to tool_result
+// blocks of a user message. Anthropic expects user and assistant turns to
+// alternate, so consecutive messages that map to the same role (the
+// results of parallel tool calls, typically) are sent as one message.
+// max_tokens is required by the API: the header's value is used, else the
+// config's, else 1024.
+//
+// The stream becomes [agentloop.Chunk] values: text deltas, thinking
+// deltas as reasoning, input_json_delta fragments as tool-call arguments
+// (indexed by the call's ordinal within the reply, not by content block),
+// and one final chunk with the usage and the stop reason mapped to the
+// loop's finish vocabulary.
+//
+// Errors are [*agentloop.ProviderError] values. Rate limits (429),
+// overload (529) and other server errors are retryable, with the server's
+// Retry-After; the agent loop retries, so the SDK's own retries are off.
+// The API key never appears in an error's text. The SDK's environment
+// defaults (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, profiles) are not
+// consulted: the config is the only source.
+package anthropic

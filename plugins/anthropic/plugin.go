@@ -1,0 +1,51 @@
+package anthropic
+
+import (
+	"net/url"
+
+	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/bus"
+)
+
+// Name is the plugin's name in plugins.yaml.
+const Name = "provider/anthropic"
+
+func init() {
+	bus.Register(bus.Module{
+		Name:        Name,
+		Description: "model provider for the Anthropic Messages API (Claude)",
+		Config:      func() any { return &Config{} },
+		New:         Plugin,
+	})
+}
+
+// Plugin returns the provider/anthropic plugin. Applied with a *Config
+// (or Config), it validates it and provides the provider as
+// [agentloop.ProviderService], withdrawn when the plugin is disposed.
+func Plugin() bus.Plugin {
+	return &bus.Func[Config]{ID: Name, Run: run}
+}
+
+func run(c *bus.Context, cfg Config) error {
+	p, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	if _, err := agentloop.ProviderService.Provide(c, p); err != nil {
+		return err
+	}
+	c.Logger().Debug("provider ready", "model", cfg.Model, "host", host(cfg.BaseURL))
+	return nil
+}
+
+// host is the part of a base URL that is safe to log.
+func host(base string) string {
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}

@@ -1,0 +1,106 @@
+package anthropic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/vigil-run/vigil/agentloop"
+)
+
+// providerName names the provider in [agentloop.ProviderError] values.
+const providerName = "anthropic"
+
+// headerTimeout bounds the wait for response headers; the body of a
+// stream may take much longer.
+const headerTimeout = 10 * time.Minute
+
+// Provider streams replies from the Anthropic Messages API. It is safe
+// for concurrent use; each Stream call is one HTTP request.
+type Provider struct {
+	cfg    Config
+	client sdk.Client
+}
+
+// Option configures a [Provider].
+type Option func(*options)
+
+type options struct {
+	client *http.Client
+}
+
+// WithHTTPClient sets the HTTP client requests are sent with. The default
+// is a client of its own with a ten-minute response-header timeout and no
+// overall timeout, since a stream may legitimately run for minutes.
+func WithHTTPClient(c *http.Client) Option {
+	return func(o *options) { o.client = c }
+}
+
+// New returns a provider for cfg, or cfg's validation error.
+func New(cfg Config, opts ...Option) (*Provider, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.client == nil {
+		o.client = defaultClient()
+	}
+	base := cfg.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	ropts := []option.RequestOption{
+		// The config is the only source of where requests go and which
+		// credential they carry: no ANTHROPIC_* variables, no profiles.
+		option.WithoutEnvironmentDefaults(),
+		option.WithBaseURL(base),
+		option.WithHTTPClient(o.client),
+		// The agent loop retries, with backoff, what is safe to retry.
+		option.WithMaxRetries(0),
+	}
+	if cfg.APIKey != "" {
+		ropts = append(ropts, option.WithAPIKey(cfg.APIKey))
+	}
+	return &Provider{cfg: cfg, client: sdk.NewClient(ropts...)}, nil
+}
+
+func defaultClient() *http.Client {
+	if t, ok := http.DefaultTransport.(*http.Transport); ok {
+		t = t.Clone()
+		t.ResponseHeaderTimeout = headerTimeout
+		return &http.Client{Transport: t}
+	}
+	return &http.Client{Transport: http.DefaultTransport}
+}
+
+// Stream sends req and returns the reply as it streams. Errors before the
+// first byte of the reply (an HTTP status, a refused connection) are
+// returned here; later ones end the stream. The response body is closed
+// when iteration ends, however it ends; a stream that is never ranged
+// over holds its connection until ctx is done. A stream can be ranged
+// over once.
+func (p *Provider) Stream(ctx context.Context, req *agentloop.Request) (agentloop.Stream, error) {
+	if req == nil {
+		return nil, &agentloop.ProviderError{Provider: providerName, Err: errors.New("nil request")}
+	}
+	body, err := params(req, p.cfg)
+	if err != nil {
+		return nil, &agentloop.ProviderError{Provider: providerName, Err: fmt.Errorf("building request: %w", err)}
+	}
+	s := p.client.Messages.NewStreaming(ctx, body)
+	if err := s.Err(); err != nil {
+		_ = s.Close()
+		return nil, p.fail(ctx, err, false)
+	}
+	return p.iterate(ctx, s), nil
+}
+
+var _ agentloop.Provider = (*Provider)(nil)

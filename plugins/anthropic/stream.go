@@ -1,0 +1,220 @@
+package anthropic
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
+
+	"github.com/vigil-run/vigil/agentloop"
+)
+
+// iterate adapts the SDK stream to an agentloop.Stream.
+func (p *Provider) iterate(ctx context.Context, s *ssestream.Stream[sdk.MessageStreamEventUnion]) agentloop.Stream {
+	var used atomic.Bool
+	return func(yield func(agentloop.Chunk, error) bool) {
+		if used.Swap(true) {
+			yield(agentloop.Chunk{}, &agentloop.ProviderError{Provider: providerName, Err: ErrStreamReused})
+			return
+		}
+		defer s.Close()
+		var d decoder
+		for s.Next() {
+			chunks, err := d.decode(s.Current())
+			if err != nil {
+				yield(agentloop.Chunk{}, p.fail(ctx, err, d.delivered))
+				return
+			}
+			for _, c := range chunks {
+				d.delivered = true
+				if !yield(c, nil) {
+					return
+				}
+			}
+		}
+		if err := s.Err(); err != nil {
+			yield(agentloop.Chunk{}, p.fail(ctx, err, d.delivered))
+			return
+		}
+		if ctx.Err() != nil {
+			yield(agentloop.Chunk{}, p.fail(ctx, ctx.Err(), d.delivered))
+			return
+		}
+		final, err := d.end()
+		if err != nil {
+			yield(agentloop.Chunk{}, p.fail(ctx, err, d.delivered))
+			return
+		}
+		yield(final, nil)
+	}
+}
+
+// block is what the decoder knows of a content block of the reply.
+type block struct {
+	kind string // "text", "thinking", "tool_use", or another type, ignored
+	call int    // the tool call's ordinal, for tool_use
+	args bool   // whether argument text was yielded, for tool_use
+}
+
+// decoder turns Messages API stream events into agentloop chunks. The
+// zero value is ready to use.
+type decoder struct {
+	started   bool
+	blocks    map[int64]*block
+	calls     int // tool_use blocks so far
+	input     int // input tokens, cache reads and writes included
+	output    int
+	stop      string // the API's stop_reason
+	stopped   bool   // message_stop seen
+	delivered bool
+}
+
+func (d *decoder) decode(ev sdk.MessageStreamEventUnion) ([]agentloop.Chunk, error) {
+	if ev.Type != "message_start" && !d.started {
+		return nil, fmt.Errorf("%w: %s before message_start", ErrMalformedStream, ev.Type)
+	}
+	if d.stopped {
+		return nil, fmt.Errorf("%w: %s after message_stop", ErrMalformedStream, ev.Type)
+	}
+	switch ev.Type {
+	case "message_start":
+		if d.started {
+			return nil, fmt.Errorf("%w: second message_start", ErrMalformedStream)
+		}
+		d.started = true
+		d.blocks = map[int64]*block{}
+		u := ev.Message.Usage
+		d.input = int(u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens)
+		d.output = int(u.OutputTokens)
+	case "content_block_start":
+		return d.start(ev)
+	case "content_block_delta":
+		return d.delta(ev)
+	case "content_block_stop":
+		b, ok := d.blocks[ev.Index]
+		if !ok {
+			return nil, fmt.Errorf("%w: content_block_stop for unknown block %d", ErrMalformedStream, ev.Index)
+		}
+		if b.kind == "tool_use" && !b.args {
+			// A call of a tool without parameters still carries a JSON
+			// object, so the loop can parse it.
+			b.args = true
+			return []agentloop.Chunk{{ToolCall: &agentloop.ToolCallDelta{Index: b.call, Arguments: "{}"}}}, nil
+		}
+	case "message_delta":
+		if r := ev.Delta.StopReason; r != "" {
+			d.stop = string(r)
+		}
+		// Usage here is cumulative. Input counts arrive here too on
+		// newer API versions (and on servers that only count at the end).
+		u := ev.Usage
+		if u.JSON.OutputTokens.Valid() {
+			d.output = int(u.OutputTokens)
+		}
+		if u.JSON.InputTokens.Valid() && u.InputTokens > 0 {
+			d.input = int(u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens)
+		}
+	case "message_stop":
+		d.stopped = true
+	}
+	// Unknown event types are skipped: the API adds new ones over time
+	// and documents that clients should ignore them.
+	return nil, nil
+}
+
+func (d *decoder) start(ev sdk.MessageStreamEventUnion) ([]agentloop.Chunk, error) {
+	if _, dup := d.blocks[ev.Index]; dup {
+		return nil, fmt.Errorf("%w: content block %d started twice", ErrMalformedStream, ev.Index)
+	}
+	cb := ev.ContentBlock
+	b := &block{kind: cb.Type}
+	d.blocks[ev.Index] = b
+	switch cb.Type {
+	case "text":
+		if cb.Text != "" {
+			return []agentloop.Chunk{{Text: cb.Text}}, nil
+		}
+	case "thinking":
+		if cb.Thinking != "" {
+			return []agentloop.Chunk{{Reasoning: cb.Thinking}}, nil
+		}
+	case "tool_use":
+		b.call = d.calls
+		d.calls++
+		td := &agentloop.ToolCallDelta{Index: b.call, ID: cb.ID, Name: cb.Name}
+		// The API starts every call with an empty input and streams it;
+		// a server that sends the whole input up front is taken at its
+		// word.
+		if raw := cb.JSON.Input.Raw(); raw != "" && raw != "{}" && raw != "null" {
+			td.Arguments, b.args = raw, true
+		}
+		return []agentloop.Chunk{{ToolCall: td}}, nil
+	}
+	return nil, nil
+}
+
+func (d *decoder) delta(ev sdk.MessageStreamEventUnion) ([]agentloop.Chunk, error) {
+	b, ok := d.blocks[ev.Index]
+	if !ok {
+		return nil, fmt.Errorf("%w: delta for unknown content block %d", ErrMalformedStream, ev.Index)
+	}
+	want := map[string]string{
+		"text_delta":       "text",
+		"thinking_delta":   "thinking",
+		"input_json_delta": "tool_use",
+	}[ev.Delta.Type]
+	if want != "" && want != b.kind {
+		return nil, fmt.Errorf("%w: %s for a %s block", ErrMalformedStream, ev.Delta.Type, b.kind)
+	}
+	switch ev.Delta.Type {
+	case "text_delta":
+		if ev.Delta.Text != "" {
+			return []agentloop.Chunk{{Text: ev.Delta.Text}}, nil
+		}
+	case "thinking_delta":
+		if ev.Delta.Thinking != "" {
+			return []agentloop.Chunk{{Reasoning: ev.Delta.Thinking}}, nil
+		}
+	case "input_json_delta":
+		if ev.Delta.PartialJSON != "" {
+			b.args = true
+			return []agentloop.Chunk{{ToolCall: &agentloop.ToolCallDelta{Index: b.call, Arguments: ev.Delta.PartialJSON}}}, nil
+		}
+	}
+	// signature_delta and citations_delta carry nothing the loop keeps.
+	return nil, nil
+}
+
+// end returns the final chunk, or an error if the stream stopped short.
+func (d *decoder) end() (agentloop.Chunk, error) {
+	if !d.stopped {
+		return agentloop.Chunk{}, fmt.Errorf("%w: stream ended before message_stop", ErrMalformedStream)
+	}
+	if d.stop == "" {
+		return agentloop.Chunk{}, fmt.Errorf("%w: message ended without a stop_reason", ErrMalformedStream)
+	}
+	return agentloop.Chunk{
+		Usage:  &agentloop.Usage{Input: d.input, Output: d.output},
+		Finish: finishReason(d.stop, d.calls > 0),
+	}, nil
+}
+
+// finishReason maps a stop_reason to the loop's vocabulary: end_turn,
+// stop_sequence, refusal (the model's answer) and pause_turn (which only
+// follows server tools, never requested) all mean stop.
+func finishReason(reason string, calls bool) string {
+	switch reason {
+	case "tool_use":
+		return "tool_calls"
+	case "max_tokens", "model_context_window_exceeded":
+		return "length"
+	}
+	if calls {
+		// A server that calls tools but says end_turn: the calls are what
+		// the loop must act on.
+		return "tool_calls"
+	}
+	return "stop"
+}
