@@ -1,0 +1,71 @@
+package session_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/memory"
+)
+
+// Folding a session: the messages a model sees are derived from the log,
+// and a compaction replaces part of the surface with a summary.
+func ExampleDeriveMessages() {
+	at := time.Date(2026, 11, 29, 20, 21, 24, 0, time.UTC)
+	evs := []session.Event{
+		{Type: session.TypeUserMessage, Data: session.UserMessage{Content: "What is in this directory?"}},
+		{Type: session.TypeAssistantMessage, Turn: 1, Step: 1, Data: session.AssistantMessage{
+			ToolCalls: []session.ToolCall{{ID: "call_1", Name: "list_dir", Arguments: `{"path":"."}`}}}},
+		{Type: session.TypeToolResult, Turn: 1, Step: 1, Sources: []int64{1}, Data: session.ToolResult{ID: "call_1", Name: "list_dir", Content: "a.txt"}},
+		{Type: session.TypeAssistantMessage, Turn: 1, Step: 2, Data: session.AssistantMessage{Content: "One file: a.txt."}},
+		// The compaction summary replaces seqs 0 through 3 on the surface.
+		{Type: session.TypeUserMessage, Surface: &session.Surface{Op: session.OpReplace, Start: 0, End: 3},
+			Sources: []int64{0, 1, 2, 3}, Data: session.UserMessage{Content: "Summary: the directory holds a.txt."}},
+	}
+	var records []*session.Record
+	for i, ev := range evs {
+		r, err := session.NewRecord(int64(i), at, ev)
+		if err != nil {
+			panic(err)
+		}
+		records = append(records, r)
+		msgs, _ := session.DeriveMessages(records)
+		fmt.Printf("after seq %d: %d messages, last %s: %q\n", i, len(msgs), msgs[len(msgs)-1].Role, msgs[len(msgs)-1].Content)
+	}
+	// Output:
+	// after seq 0: 1 messages, last user: "What is in this directory?"
+	// after seq 1: 2 messages, last assistant: ""
+	// after seq 2: 3 messages, last tool: "a.txt"
+	// after seq 3: 4 messages, last assistant: "One file: a.txt."
+	// after seq 4: 1 messages, last user: "Summary: the directory holds a.txt."
+}
+
+// A live session memoizes the same fold as it is appended to; a fork
+// inherits a prefix of the log.
+func ExampleSession_Messages() {
+	ctx := context.Background()
+	root := bus.New()
+	defer root.Dispose()
+	m := session.NewManager(root.Context(), memory.New())
+	s, _ := m.Create(ctx)
+
+	s.Append(ctx, session.Event{Type: session.TypeTurnStart, Turn: 1})
+	s.Append(ctx, session.Event{Type: session.TypeUserMessage, Turn: 1, Data: session.UserMessage{Content: "hello"}})
+	s.Append(ctx, session.Event{Type: session.TypeStepStart, Turn: 1, Step: 1})
+	s.Append(ctx, session.Event{Type: session.TypeAssistantChunk, Turn: 1, Step: 1, Data: session.AssistantChunk{Text: "hi!"}})
+	s.Append(ctx, session.Event{Type: session.TypeAssistantMessage, Turn: 1, Step: 1, Sources: []int64{3}, Data: session.AssistantMessage{Content: "hi!"}})
+	s.Append(ctx, session.Event{Type: session.TypeStepEnd, Turn: 1, Step: 1, Data: session.StepEnd{Finish: session.FinishStop}})
+	s.Append(ctx, session.Event{Type: session.TypeTurnEnd, Turn: 1, Data: session.TurnEnd{Reason: session.ReasonCompleted}})
+
+	for _, msg := range s.Messages() {
+		fmt.Printf("%s: %s\n", msg.Role, msg.Content)
+	}
+	fork, _ := m.Fork(ctx, s.ID(), 6)
+	fmt.Println("fork:", fork.Len(), "records, last", fork.Records()[fork.Len()-1].Type())
+	// Output:
+	// user: hello
+	// assistant: hi!
+	// fork: 8 records, last session/end-seed
+}
