@@ -38,49 +38,89 @@ func (w Waterfall[P, R]) On(c *Context, fn func(ctx context.Context, payload P, 
 
 // Run runs the veto listeners, then the listeners from outermost to
 // innermost, ending at fallback. Errors pass through unchanged; a panic in
-// a listener becomes a [*PluginError] naming its plugin.
+// a listener becomes a [*PluginError] naming its plugin. A listener may
+// call next more than once, or later (from the value it returns), but not
+// from several goroutines at once.
 func (w Waterfall[P, R]) Run(ctx context.Context, c *Context, p P, fallback Next[P, R]) (R, error) {
 	var zero R
 	if err := (Event[P]{id: w.id, name: w.name}).Check(ctx, c, p); err != nil {
 		return zero, err
 	}
-	var items []*listener
-	if ll := c.root.listeners(w.id); ll != nil {
-		items = ll.items
+	ll := c.root.listeners(w.id)
+	if ll == nil || len(ll.items) == 0 {
+		if fallback == nil {
+			return zero, ErrNoHandler
+		}
+		return fallback(ctx, p)
 	}
-	subject := subjectOf(p)
-	var call func(i int, ctx context.Context, p P) (R, error)
-	call = func(i int, ctx context.Context, p P) (result R, err error) {
-		for ; i < len(items); i++ {
-			l := items[i]
-			if l.filter != nil && !l.receives(subject) {
-				continue
+	// One chain per dispatch: next is a method value of it, so the onion
+	// costs two allocations whatever its depth.
+	ch := &chain[P, R]{ll: ll, fns: ll.fns.([]func(context.Context, P, Next[P, R]) (R, error)), name: w.name, fallback: fallback, subject: subjectOf(p), cur: -1}
+	ch.next = ch.call
+	return ch.run(ctx, p)
+}
+
+// run calls the outermost listener, turning a panic anywhere in the onion
+// into an error naming the plugin of the listener that was running.
+func (ch *chain[P, R]) run(ctx context.Context, p P) (result R, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			var zero R
+			plugin := "fallback"
+			if ch.cur >= 0 {
+				plugin = ch.ll.items[ch.cur].fiber.name
 			}
-			if l.claim() {
-				break
-			}
+			result, err = zero, &PluginError{Plugin: plugin, Op: ch.name, Err: panicError(v)}
 		}
-		if i >= len(items) {
-			if fallback == nil {
-				return zero, ErrNoHandler
-			}
-			return fallback(ctx, p)
+	}()
+	return ch.call(ctx, p)
+}
+
+// chain is one waterfall dispatch: pos is the index of the next listener
+// to consider and cur the listener running, both restored when a call
+// returns, so next can be called again.
+type chain[P, R any] struct {
+	ll       *listenerList
+	fns      []func(context.Context, P, Next[P, R]) (R, error)
+	name     string
+	fallback Next[P, R]
+	subject  any
+	next     Next[P, R]
+	pos      int
+	cur      int
+}
+
+func (ch *chain[P, R]) call(ctx context.Context, p P) (result R, err error) {
+	start, prev := ch.pos, ch.cur
+	i := start
+	for ; i < len(ch.fns); i++ {
+		l := ch.ll.items[i]
+		if l.filter != nil && !l.receives(ch.subject) {
+			continue
 		}
-		l := items[i]
-		panicked := true
-		defer func() {
-			if panicked {
-				if v := recover(); v != nil {
-					result, err = zero, &PluginError{Plugin: l.fiber.name, Op: w.name, Err: panicError(v)}
-				}
-			}
-		}()
-		next := func(ctx context.Context, p P) (R, error) {
-			return call(i+1, ctx, p)
+		if l.claim() {
+			break
 		}
-		result, err = l.fn.(func(context.Context, P, Next[P, R]) (R, error))(ctx, p, next)
-		panicked = false
-		return result, err
 	}
-	return call(0, ctx, p)
+	if i >= len(ch.fns) {
+		if ch.fallback == nil {
+			var zero R
+			return zero, ErrNoHandler
+		}
+		return ch.fallback(ctx, p)
+	}
+	ch.pos, ch.cur = i+1, i
+	defer ch.unwind(start, prev, &result, &err)
+	return ch.fns[i](ctx, p, ch.next)
+}
+
+// unwind restores the chain's position after a level returns and turns a
+// panic of that level (or below) into its error, so the caller's next
+// returns an error naming the plugin of the listener that panicked.
+func (ch *chain[P, R]) unwind(start, prev int, result *R, err *error) {
+	if v := recover(); v != nil {
+		var zero R
+		*result, *err = zero, &PluginError{Plugin: ch.ll.items[ch.cur].fiber.name, Op: ch.name, Err: panicError(v)}
+	}
+	ch.pos, ch.cur = start, prev
 }
