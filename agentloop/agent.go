@@ -84,6 +84,7 @@ type Agent struct {
 
 	mu       sync.Mutex
 	sessions map[string]*sessionState // by session id
+	tick     uint64
 	cancels  map[*int]context.CancelFunc
 
 	statusMu sync.Mutex // serializes status changes and their announcements
@@ -95,8 +96,14 @@ type Agent struct {
 
 type sessionState struct {
 	busy   bool
-	headed bool // this agent has logged or confirmed a header in the session
+	headed bool     // this agent has logged or confirmed a header in the session
+	dig    digester // request digests of the session, incrementally
+	used   uint64   // when the session last ran a turn, in a.tick
 }
+
+// maxDigestCaches bounds how many idle sessions keep their digest cache
+// (the encoded conversation) in an agent.
+const maxDigestCaches = 32
 
 // Option configures an [Agent].
 type Option func(*Agent)
@@ -249,23 +256,22 @@ func (a *Agent) Close() error {
 	return a.setStatusLocked(context.Background(), StatusDisposed)
 }
 
-// claim marks sess busy in this agent and returns whether this agent
-// already confirmed a header in it.
-func (a *Agent) claim(sess *session.Session, cancel context.CancelFunc) (key *int, headed bool, err error) {
+// claim marks sess busy in this agent and returns its state.
+func (a *Agent) claim(sess *session.Session, cancel context.CancelFunc) (key *int, st *sessionState, err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	st := a.sessions[sess.ID()]
+	st = a.sessions[sess.ID()]
 	if st == nil {
 		st = &sessionState{}
 		a.sessions[sess.ID()] = st
 	}
 	if st.busy {
-		return nil, false, fmt.Errorf("%w: %s", ErrBusy, sess.ID())
+		return nil, nil, fmt.Errorf("%w: %s", ErrBusy, sess.ID())
 	}
 	st.busy = true
 	key = new(int)
 	a.cancels[key] = cancel
-	return key, st.headed, nil
+	return key, st, nil
 }
 
 func (a *Agent) release(sess *session.Session, key *int, headed bool) {
@@ -275,4 +281,26 @@ func (a *Agent) release(sess *session.Session, key *int, headed bool) {
 	st.busy = false
 	st.headed = st.headed || headed
 	delete(a.cancels, key)
+	// Keep the memory of many sessions bounded: past maxDigestCaches,
+	// the least recently used idle sessions lose their digest cache.
+	a.tick++
+	st.used = a.tick
+	cached := 0
+	for _, o := range a.sessions {
+		if o.dig.enc != nil {
+			cached++
+		}
+	}
+	for ; cached > maxDigestCaches; cached-- {
+		var lru *sessionState
+		for _, o := range a.sessions {
+			if o.dig.enc != nil && !o.busy && o != st && (lru == nil || o.used < lru.used) {
+				lru = o
+			}
+		}
+		if lru == nil {
+			break
+		}
+		lru.dig = digester{}
+	}
 }

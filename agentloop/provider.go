@@ -27,7 +27,8 @@ type Request struct {
 	Messages  []session.Message
 
 	loopBuilt bool
-	seal      string // digest of the request as built, checked at the provider
+	seal      string    // digest of the request as built, logged in request/digest
+	built     *snapshot // what the digest was computed over, checked at the provider
 }
 
 // LoopBuilt reports whether the agent loop built the request, which makes

@@ -15,23 +15,6 @@ import (
 // in request/digest), or "" for a request the loop did not build.
 func (r *Request) Digest() string { return r.seal }
 
-// newLoopRequest builds a marked, sealed request. Header and messages are
-// copied deeply: the session's fold and header cache are shared and must
-// never be reachable through a request that listeners may change.
-func newLoopRequest(sessID string, turn, step int, stepStart int64, h session.Header, msgs []session.Message) *Request {
-	r := &Request{
-		Session:   sessID,
-		Turn:      turn,
-		Step:      step,
-		StepStart: stepStart,
-		Header:    CloneHeader(h),
-		Messages:  CloneMessages(msgs),
-		loopBuilt: true,
-	}
-	r.seal = session.RequestDigest(r.Header, r.Messages)
-	return r
-}
-
 // CloneMessages returns a deep copy of msgs.
 func CloneMessages(msgs []session.Message) []session.Message {
 	if msgs == nil {
@@ -65,20 +48,69 @@ func CloneHeader(h session.Header) session.Header {
 	return h
 }
 
+// snapshot is what a loop-built request's digest was computed over: the
+// session's fold (immutable) and the header as logged (owned).
+type snapshot struct {
+	header   session.Header
+	messages []session.Message
+}
+
 // sealedFallback is the innermost llm/stream handler for a loop-built
-// request: it refuses a request that is not the one the loop built, or
-// whose digest no longer matches the seal, and otherwise hands exactly
-// that request to p.
+// request. It refuses, with ErrRequestMutated, a request that is not the
+// one the loop built or that no longer equals what its digest was
+// computed over, and otherwise hands exactly that request to p.
+//
+// The digest is a pure function of the header and the messages, so a
+// request equal to its snapshot has the sealed digest; comparing with the
+// snapshot is what recomputing the digest would decide, without encoding
+// and hashing the conversation again. The comparison is stricter than the
+// digest where the canonical encoding is lenient (tool parameters compare
+// byte for byte).
 func sealedFallback(p Provider, built *Request) bus.Next[*Request, Stream] {
 	return func(ctx context.Context, r *Request) (Stream, error) {
 		if r != built {
 			return nil, fmt.Errorf("%w: a listener replaced the request", ErrRequestMutated)
 		}
-		if got := session.RequestDigest(r.Header, r.Messages); got != r.seal {
-			return nil, fmt.Errorf("%w: digest %s, sealed %s", ErrRequestMutated, short(got), short(r.seal))
+		if what := r.built.differs(r); what != "" {
+			return nil, fmt.Errorf("%w: %s changed (sealed digest %s)", ErrRequestMutated, what, short(r.seal))
 		}
 		return p.Stream(ctx, r)
 	}
+}
+
+// differs names the first part of r that differs from the snapshot, or
+// returns "".
+func (s *snapshot) differs(r *Request) string {
+	if s == nil {
+		return "seal"
+	}
+	if len(r.Messages) != len(s.messages) {
+		return "messages"
+	}
+	for i := range r.Messages {
+		if !r.Messages[i].Equal(&s.messages[i]) {
+			return fmt.Sprintf("message %d", i)
+		}
+	}
+	a, b := &r.Header, &s.header
+	switch {
+	case a.Provider != b.Provider, a.Model != b.Model:
+		return "header model"
+	case a.System != b.System:
+		return "header system"
+	case a.MaxTokens != b.MaxTokens, (a.Temperature == nil) != (b.Temperature == nil),
+		a.Temperature != nil && *a.Temperature != *b.Temperature, !slices.Equal(a.Stop, b.Stop):
+		return "header sampling"
+	case len(a.Tools) != len(b.Tools):
+		return "header tools"
+	}
+	for i := range a.Tools {
+		x, y := &a.Tools[i], &b.Tools[i]
+		if x.Name != y.Name || x.Description != y.Description || !bytes.Equal(x.Parameters, y.Parameters) {
+			return "header tools"
+		}
+	}
+	return ""
 }
 
 func short(d string) string {

@@ -58,11 +58,11 @@ func (a *Agent) Run(ctx context.Context, sess *session.Session, prompt string, o
 	defer a.end(ctx)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	key, headed, err := a.claim(sess, cancel)
+	key, st, err := a.claim(sess, cancel)
 	if err != nil {
 		return nil, err
 	}
-	t := &turn{a: a, sess: sess, actx: context.WithoutCancel(ctx), headed: headed, onChunk: ro.onChunk}
+	t := &turn{a: a, sess: sess, actx: context.WithoutCancel(ctx), headed: st.headed, dig: &st.dig, onChunk: ro.onChunk}
 	defer func() { a.release(sess, key, t.headed) }()
 	a.statusMu.Lock()
 	closed := a.closed
@@ -82,6 +82,7 @@ type turn struct {
 	actx    context.Context
 	n       int
 	headed  bool
+	dig     *digester
 	onChunk func(Chunk)
 	res     TurnResult
 }

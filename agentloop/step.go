@@ -29,18 +29,17 @@ func (t *turn) step(ctx context.Context, n int) (stepOutcome, error) {
 	// The request's messages are the fold of the log strictly before
 	// step/start. The fold is read just before appending step/start; if
 	// anything else was appended in between, it is derived again.
+	// The fold is immutable: a later append never changes it.
 	before := sess.Len()
-	msgs := CloneMessages(sess.Messages())
+	fold := sess.Messages()
 	start, err := t.append(session.Event{Type: session.TypeStepStart, Step: n, Data: session.StepStart{}})
 	if err != nil {
 		return stepOutcome{}, err
 	}
 	if start.Seq() != int64(before) {
-		m, err := session.DeriveMessages(sess.Records()[:start.Seq()])
-		if err != nil {
+		if fold, err = session.DeriveMessages(sess.Records()[:start.Seq()]); err != nil {
 			return stepOutcome{}, err
 		}
-		msgs = CloneMessages(m)
 	}
 
 	logged, ok := sess.Header()
@@ -61,16 +60,19 @@ func (t *turn) step(ctx context.Context, n int) (stepOutcome, error) {
 	}
 	t.headed = true
 
+	// The request is a deep copy: listeners may change it, and must not
+	// reach the session's fold or header through it.
 	req := &Request{
 		Session:   sess.ID(),
 		Turn:      t.n,
 		Step:      n,
 		StepStart: start.Seq(),
 		Header:    CloneHeader(logged),
-		Messages:  msgs,
+		Messages:  CloneMessages(fold),
 		loopBuilt: true,
+		seal:      t.dig.digest(logged, fold),
+		built:     &snapshot{header: logged, messages: fold},
 	}
-	req.seal = session.RequestDigest(req.Header, req.Messages)
 	if _, err := t.append(session.Event{Type: session.TypeRequestDigest, Step: n, Data: session.Digest{SHA256: req.seal, Messages: len(req.Messages)}}); err != nil {
 		return stepOutcome{}, err
 	}
