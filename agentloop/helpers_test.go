@@ -32,7 +32,9 @@ type env struct {
 	mgr  *session.Manager
 }
 
-func newEnv(t testing.TB) *env {
+func newEnv(t testing.TB) *env { return newEnvWith(t, memory.New()) }
+
+func newEnvWith(t testing.TB, store session.Store) *env {
 	t.Helper()
 	root := bus.New()
 	t.Cleanup(func() { _ = root.Dispose() })
@@ -43,7 +45,7 @@ func newEnv(t testing.TB) *env {
 	clock := func() time.Time {
 		return time.Date(2026, 11, 29, 20, 0, 0, 0, time.UTC).Add(time.Duration(n.Add(1)) * time.Millisecond)
 	}
-	mgr := session.NewManager(c, memory.New(), session.WithClock(clock))
+	mgr := session.NewManager(c, store, session.WithClock(clock))
 	return &env{t: t, root: root, c: c, mgr: mgr}
 }
 
