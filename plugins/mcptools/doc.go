@@ -1,0 +1,47 @@
+// Package mcptools is the "tools/mcp" plugin: the tools of any Model
+// Context Protocol server, offered to a Vigil agent as ordinary tool
+// services.
+//
+// # Connection
+//
+// One plugin instance talks to one server, through the official Go SDK
+// (github.com/modelcontextprotocol/go-sdk). With command (and args, env,
+// dir) the server is a subprocess spoken to over stdio; with url it is a
+// remote server spoken to over streamable HTTP (headers are sent with
+// every request). Mount several servers by giving each entry its own id in
+// plugins.yaml.
+//
+// On apply the plugin connects, lists the server's tools and provides
+// each one selected by include and exclude (path.Match globs on the
+// server's names) as a tool service "tool/<prefix><name>", with the
+// server's description and input JSON Schema. A
+// notifications/tools/list_changed from the server lists them again:
+// tools that went away or changed are withdrawn, new ones provided. The
+// agent reads the tool services at every step, so the change shows in
+// the next request/header (reason change) without reloading anything.
+//
+// # Calls
+//
+// A call is an MCP tools/call bounded by timeout (default 60s) and by the
+// turn's context: cancelling the turn cancels the call on the server. The
+// result's text content is what the model sees; other content (images,
+// audio, resources) is summarised with its type and size. A result the
+// server marks as an error, a JSON-RPC error, a timeout and a lost
+// connection become error tool results with the codes [CodeToolError],
+// [CodeRequestFailed], [CodeTimeout] and [CodeUnavailable].
+//
+// # Failure and process lifetime
+//
+// When the connection ends without the plugin closing it (the server
+// process died, the HTTP session was lost), the failure is logged, the
+// fiber's tools are withdrawn and the fiber is left failed with an
+// [ErrServerExited] cause (see [bus.Fiber.Err]); the host, its other
+// plugins and the session logs are unharmed. A later config update of the
+// entry connects again.
+//
+// A subprocess belongs to the plugin's fiber: it is started with a
+// context that the fiber's disposal cancels, closed gracefully first
+// (stdin closed, then SIGTERM, then SIGKILL), and killed with its whole
+// process group if it lingers. On Linux it also gets SIGKILL as its parent
+// death signal, so it does not outlive a host that is killed outright.
+package mcptools

@@ -1,0 +1,22 @@
+//go:build unix && !linux
+
+package mcptools
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// ownProcess makes the subprocess the leader of its own process group,
+// killed with that group when the plugin cancels it. Without a parent
+// death signal on this platform, a host killed outright leaves it to
+// notice that its stdin closed.
+func ownProcess(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil {
+			return cmd.Process.Kill()
+		}
+		return nil
+	}
+}
