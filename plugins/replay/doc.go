@@ -1,0 +1,22 @@
+// Package replay is the "provider/replay" plugin: a model that serves the
+// streams recorded in a session log, so a conversation can be run again
+// with no model and no key, and its requests compared with the original's.
+//
+// A [Recording] groups a log's model output by turn and step: the chunks
+// of each step's assistant reply, the usage and finish of its step/end,
+// and how the step failed, if it did. A [Provider] serves the steps in
+// order, one per loop-built request. It fails a request beyond the
+// recording ([ErrExhausted]) and reports a recording that was not used up
+// ([Provider.Check], and an error logged when the plugin is disposed).
+// With Verify set it also refuses a request whose digest differs from the
+// recorded request/digest of that step ([ErrDiverged]).
+//
+// The provider names itself after the recorded provider, so that the
+// request header of a replay equals the original's and so do the request
+// digests.
+//
+// [Listen] mounts a provider as an llm/stream listener that answers
+// loop-built requests itself and never calls next: a short-circuiting
+// listener in front of whatever provider is configured, which the
+// invariants plugin (registered first) still checks.
+package replay

@@ -1,0 +1,136 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/bus"
+)
+
+// Errors of a replay, matched with errors.Is.
+var (
+	// ErrExhausted: a request came after every recorded step was served.
+	ErrExhausted = errors.New("replay: asked for more than was recorded")
+	// ErrIncomplete: the replay ended with recorded steps not served.
+	ErrIncomplete = errors.New("replay: recording not fully consumed")
+	// ErrDiverged: with Verify, a request's digest differs from the
+	// recorded request/digest of its step.
+	ErrDiverged = errors.New("replay: request differs from the recorded one")
+	// ErrOneShot: a request the loop did not build (a summary, a title)
+	// was not recorded as a step and cannot be served.
+	ErrOneShot = errors.New("replay: one-shot requests are not recorded")
+)
+
+// Provider serves a recording's steps in order, one per loop-built
+// request. It is safe for concurrent use.
+type Provider struct {
+	rec *Recording
+	// Verify makes the provider refuse a request whose digest differs
+	// from its step's recorded request/digest.
+	Verify bool
+
+	mu   sync.Mutex
+	next int
+}
+
+// New returns a provider serving rec from its first step.
+func New(rec *Recording) *Provider { return &Provider{rec: rec} }
+
+// Name implements agentloop.Namer: the recorded provider's name, so that
+// the replay's request headers equal the recording's.
+func (p *Provider) Name() string { return p.rec.Provider }
+
+// Remaining returns how many recorded steps have not been served.
+func (p *Provider) Remaining() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.rec.Steps) - p.next
+}
+
+// Check reports a recording that was not fully consumed.
+func (p *Provider) Check() error {
+	if n := p.Remaining(); n > 0 {
+		return fmt.Errorf("%w: %d of %d steps not served", ErrIncomplete, n, len(p.rec.Steps))
+	}
+	return nil
+}
+
+func (p *Provider) fail(err error) error {
+	return &agentloop.ProviderError{Provider: "replay", Err: err}
+}
+
+// Stream implements agentloop.Provider.
+func (p *Provider) Stream(ctx context.Context, req *agentloop.Request) (agentloop.Stream, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if !req.LoopBuilt() {
+		return nil, p.fail(ErrOneShot)
+	}
+	p.mu.Lock()
+	if p.next >= len(p.rec.Steps) {
+		n := len(p.rec.Steps)
+		p.mu.Unlock()
+		return nil, p.fail(fmt.Errorf("%w: turn %d step %d after %d recorded steps", ErrExhausted, req.Turn, req.Step, n))
+	}
+	st := p.rec.Steps[p.next]
+	if p.Verify && st.Digest != "" && req.Digest() != st.Digest {
+		p.mu.Unlock()
+		return nil, p.fail(fmt.Errorf("%w: turn %d step %d (recorded as turn %d step %d)", ErrDiverged, req.Turn, req.Step, st.Turn, st.Step))
+	}
+	p.next++
+	p.mu.Unlock()
+
+	if st.Err != "" && len(st.Chunks) == 0 {
+		return nil, p.fail(errors.New(st.Err))
+	}
+	return func(yield func(agentloop.Chunk, error) bool) {
+		for _, c := range st.Chunks {
+			if err := ctx.Err(); err != nil {
+				yield(agentloop.Chunk{}, err)
+				return
+			}
+			if c.ToolCall != nil {
+				tc := *c.ToolCall
+				c.ToolCall = &tc
+			}
+			if !yield(c, nil) {
+				return
+			}
+		}
+		if st.Err != "" {
+			yield(agentloop.Chunk{}, p.fail(errors.New(st.Err)))
+			return
+		}
+		if st.Usage != nil || st.Finish != "" {
+			last := agentloop.Chunk{Finish: st.Finish}
+			if st.Usage != nil {
+				u := *st.Usage
+				last.Usage = &u
+			}
+			yield(last, nil)
+		}
+	}, nil
+}
+
+// Listen registers p on llm/stream, owned by c's fiber, as a listener that
+// answers loop-built requests from the recording and never calls next;
+// one-shot requests pass on to next. Registered without bus.Prepend, it
+// runs after the listeners registered with it (the invariants plugin's
+// check).
+func Listen(c *bus.Context, p *Provider) (dispose func()) {
+	return agentloop.LLMStream.On(c, func(ctx context.Context, req *agentloop.Request, next bus.Next[*agentloop.Request, agentloop.Stream]) (agentloop.Stream, error) {
+		if !req.LoopBuilt() {
+			return next(ctx, req)
+		}
+		return p.Stream(ctx, req)
+	})
+}
+
+var (
+	_ agentloop.Provider = (*Provider)(nil)
+	_ agentloop.Namer    = (*Provider)(nil)
+)

@@ -1,0 +1,126 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/session"
+)
+
+// Step is the recorded model output of one step.
+type Step struct {
+	Turn, Step int
+	// Digest is the step's request/digest, "" when none was logged.
+	Digest string
+	Chunks []agentloop.Chunk
+	Usage  *agentloop.Usage
+	Finish string
+	// Err is why the step's stream failed ("" when it did not): the error
+	// of the turn/end that followed a step that finished with "error".
+	Err string
+}
+
+// Recording is a log's model output, step by step, in log order.
+type Recording struct {
+	// Provider is the provider named by the first request/header.
+	Provider string
+	Steps    []Step
+}
+
+// FromRecords groups records by turn and step.
+func FromRecords(recs []*session.Record) (*Recording, error) {
+	rec := &Recording{}
+	var cur *Step
+	var failed []int // steps of the open turn that finished with "error"
+	for _, r := range recs {
+		switch r.Type() {
+		case session.TypeRequestHeader:
+			if rec.Provider == "" {
+				h, err := session.DecodeData[session.RequestHeader](r)
+				if err != nil {
+					return nil, fmt.Errorf("replay: seq %d: %w", r.Seq(), err)
+				}
+				rec.Provider = h.Header.Provider
+			}
+		case session.TypeStepStart:
+			rec.Steps = append(rec.Steps, Step{Turn: r.Turn(), Step: r.Step()})
+			cur = &rec.Steps[len(rec.Steps)-1]
+		case session.TypeRequestDigest:
+			if cur != nil {
+				d, err := session.DecodeData[session.Digest](r)
+				if err != nil {
+					return nil, fmt.Errorf("replay: seq %d: %w", r.Seq(), err)
+				}
+				cur.Digest = d.SHA256
+			}
+		case session.TypeAssistantChunk:
+			if cur == nil {
+				return nil, fmt.Errorf("replay: seq %d: chunk outside a step", r.Seq())
+			}
+			c, err := session.DecodeData[session.AssistantChunk](r)
+			if err != nil {
+				return nil, fmt.Errorf("replay: seq %d: %w", r.Seq(), err)
+			}
+			ch := agentloop.Chunk{Text: c.Text, Reasoning: c.Reasoning}
+			if tc := c.ToolCall; tc != nil {
+				ch.ToolCall = &agentloop.ToolCallDelta{Index: tc.Index, ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments}
+			}
+			cur.Chunks = append(cur.Chunks, ch)
+		case session.TypeStepEnd:
+			if cur == nil {
+				continue
+			}
+			e, err := session.DecodeData[session.StepEnd](r)
+			if err != nil {
+				return nil, fmt.Errorf("replay: seq %d: %w", r.Seq(), err)
+			}
+			cur.Finish = e.Finish
+			if u := e.Usage; u != nil {
+				cur.Usage = &agentloop.Usage{Input: u.Input, Output: u.Output}
+			}
+			if e.Finish == session.FinishError {
+				failed = append(failed, len(rec.Steps)-1)
+			}
+			cur = nil
+		case session.TypeTurnEnd:
+			e, err := session.DecodeData[session.TurnEnd](r)
+			if err != nil {
+				return nil, fmt.Errorf("replay: seq %d: %w", r.Seq(), err)
+			}
+			for _, i := range failed {
+				rec.Steps[i].Err = e.Error
+				if rec.Steps[i].Err == "" {
+					rec.Steps[i].Err = "recorded step failed (" + e.Reason + ")"
+				}
+			}
+			failed, cur = nil, nil
+		}
+	}
+	return rec, nil
+}
+
+// Load reads the recording of the session log file at path.
+func Load(path string) (*Recording, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	defer f.Close()
+	log, err := session.Decode(f)
+	if err != nil && !errors.Is(err, session.ErrTornTail) {
+		return nil, fmt.Errorf("replay: %s: %w", path, err)
+	}
+	return FromRecords(log.Records)
+}
+
+// LoadSession reads the recording of session id from store.
+func LoadSession(ctx context.Context, store session.Store, id string) (*Recording, error) {
+	log, err := store.Load(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("replay: session %s: %w", id, err)
+	}
+	return FromRecords(log.Records)
+}
