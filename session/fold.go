@@ -62,8 +62,17 @@ func (f *Fold) check(r *Record) (ps, pe int, err error) {
 	if ps > pe {
 		return -1, -1, fmt.Errorf("%w: seq %d: range %d..%d is out of surface order", ErrInvalidReplace, r.seq, r.start, r.end)
 	}
+	cited := func(seq int64) bool { return slices.Contains(r.sources, seq) }
+	if len(r.sources) > 16 {
+		// A large compaction: look sources up in a set, not a list.
+		set := make(map[int64]struct{}, len(r.sources))
+		for _, s := range r.sources {
+			set[s] = struct{}{}
+		}
+		cited = func(seq int64) bool { _, ok := set[seq]; return ok }
+	}
 	for _, s := range f.surface[ps : pe+1] {
-		if !slices.Contains(r.sources, s.seq) {
+		if !cited(s.seq) {
 			return -1, -1, fmt.Errorf("%w: seq %d: sources do not cite shadowed seq %d", ErrInvalidReplace, r.seq, s.seq)
 		}
 	}
@@ -137,8 +146,13 @@ func project(r *Record) (Message, bool) {
 // with any session but the immutable records. An invalid replace is an
 // ErrInvalidReplace error.
 func DeriveMessages(records []*Record) ([]Message, error) {
-	f := Fold{surface: make([]*Record, 0, len(records)/2+1)}
-	f.msgs = make([]Message, 0, len(records)/2+1)
+	n := 0
+	for _, r := range records {
+		if r.op != opNone {
+			n++
+		}
+	}
+	f := Fold{surface: make([]*Record, 0, n), msgs: make([]Message, 0, n)}
 	for _, r := range records {
 		if err := f.Add(r); err != nil {
 			return nil, err

@@ -1,0 +1,203 @@
+package jsonl_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/jsonl"
+	"github.com/vigil-run/vigil/session/sessiontest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func open(t *testing.T, dir string, opts ...jsonl.Option) *jsonl.Store {
+	t.Helper()
+	s, err := jsonl.Open(dir, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func info(id string) session.Info { return session.Info{ID: id, Version: session.Version, Created: epoch} }
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(b)
+}
+
+func TestOneWriterPerSession(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	a, b := open(t, dir), open(t, dir)
+	require.NoError(t, a.Create(ctx, info("s1")))
+	recs := sessiontest.Turn(t, 0, 1)
+	require.NoError(t, a.Append(ctx, "s1", 0, recs[:3]))
+
+	require.ErrorIs(t, b.Append(ctx, "s1", 3, recs[3:]), session.ErrLocked)
+	log, err := b.Load(ctx, "s1")
+	require.NoError(t, err, "readers take no lock")
+	assert.Empty(t, log.Records, "a's group is not written yet")
+	require.NoError(t, a.Flush(ctx, "s1"))
+	log, err = b.Load(ctx, "s1")
+	require.NoError(t, err)
+	assert.Len(t, log.Records, 3)
+
+	require.NoError(t, a.Release("s1"))
+	require.NoError(t, b.Append(ctx, "s1", 3, recs[3:]))
+	require.ErrorIs(t, a.Append(ctx, "s1", 17, sessiontest.Turn(t, 17, 2)), session.ErrLocked)
+}
+
+func TestTakeoverCutsTornTail(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	recs := sessiontest.Turn(t, 0, 1)
+	content := string(session.AppendHeaderLine(nil, info("s1"))) + string(recs[0].AppendLine(nil)) + `{"seq":1,"type":"user/mes`
+	path := filepath.Join(dir, "s1.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+	s := open(t, dir)
+
+	log, err := s.Load(ctx, "s1")
+	require.NoError(t, err)
+	assert.Len(t, log.Records, 1)
+	assert.Equal(t, len(`{"seq":1,"type":"user/mes`), log.Torn)
+	assert.Equal(t, content, readFile(t, path), "loading does not write")
+
+	require.NoError(t, s.Append(ctx, "s1", 1, recs[1:]))
+	require.NoError(t, s.Flush(ctx, "s1"))
+	got, err := session.DecodeBytes([]byte(readFile(t, path)))
+	require.NoError(t, err, "the torn bytes are gone")
+	assert.Len(t, got.Records, len(recs))
+}
+
+func TestTakeoverRefusesCorruptLog(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	recs := sessiontest.Turn(t, 0, 1)
+	content := string(session.AppendHeaderLine(nil, info("s1"))) + "garbage\n" + string(recs[1].AppendLine(nil))
+	path := filepath.Join(dir, "s1.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+	s := open(t, dir)
+	err := s.Append(ctx, "s1", 2, recs[2:3])
+	require.ErrorIs(t, err, session.ErrCorrupt)
+	var ce *session.CorruptError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, 2, ce.Line)
+	assert.Equal(t, content, readFile(t, path))
+	_, err = s.Load(ctx, "s1")
+	require.ErrorIs(t, err, session.ErrMalformed)
+}
+
+func TestHeaderMustNameItsFile(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "s1.jsonl"), session.AppendHeaderLine(nil, info("s2")), 0o644))
+	s := open(t, dir)
+	_, err := s.Load(ctx, "s1")
+	require.ErrorIs(t, err, session.ErrCorrupt)
+	require.ErrorIs(t, s.Append(ctx, "s1", 0, nil), session.ErrCorrupt)
+}
+
+func TestReopenedStoreSeesWhatWasDurable(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	a := open(t, dir)
+	require.NoError(t, a.Create(ctx, info("s1")))
+	recs := sessiontest.Turn(t, 0, 1)
+	require.NoError(t, a.Append(ctx, "s1", 0, recs))
+	require.NoError(t, a.Close())
+	require.ErrorIs(t, a.Append(ctx, "s1", 17, nil), session.ErrClosed)
+
+	b := open(t, dir)
+	log, err := b.Load(ctx, "s1")
+	require.NoError(t, err)
+	require.Len(t, log.Records, len(recs))
+	for i := range recs {
+		assert.Equal(t, recs[i].Bytes(), log.Records[i].Bytes())
+	}
+	assert.Equal(t, filepath.Join(dir, "s1.jsonl"), b.Path("s1"))
+	assert.Equal(t, dir, b.Dir())
+}
+
+func TestStepEndIsWrittenBeforeAppendReturns(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := open(t, dir, jsonl.WithSyncInterval(time.Hour))
+	require.NoError(t, s.Create(ctx, info("s1")))
+	recs := sessiontest.Turn(t, 0, 1) // recs[11] is the first step/end
+	path := s.Path("s1")
+	require.NoError(t, s.Append(ctx, "s1", 0, recs[:5]))
+	assert.NotContains(t, readFile(t, path), `"seq":0`, "buffered until the step ends")
+	for i := 5; i <= 11; i++ {
+		require.NoError(t, s.Append(ctx, "s1", int64(i), recs[i:i+1]))
+	}
+	assert.Contains(t, readFile(t, path), `"seq":11,"type":"step/end"`)
+	require.NoError(t, s.Append(ctx, "s1", 12, recs[12:14]))
+	require.NoError(t, s.Flush(ctx, "s1"))
+	assert.Contains(t, readFile(t, path), `"seq":13`)
+}
+
+func TestSyncTimerWritesBufferedAppends(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir(), jsonl.WithSyncInterval(20*time.Millisecond))
+	require.NoError(t, s.Create(ctx, info("s1")))
+	recs := sessiontest.Turn(t, 0, 1)
+	require.NoError(t, s.Append(ctx, "s1", 0, recs[:3]))
+	require.Eventually(t, func() bool {
+		return strings.Contains(readFile(t, s.Path("s1")), `"seq":2`)
+	}, 5*time.Second, 5*time.Millisecond)
+	// The timer re-arms for the next group.
+	require.NoError(t, s.Append(ctx, "s1", 3, recs[3:5]))
+	require.Eventually(t, func() bool {
+		return strings.Contains(readFile(t, s.Path("s1")), `"seq":4`)
+	}, 5*time.Second, 5*time.Millisecond)
+}
+
+func TestZeroIntervalWritesEveryAppend(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir(), jsonl.WithSyncInterval(0))
+	require.NoError(t, s.Create(ctx, info("s1")))
+	recs := sessiontest.Turn(t, 0, 1)
+	require.NoError(t, s.Append(ctx, "s1", 0, recs[:1]))
+	assert.Contains(t, readFile(t, s.Path("s1")), `"seq":0`)
+}
+
+func TestListSkipsForeignFilesAndNamesBrokenOnes(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := open(t, dir)
+	require.NoError(t, s.Create(ctx, info("s1")))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("x"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".s9.123.tmp"), []byte("x"), 0o644))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "sub.jsonl"), 0o755))
+	list, err := s.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "s2.jsonl"), []byte(`{"type":"session","version":9,"id":"s2","created":"2026-11-29T20:21:24Z"}`+"\n"), 0o644))
+	_, err = s.List(ctx)
+	require.ErrorIs(t, err, session.ErrVersion)
+	assert.Contains(t, err.Error(), "s2.jsonl")
+}
+
+func TestCreateLeavesNoTemporaryFiles(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := open(t, dir)
+	require.NoError(t, s.Create(ctx, info("s1")))
+	require.ErrorIs(t, s.Create(ctx, info("s1")), session.ErrExists)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	assert.Equal(t, "s1.jsonl", entries[0].Name())
+}
