@@ -27,7 +27,9 @@ func open(t *testing.T, dir string, opts ...jsonl.Option) *jsonl.Store {
 	return s
 }
 
-func info(id string) session.Info { return session.Info{ID: id, Version: session.Version, Created: epoch} }
+func info(id string) session.Info {
+	return session.Info{ID: id, Version: session.Version, Created: epoch}
+}
 
 func readFile(t *testing.T, path string) string {
 	t.Helper()
