@@ -15,6 +15,9 @@ const maxListed = 20
 // is deterministic and needs no state, so any number of turns work.
 func defaultReply(req *agentloop.Request) reply {
 	msgs := req.Messages
+	if !req.LoopBuilt() {
+		return reply{Reply: Reply{Text: oneShot(msgs)}}
+	}
 	if n := len(msgs); n > 0 && msgs[n-1].Role == session.RoleTool {
 		// Answer from the tool results of the last step, as they are.
 		i := n - 1
@@ -73,4 +76,28 @@ func describe(m session.Message) string {
 	}
 	return fmt.Sprintf("The folder has %d entries (%d directories, %d files): %s%s.",
 		len(entries), dirs, files, strings.Join(shown, ", "), more)
+}
+
+// maxSummary bounds the default answer to a one-shot request.
+const maxSummary = 300
+
+// oneShot answers a request the loop did not build (a summary, a title)
+// with the gist of its last message: its text after the instruction
+// paragraph, white space collapsed, bounded.
+func oneShot(msgs []session.Message) string {
+	if len(msgs) == 0 {
+		return "Nothing to summarize."
+	}
+	c := msgs[len(msgs)-1].Content
+	if i := strings.Index(c, "\n\n"); i >= 0 {
+		c = c[i+2:]
+	}
+	c = strings.Join(strings.Fields(c), " ")
+	if len(c) > maxSummary {
+		c = strings.ToValidUTF8(c[:maxSummary], "") + "…"
+	}
+	if c == "" {
+		return "Nothing to summarize."
+	}
+	return "In short: " + c
 }

@@ -9,5 +9,6 @@
 // Without a script it plays the default one, derived from each request
 // alone: when the last message is not a tool result it calls list_dir on
 // "."; when it is, it answers by describing the entries that tool result
-// actually holds.
+// actually holds. A one-shot request (not built by the loop: a summary, a
+// title) gets the gist of its last message.
 package scripted

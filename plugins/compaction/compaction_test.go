@@ -1,0 +1,252 @@
+package compaction_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/invariants"
+	"github.com/vigil-run/vigil/plugins/compaction"
+	"github.com/vigil-run/vigil/plugins/fstools"
+	"github.com/vigil-run/vigil/plugins/scripted"
+	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/memory"
+)
+
+type env struct {
+	c     *bus.Context
+	mgr   *session.Manager
+	tools []agentloop.Tool
+	reqs  []*agentloop.Request
+}
+
+func newEnv(t *testing.T, cfg *compaction.Config) *env {
+	t.Helper()
+	root := bus.New()
+	t.Cleanup(func() { _ = root.Dispose() })
+	c := root.Context()
+	_, err := c.Plugin(invariants.New(), nil)
+	require.NoError(t, err)
+	e := &env{c: c, mgr: session.NewManager(c, memory.New())}
+	agentloop.LLMStream.On(c, func(ctx context.Context, req *agentloop.Request, next bus.Next[*agentloop.Request, agentloop.Stream]) (agentloop.Stream, error) {
+		e.reqs = append(e.reqs, req)
+		return next(ctx, req)
+	})
+	if cfg != nil {
+		m, ok := bus.LookupModule(compaction.Name)
+		require.True(t, ok)
+		_, err = c.Plugin(m.New(), cfg)
+		require.NoError(t, err)
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("n"), 0o644))
+	f, err := fstools.Open(dir, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	e.tools = f.Tools()
+	return e
+}
+
+func (e *env) agent(t *testing.T, p agentloop.Provider) *agentloop.Agent {
+	if p == nil {
+		var err error
+		p, err = scripted.New(scripted.Config{})
+		require.NoError(t, err)
+	}
+	return agentloop.New(e.c, agentloop.Config{System: "sys", Model: "m"}, agentloop.WithProvider(p), agentloop.WithTools(e.tools...))
+}
+
+func ofType(recs []*session.Record, typ string) []*session.Record {
+	var out []*session.Record
+	for _, r := range recs {
+		if r.Type() == typ {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func TestCompactionReplacesOlderHistoryBetweenTurns(t *testing.T) {
+	e := newEnv(t, &compaction.Config{MaxMessages: 6, Keep: 2})
+	a := e.agent(t, nil)
+	sess, err := e.mgr.Create(context.Background())
+	require.NoError(t, err)
+	for _, p := range []string{"first", "second"} {
+		_, err := a.Run(context.Background(), sess, p)
+		require.NoError(t, err)
+	}
+	require.Len(t, sess.Messages(), 8)
+	assert.Empty(t, ofType(sess.Records(), session.TypeCompactionStart), "6 < 8 only after turn 2")
+
+	before := sess.Len()
+	_, err = a.Run(context.Background(), sess, "third")
+	require.NoError(t, err)
+	recs := sess.Records()
+
+	// Right after turn 2: start, the summary, end; then turn 3.
+	assert.Equal(t, []string{"compaction/start", "user/message", "compaction/end", "turn/start"},
+		[]string{recs[before].Type(), recs[before+1].Type(), recs[before+2].Type(), recs[before+3].Type()})
+	start, _ := session.DecodeData[session.Compaction](recs[before])
+	end, _ := session.DecodeData[session.Compaction](recs[before+2])
+	assert.Equal(t, start.ID, end.ID)
+
+	summary := recs[before+1]
+	sf := summary.Surface()
+	assert.Equal(t, session.OpReplace, sf.Op)
+	// The range ends at the tool-call message: balanced, it takes in the
+	// call's result too, so only the last answer is kept verbatim.
+	surfaceBefore, err := session.DeriveMessages(recs[:before])
+	require.NoError(t, err)
+	require.Len(t, surfaceBefore, 8)
+	var shadowed []int64
+	for _, r := range recs[:before] {
+		if r.IsSurface() && r.Seq() >= sf.Start && r.Seq() <= sf.End {
+			shadowed = append(shadowed, r.Seq())
+		}
+	}
+	assert.Equal(t, shadowed, summary.Sources())
+	m, _ := session.DecodeData[session.UserMessage](summary)
+	assert.True(t, strings.HasPrefix(m.Content, compaction.SummaryPrefix+"In short: "), m.Content)
+	assert.Contains(t, m.Content, "[user] first")
+
+	// Turn 3's first request: the summary, the kept answer, the prompt.
+	var loop []*agentloop.Request
+	var oneShots int
+	for _, r := range e.reqs {
+		if r.LoopBuilt() {
+			loop = append(loop, r)
+		} else {
+			oneShots++
+		}
+	}
+	assert.Equal(t, 1, oneShots)
+	req := loop[4]
+	require.Len(t, req.Messages, 3)
+	assert.Equal(t, m.Content, req.Messages[0].Content)
+	assert.Equal(t, surfaceBefore[7], req.Messages[1])
+	assert.Equal(t, "third", req.Messages[2].Content)
+
+	// The originals stay in the log.
+	all, err := session.DeriveMessages(recs[:before])
+	require.NoError(t, err)
+	assert.Equal(t, "first", all[0].Content)
+}
+
+func TestCompactionNeverSplitsAToolCallFromItsResult(t *testing.T) {
+	for keep := 1; keep <= 5; keep++ {
+		e := newEnv(t, &compaction.Config{MaxMessages: 6, Keep: keep})
+		a := e.agent(t, nil)
+		sess, err := e.mgr.Create(context.Background())
+		require.NoError(t, err)
+		for _, p := range []string{"a", "b", "c"} {
+			_, err := a.Run(context.Background(), sess, p)
+			require.NoError(t, err, "keep %d", keep)
+		}
+		// Every tool message in the fold answers an earlier call.
+		calls := map[string]bool{}
+		for _, m := range sess.Messages() {
+			for _, c := range m.ToolCalls {
+				calls[c.ID] = true
+			}
+			if m.Role == session.RoleTool {
+				assert.True(t, calls[m.ToolCallID], "keep %d: orphaned result %s", keep, m.ToolCallID)
+			}
+		}
+		assert.NotEmpty(t, ofType(sess.Records(), session.TypeCompactionEnd), "keep %d", keep)
+	}
+}
+
+func TestCompactionByBytes(t *testing.T) {
+	e := newEnv(t, &compaction.Config{MaxBytes: 40, Keep: 1})
+	a := e.agent(t, nil)
+	sess, err := e.mgr.Create(context.Background())
+	require.NoError(t, err)
+	_, err = a.Run(context.Background(), sess, "short")
+	require.NoError(t, err)
+	assert.Empty(t, ofType(sess.Records(), session.TypeCompactionStart))
+	_, err = a.Run(context.Background(), sess, strings.Repeat("long prompt ", 10))
+	require.NoError(t, err)
+	assert.Len(t, ofType(sess.Records(), session.TypeCompactionStart), 1)
+}
+
+// failOneShots answers loop-built requests like the default script and
+// fails every one-shot request.
+type failOneShots struct{ *scripted.Provider }
+
+func (f failOneShots) Stream(ctx context.Context, req *agentloop.Request) (agentloop.Stream, error) {
+	if !req.LoopBuilt() {
+		return nil, &agentloop.ProviderError{Provider: "test", Status: 500, Err: errors.New("summaries are down")}
+	}
+	return f.Provider.Stream(ctx, req)
+}
+
+func TestFailedSummaryLeavesTheTurnUncompacted(t *testing.T) {
+	e := newEnv(t, &compaction.Config{MaxMessages: 2, Keep: 1})
+	p, err := scripted.New(scripted.Config{})
+	require.NoError(t, err)
+	a := e.agent(t, failOneShots{p})
+	sess, err := e.mgr.Create(context.Background())
+	require.NoError(t, err)
+	for _, prompt := range []string{"a", "b"} {
+		res, err := a.Run(context.Background(), sess, prompt)
+		require.NoError(t, err)
+		assert.Equal(t, session.ReasonCompleted, res.Reason)
+	}
+	assert.Empty(t, ofType(sess.Records(), session.TypeCompactionStart))
+	assert.Len(t, sess.Messages(), 8)
+}
+
+func TestCompactorDirectly(t *testing.T) {
+	e := newEnv(t, nil)
+	a := e.agent(t, nil)
+	sess, err := e.mgr.Create(context.Background())
+	require.NoError(t, err)
+	_, err = a.Run(context.Background(), sess, "x")
+	require.NoError(t, err)
+
+	k, err := compaction.New(e.c, compaction.Config{MaxBytes: 1, Keep: 3})
+	require.NoError(t, err)
+	p, _ := scripted.New(scripted.Config{})
+	// keep 3 of 4 messages leaves one to summarize: not worth it.
+	res, err := k.Compact(context.Background(), sess, p, session.Header{})
+	require.NoError(t, err)
+	assert.Nil(t, res)
+
+	k, err = compaction.New(e.c, compaction.Config{MaxMessages: 2, Keep: 1})
+	require.NoError(t, err)
+	res, err = k.Compact(context.Background(), sess, p, session.Header{})
+	require.NoError(t, err)
+	require.NotNil(t, res)
+	assert.Len(t, res.Shadowed, 3)
+	assert.Len(t, sess.Messages(), 2)
+	// Compacting again: the summary and one message; nothing to do.
+	res, err = k.Compact(context.Background(), sess, p, session.Header{})
+	require.NoError(t, err)
+	assert.Nil(t, res)
+}
+
+func TestConfigValidate(t *testing.T) {
+	cases := []struct {
+		cfg compaction.Config
+		ok  bool
+	}{
+		{compaction.Config{}, true},
+		{compaction.Config{MaxMessages: 10, Keep: 4}, true},
+		{compaction.Config{MaxBytes: 1000, Keep: 4}, true},
+		{compaction.Config{MaxMessages: 4, Keep: 4}, false},
+		{compaction.Config{MaxMessages: -1}, false},
+		{compaction.Config{Keep: -1}, false},
+	}
+	for _, tc := range cases {
+		err := tc.cfg.Validate()
+		assert.Equal(t, tc.ok, err == nil, "%+v: %v", tc.cfg, err)
+	}
+}

@@ -1,0 +1,21 @@
+// Package compaction is the "compaction" plugin: between turns, when a
+// session's conversation passes a size threshold, it replaces the older
+// part with a summary, without destroying anything.
+//
+// It listens to agent/prepare, which the agent loop emits before each
+// turn, outside any turn (never from inside a session/event observer,
+// where appending to the same session is an error). When the fold has
+// more than max_messages messages or more than max_bytes bytes of
+// content, it picks the surface range before the keep most recent
+// messages, balanced so that no tool call is separated from its result
+// (session.BalancedRange), asks the turn's provider for a summary with a
+// one-shot request (agentloop.Complete: not loop-built, not logged), and
+// logs
+//
+//	compaction/start → user/message (replace start..end, sources = every
+//	shadowed surface event) → compaction/end
+//
+// The summary stands in for the range in every later request; the
+// original events stay in the log, so a fork or an audit still sees them.
+// A failed summary is logged as a warning and the turn runs uncompacted.
+package compaction
