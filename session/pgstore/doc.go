@@ -1,0 +1,62 @@
+// Package pgstore is a [session.Store] on PostgreSQL, for many Vigil
+// processes (on one machine or many) sharing sessions: one log per session
+// in one database, appended to by whoever runs the session's current turn.
+//
+// # Storage
+//
+// A session is a row of vigil_sessions holding its canonical header line
+// and its length (the seq its next event takes); each event is a row of
+// vigil_events holding the event's canonical record bytes, keyed by
+// (session, seq). Nothing is re-encoded on the way in or out: a log loaded
+// from PostgreSQL is byte for byte the log the jsonl store would hold, so
+// `vigil sessions export` gives the same file from either store.
+//
+// The tables are created, or migrated, when a [Store] opens: a
+// vigil_schema table records the schema version, migrations run under an
+// advisory lock so concurrent starts are safe, and a database migrated by a
+// newer Vigil is refused with [ErrSchemaTooNew]. [WithSchema] keeps the
+// tables in a PostgreSQL schema of their own; otherwise they live in the
+// first schema of the connection's search_path.
+//
+// # Appends are optimistic by seq
+//
+// [Store.Append] appends a batch in one statement only if the session's
+// length is the seq the writer expected; otherwise nothing is written and
+// the error is [session.ErrConflict]. Time never decides: the log is
+// ordered by seq alone, and the primary key makes a seq impossible to
+// store twice. Two processes appending at the same seq: one wins, the
+// other gets ErrConflict and must reload.
+//
+// Durability follows the session contract (see package session): an
+// append that holds a step/end, turn/end or session/end-seed commits
+// synchronously (it returns once the WAL is flushed), and so does
+// [Store.Flush]; other appends commit asynchronously (synchronous_commit
+// off for that transaction alone): they are visible to every process at
+// once and durable once a later synchronous commit returned, since the
+// WAL is flushed in order. [WithDurableAppends] makes every append
+// synchronous.
+//
+// # One turn at a time: the lease
+//
+// [Store.Lease] takes a session's turn lease, a row of vigil_leases with
+// an expiry in the database's clock, renewed in the background while it
+// is held. A second holder is refused with [ErrBusy] (naming the holder
+// and when the lease expires) or, asked to wait, waits until the lease is
+// released (a notification wakes it) or expires. A holder that crashed
+// stops renewing; once its lease has expired the next one takes it over,
+// and opening the session then repairs the interrupted turn.
+//
+// While a lease is live, appends from any other holder are refused with
+// ErrBusy: a process that opens a session without the lease cannot
+// "repair" a turn that is in fact still running. (The check and the
+// append are one statement, but under READ COMMITTED a lease taken while
+// such an append is in flight may not stop it; the seq check still does,
+// since the lease holder loads the log after taking the lease.)
+// [OpenLeased] is the whole protocol for a caller that runs turns.
+//
+// # Following a log
+//
+// Every append notifies (NOTIFY) a channel of the store's schema with the
+// session id and its new length; [Store.Follow] listens and yields the
+// events of one session as any process appends them.
+package pgstore

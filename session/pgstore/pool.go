@@ -1,0 +1,113 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// pool is a small connection pool: at most max connections, idle ones
+// reused last-in first-out, and pinged before reuse when they have been
+// idle for a while. (pgxpool would need a module the build does not have.)
+type pool struct {
+	cfg *pgx.ConnConfig
+	sem chan struct{} // one token per connection in use
+
+	mu     sync.Mutex
+	idle   []idleConn
+	closed bool
+}
+
+type idleConn struct {
+	c     *pgx.Conn
+	since time.Time
+}
+
+// pingAfter is how long a connection may sit idle before it is checked.
+const pingAfter = 30 * time.Second
+
+var errPoolClosed = errors.New("pgstore: store closed")
+
+func newPool(cfg *pgx.ConnConfig, max int) *pool {
+	return &pool{cfg: cfg, sem: make(chan struct{}, max)}
+}
+
+// config returns a copy of the connection config.
+func (p *pool) config() *pgx.ConnConfig { return p.cfg.Copy() }
+
+func (p *pool) acquire(ctx context.Context) (*pgx.Conn, error) {
+	select {
+	case p.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			<-p.sem
+			return nil, errPoolClosed
+		}
+		n := len(p.idle)
+		if n == 0 {
+			p.mu.Unlock()
+			break
+		}
+		ic := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		if time.Since(ic.since) < pingAfter || ic.c.Ping(ctx) == nil {
+			return ic.c, nil
+		}
+		_ = ic.c.Close(context.WithoutCancel(ctx))
+	}
+	c, err := pgx.ConnectConfig(ctx, p.cfg.Copy())
+	if err != nil {
+		<-p.sem
+		return nil, err
+	}
+	return c, nil
+}
+
+// release returns c to the pool, or closes it if it is not clean: closed,
+// busy or inside a transaction (a query interrupted by its context).
+func (p *pool) release(c *pgx.Conn) {
+	defer func() { <-p.sem }()
+	pc := c.PgConn()
+	p.mu.Lock()
+	if !p.closed && !c.IsClosed() && !pc.IsBusy() && pc.TxStatus() == 'I' {
+		p.idle = append(p.idle, idleConn{c, time.Now()})
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = c.Close(ctx)
+}
+
+// with runs fn on a pooled connection.
+func (p *pool) with(ctx context.Context, fn func(*pgx.Conn) error) error {
+	c, err := p.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer p.release(c)
+	return fn(c)
+}
+
+func (p *pool) close() {
+	p.mu.Lock()
+	p.closed = true
+	idle := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, ic := range idle {
+		_ = ic.c.Close(ctx)
+	}
+}

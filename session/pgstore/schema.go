@@ -1,0 +1,100 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// migrations are the schema's versions: migrations[i] takes a database
+// from version i to version i+1. Append only; never edit a released one.
+var migrations = []string{
+	// 1: sessions, events, leases.
+	`CREATE TABLE vigil_sessions (
+		id         text PRIMARY KEY,
+		header     bytea NOT NULL,             -- the canonical header line, without its newline
+		created    timestamptz NOT NULL,
+		parent_id  text,
+		parent_seq bigint,
+		next       bigint NOT NULL DEFAULT 0 CHECK (next >= 0) -- the log's length: the seq of the next event
+	);
+	CREATE TABLE vigil_events (
+		session_id text NOT NULL REFERENCES vigil_sessions (id) ON DELETE CASCADE,
+		seq        bigint NOT NULL CHECK (seq >= 0),
+		line       bytea NOT NULL,             -- the canonical record line, without its newline
+		PRIMARY KEY (session_id, seq)
+	);
+	CREATE TABLE vigil_leases (
+		session_id text PRIMARY KEY REFERENCES vigil_sessions (id) ON DELETE CASCADE,
+		holder     text NOT NULL,
+		expires    timestamptz NOT NULL
+	);`,
+}
+
+// SchemaVersion is the version of the tables this package reads and
+// writes.
+var SchemaVersion = len(migrations)
+
+// migrate creates or upgrades the tables in the connection's current
+// schema (creating the schema first when one was named), serialized with
+// other processes by an advisory lock held for the transaction.
+func migrate(ctx context.Context, conn *pgx.Conn, schema string) (current string, err error) {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	if schema != "" {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('vigil/schema/' || $1::text))`, schema); err != nil {
+			return "", fmt.Errorf("lock: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{schema}.Sanitize()); err != nil {
+			return "", fmt.Errorf("create schema %s: %w", schema, err)
+		}
+	}
+	var cur *string
+	if err := tx.QueryRow(ctx, `SELECT current_schema()`).Scan(&cur); err != nil {
+		return "", err
+	}
+	if cur == nil {
+		return "", errors.New("no schema to keep the tables in: no schema of the search_path exists (name one with the schema option)")
+	}
+	if schema == "" {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('vigil/schema/' || $1::text))`, *cur); err != nil {
+			return "", fmt.Errorf("lock: %w", err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS vigil_schema (version integer NOT NULL)`); err != nil {
+		return "", fmt.Errorf("create vigil_schema: %w", err)
+	}
+	var version int
+	if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM vigil_schema`).Scan(&version); err != nil {
+		return "", fmt.Errorf("read the schema version: %w", err)
+	}
+	if version > SchemaVersion {
+		return "", fmt.Errorf("%w: schema %q is at version %d, this vigil knows versions up to %d; upgrade vigil", ErrSchemaTooNew, *cur, version, SchemaVersion)
+	}
+	for v := version; v < SchemaVersion; v++ {
+		if _, err := tx.Exec(ctx, migrations[v]); err != nil {
+			return "", fmt.Errorf("migrate schema %q to version %d: %w", *cur, v+1, err)
+		}
+	}
+	if version != SchemaVersion {
+		if _, err := tx.Exec(ctx, `DELETE FROM vigil_schema`); err != nil {
+			return "", err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO vigil_schema (version) VALUES ($1)`, SchemaVersion); err != nil {
+			return "", err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return "", err
+	}
+	return *cur, nil
+}

@@ -1,0 +1,553 @@
+package pgstore
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/vigil-run/vigil/session"
+)
+
+// DefaultLeaseTTL is how long a turn lease outlives its holder's last
+// renewal; a crashed holder's lease is taken over after at most this long.
+const DefaultLeaseTTL = 30 * time.Second
+
+// Store keeps session logs in PostgreSQL. It is safe for concurrent use,
+// and any number of Stores, in any number of processes, may share one
+// database.
+type Store struct {
+	pool     *pool
+	schema   string // the schema holding the tables
+	channel  string // the NOTIFY channel of that schema
+	holder   string // names this store in the leases it holds
+	ttl      time.Duration
+	durable  bool
+	log      hclog.Logger
+	closeMu  sync.RWMutex // held for reading by renewers, for writing by Close
+	closed   bool
+	mu       sync.Mutex
+	leases   map[string]*lease // session id → the lease this store holds
+	leaseSeq uint64
+}
+
+// Option configures a [Store].
+type Option func(*options)
+
+type options struct {
+	conns   int
+	schema  string
+	ttl     time.Duration
+	durable bool
+	log     hclog.Logger
+	holder  string
+}
+
+// WithSchema keeps the tables in the PostgreSQL schema name, created if
+// missing, instead of the first schema of the search_path.
+func WithSchema(name string) Option { return func(o *options) { o.schema = name } }
+
+// WithMaxConns bounds the store's pooled connections (default 8).
+// Followers and lease waiters use a connection of their own besides.
+func WithMaxConns(n int) Option { return func(o *options) { o.conns = n } }
+
+// WithLeaseTTL sets how long a turn lease lives without renewal (default
+// [DefaultLeaseTTL]); a held lease is renewed every third of it.
+func WithLeaseTTL(d time.Duration) Option { return func(o *options) { o.ttl = d } }
+
+// WithDurableAppends makes every append commit synchronously, not only
+// those that end a step or a turn (see the package doc).
+func WithDurableAppends() Option { return func(o *options) { o.durable = true } }
+
+// WithLogger sets the logger of lease renewal problems (default: none).
+func WithLogger(l hclog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithHolder sets the name this store's leases carry (default: host name,
+// pid and a random suffix), which [ErrBusy] errors show to others.
+func WithHolder(name string) Option { return func(o *options) { o.holder = name } }
+
+// Open connects to the database at dsn (a libpq URL or key=value string,
+// see pgx.ParseConfig), creates or migrates the tables and returns the
+// store. Close it when done.
+func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	o := options{ttl: DefaultLeaseTTL, conns: 8}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.ttl <= 0 {
+		return nil, fmt.Errorf("pgstore: lease TTL %v must be positive", o.ttl)
+	}
+	if o.conns < 1 {
+		return nil, fmt.Errorf("pgstore: max conns %d must be at least 1", o.conns)
+	}
+	if o.log == nil {
+		o.log = hclog.NewNullLogger()
+	}
+	if o.holder == "" {
+		o.holder = defaultHolder()
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	if o.schema != "" {
+		cfg.RuntimeParams["search_path"] = pgx.Identifier{o.schema}.Sanitize()
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg.Copy())
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: connect: %w", err)
+	}
+	current, err := migrate(ctx, conn, o.schema)
+	_ = conn.Close(context.WithoutCancel(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: schema: %w", err)
+	}
+	if o.schema == "" {
+		// Pin the schema the tables were found in, so every connection
+		// agrees with the channel name even if search_path changes.
+		cfg.RuntimeParams["search_path"] = pgx.Identifier{current}.Sanitize()
+	}
+	return &Store{
+		pool: newPool(cfg, o.conns), schema: current, channel: channelName(current), holder: o.holder,
+		ttl: o.ttl, durable: o.durable, log: o.log, leases: map[string]*lease{},
+	}, nil
+}
+
+// channelName is the NOTIFY channel of the tables in schema: one per
+// schema, so stores in other schemas of the database are not woken.
+func channelName(schema string) string {
+	name := "vigil:" + schema
+	if len(name) > 63 { // NAMEDATALEN-1
+		sum := sha256.Sum256([]byte(schema))
+		name = "vigil:" + hex.EncodeToString(sum[:12])
+	}
+	return name
+}
+
+func defaultHolder() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// Schema returns the PostgreSQL schema that holds the store's tables.
+func (s *Store) Schema() string { return s.schema }
+
+// Holder returns the name the store's leases carry.
+func (s *Store) Holder() string { return s.holder }
+
+// Close releases the leases the store holds and closes its connections.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	held := make([]*lease, 0, len(s.leases))
+	for _, l := range s.leases {
+		held = append(held, l)
+	}
+	s.mu.Unlock()
+	for _, l := range held {
+		l.release()
+	}
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.closeMu.Unlock()
+	s.pool.close()
+	return nil
+}
+
+func checkID(id string) error {
+	if !session.ValidID(id) {
+		return fmt.Errorf("%w: %q", session.ErrInvalidID, id)
+	}
+	return nil
+}
+
+// isUniqueViolation reports whether err is a unique_violation.
+func isUniqueViolation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+// Create implements [session.Store].
+func (s *Store) Create(ctx context.Context, info session.Info) error {
+	if err := checkID(info.ID); err != nil {
+		return fmt.Errorf("pgstore: create: %w", err)
+	}
+	err := s.pool.with(ctx, func(c *pgx.Conn) error { return s.insertSession(ctx, c, info, 0) })
+	if err != nil {
+		return fmt.Errorf("pgstore: create %s: %w", info.ID, err)
+	}
+	return nil
+}
+
+// exec runs one statement on a pooled connection.
+func (s *Store) exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	var tag pgconn.CommandTag
+	err := s.pool.with(ctx, func(c *pgx.Conn) error {
+		var err error
+		tag, err = c.Exec(ctx, sql, args...)
+		return err
+	})
+	return tag, err
+}
+
+// queryRow runs a one-row query on a pooled connection and scans it into
+// dest (pgx.ErrNoRows when there is no row).
+func (s *Store) queryRow(ctx context.Context, dest []any, sql string, args ...any) error {
+	return s.pool.with(ctx, func(c *pgx.Conn) error { return c.QueryRow(ctx, sql, args...).Scan(dest...) })
+}
+
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// insertSession adds the row of a new log of length next.
+func (s *Store) insertSession(ctx context.Context, db execer, info session.Info, next int64) error {
+	if info.Version == 0 {
+		info.Version = session.Version
+	}
+	header := session.AppendHeaderLine(nil, info)
+	header = header[:len(header)-1]
+	var pid *string
+	var pseq *int64
+	if info.Parent != nil {
+		pid, pseq = &info.Parent.ID, &info.Parent.Seq
+	}
+	tag, err := db.Exec(ctx, `INSERT INTO vigil_sessions (id, header, created, parent_id, parent_seq, next)
+		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING`,
+		info.ID, header, info.Created, pid, pseq, next)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return session.ErrExists
+	}
+	return nil
+}
+
+// checkSeqs checks that records continue a log at next.
+func checkSeqs(next int64, records []*session.Record) error {
+	for i, r := range records {
+		want := next + int64(i)
+		switch {
+		case r.Seq() > want:
+			return fmt.Errorf("%w: seq %d, want %d", session.ErrSeqGap, r.Seq(), want)
+		case r.Seq() < want:
+			return fmt.Errorf("%w: seq %d, want %d", session.ErrDuplicateSeq, r.Seq(), want)
+		}
+	}
+	return nil
+}
+
+// lines returns the records' canonical lines, without newlines, sharing
+// one buffer.
+func lines(records []*session.Record) [][]byte {
+	n := 0
+	for _, r := range records {
+		n += r.LineLen()
+	}
+	buf := make([]byte, 0, n)
+	out := make([][]byte, len(records))
+	for i, r := range records {
+		start := len(buf)
+		buf = r.AppendLine(buf)
+		out[i] = buf[start : len(buf)-1 : len(buf)-1]
+	}
+	return out
+}
+
+// closesStep reports whether a batch holds an event that ends a step or a
+// turn, after which the session contract wants everything durable.
+func closesStep(records []*session.Record) bool {
+	for _, r := range records {
+		switch r.Type() {
+		case session.TypeStepEnd, session.TypeTurnEnd, session.TypeEndSeed:
+			return true
+		}
+	}
+	return false
+}
+
+// appendSQL appends a batch in one statement: the session row's length
+// moves from $2 to $2+n only if it is $2 and no other holder has a live
+// lease; the events are inserted only if it moved; the notification is
+// sent (at commit) only then. $5 turns synchronous_commit off for this
+// transaction alone.
+const appendSQL = `WITH
+cfg AS (
+	SELECT CASE WHEN $5::bool THEN set_config('synchronous_commit', 'off', true) END AS v
+),
+s AS (
+	UPDATE vigil_sessions SET next = next + cardinality($3::bytea[])
+	WHERE id = $1 AND next = $2
+	  AND NOT EXISTS (SELECT 1 FROM vigil_leases l
+	                  WHERE l.session_id = $1 AND l.holder <> $4 AND l.expires > clock_timestamp())
+	RETURNING next
+),
+ins AS (
+	INSERT INTO vigil_events (session_id, seq, line)
+	SELECT $1, $2 + u.o - 1, u.line FROM s, unnest($3::bytea[]) WITH ORDINALITY AS u(line, o)
+	RETURNING 1
+),
+n AS (
+	SELECT pg_notify($6, 'e ' || s.next || ' ' || $1) FROM s
+)
+SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM ins), (SELECT count(*) FROM n), (SELECT count(v) FROM cfg)`
+
+// Append implements [session.Store]. The batch is written in one
+// statement, all or nothing. Besides the errors of the interface, a live
+// lease of another holder is an [ErrBusy] error.
+func (s *Store) Append(ctx context.Context, id string, next int64, records []*session.Record) error {
+	if err := checkID(id); err != nil {
+		return fmt.Errorf("pgstore: append: %w", err)
+	}
+	if err := checkSeqs(next, records); err != nil {
+		return fmt.Errorf("pgstore: append %s: %w", id, err)
+	}
+	if len(records) == 0 {
+		if err := s.refusal(ctx, id, next, true); err != nil {
+			return fmt.Errorf("pgstore: append %s: %w", id, err)
+		}
+		return nil
+	}
+	async := !s.durable && !closesStep(records)
+	var moved, inserted, notified, cfg int64
+	err := s.queryRow(ctx, []any{&moved, &inserted, &notified, &cfg},
+		appendSQL, id, next, lines(records), s.leaseToken(id), async, s.channel)
+	if err != nil {
+		if isUniqueViolation(err) {
+			// Only possible if the events table was written around the
+			// length: the seq is taken.
+			return fmt.Errorf("pgstore: append %s: %w: seq already stored", id, session.ErrConflict)
+		}
+		return fmt.Errorf("pgstore: append %s: %w", id, err)
+	}
+	if moved == 1 {
+		if inserted != int64(len(records)) {
+			return fmt.Errorf("pgstore: append %s: inserted %d of %d events", id, inserted, len(records))
+		}
+		return nil
+	}
+	if err := s.refusal(ctx, id, next, false); err != nil {
+		return fmt.Errorf("pgstore: append %s: %w", id, err)
+	}
+	// The state that refused the append changed before we looked: it
+	// was a conflict all the same, and the writer must reload.
+	return fmt.Errorf("pgstore: append %s: %w: the log or its lease changed concurrently", id, session.ErrConflict)
+}
+
+// refusal explains why an append at next cannot go through: ErrNotFound,
+// ErrConflict or ErrBusy; nil when it could (now). emptyOK skips the
+// lease check, for an empty batch, which writes nothing.
+func (s *Store) refusal(ctx context.Context, id string, next int64, emptyOK bool) error {
+	var length int64
+	var holder *string
+	var left *float64
+	err := s.queryRow(ctx, []any{&length, &holder, &left},
+		`SELECT s.next, l.holder, extract(epoch FROM l.expires - clock_timestamp())::float8
+		FROM vigil_sessions s LEFT JOIN vigil_leases l ON l.session_id = s.id AND l.expires > clock_timestamp()
+		WHERE s.id = $1`, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return session.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	if length != next {
+		return fmt.Errorf("%w: the log continues at %d, not %d", session.ErrConflict, length, next)
+	}
+	if !emptyOK && holder != nil && *holder != s.leaseToken(id) {
+		return busyError(id, *holder, *left)
+	}
+	return nil
+}
+
+// Load implements [session.Store]. The log is decoded and validated by
+// [session.DecodeBytes], exactly as the jsonl store's files are.
+func (s *Store) Load(ctx context.Context, id string) (*session.Log, error) {
+	if err := checkID(id); err != nil {
+		return nil, fmt.Errorf("pgstore: load: %w", err)
+	}
+	data, err := s.export(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: load %s: %w", id, err)
+	}
+	log, err := session.DecodeBytes(data)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: load %s: %w", id, err)
+	}
+	if log.Info.ID != id {
+		return nil, fmt.Errorf("pgstore: load %s: %w: the header names %s", id, session.ErrCorrupt, log.Info.ID)
+	}
+	return log, nil
+}
+
+// Export returns the log of id in the JSONL format, byte for byte what
+// the jsonl store would hold, without decoding it.
+func (s *Store) Export(ctx context.Context, id string) ([]byte, error) {
+	if err := checkID(id); err != nil {
+		return nil, fmt.Errorf("pgstore: export: %w", err)
+	}
+	data, err := s.export(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: export %s: %w", id, err)
+	}
+	return data, nil
+}
+
+// export reads the header and every event in one round trip. Events are
+// immutable once committed and each append commits atomically, so the
+// two statements need no common snapshot.
+func (s *Store) export(ctx context.Context, id string) (out []byte, err error) {
+	err = s.pool.with(ctx, func(c *pgx.Conn) error {
+		out, err = exportConn(ctx, c, id)
+		return err
+	})
+	return out, err
+}
+
+func exportConn(ctx context.Context, c *pgx.Conn, id string) ([]byte, error) {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT header, next FROM vigil_sessions WHERE id = $1`, id)
+	b.Queue(`SELECT line FROM vigil_events WHERE session_id = $1 ORDER BY seq`, id)
+	res := c.SendBatch(ctx, b)
+	defer res.Close()
+	var header []byte
+	var next int64
+	if err := res.QueryRow().Scan(&header, &next); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, session.ErrNotFound
+		}
+		return nil, err
+	}
+	rows, err := res.Query()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	buf := bytes.NewBuffer(make([]byte, 0, len(header)+1+int(next)*160))
+	buf.Write(header)
+	buf.WriteByte('\n')
+	for rows.Next() {
+		buf.Write(rows.RawValues()[0])
+		buf.WriteByte('\n')
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// List implements [session.Store]: sorted by id, bytewise.
+func (s *Store) List(ctx context.Context) ([]session.Info, error) {
+	var out []session.Info
+	err := s.pool.with(ctx, func(c *pgx.Conn) error {
+		rows, err := c.Query(ctx, `SELECT id, header FROM vigil_sessions ORDER BY id COLLATE "C"`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			raw := rows.RawValues()
+			info, err := session.DecodeHeader(raw[1])
+			if err != nil {
+				return fmt.Errorf("session %s: %w", raw[0], &session.CorruptError{Line: 1, Err: err})
+			}
+			out = append(out, info)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: list: %w", err)
+	}
+	return out, nil
+}
+
+// Fork implements [session.Store]: the child gets its own copy of the
+// inherited events (they are immutable, so the copy never diverges).
+func (s *Store) Fork(ctx context.Context, info session.Info, tail []*session.Record) error {
+	if info.Parent == nil {
+		return fmt.Errorf("pgstore: fork %s: no parent", info.ID)
+	}
+	if err := checkID(info.ID); err != nil {
+		return fmt.Errorf("pgstore: fork: %w", err)
+	}
+	at := info.Parent.Seq
+	if err := checkSeqs(at+1, tail); err != nil {
+		return fmt.Errorf("pgstore: fork %s: %w", info.ID, err)
+	}
+	err := s.pool.with(ctx, func(c *pgx.Conn) error {
+		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+			var length int64
+			err := tx.QueryRow(ctx, `SELECT next FROM vigil_sessions WHERE id = $1`, info.Parent.ID).Scan(&length)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("parent %s: %w", info.Parent.ID, session.ErrNotFound)
+			}
+			if err != nil {
+				return err
+			}
+			if at < -1 || at >= length {
+				return fmt.Errorf("%w: parent %s has seqs 0..%d, not %d", session.ErrSeqGap, info.Parent.ID, length-1, at)
+			}
+			next := at + 1 + int64(len(tail))
+			if err := s.insertSession(ctx, tx, info, next); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO vigil_events (session_id, seq, line)
+			SELECT $1, seq, line FROM vigil_events WHERE session_id = $2 AND seq <= $3`,
+				info.ID, info.Parent.ID, at); err != nil {
+				return err
+			}
+			if len(tail) > 0 {
+				if _, err := tx.Exec(ctx, `INSERT INTO vigil_events (session_id, seq, line)
+				SELECT $1, $2 + u.o - 1, u.line FROM unnest($3::bytea[]) WITH ORDINALITY AS u(line, o)`,
+					info.ID, at+1, lines(tail)); err != nil {
+					return err
+				}
+			}
+			_, err = tx.Exec(ctx, `SELECT pg_notify($1, 'e ' || $2::bigint || ' ' || $3)`, s.channel, next, info.ID)
+			return err
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("pgstore: fork %s: %w", info.ID, err)
+	}
+	return nil
+}
+
+// Flush implements [session.Flusher]: it returns once every append
+// committed so far, by any process, is durable. A synchronous commit
+// flushes the WAL up to its own record, which covers every earlier
+// asynchronous commit; the update writes a row so that there is one.
+func (s *Store) Flush(ctx context.Context, id string) error {
+	if err := checkID(id); err != nil {
+		return fmt.Errorf("pgstore: flush: %w", err)
+	}
+	tag, err := s.exec(ctx, `UPDATE vigil_sessions SET next = next WHERE id = $1`, id)
+	if err != nil {
+		return fmt.Errorf("pgstore: flush %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("pgstore: flush %s: %w", id, session.ErrNotFound)
+	}
+	return nil
+}
+
+var (
+	_ session.Store   = (*Store)(nil)
+	_ session.Flusher = (*Store)(nil)
+)
