@@ -94,8 +94,16 @@ func (f *Fold) position(seq int64) int {
 func (f *Fold) apply(r *Record, ps, pe int) {
 	switch r.op {
 	case opAppend:
+		// Grow by doubling, not by append's 1.25 for large slices, so the
+		// amortized cost of an append does not rise with the log's length.
+		if len(f.surface) == cap(f.surface) {
+			f.surface = slices.Grow(f.surface, len(f.surface)+8)
+		}
 		f.surface = append(f.surface, r)
 		if m, ok := project(r); ok {
+			if len(f.msgs) == cap(f.msgs) {
+				f.msgs = slices.Grow(f.msgs, len(f.msgs)+8)
+			}
 			f.msgs = append(f.msgs, m)
 		}
 	case opReplace:
