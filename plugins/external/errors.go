@@ -1,0 +1,59 @@
+package external
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors callers branch on with errors.Is.
+var (
+	// ErrChecksum: the binary's SHA-256 is not the configured one; the
+	// plugin was not started.
+	ErrChecksum = errors.New("external: checksum mismatch")
+	// ErrHandshake is wrapped by every failure to start the plugin
+	// protocol: a stray line on stdout, a protocol version mismatch, a
+	// process that exited or did not answer in time.
+	ErrHandshake = errors.New("external: handshake failed")
+	// ErrStrayOutput: the plugin wrote something other than the go-plugin
+	// handshake line to stdout first (it wraps ErrHandshake too).
+	ErrStrayOutput = errors.New("external: plugin wrote to stdout before the handshake")
+	// ErrExited: the plugin process is not running (it crashed, exited or
+	// was disposed).
+	ErrExited = errors.New("external: plugin process exited")
+	// ErrTimeout: the plugin did not answer within the configured timeout.
+	ErrTimeout = errors.New("external: plugin timed out")
+)
+
+// VersionError is a handshake with a plugin that speaks another protocol
+// version than the host. It matches ErrHandshake.
+type VersionError struct {
+	// Path is the plugin binary.
+	Path string
+	// Plugin and Host are the protocol versions of each side.
+	Plugin, Host int
+}
+
+func (e *VersionError) Error() string {
+	fix := "rebuild the plugin against the github.com/vigil-run/vigil/plugins/sdk of this host"
+	if e.Plugin > e.Host {
+		fix = "upgrade the host, or use a plugin built for this host"
+	}
+	return fmt.Sprintf("external: %s speaks plugin protocol version %d, this host speaks version %d: %s", e.Path, e.Plugin, e.Host, fix)
+}
+
+// Is makes a VersionError match ErrHandshake.
+func (e *VersionError) Is(target error) bool { return target == ErrHandshake }
+
+// VetoError is a plugin's refusal of a session event, returned by the
+// append it refused (wrapped).
+type VetoError struct {
+	// Plugin is the refusing plugin's name (its plugins.yaml id).
+	Plugin string
+	// Code and Reason are the plugin's.
+	Code   string
+	Reason string
+}
+
+func (e *VetoError) Error() string {
+	return fmt.Sprintf("plugin %s vetoed the event: %s: %s", e.Plugin, e.Code, e.Reason)
+}
