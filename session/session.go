@@ -186,8 +186,12 @@ func (s *Session) Flush(ctx context.Context) error {
 // Close flushes the session, refuses further appends with ErrClosed,
 // removes it from its manager's live sessions and releases the store's
 // hold on it (see [Releaser]). Reads keep working. Closing twice does
-// nothing.
+// nothing. Closing a session from a listener of its own append is an
+// ErrReentrantAppend error.
 func (s *Session) Close(ctx context.Context) error {
+	if g := s.dispatching.Load(); g != 0 && g == goid() {
+		return fmt.Errorf("session %s: close: %w", s.info.ID, ErrReentrantAppend)
+	}
 	s.appendMu.Lock()
 	if s.closed {
 		s.appendMu.Unlock()

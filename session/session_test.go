@@ -128,7 +128,7 @@ func TestAppendFromOwnListenerIsReentrant(t *testing.T) {
 			h := newHarness(t)
 			s := h.create()
 			other := h.create()
-			var inner, otherErr error
+			var inner, otherErr, closeErr error
 			once := sync.Once{}
 			fn := func(ctx context.Context, c *session.Commit) error {
 				if c.Session != s {
@@ -137,6 +137,7 @@ func TestAppendFromOwnListenerIsReentrant(t *testing.T) {
 				once.Do(func() {
 					_, inner = s.Append(ctx, user("inner"))
 					_, otherErr = other.Append(ctx, user("other session is fine"))
+					closeErr = s.Close(ctx)
 				})
 				return nil
 			}
@@ -153,6 +154,7 @@ func TestAppendFromOwnListenerIsReentrant(t *testing.T) {
 			_, err := s.Append(h.ctx, user("outer"))
 			require.NoError(t, err)
 			require.ErrorIs(t, inner, session.ErrReentrantAppend)
+			require.ErrorIs(t, closeErr, session.ErrReentrantAppend)
 			require.NoError(t, otherErr)
 			assert.Equal(t, 1, s.Len())
 			assert.Equal(t, 1, other.Len())
