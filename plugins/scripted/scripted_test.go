@@ -130,6 +130,7 @@ func TestStreamStopsOnCancel(t *testing.T) {
 	p, err := scripted.New(scripted.Config{Script: []scripted.Reply{{Text: "a b c d"}}})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	s, err := p.Stream(ctx, request(t))
 	require.NoError(t, err)
 	var got []string
