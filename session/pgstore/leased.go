@@ -1,0 +1,70 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/vigil-run/vigil/session"
+)
+
+// Leaser is implemented by stores that serialize turns across processes,
+// like [Store]. Lease returns once the caller holds session id's turn
+// lease, or an error wrapping [session.ErrLocked] when another holder has
+// it (unless wait, then it waits for it).
+type Leaser interface {
+	Lease(ctx context.Context, id string, wait bool) (release func(), err error)
+}
+
+// OpenLeased makes session id ready for one turn run under its lease:
+//
+//  1. when mgr's store is a [Leaser], it takes the lease (waiting for it
+//     with wait; else a busy session is an error wrapping [ErrBusy] and
+//     [session.ErrLocked]);
+//  2. it closes a live copy of the session this manager had (another
+//     process may have appended since it was loaded) and opens the
+//     session afresh, which repairs a turn that a crashed holder left
+//     open — under the lease, so never a turn that is still running.
+//
+// With id "", it creates a session and leases it at once. done flushes
+// and closes the session, then releases the lease; call it when the turn
+// is over. Stores without leases (jsonl, memory) get the same open and
+// close, without a lease.
+func OpenLeased(ctx context.Context, mgr *session.Manager, id string, wait bool) (sess *session.Session, done func(context.Context) error, err error) {
+	release := func() {}
+	leaser, _ := mgr.Store().(Leaser)
+	if id == "" {
+		if sess, err = mgr.Create(ctx); err != nil {
+			return nil, nil, err
+		}
+		if leaser != nil {
+			// Nobody else knows the id yet: this cannot be busy.
+			if release, err = leaser.Lease(ctx, sess.ID(), false); err != nil {
+				return nil, nil, errors.Join(err, sess.Close(context.WithoutCancel(ctx)))
+			}
+		}
+	} else {
+		if leaser != nil {
+			if release, err = leaser.Lease(ctx, id, wait); err != nil {
+				return nil, nil, err
+			}
+		}
+		if live, ok := mgr.Get(id); ok {
+			if err := live.Close(ctx); err != nil {
+				release()
+				return nil, nil, fmt.Errorf("pgstore: close the stale copy of %s: %w", id, err)
+			}
+		}
+		if sess, err = mgr.Open(ctx, id); err != nil {
+			release()
+			return nil, nil, err
+		}
+	}
+	done = func(ctx context.Context) error {
+		defer release()
+		return sess.Close(ctx)
+	}
+	return sess, done, nil
+}
+
+var _ Leaser = (*Store)(nil)
