@@ -101,4 +101,3 @@ func logLevel(l hclog.Level) pluginpb.LogRequest_Level {
 		return pluginpb.LogRequest_LEVEL_INFO
 	}
 }
-

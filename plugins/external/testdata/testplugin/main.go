@@ -1,0 +1,163 @@
+// Command testplugin is the plugin the external adapter's tests run. Its
+// behaviour is chosen by the environment (passed through the env
+// allow-list) and its config:
+//
+//	VIGIL_TEST_MODE=stray    print to stdout before serving
+//	VIGIL_TEST_MODE=version  speak protocol version 99
+//	VIGIL_TEST_MARKER=path   create path at start
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	pluginpb "github.com/vigil-run/vigil/plugins/proto"
+	"github.com/vigil-run/vigil/plugins/sdk"
+	"github.com/vigil-run/vigil/session"
+)
+
+// Config is the test plugin's config.
+type Config struct {
+	// Veto refuses user/message events whose content matches.
+	Veto string `json:"veto"`
+	// SlowValidate makes Validate sleep this long (ms).
+	SlowValidate int `json:"slow_validate"`
+	// FailConfigure makes Configure fail.
+	FailConfigure bool `json:"fail_configure"`
+}
+
+type state struct {
+	mu   sync.Mutex
+	seen []string
+	host *sdk.Host
+	veto *regexp.Regexp
+	slow time.Duration
+}
+
+func main() {
+	if m := os.Getenv("VIGIL_TEST_MARKER"); m != "" {
+		_ = os.WriteFile(m, []byte("started"), 0o644)
+	}
+	switch os.Getenv("VIGIL_TEST_MODE") {
+	case "stray":
+		fmt.Println("hello from the plugin")
+	case "version":
+		hs := sdk.Handshake()
+		hs.ProtocolVersion = 99
+		plugin.Serve(&plugin.ServeConfig{HandshakeConfig: hs, GRPCServer: plugin.DefaultGRPCServer,
+			Plugins: plugin.PluginSet{pluginpb.PluginName: &plugin.NetRPCUnsupportedPlugin{}}})
+		return
+	}
+	st := &state{}
+	sdk.Serve(&sdk.Plugin[Config]{
+		Name:    "testplugin",
+		Version: "0.1",
+		Configure: func(_ context.Context, h *sdk.Host, cfg Config) error {
+			if cfg.FailConfigure {
+				return errors.New("configure refused")
+			}
+			st.host = h
+			if cfg.Veto != "" {
+				st.veto = regexp.MustCompile(cfg.Veto)
+			}
+			st.slow = time.Duration(cfg.SlowValidate) * time.Millisecond
+			sdk.Logger().Info("configured", "veto", cfg.Veto)
+			return nil
+		},
+		Types: []string{session.TypeUserMessage, session.TypeToolCall},
+		OnEvent: func(_ context.Context, ev *sdk.Event) error {
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			st.seen = append(st.seen, fmt.Sprintf("%d %s", ev.Seq, ev.Type))
+			return nil
+		},
+		Validate: func(_ context.Context, ev *sdk.Event) error {
+			time.Sleep(st.slow)
+			if st.veto == nil || ev.Type != session.TypeUserMessage {
+				return nil
+			}
+			m, err := sdk.Data[session.UserMessage](ev)
+			if err != nil {
+				return err
+			}
+			if st.veto.MatchString(m.Content) {
+				return sdk.Veto("TEST", "the message matches "+st.veto.String())
+			}
+			return nil
+		},
+		OnSession: func(_ context.Context, id string) error {
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			st.seen = append(st.seen, "created")
+			return nil
+		},
+		Tools: []sdk.Tool{
+			{Name: "echo", Description: "echoes its arguments", Run: func(_ context.Context, args json.RawMessage) (string, error) {
+				return string(args), nil
+			}},
+			{Name: "pid", Description: "returns the process id", Run: func(context.Context, json.RawMessage) (string, error) {
+				return strconv.Itoa(os.Getpid()), nil
+			}},
+			{Name: "seen", Description: "lists the events observed", Run: func(context.Context, json.RawMessage) (string, error) {
+				st.mu.Lock()
+				defer st.mu.Unlock()
+				return strings.Join(st.seen, "\n"), nil
+			}},
+			{Name: "crash", Description: "exits the process mid-call", Run: func(context.Context, json.RawMessage) (string, error) {
+				sdk.Logger().Error("crashing on purpose")
+				os.Exit(3)
+				return "", nil
+			}},
+			{Name: "sleep", Description: "sleeps, ignoring cancellation", Run: func(context.Context, json.RawMessage) (string, error) {
+				time.Sleep(3 * time.Second)
+				return "slept", nil
+			}},
+			sdk.NewTool("env", "returns the named environment variables", nil,
+				func(_ context.Context, a struct {
+					Names []string `json:"names"`
+				}) (string, error) {
+					var out []string
+					for _, n := range a.Names {
+						v, ok := os.LookupEnv(n)
+						out = append(out, fmt.Sprintf("%s=%q(%v)", n, v, ok))
+					}
+					return strings.Join(out, " "), nil
+				}),
+			sdk.NewTool("messages", "reads a session's messages through the host", nil,
+				func(ctx context.Context, a struct {
+					Session string `json:"session"`
+				}) (string, error) {
+					msgs, err := st.host.Messages(ctx, a.Session)
+					if err != nil {
+						return "", err
+					}
+					b, err := json.Marshal(msgs)
+					return string(b), err
+				}),
+			sdk.NewTool("emit", "emits an event and logs through the host", nil,
+				func(ctx context.Context, a struct {
+					Session string          `json:"session"`
+					Data    json.RawMessage `json:"data"`
+				}) (string, error) {
+					if err := st.host.Log(ctx, hclog.Warn, "emitting", "session", a.Session); err != nil {
+						return "", err
+					}
+					if err := st.host.Emit(ctx, "test/emitted", a.Session, a.Data); err != nil {
+						return "", err
+					}
+					return "emitted", nil
+				}),
+		},
+	})
+}
