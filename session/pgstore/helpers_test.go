@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/session"
 )
@@ -116,4 +117,9 @@ func requireVerified(t *testing.T, data []byte) *invariants.Report {
 	require.NoError(t, err)
 	require.Empty(t, rep.Violations, "violations in\n%s", data)
 	return rep
+}
+
+// newManagerFor returns a manager with a fixed clock, for child processes.
+func newManagerFor(store session.Store) *session.Manager {
+	return session.NewManager(bus.New().Context(), store, session.WithClock(func() time.Time { return epoch }))
 }
