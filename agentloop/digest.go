@@ -28,7 +28,7 @@ import (
 //
 // A digester is used by one turn at a time (the session is claimed).
 type digester struct {
-	msgs []session.Message // the messages encoded; shared, read-only
+	msgs []session.Message // the fold last encoded (shared, read-only)
 	enc  [][]byte
 
 	hb     []byte      // the header encoding the state starts with
@@ -55,8 +55,16 @@ func (d *digester) digest(h session.Header, msgs []session.Message) string {
 		d.enc = d.enc[:len(msgs)]
 		d.msgs = d.msgs[:len(msgs)]
 	}
+	// A session's fold only ever grows in place (a replace makes a new
+	// slice), so when msgs starts where the last fold did, the messages
+	// seen then are unchanged and need no comparison. d.msgs keeps that
+	// array alive, so a new fold cannot be allocated at its address.
+	from := 0
+	if len(d.msgs) > 0 && len(msgs) >= len(d.msgs) && &d.msgs[0] == &msgs[0] {
+		from = len(d.msgs)
+	}
 	changed := len(msgs) // the first position whose encoding changed
-	for i := range msgs {
+	for i := from; i < len(msgs); i++ {
 		if i < len(d.msgs) && d.msgs[i].Equal(&msgs[i]) {
 			continue
 		}
@@ -66,12 +74,13 @@ func (d *digester) digest(h session.Header, msgs []session.Message) string {
 			return session.RequestDigest(h, msgs)
 		}
 		changed = min(changed, i)
-		if i < len(d.msgs) {
-			d.msgs[i], d.enc[i] = msgs[i], b
+		if i < len(d.enc) {
+			d.enc[i] = b
 		} else {
-			d.msgs, d.enc = append(d.msgs, msgs[i]), append(d.enc, b)
+			d.enc = append(d.enc, b)
 		}
 	}
+	d.msgs = msgs
 	if d.state == nil || !bytes.Equal(hb, d.hb) || changed < d.hashed || d.hashed > len(d.enc) {
 		c, ok := sha256.New().(hash.Cloner)
 		if !ok {

@@ -60,7 +60,7 @@ func TestDigesterEqualsRequestDigest(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		var d digester
 		h := genHeader().Draw(t, "header")
-		var msgs []session.Message
+		var msgs, prev []session.Message
 		for step := range rapid.IntRange(1, 8).Draw(t, "steps") {
 			switch rapid.IntRange(0, 4).Draw(t, "op") {
 			case 0, 1: // the usual: the conversation grows
@@ -78,8 +78,17 @@ func TestDigesterEqualsRequestDigest(t *testing.T) {
 				h = genHeader().Draw(t, "new header")
 			case 4: // nothing changed
 			}
-			// Folds are immutable: every step sees a fresh slice.
-			fold := append([]session.Message(nil), msgs...)
+			// Folds are immutable: a step sees either a fresh slice or,
+			// like a session's fold, the same array grown in place.
+			var fold []session.Message
+			if grown := len(prev) <= len(msgs) && cap(prev) >= len(msgs) && slicesEqual(prev, msgs[:len(prev)]); grown && rapid.Bool().Draw(t, "in place") {
+				fold = append(prev[:len(prev):cap(prev)], msgs[len(prev):]...)
+			} else {
+				fold = make([]session.Message, len(msgs), len(msgs)+8)
+				copy(fold, msgs)
+			}
+			prev = fold[:len(fold):cap(fold)]
+			fold = fold[:len(fold):len(fold)]
 			got := d.digest(h, fold)
 			want := session.RequestDigest(h, fold)
 			if got != want {
@@ -101,4 +110,16 @@ func TestDigesterFallsBackOnInvalidParameters(t *testing.T) {
 func TestDigesterOfEmptyRequest(t *testing.T) {
 	var d digester
 	require.Equal(t, session.RequestDigest(session.Header{}, nil), d.digest(session.Header{}, nil))
+}
+
+func slicesEqual(a, b []session.Message) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !a[i].Equal(&b[i]) {
+			return false
+		}
+	}
+	return true
 }

@@ -15,16 +15,28 @@ import (
 // in request/digest), or "" for a request the loop did not build.
 func (r *Request) Digest() string { return r.seal }
 
-// CloneMessages returns a deep copy of msgs.
+// CloneMessages returns a deep copy of msgs. The tool calls of all
+// messages share one new backing array (each message's slice capped), so
+// a copy costs two allocations whatever its length.
 func CloneMessages(msgs []session.Message) []session.Message {
 	if msgs == nil {
 		return nil
 	}
 	out := make([]session.Message, len(msgs))
 	copy(out, msgs)
+	n := 0
 	for i := range out {
-		if out[i].ToolCalls != nil {
-			out[i].ToolCalls = slices.Clone(out[i].ToolCalls)
+		n += len(out[i].ToolCalls)
+	}
+	if n == 0 {
+		return out
+	}
+	calls := make([]session.ToolCall, 0, n)
+	for i := range out {
+		if tc := out[i].ToolCalls; tc != nil {
+			start := len(calls)
+			calls = append(calls, tc...)
+			out[i].ToolCalls = calls[start:len(calls):len(calls)]
 		}
 	}
 	return out
