@@ -60,8 +60,8 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 					return
 				}
 				c := r.Changes
-				fmt.Fprintf(e.stderr, "reloaded %s: applied %v, updated %v, re-applied %v, disposed %v\n",
-					*cfg, c.Applied, c.Updated, c.Reapplied, c.Disposed)
+				fmt.Fprintf(e.stderr, "reloaded %s: applied %v, updated %v, re-applied %v, disposed %v, kept %v\n",
+					*cfg, c.Applied, c.Updated, c.Reapplied, c.Disposed, c.Kept)
 			})
 			if err != nil {
 				fmt.Fprintf(e.stderr, "watch: %v\n", err)
