@@ -18,7 +18,7 @@ import (
 
 // workspace builds root/{a.txt, sub/b.txt, link-out -> outside, link-in -> sub}
 // next to a directory outside the root holding a secret.
-func workspace(t *testing.T) (root, outside string) {
+func workspace(t testing.TB) (root, outside string) {
 	t.Helper()
 	base := t.TempDir()
 	root = filepath.Join(base, "root")
@@ -28,6 +28,7 @@ func workspace(t *testing.T) (root, outside string) {
 	require.NoError(t, os.WriteFile(filepath.Join(root, "a.txt"), []byte("alpha\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "sub", "b.txt"), []byte("beta"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("secret"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "outside-only.txt"), []byte("TOPSECRET"), 0o644))
 	require.NoError(t, os.Symlink(outside, filepath.Join(root, "link-out")))
 	require.NoError(t, os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(root, "secret-link")))
 	require.NoError(t, os.Symlink("sub", filepath.Join(root, "link-in")))
@@ -131,4 +132,28 @@ func TestToolSpecsAreValidJSONSchema(t *testing.T) {
 		require.NoError(t, json.Unmarshal(spec.Parameters, &schema))
 		assert.Equal(t, "object", schema["type"])
 	}
+}
+
+// FuzzToolsStayInsideRoot: whatever path the model sends, nothing from
+// outside the root comes back.
+func FuzzToolsStayInsideRoot(f *testing.F) {
+	for _, s := range []string{".", "..", "../outside/secret.txt", "/etc/passwd", "link-out/secret.txt", "secret-link", "sub/../../outside", "a.txt\x00", `..\outside`, "sub/./../link-out"} {
+		f.Add(s)
+	}
+	root, _ := workspace(f)
+	fs, err := fstools.Open(root, 0)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer fs.Close()
+	ts := fs.Tools()
+	f.Fuzz(func(t *testing.T, p string) {
+		args, _ := json.Marshal(map[string]string{"path": p})
+		for _, tl := range ts {
+			got, _ := tl.Execute(context.Background(), args)
+			if strings.Contains(got, "outside-only") || strings.Contains(got, "TOPSECRET") || got == "secret" {
+				t.Fatalf("%s(%q) read outside the root: %q", tl.Spec().Name, p, got)
+			}
+		}
+	})
 }
