@@ -263,3 +263,18 @@ func TestConfigValidate(t *testing.T) {
 		assert.Equal(t, tc.ok, err == nil, "%+v: %v", tc.cfg, err)
 	}
 }
+
+func TestOpenTurnIsRefusedBeforePrepare(t *testing.T) {
+	e := newEnv(t)
+	sess := e.session()
+	_, err := sess.Append(context.Background(), session.Event{Type: session.TypeTurnStart, Turn: 1})
+	require.NoError(t, err)
+	prepared := false
+	agentloop.TurnPrepare.On(e.c, func(context.Context, *agentloop.Prepare) error { prepared = true; return nil })
+	a := agentloop.New(e.c, agentloop.Config{}, agentloop.WithProvider(&recorder{}), agentloop.WithTools())
+	res, err := a.Run(context.Background(), sess, "hi")
+	assert.Nil(t, res)
+	require.ErrorIs(t, err, session.ErrOpenTurn)
+	assert.False(t, prepared)
+	assert.Equal(t, 1, sess.Len())
+}

@@ -116,6 +116,11 @@ func (t *turn) run(ctx context.Context, prompt string) (*TurnResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A turn left open (by another writer) is not ours to continue, nor
+	// to compact under.
+	if last, open := lastTurn(t.sess.Records()); open {
+		return nil, fmt.Errorf("agentloop: turn %d of session %s: %w", last, t.sess.ID(), session.ErrOpenTurn)
+	}
 	if err := TurnPrepare.Emit(ctx, a.c, &Prepare{Agent: a.id, Session: t.sess, Provider: prov, Header: a.header(prov, tools)}); err != nil {
 		return nil, fmt.Errorf("agentloop: agent/prepare: %w", err)
 	}
