@@ -120,7 +120,9 @@ func (p *Provider) Stream(ctx context.Context, req *agentloop.Request) (agentloo
 // answers loop-built requests from the recording and never calls next;
 // one-shot requests pass on to next. Registered without bus.Prepend, it
 // runs after the listeners registered with it (the invariants plugin's
-// check).
+// check). The request header still names the configured provider, so the
+// requests equal the recorded ones when that provider has the recorded
+// provider's name.
 func Listen(c *bus.Context, p *Provider) (dispose func()) {
 	return agentloop.LLMStream.On(c, func(ctx context.Context, req *agentloop.Request, next bus.Next[*agentloop.Request, agentloop.Stream]) (agentloop.Stream, error) {
 		if !req.LoopBuilt() {

@@ -1,0 +1,59 @@
+package replay_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/plugins/replay"
+	"github.com/vigil-run/vigil/plugins/scripted"
+	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/memory"
+)
+
+// Record a turn with one model, then run it again with the recording
+// answering llm/stream itself: the other model is never called and the
+// requests are the same.
+func ExampleListen() {
+	ctx := context.Background()
+	turn := func(c *bus.Context, p agentloop.Provider) *session.Session {
+		sess, _ := session.NewManager(c, memory.New()).Create(ctx)
+		a := agentloop.New(c, agentloop.Config{System: "Be brief."}, agentloop.WithProvider(p), agentloop.WithTools())
+		_, _ = a.Run(ctx, sess, "Say hello.")
+		return sess
+	}
+
+	first := bus.New()
+	defer first.Dispose()
+	model, _ := scripted.New(scripted.Config{Script: []scripted.Reply{{Text: "Hello!"}}})
+	orig := turn(first.Context(), model)
+
+	rec, _ := replay.FromRecords(orig.Records())
+	second := bus.New()
+	defer second.Dispose()
+	p := replay.New(rec)
+	replay.Listen(second.Context(), p)
+	unused, _ := scripted.New(scripted.Config{Script: []scripted.Reply{{Text: "never sent"}}})
+	again := turn(second.Context(), unused)
+
+	fmt.Println(again.Messages()[1].Content)
+	fmt.Println("same requests:", fmt.Sprint(digestsOf(orig)) == fmt.Sprint(digestsOf(again)))
+	fmt.Println("other model called:", unused.Calls())
+	fmt.Println("recording used up:", p.Check() == nil)
+	// Output:
+	// Hello!
+	// same requests: true
+	// other model called: 0
+	// recording used up: true
+}
+
+func digestsOf(s *session.Session) []string {
+	var out []string
+	for _, r := range s.Records() {
+		if d, err := session.DecodeData[session.Digest](r); err == nil && r.Type() == session.TypeRequestDigest {
+			out = append(out, d.SHA256)
+		}
+	}
+	return out
+}
