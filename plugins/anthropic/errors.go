@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -44,6 +45,7 @@ func (p *Provider) fail(ctx context.Context, err error, delivered bool) error {
 	if errors.As(err, &syn) || errors.As(err, &typ) {
 		err = fmt.Errorf("%w: %w", ErrMalformedStream, err)
 	}
+	var status *statusError
 	var apiErr *sdk.Error
 	var netErr net.Error
 	switch {
@@ -54,29 +56,20 @@ func (p *Provider) fail(ctx context.Context, err error, delivered bool) error {
 			err = ctx.Err()
 		}
 		pe.Err = err
+	case errors.As(err, &status):
+		pe.Status = status.code
+		pe.Retryable = !delivered && retryableStatus(status.code)
+		pe.RetryAfter = retryAfter(status.header)
+		pe.Err = err
 	case errors.As(err, &apiErr):
-		status := apiErr.StatusCode
+		// An error event inside a 200 stream; the SDK parsed it.
 		msg := apiErr.Message
 		if msg == "" {
 			msg = string(apiErr.Type())
 		}
-		if msg == "" {
-			// Not an API error body (a proxy's page, say): show its start.
-			msg = http.StatusText(status)
-			if body := excerpt(apiErr.RawJSON()); body != "" {
-				msg += ": " + body
-			}
-		}
-		if status == http.StatusOK {
-			// An error event inside the stream.
-			status = streamErrorStatus[string(apiErr.Type())]
-			msg = "error while streaming: " + msg
-		} else if apiErr.Response != nil {
-			pe.RetryAfter = retryAfter(apiErr.Response.Header)
-		}
-		pe.Status = status
-		pe.Retryable = !delivered && retryableStatus(status)
-		pe.Err = &messageError{msg: msg, err: err}
+		pe.Status = streamErrorStatus[string(apiErr.Type())]
+		pe.Retryable = !delivered && retryableStatus(pe.Status)
+		pe.Err = &messageError{msg: "error while streaming: " + msg, err: err}
 	case errors.Is(err, ErrMalformedStream), errors.As(err, &netErr):
 		pe.Retryable = !delivered
 		pe.Err = err
@@ -117,11 +110,69 @@ func retryAfter(h http.Header) time.Duration {
 	return 0
 }
 
-// excerpt is the start of a response body, on one line, for an error
-// message.
-func excerpt(body string) string {
+// statusError is a response with an error status. The provider reads
+// these itself (see checkStatus) so that the body of a proxy or a
+// compatible server, whatever its shape, still yields a message and the
+// status is never lost to a decoding error.
+type statusError struct {
+	code   int
+	header http.Header
+	msg    string
+}
+
+func (e *statusError) Error() string { return e.msg }
+
+// maxErrorBody bounds how much of an error response is read.
+const maxErrorBody = 64 << 10
+
+// checkStatus is SDK middleware that turns an error status into a
+// *statusError before the SDK parses the body.
+func checkStatus(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+	res, err := next(req)
+	if err != nil || res.StatusCode < 400 {
+		return res, err
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
+	return nil, &statusError{code: res.StatusCode, header: res.Header, msg: errorMessage(res.StatusCode, body)}
+}
+
+// errorMessage finds the message in an error body
+// ({"type":"error","error":{"type":…,"message":…}} from the API), or
+// falls back to the status text and the start of the body.
+func errorMessage(code int, body []byte) string {
+	var shape struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+	}
+	if json.Unmarshal(body, &shape) == nil {
+		var nested struct {
+			Message string `json:"message"`
+		}
+		var flat string
+		switch {
+		case json.Unmarshal(shape.Error, &nested) == nil && nested.Message != "":
+			return nested.Message
+		case json.Unmarshal(shape.Error, &flat) == nil && flat != "":
+			return flat
+		case shape.Message != "":
+			return shape.Message
+		}
+	}
+	msg := http.StatusText(code)
+	if msg == "" {
+		msg = "status " + strconv.Itoa(code)
+	}
+	if s := excerpt(body); s != "" {
+		msg += ": " + s
+	}
+	return msg
+}
+
+// excerpt is the start of a body, on one line, for an error message.
+func excerpt(body []byte) string {
 	const limit = 200
-	s := strings.Join(strings.Fields(body), " ")
+	s := strings.Join(strings.Fields(string(body)), " ")
 	if len(s) > limit {
 		s = strings.ToValidUTF8(s[:limit], "") + "…"
 	}

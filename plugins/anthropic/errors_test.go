@@ -60,6 +60,7 @@ func TestHTTPStatusErrors(t *testing.T) {
 		{"overloaded", jsonReply(529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, "Retry-After", "3"), 529, true, 3 * time.Second, "Overloaded"},
 		{"gateway page", providertest.Reply{Status: 502, Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte("<html>502</html>")}, 502, true, 0, "Bad Gateway: <html>502</html>"},
 		{"invalid request", jsonReply(400, `{"type":"error","error":{"type":"invalid_request_error","message":"messages: text content blocks must be non-empty"}}`), 400, false, 0, "text content blocks must be non-empty"},
+		{"proxy's flat error", jsonReply(403, `{"error":"key not allowed for this model"}`), 403, false, 0, "key not allowed for this model"},
 		{"unknown model", jsonReply(404, `{"type":"error","error":{"type":"not_found_error","message":"model: claude-9"}}`), 404, false, 0, "model: claude-9"},
 	}
 	for _, tt := range tests {

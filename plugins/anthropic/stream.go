@@ -72,6 +72,13 @@ type decoder struct {
 }
 
 func (d *decoder) decode(ev sdk.MessageStreamEventUnion) ([]agentloop.Chunk, error) {
+	switch ev.Type {
+	case "message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop":
+	default:
+		// The API adds event types over time and documents that clients
+		// should skip the ones they do not know.
+		return nil, nil
+	}
 	if ev.Type != "message_start" && !d.started {
 		return nil, fmt.Errorf("%w: %s before message_start", ErrMalformedStream, ev.Type)
 	}
@@ -119,8 +126,6 @@ func (d *decoder) decode(ev sdk.MessageStreamEventUnion) ([]agentloop.Chunk, err
 	case "message_stop":
 		d.stopped = true
 	}
-	// Unknown event types are skipped: the API adds new ones over time
-	// and documents that clients should ignore them.
 	return nil, nil
 }
 

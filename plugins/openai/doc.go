@@ -6,9 +6,14 @@
 // stream into [agentloop.Chunk] values: text deltas, reasoning deltas
 // (the reasoning_content field DeepSeek sends, or the reasoning field of
 // vLLM and Ollama), tool-call fragments, and one final chunk with the
-// usage and the finish reason. Tool-call indices are renumbered densely in
-// order of first appearance, so a server that omits or skips indices
+// usage and the finish reason. Tool-call indices are renumbered densely
+// in order of first appearance, so a server that omits or skips indices
 // still yields calls 0, 1, 2, ….
+//
+// Reasoning goes back on assistant messages as reasoning_content, which
+// DeepSeek's thinking mode requires in tool-calling conversations.
+// Messages without reasoning carry no such field, so requests to OpenAI
+// stay within its schema.
 //
 // Errors are [*agentloop.ProviderError] values. Rate limits (429) and
 // server errors (5xx) are marked retryable with the server's Retry-After;

@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,13 +12,10 @@ import (
 	"strings"
 	"time"
 
-	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/vigil-run/vigil/agentloop"
 )
-
-const headerTimeout = 10 * time.Minute
 
 var (
 	// ErrMalformedStream is the cause of a stream that could not be
@@ -40,7 +36,7 @@ func (p *Provider) fail(ctx context.Context, err error, delivered bool) error {
 	if errors.As(err, &syn) || errors.As(err, &typ) {
 		err = fmt.Errorf("%w: %w", ErrMalformedStream, err)
 	}
-	var apiErr *oai.Error
+	var status *statusError
 	var streamErr *ssestream.StreamError
 	var netErr net.Error
 	switch {
@@ -51,21 +47,11 @@ func (p *Provider) fail(ctx context.Context, err error, delivered bool) error {
 			err = ctx.Err()
 		}
 		pe.Err = err
-	case errors.As(err, &apiErr):
-		pe.Status = apiErr.StatusCode
-		pe.Retryable = !delivered && retryableStatus(apiErr.StatusCode)
-		if apiErr.Response != nil {
-			pe.RetryAfter = retryAfter(apiErr.Response.Header)
-		}
-		msg := apiErr.Message
-		if msg == "" {
-			// Not an API error body (a proxy's page, say): show its start.
-			msg = http.StatusText(apiErr.StatusCode)
-			if body := excerpt(apiErr.Response); body != "" {
-				msg += ": " + body
-			}
-		}
-		pe.Err = &messageError{msg: msg, err: err}
+	case errors.As(err, &status):
+		pe.Status = status.code
+		pe.Retryable = !delivered && retryableStatus(status.code)
+		pe.RetryAfter = retryAfter(status.header)
+		pe.Err = err
 	case errors.As(err, &streamErr):
 		// An error event in a 200 stream: the server failed while
 		// generating, which is worth another attempt if nothing was
@@ -136,21 +122,73 @@ func streamErrorMessage(e *ssestream.StreamError) string {
 	return strings.TrimSpace(string(e.Event.Data))
 }
 
-// excerpt is the start of a response body, on one line, for an error
-// message. The SDK has buffered the body; it is put back as it was.
-func excerpt(res *http.Response) string {
-	const limit = 200
-	if res == nil || res.Body == nil {
-		return ""
+// statusError is a response with an error status. The provider reads
+// these itself (see checkStatus) because servers disagree on the shape of
+// the body: {"error":{"message":…}} from OpenAI and llama.cpp,
+// {"error":"…"} from Ollama, {"message":…} from vLLM.
+type statusError struct {
+	code   int
+	header http.Header
+	msg    string
+}
+
+func (e *statusError) Error() string { return e.msg }
+
+// maxErrorBody bounds how much of an error response is read.
+const maxErrorBody = 64 << 10
+
+// checkStatus is SDK middleware that turns an error status into a
+// *statusError before the SDK parses the body.
+func checkStatus(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+	res, err := next(req)
+	if err != nil || res.StatusCode < 400 {
+		return res, err
 	}
-	head, _ := io.ReadAll(io.LimitReader(res.Body, limit+1))
-	res.Body = struct {
-		io.Reader
-		io.Closer
-	}{io.MultiReader(bytes.NewReader(head), res.Body), res.Body}
-	s := strings.Join(strings.Fields(string(head)), " ")
-	if len(head) > limit {
-		s = strings.ToValidUTF8(s[:min(len(s), limit)], "") + "…"
+	defer res.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
+	return nil, &statusError{code: res.StatusCode, header: res.Header, msg: errorMessage(res.StatusCode, body)}
+}
+
+// errorMessage finds the message in an error body, or falls back to the
+// status text and the start of the body (a proxy's page, say).
+func errorMessage(code int, body []byte) string {
+	var shape struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Detail  string          `json:"detail"`
+	}
+	if json.Unmarshal(body, &shape) == nil {
+		var nested struct {
+			Message string `json:"message"`
+		}
+		var flat string
+		switch {
+		case json.Unmarshal(shape.Error, &nested) == nil && nested.Message != "":
+			return nested.Message
+		case json.Unmarshal(shape.Error, &flat) == nil && flat != "":
+			return flat
+		case shape.Message != "":
+			return shape.Message
+		case shape.Detail != "":
+			return shape.Detail
+		}
+	}
+	msg := http.StatusText(code)
+	if msg == "" {
+		msg = "status " + strconv.Itoa(code)
+	}
+	if s := excerpt(body); s != "" {
+		msg += ": " + s
+	}
+	return msg
+}
+
+// excerpt is the start of a body, on one line, for an error message.
+func excerpt(body []byte) string {
+	const limit = 200
+	s := strings.Join(strings.Fields(string(body)), " ")
+	if len(s) > limit {
+		s = strings.ToValidUTF8(s[:limit], "") + "…"
 	}
 	return s
 }

@@ -61,6 +61,8 @@ func TestHTTPStatusErrors(t *testing.T) {
 		{"overloaded with retry-after-ms", jsonReply(503, `{"error":{"message":"The engine is currently overloaded.","type":"server_error"}}`, "Retry-After-Ms", "1500", "Retry-After", "2"), 503, true, 1500 * time.Millisecond, "overloaded"},
 		{"bad gateway without a JSON body", providertest.Reply{Status: 502, Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte("<html>502 Bad Gateway</html>")}, 502, true, 0, "Bad Gateway: <html>502 Bad Gateway</html>"},
 		{"bad request", jsonReply(400, `{"error":{"message":"Invalid value for 'temperature'.","type":"invalid_request_error","param":"temperature","code":"invalid_value"}}`), 400, false, 0, "Invalid value for 'temperature'"},
+		{"ollama's string error", jsonReply(404, `{"error":"model \"llama9\" not found, try pulling it first"}`), 404, false, 0, `model "llama9" not found`},
+		{"vllm's flat error", jsonReply(400, `{"object":"error","message":"This model's maximum context length is 8192 tokens.","type":"BadRequestError","param":null,"code":400}`), 400, false, 0, "maximum context length is 8192"},
 		{"unknown model", jsonReply(404, `{"error":{"message":"The model 'gpt-9' does not exist or you do not have access to it.","type":"invalid_request_error","param":null,"code":"model_not_found"}}`), 404, false, 0, "does not exist"},
 	}
 	for _, tt := range tests {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -14,6 +15,10 @@ import (
 
 // providerName names the provider in [agentloop.ProviderError] values.
 const providerName = "openai"
+
+// headerTimeout bounds the wait for response headers; the body of a
+// stream may take much longer.
+const headerTimeout = 10 * time.Minute
 
 // Provider streams chat completions from an OpenAI-compatible server. It
 // is safe for concurrent use; each Stream call is one HTTP request.
@@ -60,6 +65,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 		option.WithHTTPClient(o.client),
 		// The agent loop retries, with backoff, what is safe to retry.
 		option.WithMaxRetries(0),
+		option.WithMiddleware(checkStatus),
 	}
 	if cfg.APIKey != "" {
 		ropts = append(ropts, option.WithAPIKey(cfg.APIKey))

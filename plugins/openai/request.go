@@ -48,8 +48,12 @@ func params(req *agentloop.Request, model string) (oai.ChatCompletionNewParams, 
 }
 
 // messages maps the system prompt and the derived messages, in order.
-// Reasoning is not sent back: the Chat Completions schema has no field
-// for it and DeepSeek rejects reasoning_content in input messages.
+//
+// An assistant message's reasoning goes back as reasoning_content, the
+// field it arrived in: DeepSeek's thinking mode refuses a conversation
+// whose tool-calling turns lack it. The field is not part of the OpenAI
+// schema, so it is sent only when there is reasoning, which OpenAI
+// itself never produces.
 func messages(system string, msgs []session.Message) ([]oai.ChatCompletionMessageParamUnion, error) {
 	out := make([]oai.ChatCompletionMessageParamUnion, 0, len(msgs)+1)
 	if system != "" {
@@ -69,6 +73,9 @@ func messages(system string, msgs []session.Message) ([]oai.ChatCompletionMessag
 			// Content may be absent only when the message calls tools.
 			if m.Content != "" || len(m.ToolCalls) == 0 {
 				a.Content.OfString = param.NewOpt(m.Content)
+			}
+			if m.Reasoning != "" {
+				a.SetExtraFields(map[string]any{"reasoning_content": m.Reasoning})
 			}
 			for _, tc := range m.ToolCalls {
 				a.ToolCalls = append(a.ToolCalls, oai.ChatCompletionMessageToolCallUnionParam{

@@ -99,9 +99,14 @@ func TestMessageMapping(t *testing.T) {
 			want: `[{"content":"hi","name":"ada","role":"user"}]`,
 		},
 		{
-			name: "assistant text, reasoning dropped",
-			msgs: []session.Message{{Role: "assistant", Content: "Hello.", Reasoning: "greet back"}},
+			name: "assistant text",
+			msgs: []session.Message{{Role: "assistant", Content: "Hello."}},
 			want: `[{"content":"Hello.","role":"assistant"}]`,
+		},
+		{
+			name: "reasoning goes back as reasoning_content",
+			msgs: []session.Message{{Role: "assistant", Reasoning: "list first", ToolCalls: []session.ToolCall{{ID: "c", Name: "list_dir", Arguments: "{}"}}}},
+			want: `[{"reasoning_content":"list first","tool_calls":[{"id":"c","function":{"arguments":"{}","name":"list_dir"},"type":"function"}],"role":"assistant"}]`,
 		},
 		{
 			name: "assistant tool calls without content",

@@ -44,14 +44,15 @@ type Server struct {
 	mu      sync.Mutex
 	replies []Reply
 	reqs    []Request
-	fin     chan struct{} // one value per returned handler
+	handled int           // handlers that returned
+	tick    chan struct{} // closed and replaced when handled grows
 }
 
 // NewServer starts a server for the replies; it is closed when the test
 // ends.
 func NewServer(t testing.TB, replies ...Reply) *Server {
 	t.Helper()
-	s := &Server{t: t, replies: replies, fin: make(chan struct{}, 64)}
+	s := &Server{t: t, replies: replies, tick: make(chan struct{})}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
@@ -64,23 +65,35 @@ func (s *Server) Requests() []Request {
 	return append([]Request(nil), s.reqs...)
 }
 
-// WaitHandled waits until n handlers have returned, or fails the test
-// after a timeout. A held reply's handler returns only once the client
+// WaitHandled waits until n handlers in all have returned, or fails the
+// test after timeout. A held reply's handler returns only once the client
 // closed the connection, so this proves a stream was abandoned.
 func (s *Server) WaitHandled(n int, timeout time.Duration) {
 	s.t.Helper()
 	deadline := time.After(timeout)
-	for range n {
+	for {
+		s.mu.Lock()
+		handled, tick := s.handled, s.tick
+		s.mu.Unlock()
+		if handled >= n {
+			return
+		}
 		select {
-		case <-s.fin:
+		case <-tick:
 		case <-deadline:
-			s.t.Fatalf("providertest: handler still running after %v", timeout)
+			s.t.Fatalf("providertest: %d of %d handlers returned after %v", handled, n, timeout)
 		}
 	}
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	defer func() { s.fin <- struct{}{} }()
+	defer func() {
+		s.mu.Lock()
+		s.handled++
+		close(s.tick)
+		s.tick = make(chan struct{})
+		s.mu.Unlock()
+	}()
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		s.t.Errorf("providertest: reading request body: %v", err)
