@@ -76,8 +76,9 @@ type Surface struct {
 
 // Event is a candidate for [Session.Append]: everything of a record except
 // what the session assigns (seq and time). Data is a payload struct of
-// this package (value or pointer), a json.RawMessage, any other value
-// encoding/json can marshal (for plugin-owned types), or nil for {}.
+// this package (value or pointer), a json.RawMessage or []byte of JSON,
+// any other value encoding/json can marshal (for plugin-owned types), or
+// nil for {}.
 // Append encodes Data once; changing it afterwards changes nothing.
 type Event struct {
 	Type string
