@@ -20,8 +20,12 @@ var migrations = []string{
 		parent_seq bigint,
 		next       bigint NOT NULL DEFAULT 0 CHECK (next >= 0) -- the log's length: the seq of the next event
 	);
+	-- No foreign key to vigil_sessions: an append locks the session row
+	-- (to move its length) and a key check would lock it again in another
+	-- mode, making a multixact per append. Events are only ever inserted
+	-- by statements that found their session.
 	CREATE TABLE vigil_events (
-		session_id text NOT NULL REFERENCES vigil_sessions (id) ON DELETE CASCADE,
+		session_id text NOT NULL,
 		seq        bigint NOT NULL CHECK (seq >= 0),
 		line       bytea NOT NULL,             -- the canonical record line, without its newline
 		PRIMARY KEY (session_id, seq)
