@@ -161,8 +161,12 @@ func (cn *conn) explain(err error, took time.Duration) error {
 			return &VersionError{Path: cn.path, Plugin: app, Host: pluginpb.ProtocolVersion}
 		}
 	}
-	select {
-	case <-p.exited:
+	if took >= cn.timeout {
+		return fmt.Errorf("%w: %w: %s did not complete the handshake within %s", ErrHandshake, ErrTimeout, cn.path, cn.timeout)
+	}
+	// No handshake line: the process closed its stdout, which it does
+	// when it exits. Its exit status and stderr are complete once it has.
+	if cn.awaitExit(exitGrace) {
 		msg := fmt.Sprintf("%s exited before the handshake", cn.path)
 		if e := p.exitErr(); e != nil {
 			msg += " (" + e.Error() + ")"
@@ -171,10 +175,6 @@ func (cn *conn) explain(err error, took time.Duration) error {
 			msg += ": " + last
 		}
 		return fmt.Errorf("%w: %w: %s", ErrHandshake, ErrExited, msg)
-	default:
-	}
-	if took >= cn.timeout {
-		return fmt.Errorf("%w: %w: %s did not complete the handshake within %s", ErrHandshake, ErrTimeout, cn.path, cn.timeout)
 	}
 	return fmt.Errorf("%w: %s: %w", ErrHandshake, cn.path, err)
 }
@@ -218,6 +218,26 @@ func (cn *conn) close() {
 	_ = os.RemoveAll(cn.sockDir)
 }
 
+// exitGrace is how long a failure that looks like the process going away
+// waits for its exit to be observed.
+const exitGrace = time.Second
+
+// awaitExit waits up to d for the process to exit and reports whether it
+// has.
+func (cn *conn) awaitExit(d time.Duration) bool {
+	if cn.proc == nil {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-cn.proc.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
 // exited reports whether the process has exited.
 func (cn *conn) exited() bool {
 	if cn.proc == nil {
@@ -247,15 +267,23 @@ func (cn *conn) callCtx(ctx context.Context) (context.Context, context.CancelFun
 // callErr turns the error of a call into the adapter's: ErrTimeout when
 // the plugin did not answer in time, ErrExited when it is gone.
 func (cn *conn) callErr(ctx context.Context, op string, err error) error {
-	switch {
-	case ctx.Err() != nil && status.Code(err) == codes.Canceled:
-		return fmt.Errorf("external: %s: %w", op, context.Cause(ctx))
-	case status.Code(err) == codes.DeadlineExceeded:
+	code := status.Code(err)
+	if code == codes.DeadlineExceeded || code == codes.Canceled {
 		if ctx.Err() != nil {
 			return fmt.Errorf("external: %s: %w", op, context.Cause(ctx))
 		}
+		// gRPC may notice the caller's deadline before ctx's own timer.
+		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+			return fmt.Errorf("external: %s: %w", op, context.DeadlineExceeded)
+		}
+	}
+	switch {
+	case code == codes.DeadlineExceeded:
 		return fmt.Errorf("%w: %s: no answer within %s", ErrTimeout, op, cn.timeout)
-	case cn.exited() || cn.stopping.Load():
+	case cn.stopping.Load() || cn.exited():
+		return fmt.Errorf("%w: %s: %w", ErrExited, op, err)
+	case code == codes.Unavailable && cn.awaitExit(exitGrace):
+		// The connection broke because the process is going away.
 		return fmt.Errorf("%w: %s: %w", ErrExited, op, err)
 	}
 	return fmt.Errorf("external: %s: %w", op, err)

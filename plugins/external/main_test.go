@@ -3,6 +3,8 @@ package external_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"github.com/vigil-run/vigil/agentloop"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/invariants"
@@ -53,6 +56,12 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	_ = os.RemoveAll(dir)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 
@@ -195,4 +204,12 @@ func (h *host) pidOf() int {
 	pid, err := strconv.Atoi(h.call("pid", "{}"))
 	require.NoError(h.t, err)
 	return pid
+}
+
+func sha256File(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
 }
