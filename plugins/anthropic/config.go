@@ -20,15 +20,15 @@ const (
 type Config struct {
 	// BaseURL is the API root without the version segment (requests go
 	// to BaseURL + "v1/messages"). Empty means Anthropic.
-	BaseURL string `yaml:"base_url"`
+	BaseURL string `yaml:"base_url" doc:"API root without /v1; empty means Anthropic"`
 	// APIKey authenticates requests. It may be empty only for a server
 	// other than Anthropic's (a local proxy, say).
-	APIKey string `yaml:"api_key"`
+	APIKey string `yaml:"api_key" doc:"API key; required unless base_url is set"`
 	// Model is used when the request header names none.
-	Model string `yaml:"model"`
+	Model string `yaml:"model" vigil:"required" doc:"model used when the agent names none"`
 	// MaxTokens is used when the request header sets none; zero means
 	// DefaultMaxTokens.
-	MaxTokens int `yaml:"max_tokens"`
+	MaxTokens int `yaml:"max_tokens" doc:"reply cap when the agent sets none (default 1024)"`
 }
 
 // ErrConfig is the error class of an invalid [Config].

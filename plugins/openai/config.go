@@ -14,12 +14,12 @@ const DefaultBaseURL = "https://api.openai.com/v1/"
 type Config struct {
 	// BaseURL is the API root including the version segment, like
 	// "http://localhost:11434/v1" for Ollama. Empty means OpenAI.
-	BaseURL string `yaml:"base_url"`
+	BaseURL string `yaml:"base_url" doc:"API root with version, e.g. http://localhost:11434/v1; empty means OpenAI"`
 	// APIKey is sent as a bearer token. It may be empty for local
 	// servers, but not for OpenAI itself.
-	APIKey string `yaml:"api_key"`
+	APIKey string `yaml:"api_key" doc:"bearer token; may be empty for local servers"`
 	// Model is used when the request header names none.
-	Model string `yaml:"model"`
+	Model string `yaml:"model" vigil:"required" doc:"model used when the agent names none"`
 }
 
 // ErrConfig is the error class of an invalid [Config].
