@@ -105,3 +105,8 @@ func (p *Provider) Stream(ctx context.Context, req *agentloop.Request) (agentloo
 }
 
 var _ agentloop.Provider = (*Provider)(nil)
+
+// Name implements agentloop.Namer: the provider named in request headers.
+func (p *Provider) Name() string { return providerName }
+
+var _ agentloop.Namer = (*Provider)(nil)
