@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/pgstore"
@@ -32,7 +33,15 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv(childEnv); role != "" {
 		os.Exit(child(role))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if code == 0 {
+		// Renewers, listeners and pooled connections end with their store.
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // child runs one role; its exit code is 0, 3 for "busy", 1 for errors.
