@@ -165,10 +165,14 @@ func (cn *conn) watch() {
 		delete(cn.tools, name)
 	}
 	cn.mu.Unlock()
-	// Closing reaps a subprocess, whose exit status says what happened.
-	cerr := cn.cs.Close()
+	// Closing reaps a subprocess, whose exit status says more than the
+	// end of its output.
+	detail := cn.cs.Close()
+	if detail == nil {
+		detail = werr
+	}
 	cause := fmt.Errorf("%w: %s", ErrServerExited, cn.cfg.server())
-	if detail := errors.Join(werr, cerr); detail != nil {
+	if detail != nil {
 		cause = fmt.Errorf("%w: %w", cause, detail)
 	}
 	cn.log.Error("server connection lost; tools withdrawn, plugin failed", "error", cause)

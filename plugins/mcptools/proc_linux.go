@@ -14,12 +14,8 @@ import (
 // threads that run ordinary goroutines, so it lasts as long as the host.
 func ownProcess(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return killGroup(cmd) }
-}
-
-func killGroup(cmd *exec.Cmd) error {
-	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil {
-		return cmd.Process.Kill()
+	cmd.Cancel = func() error {
+		killGroup(cmd)
+		return nil
 	}
-	return nil
 }

@@ -59,7 +59,13 @@ func newTransport(ctx context.Context, cfg *Config, log hclog.Logger, stderr *li
 	log.Debug("starting server", "command", cfg.Command, "args", cfg.Args)
 	return transport{
 		Transport: &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateGrace},
-		release:   func() {},
+		// Closing the session ended the server; what it started in its
+		// process group goes with it.
+		release: func() {
+			if cmd.Process != nil {
+				killGroup(cmd)
+			}
+		},
 	}
 }
 

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 
 	pluginpb "github.com/vigil-run/vigil/plugins/proto"
 )
@@ -59,9 +61,15 @@ func serveConfig[C any](srv *server[C]) *plugin.ServeConfig {
 	return &plugin.ServeConfig{
 		HandshakeConfig: Handshake(),
 		Plugins:         plugin.PluginSet{pluginpb.PluginName: &grpcPlugin[C]{srv: srv}},
-		GRPCServer:      plugin.DefaultGRPCServer,
+		GRPCServer:      newGRPCServer,
 		Logger:          logger,
 	}
+}
+
+// newGRPCServer serves on a pool of stream workers, which spares a
+// goroutine per call on the event path.
+func newGRPCServer(opts []grpc.ServerOption) *grpc.Server {
+	return grpc.NewServer(append(opts, grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))))...)
 }
 
 // Handshake returns the go-plugin handshake of the protocol version this

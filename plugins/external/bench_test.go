@@ -1,0 +1,86 @@
+package external_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/plugins/external"
+	"github.com/vigil-run/vigil/plugins/sdk"
+	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/memory"
+)
+
+// roundTrip is one user/message record and the commit that dispatches it.
+func roundTrip(b *testing.B, c *bus.Context) (*session.Session, *session.Commit) {
+	b.Helper()
+	mgr := session.NewManager(c, memory.New())
+	sess, err := mgr.Create(context.Background())
+	require.NoError(b, err)
+	rec, err := session.NewRecord(0, time.Date(2026, 11, 29, 20, 0, 0, 0, time.UTC), session.Event{
+		Type: session.TypeUserMessage, Data: session.UserMessage{Content: "what is the distance to the moon in miles?"},
+	})
+	require.NoError(b, err)
+	return sess, &session.Commit{Session: sess, Record: rec}
+}
+
+// BenchmarkExternalEventRoundTrip measures one session event sent to an
+// out-of-process plugin for pre-commit validation and its answer: the
+// veto phase of an append, over gRPC with mutual TLS on a unix socket.
+func BenchmarkExternalEventRoundTrip(b *testing.B) {
+	root := bus.New()
+	defer root.Dispose()
+	c := root.Context()
+	_, err := c.Plugin(external.New(), &external.Config{Path: bins["testplugin"]})
+	require.NoError(b, err)
+	sess, commit := roundTrip(b, c)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := session.Committed.Check(ctx, sess.Context(), commit); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkInProcessEventRoundTrip is the same validation by an
+// in-process plugin: a veto listener that hands the record to the same
+// kind of hook.
+func BenchmarkInProcessEventRoundTrip(b *testing.B) {
+	root := bus.New()
+	defer root.Dispose()
+	c := root.Context()
+	validate := func(_ context.Context, ev *sdk.Event) error {
+		if ev.Type != session.TypeUserMessage {
+			return nil
+		}
+		return nil
+	}
+	_, err := c.Plugin(bus.PluginFunc("inproc", func(c *bus.Context, _ struct{}) error {
+		bus.Veto.On(c, func(ctx context.Context, d bus.Dispatch) error {
+			if d.Name != session.Committed.Name() {
+				return nil
+			}
+			cm, ok := d.Payload.(*session.Commit)
+			if !ok || cm.Record.Type() != session.TypeUserMessage {
+				return nil
+			}
+			return validate(ctx, &sdk.Event{Session: cm.Session.ID(), Seq: cm.Record.Seq(), Type: cm.Record.Type(), Line: cm.Record.Bytes()})
+		})
+		return nil
+	}), nil)
+	require.NoError(b, err)
+	sess, commit := roundTrip(b, c)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := session.Committed.Check(ctx, sess.Context(), commit); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

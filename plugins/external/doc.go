@@ -1,0 +1,52 @@
+// Package external is the "external" plugin: it runs a Vigil plugin as its
+// own process, over hashicorp/go-plugin, and maps what the plugin asks for
+// onto the bus. Plugins are written with package plugins/sdk (Go) or
+// against the gRPC protocol in plugins/proto (any language).
+//
+//	plugins:
+//	  - id: units
+//	    name: external
+//	    config:
+//	      path: ./bin/units          # the executable
+//	      sha256: "9f86d08…"         # optional: refuse any other binary
+//	      args: [--verbose]          # optional
+//	      env: [HOME, "UNITS=metric"] # allow-list: nothing else is passed
+//	      timeout: 5s                # start and every call (default 10s)
+//	      config: { precision: 4 }   # the plugin's own config, as JSON
+//
+// # Lifecycle
+//
+// Applying the plugin starts the process and completes the go-plugin
+// handshake: gRPC only, mutual TLS (AutoMTLS), protocol version
+// [pluginpb.ProtocolVersion]. A mismatch is a [*VersionError] naming both
+// versions; anything the binary prints on stdout before the handshake is
+// [ErrStrayOutput]; a binary whose SHA-256 is not the configured one is
+// [ErrChecksum] and never runs (checked with go-plugin's SecureConfig).
+// The host then asks the plugin to describe itself, configures it, and:
+//
+//   - provides each of its tools as an agentloop tool service, whose
+//     Execute is one CallTool round trip;
+//   - for a session/event subscription with observe, registers a
+//     session.Committed listener that sends each committed record (its
+//     canonical JSON line) of the subscribed types;
+//   - for one with veto, registers a bus.Veto listener that sends each
+//     record before it is committed; a veto fails the append with a
+//     [*VetoError], and so does a plugin that does not answer (a policy
+//     that cannot be consulted lets nothing through);
+//   - for session/created, a session.Created observer.
+//
+// The plugin calls the host back through the go-plugin broker: it emits
+// [Emitted] events, reads a live session's derived messages (through the
+// session manager, the "sessions" service) and logs. Its stderr is
+// re-emitted through the fiber's logger, JSON lines at their level.
+//
+// The fiber owns the process: disposing it (or reloading it) asks the
+// plugin to dispose, then stops the process. Every call is bounded by the
+// timeout; a tool call that times out is a PLUGIN_TIMEOUT tool error the
+// model sees. When the process exits on its own (a crash), its calls fail
+// (tool results with PLUGIN_UNAVAILABLE), the crash is logged with the
+// exit status and the last stderr line, and the fiber is disposed; the
+// host and the session logs are unharmed. When the host process dies, the
+// plugin exits too: it holds the read end of a pipe whose write end only
+// the host has (see package pluginpb).
+package external

@@ -1,0 +1,102 @@
+// Package testserver is a small MCP server, written with the official Go
+// SDK, that the tools/mcp tests talk to: in process over HTTP, and as the
+// mcpserver command over stdio.
+package testserver
+
+import (
+	"context"
+	"errors"
+	"os"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ImageSize is the size of the image the image tool returns.
+const ImageSize = 1234
+
+// Options are the server's hooks.
+type Options struct {
+	// Hanging, when set, is called when a call of the hang tool starts.
+	Hanging func()
+}
+
+type (
+	echoIn struct {
+		Text string `json:"text" jsonschema:"what to echo"`
+	}
+	failIn struct {
+		Message string `json:"message" jsonschema:"the error to report"`
+	}
+	nameIn struct {
+		Name string `json:"name" jsonschema:"a tool or variable name"`
+	}
+	none struct{}
+)
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+// New returns the server. Its tools:
+//
+//   - echo {text}: "echo: <text>" (annotated read-only)
+//   - fail {message}: an error result with message
+//   - hang {}: blocks until the call is cancelled
+//   - image {}: a text part and a PNG of ImageSize bytes
+//   - getenv {name}: the server process's environment variable name
+//   - add_tool {name}: adds a tool name that answers "<name> works"
+//   - remove_tool {name}: removes the tool name
+//   - admin_reset {}: a tool tests exclude by pattern
+func New(opts Options) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "vigil-testserver", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text back.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			return text("echo: " + in.Text), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Report an error."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in failIn) (*mcp.CallToolResult, any, error) {
+			return nil, nil, errors.New(in.Message)
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "hang", Description: "Never answer."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, any, error) {
+			if opts.Hanging != nil {
+				opts.Hanging()
+			}
+			<-ctx.Done()
+			return nil, nil, ctx.Err()
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "image", Description: "Draw a picture."},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{
+				&mcp.TextContent{Text: "a picture:"},
+				&mcp.ImageContent{MIMEType: "image/png", Data: make([]byte, ImageSize)},
+			}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "getenv", Description: "Read an environment variable of the server."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in nameIn) (*mcp.CallToolResult, any, error) {
+			return text(os.Getenv(in.Name)), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "add_tool", Description: "Add a tool."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in nameIn) (*mcp.CallToolResult, any, error) {
+			Add(s, in.Name)
+			return text("added " + in.Name), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "remove_tool", Description: "Remove a tool."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in nameIn) (*mcp.CallToolResult, any, error) {
+			s.RemoveTools(in.Name)
+			return text("removed " + in.Name), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "admin_reset", Description: "Reset everything."},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			return text("reset"), nil, nil
+		})
+	return s
+}
+
+// Add adds a tool called name to s that answers "<name> works".
+func Add(s *mcp.Server, name string) {
+	mcp.AddTool(s, &mcp.Tool{Name: name, Description: "Added at runtime."},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			return text(name + " works"), nil, nil
+		})
+}
