@@ -33,7 +33,7 @@ vigil_pg_bindir() {
     return
   fi
   # Debian keeps the server binaries out of PATH.
-  d=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+  d=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
   if [ -z "$d" ] || [ ! -x "$d/initdb" ]; then
     echo "== installing postgresql (apt-get)" >&2
     if [ ! -e /etc/postgresql-common/createcluster.conf ]; then
@@ -44,7 +44,7 @@ vigil_pg_bindir() {
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq >&2
     apt-get install -y -qq -o Dpkg::Options::=--force-confold postgresql >&2
-    d=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+    d=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
   fi
   if [ -z "$d" ] || [ ! -x "$d/initdb" ]; then
     echo "postgres.sh: no initdb after installing postgresql" >&2
