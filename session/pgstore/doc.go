@@ -28,13 +28,14 @@
 // other gets ErrConflict and must reload.
 //
 // Durability follows the session contract (see package session): an
-// append that holds a step/end, turn/end or session/end-seed commits
-// synchronously (it returns once the WAL is flushed), and so does
-// [Store.Flush]; other appends commit asynchronously (synchronous_commit
-// off for that transaction alone): they are visible to every process at
-// once and durable once a later synchronous commit returned, since the
-// WAL is flushed in order. [WithDurableAppends] makes every append
-// synchronous.
+// append that holds a step/end, turn/end or session/end-seed commits with
+// the server's synchronous_commit (on by default: it returns once the WAL
+// is flushed), and so does [Store.Flush]; other appends commit
+// asynchronously (synchronous_commit off for that transaction alone): they
+// are visible to every process at once, and durable once a later
+// synchronous commit returned, since the WAL is flushed in order. A server
+// crash can lose such a tail of a step, never leave a gap.
+// [WithDurableAppends] makes every append synchronous.
 //
 // # One turn at a time: the lease
 //

@@ -54,7 +54,9 @@ func busyError(id, holder string, left float64) error {
 // waits until the lease is released or expires, or ctx is done. An
 // unknown session is [session.ErrNotFound].
 //
-// release is idempotent and never blocks for longer than a round trip; a
+// Leases are not reentrant: a store that holds a session's lease is busy
+// to itself too. release is idempotent and blocks for at most a round
+// trip; a
 // lease that could not be renewed (the database was unreachable for a
 // TTL) is lost, and the holder's next append says so.
 func (s *Store) Lease(ctx context.Context, id string, wait bool) (release func(), err error) {
