@@ -84,10 +84,10 @@ func start(cfg *Config, log hclog.Logger) (_ *conn, err error) {
 	}
 	// go-plugin names the plugin's stderr logger after the binary itself.
 	cn := &conn{path: path, timeout: cfg.timeout(), log: log.Named(filepath.Base(path)), lifeline: w, sockDir: sockDir, stop: make(chan struct{})}
-	env := append(cfg.environ(os.LookupEnv),
-		pluginpb.LifelineEnv+"=3",
-		pluginpb.LogLevelEnv+"="+strings.ToLower(log.GetLevel().String()),
-	)
+	env := append(cfg.environ(os.LookupEnv), pluginpb.LogLevelEnv+"="+strings.ToLower(log.GetLevel().String()))
+	if hasLifeline {
+		env = append(env, pluginpb.LifelineEnv+"=3")
+	}
 	cn.client = plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig: handshake,
 		Plugins:         plugin.PluginSet{pluginpb.PluginName: &hostPlugin{}},

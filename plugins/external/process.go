@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"sync"
 
@@ -33,7 +34,9 @@ type process struct {
 }
 
 func newProcess(cmd *exec.Cmd, lifeline *os.File) (*process, error) {
-	cmd.ExtraFiles = []*os.File{lifeline}
+	if hasLifeline {
+		cmd.ExtraFiles = []*os.File{lifeline}
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -112,6 +115,10 @@ func (p *process) PluginToHost(network, addr string) (string, string, error) {
 func (p *process) HostToPlugin(network, addr string) (string, string, error) {
 	return network, addr, nil
 }
+
+// hasLifeline: the lifeline pipe is passed as an extra file descriptor,
+// which Windows does not support (plugins there watch their parent).
+const hasLifeline = runtime.GOOS != "windows"
 
 type readCloser struct {
 	io.Reader
