@@ -1,3 +1,5 @@
+//go:build unix
+
 package mcptools_test
 
 import (
@@ -19,7 +21,7 @@ func TestKilledServerMidCallFailsThePluginNotTheHost(t *testing.T) {
 	h := newHost(t, callOf("srv_hang", nil), say("The server is gone."), say("Still here."))
 	dir := t.TempDir()
 	f := h.mcp(stdio("srv_", dir))
-	pid := readPid(t, dir)
+	pid := readPid(t, dir, "pid")
 	s := h.session()
 
 	done := make(chan *struct{}, 1)
@@ -117,10 +119,30 @@ func TestDisposeEndsTheServerProcess(t *testing.T) {
 	h := newHost(t)
 	dir := t.TempDir()
 	f := h.mcp(stdio("", dir))
-	pid := readPid(t, dir)
+	pid := readPid(t, dir, "pid")
 	require.True(t, alive(pid))
 	require.NoError(t, f.Dispose())
 	assert.False(t, alive(pid), "the server outlived its fiber")
 	assert.Equal(t, bus.StateDisposed, f.State())
 	assert.NotContains(t, h.logs.String(), "server connection lost", "a dispose is not a failure")
+}
+
+func TestDisposeKillsAStubbornServerAndItsProcessGroup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out the graceful close (about 4s)")
+	}
+	h := newHost(t)
+	dir := t.TempDir()
+	cfg := stdio("", dir)
+	cfg.Env["MCPSERVER_STUBBORN"] = "1"
+	f := h.mcp(cfg)
+	pid, child := readPid(t, dir, "pid"), readPid(t, dir, "child")
+	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+	require.True(t, alive(pid))
+	require.True(t, alive(child))
+
+	require.NoError(t, f.Dispose())
+	assert.False(t, alive(pid), "the server outlived its fiber")
+	require.Eventually(t, func() bool { return !alive(child) }, 5*time.Second, 10*time.Millisecond,
+		"the server's child outlived the fiber")
 }

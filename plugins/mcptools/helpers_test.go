@@ -160,19 +160,15 @@ func waitFile(t *testing.T, path string) {
 	}, 10*time.Second, 5*time.Millisecond, "waiting for %s", path)
 }
 
-func readPid(t *testing.T, dir string) int {
+// readPid waits for the pid file name in dir and returns its pid.
+func readPid(t *testing.T, dir, name string) int {
 	t.Helper()
-	path := filepath.Join(dir, "pid")
+	path := filepath.Join(dir, name)
 	waitFile(t, path)
-	var pid int
-	require.Eventually(t, func() bool {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return false
-		}
-		pid, err = strconv.Atoi(string(b))
-		return err == nil
-	}, 5*time.Second, 5*time.Millisecond)
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(string(b))
+	require.NoError(t, err)
 	return pid
 }
 

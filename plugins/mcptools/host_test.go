@@ -1,3 +1,5 @@
+//go:build unix
+
 package mcptools_test
 
 import (
@@ -12,15 +14,15 @@ import (
 )
 
 // hostHelperEnv, set to a directory, makes the test binary a host that
-// mounts the test server (its pid file goes to the directory) and waits
-// to be killed.
+// mounts a stubborn test server (its pid files go to the directory) and
+// waits to be killed.
 const hostHelperEnv = "VIGIL_MCP_HOST_HELPER"
 
 func hostHelper() int {
 	root := bus.New()
 	_, err := root.Context().Plugin(mcptools.Plugin, &mcptools.Config{
 		Command: os.Getenv("VIGIL_MCP_SERVER_BIN"),
-		Env:     map[string]string{"MCPSERVER_DIR": os.Getenv(hostHelperEnv)},
+		Env:     map[string]string{"MCPSERVER_DIR": os.Getenv(hostHelperEnv), "MCPSERVER_STUBBORN": "1"},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "host helper:", err)
@@ -38,7 +40,7 @@ func alive(pid int) bool {
 	if err != nil {
 		return !os.IsNotExist(err)
 	}
-	// pid (comm) state ...: comm may hold spaces, the state follows the
+	// pid (comm) state …: comm may hold spaces; the state follows the
 	// last parenthesis.
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
