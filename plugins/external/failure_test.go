@@ -172,6 +172,17 @@ func TestSlowPluginIsBoundedByTheTimeout(t *testing.T) {
 		assert.Less(t, time.Since(start), 1500*time.Millisecond)
 		assert.Equal(t, 0, sess.Len(), "an unanswered validation refuses the event")
 	})
+	t.Run("start", func(t *testing.T) {
+		h := newHost(t)
+		cfg := testPlugin("VIGIL_TEST_MODE=slowstart")
+		cfg.Timeout = 300 * time.Millisecond
+		start := time.Now()
+		_, err := h.load(cfg)
+		require.ErrorIs(t, err, external.ErrHandshake)
+		require.ErrorIs(t, err, external.ErrTimeout)
+		assert.Contains(t, err.Error(), "did not complete the handshake within 300ms")
+		assert.Less(t, time.Since(start), 2*time.Second)
+	})
 	t.Run("the caller's deadline is the caller's error", func(t *testing.T) {
 		h := newHost(t)
 		h.mustLoad(testPlugin())

@@ -127,9 +127,12 @@ func TestValidateAnswers(t *testing.T) {
 func TestOnEventDispatchesByName(t *testing.T) {
 	var got []string
 	s := newServer(&Plugin[struct{}]{
-		Name:      "p",
-		OnEvent:   func(_ context.Context, ev *Event) error { got = append(got, ev.Type); return nil },
-		OnSession: func(_ context.Context, id string) error { got = append(got, "created "+id); return errors.New("observer failed") },
+		Name:    "p",
+		OnEvent: func(_ context.Context, ev *Event) error { got = append(got, ev.Type); return nil },
+		OnSession: func(_ context.Context, id string) error {
+			got = append(got, "created "+id)
+			return errors.New("observer failed")
+		},
 	})
 	_, err := s.OnEvent(ctx, &pluginpb.Event{Name: "session/event", Session: "s", Seq: 1, Type: "tool/call"})
 	require.NoError(t, err)
@@ -146,7 +149,9 @@ func TestCallToolAnswers(t *testing.T) {
 	}
 	s := newServer(&Plugin[struct{}]{Name: "p", Tools: []Tool{
 		NewTool("add", "adds", nil, func(_ context.Context, a addArgs) (string, error) { return fmt.Sprint(a.A + a.B), nil }),
-		{Name: "coded", Run: func(context.Context, json.RawMessage) (string, error) { return "", &ToolError{Code: "QUOTA", Message: "no more"} }},
+		{Name: "coded", Run: func(context.Context, json.RawMessage) (string, error) {
+			return "", &ToolError{Code: "QUOTA", Message: "no more"}
+		}},
 		{Name: "failing", Run: func(context.Context, json.RawMessage) (string, error) { return "", errors.New("boom") }},
 		{Name: "panicking", Run: func(context.Context, json.RawMessage) (string, error) { panic("bug") }},
 	}})

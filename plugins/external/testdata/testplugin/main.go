@@ -4,6 +4,7 @@
 //
 //	VIGIL_TEST_MODE=stray    print to stdout before serving
 //	VIGIL_TEST_MODE=version  speak protocol version 99
+//	VIGIL_TEST_MODE=slowstart  sleep 3s before serving
 //	VIGIL_TEST_MARKER=path   create path at start
 package main
 
@@ -52,6 +53,8 @@ func main() {
 	switch os.Getenv("VIGIL_TEST_MODE") {
 	case "stray":
 		fmt.Println("hello from the plugin")
+	case "slowstart":
+		time.Sleep(3 * time.Second)
 	case "version":
 		hs := sdk.Handshake()
 		hs.ProtocolVersion = 99
