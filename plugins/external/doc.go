@@ -35,6 +35,12 @@
 //     that cannot be consulted lets nothing through);
 //   - for session/created, a session.Created observer.
 //
+// Observers are called synchronously, in commit order, like every
+// session.Committed listener: a slow plugin slows appends (each call at
+// most by the timeout), and its failures are logged, never undo a commit.
+// Subscribing to the few types a plugin needs keeps the rest of the log
+// off the wire.
+//
 // The plugin calls the host back through the go-plugin broker: it emits
 // [Emitted] events, reads a live session's derived messages (through the
 // session manager, the "sessions" service) and logs. Its stderr is
