@@ -165,11 +165,11 @@ func (cn *conn) watch() {
 		delete(cn.tools, name)
 	}
 	cn.mu.Unlock()
-	// Closing reaps a subprocess, whose exit status says more than the
-	// end of its output.
-	detail := cn.cs.Close()
-	if detail == nil {
-		detail = werr
+	// Closing reaps a subprocess; when the end itself carries no reason,
+	// its exit status is the best one.
+	detail := werr
+	if cerr := cn.cs.Close(); detail == nil {
+		detail = cerr
 	}
 	cause := fmt.Errorf("%w: %s", ErrServerExited, cn.cfg.server())
 	if detail != nil {
