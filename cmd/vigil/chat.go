@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/config"
 )
 
@@ -36,11 +37,17 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	sess, err := rt.session(ctx, *sid)
+	// The session is opened for each turn and closed after it, so turns
+	// that other processes run in between (store/postgres) show up.
+	sess, done, err := rt.session(ctx, *sid, false)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stderr, "session %s%s\n", sess.ID(), rt.logPath(sess.ID()))
+	id := sess.ID()
+	if err := done(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stderr, "session %s%s\n", id, rt.logPath(id))
 	fmt.Fprintln(e.stderr, "type a message; /exit or end of input quits")
 
 	// The agent and its fiber may be replaced by a reload: reads and
@@ -93,7 +100,7 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 			failed = true
 			continue
 		}
-		res, err := rt2.turn(ctx, e, sess, line, true)
+		res, err := rt2.chatTurn(ctx, e, id, line)
 		mu.Unlock()
 		if err := turnError(res, err); err != nil {
 			fmt.Fprintf(e.stderr, "error: %v\n", err)
@@ -114,4 +121,17 @@ func chatDone(failed bool) error {
 		return silentError{exitFailed}
 	}
 	return nil
+}
+
+// chatTurn runs one turn of a chat on session id, opened for the turn.
+func (rt *runtime) chatTurn(ctx context.Context, e *env, id, prompt string) (*agentloop.TurnResult, error) {
+	sess, done, err := rt.session(ctx, id, true)
+	if err != nil {
+		return nil, err
+	}
+	res, err := rt.turn(ctx, e, sess, prompt, true)
+	if derr := done(context.WithoutCancel(ctx)); derr != nil && err == nil {
+		err = derr
+	}
+	return res, err
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/pgstore"
 )
 
 // cmdRun runs one turn: the prompt from the arguments or stdin, the answer
@@ -22,6 +23,7 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 	cfg := fs.String("c", "plugins.yaml", "plugins.yaml")
 	sid := fs.String("s", "", "continue this session instead of starting one")
 	asJSON := fs.Bool("json", false, "print the turn's result as JSON instead of streaming the answer")
+	wait := fs.Bool("wait", false, "wait for a turn another process runs on the session (stores with leases)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -45,14 +47,14 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	sess, err := rt.session(ctx, *sid)
+	sess, done, err := rt.session(ctx, *sid, *wait)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stderr, "session %s%s\n", sess.ID(), rt.logPath(sess.ID()))
 	res, err := rt.turn(ctx, e, sess, prompt, !*asJSON)
-	if ferr := sess.Flush(context.WithoutCancel(ctx)); ferr != nil && err == nil {
-		err = ferr
+	if derr := done(context.WithoutCancel(ctx)); derr != nil && err == nil {
+		err = derr
 	}
 	if *asJSON && res != nil {
 		enc := json.NewEncoder(e.stdout)
@@ -83,16 +85,19 @@ func (h *host) runtime() (*runtime, error) {
 	return &runtime{h: h, mgr: mgr, agent: agent}, nil
 }
 
-// session opens id, or creates a session when id is empty.
-func (rt *runtime) session(ctx context.Context, id string) (*session.Session, error) {
-	if id == "" {
-		return rt.mgr.Create(ctx)
+// session opens id for one turn, or creates a session when id is empty.
+// On a store with leases (store/postgres) it holds the session's lease
+// until done is called, so one turn at a time runs per session across
+// processes; with wait it waits for a turn running elsewhere to end.
+func (rt *runtime) session(ctx context.Context, id string, wait bool) (*session.Session, func(context.Context) error, error) {
+	s, done, err := pgstore.OpenLeased(ctx, rt.mgr, id, wait)
+	switch {
+	case errors.Is(err, session.ErrNotFound):
+		return nil, nil, usagef("no session %q in this store", id)
+	case errors.Is(err, session.ErrLocked):
+		return nil, nil, fmt.Errorf("%w (use --wait to wait for it)", err)
 	}
-	s, err := rt.mgr.Open(ctx, id)
-	if errors.Is(err, session.ErrNotFound) {
-		return nil, usagef("no session %q in this store", id)
-	}
-	return s, err
+	return s, done, err
 }
 
 // logPath names where the session's log is stored, for stores with files.

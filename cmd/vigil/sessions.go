@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -14,7 +15,7 @@ import (
 
 func cmdSessions(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 {
-		return usagef("sessions needs a subcommand: list, show ID, fork ID --at SEQ, export ID")
+		return usagef("sessions needs a subcommand: list, show ID, fork ID --at SEQ, export ID, import [FILE], tail ID")
 	}
 	sub, rest := args[0], args[1:]
 	fs := flag.NewFlagSet("sessions "+sub, flag.ContinueOnError)
@@ -26,12 +27,12 @@ func cmdSessions(ctx context.Context, e *env, args []string) error {
 	if err := fs.Parse(flagsFirst(rest, map[string]bool{"json": true})); err != nil {
 		return usageError{err}
 	}
-	want := map[string]int{"list": 0, "show": 1, "fork": 1, "export": 1}
+	want := map[string]int{"list": 0, "show": 1, "fork": 1, "export": 1, "tail": 1, "import": 0}
 	n, ok := want[sub]
 	if !ok {
-		return usagef("unknown sessions subcommand %q (list, show, fork, export)", sub)
+		return usagef("unknown sessions subcommand %q (list, show, fork, export, import, tail)", sub)
 	}
-	if fs.NArg() != n {
+	if fs.NArg() != n && !(sub == "import" && fs.NArg() == 1) {
 		return usagef("sessions %s takes %d argument(s), got %d", sub, n, fs.NArg())
 	}
 	if sub == "fork" && *at == -2 {
@@ -72,6 +73,19 @@ func cmdSessions(ctx context.Context, e *env, args []string) error {
 		}
 		_, err = fmt.Fprintln(e.stdout, s.ID())
 		return err
+	case "tail":
+		return sessionsTail(ctx, e, mgr, fs.Arg(0))
+	case "import":
+		var in io.Reader = e.stdin
+		if fs.NArg() == 1 && fs.Arg(0) != "-" {
+			f, err := os.Open(fs.Arg(0))
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			in = f
+		}
+		return sessionsImport(ctx, e, mgr, in)
 	default: // export
 		log, err := mgr.Store().Load(ctx, fs.Arg(0))
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	_ "github.com/vigil-run/vigil/plugins/fstools"    // tools/fs
 	_ "github.com/vigil-run/vigil/plugins/mcptools"   // tools/mcp
 	_ "github.com/vigil-run/vigil/plugins/openai"     // provider/openai
+	_ "github.com/vigil-run/vigil/plugins/pgstore"    // store/postgres
 	_ "github.com/vigil-run/vigil/plugins/replay"     // provider/replay
 	_ "github.com/vigil-run/vigil/plugins/scripted"   // provider/scripted
 	_ "github.com/vigil-run/vigil/plugins/stores"     // store/jsonl, store/memory
