@@ -121,3 +121,79 @@ func BenchmarkFsyncBaseline(b *testing.B) {
 	b.StopTimer()
 	require.NoError(b, f.Close())
 }
+
+// BenchmarkJSONLVersusFsync interleaves the two benchmarks above, batch by
+// batch, so that both see the same disk and the same background load; it
+// reports each one's time per event and the jsonl throughput as a share
+// of the baseline's. One op is one batch of each.
+func BenchmarkJSONLVersusFsync(b *testing.B) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	store, err := jsonl.Open(filepath.Join(dir, "store"))
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = store.Close() })
+	root := bus.New()
+	b.Cleanup(func() { _ = root.Dispose() })
+	m := session.NewManager(root.Context(), store)
+	evs := batchEvents()
+	var data []byte
+	for _, r := range batchRecords(b) {
+		data = r.AppendLine(data)
+	}
+	var (
+		s                *session.Session
+		f                *os.File
+		jsonlT, baseT    time.Duration
+		batches, session int
+	)
+	for b.Loop() {
+		if batches%(perSession/batch) == 0 {
+			b.StopTimer()
+			if s != nil {
+				require.NoError(b, s.Close(ctx))
+				require.NoError(b, f.Close())
+			}
+			s, err = m.Create(ctx)
+			require.NoError(b, err)
+			session++
+			f, err = os.OpenFile(filepath.Join(dir, fmt.Sprintf("%d.jsonl", session)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			require.NoError(b, err)
+			b.StartTimer()
+		}
+		// Alternate which goes first, so neither always pays for the
+		// other's journal commit.
+		t0 := time.Now()
+		if batches%2 == 0 {
+			if _, err := f.Write(data); err != nil {
+				b.Fatal(err)
+			}
+			if err := f.Sync(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		t1 := time.Now()
+		for _, ev := range evs {
+			if _, err := s.Append(ctx, ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+		t2 := time.Now()
+		if batches%2 == 1 {
+			if _, err := f.Write(data); err != nil {
+				b.Fatal(err)
+			}
+			if err := f.Sync(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		baseT += t1.Sub(t0) + time.Since(t2)
+		jsonlT += t2.Sub(t1)
+		batches++
+	}
+	b.StopTimer()
+	require.NoError(b, f.Close())
+	events := float64(batches * batch)
+	b.ReportMetric(float64(jsonlT.Nanoseconds())/events, "jsonl-ns/event")
+	b.ReportMetric(float64(baseT.Nanoseconds())/events, "fsync-ns/event")
+	b.ReportMetric(100*float64(baseT)/float64(jsonlT), "jsonl-throughput-%")
+}

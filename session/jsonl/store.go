@@ -303,9 +303,6 @@ func (s *Store) check(id string) error {
 
 // writer returns the writer of id, taking the session over if needed.
 func (s *Store) writer(id string) (*writer, error) {
-	if err := s.check(id); err != nil {
-		return nil, err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -313,6 +310,9 @@ func (s *Store) writer(id string) (*writer, error) {
 	}
 	if w := s.writers[id]; w != nil {
 		return w, nil
+	}
+	if err := s.check(id); err != nil {
+		return nil, err
 	}
 	w, err := openWriter(s, id, s.Path(id), nil)
 	if err != nil {

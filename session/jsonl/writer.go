@@ -161,6 +161,12 @@ func (w *writer) flush(sync bool) error {
 	}
 	data := w.buf
 	w.buf, w.spare = w.spare[:0], nil
+	if sync && w.armed {
+		// Everything is being synced now: the timer would only sync what
+		// is appended after this, sooner than it needs to be.
+		w.timer.Stop()
+		w.armed = false
+	}
 	w.mu.Unlock()
 
 	var err error
