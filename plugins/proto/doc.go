@@ -11,10 +11,11 @@
 //	       --go-grpc_out=. --go-grpc_opt=paths=source_relative plugin.proto
 //
 // and needs protoc (Debian: apt-get install -y protobuf-compiler) and the
-// two Go generators on PATH:
+// two Go generators on PATH, installed from this module so that their
+// versions are the ones in go.mod:
 //
-//	go install google.golang.org/protobuf/cmd/protoc-gen-go@latest
-//	go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@latest
+//	go install google.golang.org/protobuf/cmd/protoc-gen-go
+//	go install google.golang.org/grpc/cmd/protoc-gen-go-grpc
 //
 // # Process contract
 //
