@@ -1,0 +1,45 @@
+// Package playground serves the page of `vigil demo`: a scripted session
+// run through the real runtime — the bus, the agent loop, the compaction
+// plugin and the invariants plugin in strict mode — shown as the
+// append-only event log beside the messages derived from it and the next
+// request about to go to the model.
+//
+// # What runs
+//
+// A [Server] owns one bus root with the invariants plugin (strict), the
+// store/memory plugin (which provides the session manager) and the
+// compaction plugin, scoped to the demo session. Play creates the demo
+// session and runs its turns with a scripted model and the calc tool; each
+// committed event reaches the page over server-sent events, one by one,
+// with the fold of the log up to it (session.DeriveMessages) and the next
+// request (the latest request/header and the fold the loop will send). The
+// page never folds anything itself.
+//
+// Pacing is done in the runtime, not in the page: a session/event observer
+// of the demo session holds each commit until the page's clock (play) or
+// the user (step) lets it through, so the loop really runs event by event.
+//
+// # Being the bad actor
+//
+// Nothing the page does writes to the demo session. Sending the next
+// request runs a real turn on a fork:
+//
+//   - Deleting an event seeds a new session with the log minus that event
+//     (renumbered, sources and replace ranges remapped). A log that breaks
+//     an append rule is refused when it is seeded; otherwise a turn runs on
+//     it whose llm/stream request is replaced, by a listener in front of
+//     the invariants plugin, with the messages a loop that kept its own
+//     list would send: the fold of the original log plus the new prompt.
+//   - Editing the next request changes a message or the system prompt of
+//     the loop-built request in the same listener, bypassing the log.
+//
+// The invariants plugin then refuses the request (request-reconstruction,
+// request-header) and the page shows its [invariants.Violation] beside a
+// message-by-message comparison of the request with a fresh fold of the
+// log before the step, the very data the plugin compared. Fork, replay
+// (every request re-derived through provider/replay) and verify (the
+// offline rules over the stored log) work on any session shown.
+//
+// The assets (HTML, CSS, JavaScript) are embedded; the page loads nothing
+// from elsewhere and works offline.
+package playground

@@ -1,0 +1,315 @@
+package playground
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/invariants"
+	"github.com/vigil-run/vigil/plugins/calc"
+	"github.com/vigil-run/vigil/plugins/scripted"
+	"github.com/vigil-run/vigil/session"
+)
+
+// Errors of the page's actions.
+var (
+	// errNotShown: the session named is not one the page shows.
+	errNotShown = errors.New("playground: no such session on the page")
+	// errInvalid: the action's arguments make no sense.
+	errInvalid = errors.New("playground: invalid request")
+)
+
+// turnTimeout bounds one turn the page sends.
+const turnTimeout = 30 * time.Second
+
+// sendRequest is the page's "send the next request": the next turn, on a
+// fork of the session shown, with at most one tampering.
+type sendRequest struct {
+	Session string `json:"session"`
+	// Prompt is the turn's user message (default DefaultPrompt).
+	Prompt string `json:"prompt"`
+	// Delete, when set, is the seq of the event to remove from a copy of
+	// the log; the request is then built the way a loop that kept its own
+	// message list would build it: from the original log.
+	Delete *int64 `json:"delete,omitempty"`
+	// Edit, when set, changes the loop-built request on its way to the
+	// model, bypassing the log.
+	Edit *edit `json:"edit,omitempty"`
+}
+
+// Edit targets.
+const (
+	targetMessage = "message"
+	targetSystem  = "system"
+)
+
+// edit changes one message's content, or the system prompt, of the
+// request.
+type edit struct {
+	Target  string `json:"target"`
+	Index   int    `json:"index"`
+	Content string `json:"content"`
+}
+
+// Stages a send ends at.
+const (
+	stageSeed    = "seed"    // the forged log was refused when seeded
+	stageFork    = "fork"    // the session could not be forked
+	stageRequest = "request" // the invariants plugin refused the request
+	stageTurn    = "turn"    // the turn failed otherwise
+	stageSent    = "sent"    // the request reached the model
+)
+
+// Marks of the comparison.
+const (
+	markMatch     = "match"
+	markDiverge   = "diverge"
+	markUnchecked = "unchecked"
+)
+
+// sendResult is what the page shows of a send.
+type sendResult struct {
+	// Session is the session the turn ran on, as it is afterwards.
+	Session *sessionView `json:"session,omitempty"`
+	Tamper  string       `json:"tamper"`
+	Stage   string       `json:"stage"`
+	// Request is the request as it reached the invariants plugin.
+	Request *requestView `json:"request,omitempty"`
+	// Expected is what the plugin compared it with: the fresh fold of the
+	// log before the step's step/start and the latest request/header.
+	Expected *requestView `json:"expected,omitempty"`
+	// Compare marks each message position: a match, the first divergence,
+	// and what the plugin no longer compared after it.
+	Compare []check `json:"compare,omitempty"`
+	// Header marks the header comparison, which follows the messages'.
+	Header    string                `json:"header,omitempty"`
+	Violation *invariants.Violation `json:"violation,omitempty"`
+	Error     string                `json:"error,omitempty"`
+	// Reply is the model's answer when the request was sent.
+	Reply string `json:"reply,omitempty"`
+}
+
+type requestView struct {
+	Turn      int               `json:"turn"`
+	Step      int               `json:"step"`
+	StepStart int64             `json:"step_start"`
+	Header    session.Header    `json:"header"`
+	Messages  []session.Message `json:"messages"`
+}
+
+type check struct {
+	Index int    `json:"index"`
+	Mark  string `json:"mark"`
+}
+
+// send runs the next turn on a fork of the session shown, tampered with
+// as asked, and reports what the invariants plugin made of its request.
+// The demo session itself is never written: a delete seeds a new session,
+// anything else forks the demo, or continues a fork in place.
+func (s *Server) send(req sendRequest) (*sendResult, error) {
+	s.act.Lock()
+	defer s.act.Unlock()
+	ctx, cancel := context.WithTimeout(s.base, turnTimeout)
+	defer cancel()
+	base, ok := s.hub.records(req.Session)
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", errNotShown, req.Session)
+	}
+	prompt := req.Prompt
+	if prompt == "" {
+		prompt = DefaultPrompt
+	}
+	if req.Delete != nil && req.Edit != nil {
+		return nil, fmt.Errorf("%w: delete or edit, not both", errInvalid)
+	}
+	res := &sendResult{Tamper: "none: the request is built from the log"}
+	var (
+		sess   *session.Session
+		tamper func(*agentloop.Request)
+		err    error
+	)
+	switch {
+	case req.Delete != nil:
+		d := *req.Delete
+		forged, err := without(base.records, d)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", errInvalid, err)
+		}
+		// The loop with its own message list still has what the log lost.
+		own, err := session.DeriveMessages(base.records)
+		if err != nil {
+			return nil, err
+		}
+		kept, err := session.DeriveMessages(forged)
+		if err != nil {
+			kept = nil // the seed below refuses the log and says why
+		}
+		typ := base.records[d].Type()
+		res.Tamper = fmt.Sprintf("seq %d (%s) deleted from a copy of the log; the request is built from the original, as by a loop that kept its own message list", d, typ)
+		if sess, err = s.mgr.SeedRecords(ctx, forged); err != nil {
+			res.Stage, res.Error, res.Violation = stageSeed, err.Error(), violationOf(err)
+			return res, nil
+		}
+		s.hub.describe(sess.ID(), kindForged, fmt.Sprintf("%s−%d", base.label, d),
+			fmt.Sprintf("%s without seq %d (%s), renumbered", base.label, d, typ))
+		n := len(kept)
+		tamper = func(r *agentloop.Request) {
+			// This turn's messages follow what the forged log folds to.
+			r.Messages = append(agentloop.CloneMessages(own), r.Messages[min(n, len(r.Messages)):]...)
+		}
+	default:
+		if sess, err = s.continuation(ctx, base); err != nil {
+			res.Stage, res.Error, res.Violation = stageFork, err.Error(), violationOf(err)
+			return res, nil
+		}
+		if e := req.Edit; e != nil {
+			if tamper, res.Tamper, err = e.apply(); err != nil {
+				return nil, err
+			}
+		}
+	}
+
+	// The tampering listener is prepended after the invariants plugin's,
+	// so it runs in front of it: the plugin checks the request as changed.
+	var (
+		sent *requestView
+		at   int
+	)
+	dispose := agentloop.LLMStream.On(sess.Context(), func(ctx context.Context, r *agentloop.Request, next bus.Next[*agentloop.Request, agentloop.Stream]) (agentloop.Stream, error) {
+		if r.LoopBuilt() && sent == nil {
+			if tamper != nil {
+				tamper(r)
+			}
+			sent = viewOf(r)
+			at = sess.Len()
+		}
+		return next(ctx, r)
+	}, bus.Prepend)
+	model, err := scripted.New(nextScript())
+	if err != nil {
+		dispose()
+		return nil, err
+	}
+	agent := agentloop.New(s.c, agentConfig, agentloop.WithProvider(model), agentloop.WithTools(calc.Tool{}), agentloop.WithName("playground"))
+	turn, runErr := agent.Run(ctx, sess, prompt)
+	dispose()
+	if err := agent.Close(); err != nil {
+		s.opts.Logger.Error("closing the agent", "error", err)
+	}
+
+	if sent != nil {
+		recs := sess.Records()
+		want, err := session.DeriveMessages(recs[:sent.StepStart])
+		if err != nil {
+			return nil, err
+		}
+		h, _ := session.DeriveHeader(recs[:at])
+		res.Request = sent
+		res.Expected = &requestView{Turn: sent.Turn, Step: sent.Step, StepStart: sent.StepStart, Header: h, Messages: want}
+		res.Compare, res.Header = compare(want, h, sent)
+	}
+	res.Violation = violationOf(runErr)
+	switch {
+	case res.Violation != nil && sent != nil:
+		res.Stage = stageRequest
+	case runErr != nil:
+		res.Stage = stageTurn
+	default:
+		res.Stage = stageSent
+		if turn != nil {
+			res.Reply = turn.Content
+		}
+	}
+	if runErr != nil {
+		res.Error = runErr.Error()
+	}
+	if v, ok := s.hub.snapshot(sess.ID()); ok {
+		res.Session = &v
+	}
+	return res, nil
+}
+
+// continuation returns the session the next turn of base runs on: a fork
+// of the demo at its last event shown, or a fork itself.
+func (s *Server) continuation(ctx context.Context, base *view) (*session.Session, error) {
+	if base.kind != kindDemo {
+		if sess, ok := s.mgr.Get(base.info.ID); ok {
+			return sess, nil
+		}
+		return nil, fmt.Errorf("%w: %s is closed", errNotShown, base.info.ID)
+	}
+	at := int64(len(base.records)) - 1
+	sess, err := s.mgr.Fork(ctx, base.info.ID, at)
+	if err != nil {
+		return nil, err
+	}
+	s.hub.describe(sess.ID(), kindFork, fmt.Sprintf("%s@%d", base.label, at), fmt.Sprintf("a fork of %s at seq %d", base.label, at))
+	return sess, nil
+}
+
+// apply returns the tampering of e and its description.
+func (e *edit) apply() (func(*agentloop.Request), string, error) {
+	switch e.Target {
+	case targetMessage:
+		i, content := e.Index, e.Content
+		if i < 0 {
+			return nil, "", fmt.Errorf("%w: message index %d", errInvalid, i)
+		}
+		return func(r *agentloop.Request) {
+			if i < len(r.Messages) {
+				r.Messages[i].Content = content
+			}
+		}, fmt.Sprintf("message %d of the request edited on its way to the model, bypassing the log", i), nil
+	case targetSystem:
+		content := e.Content
+		return func(r *agentloop.Request) { r.Header.System = content },
+			"the system prompt of the request edited on its way to the model, bypassing the log", nil
+	}
+	return nil, "", fmt.Errorf("%w: edit target %q (message or system)", errInvalid, e.Target)
+}
+
+// viewOf copies a request.
+func viewOf(r *agentloop.Request) *requestView {
+	return &requestView{Turn: r.Turn, Step: r.Step, StepStart: r.StepStart,
+		Header: agentloop.CloneHeader(r.Header), Messages: agentloop.CloneMessages(r.Messages)}
+}
+
+// compare marks sent against the fold and header it must equal, in the
+// invariants plugin's order: messages position by position up to the
+// first divergence, then the header.
+func compare(want []session.Message, h session.Header, sent *requestView) ([]check, string) {
+	got := sent.Messages
+	out := make([]check, max(len(want), len(got)))
+	diverged := false
+	for i := range out {
+		mark := markMatch
+		switch {
+		case diverged:
+			mark = markUnchecked
+		case i >= len(want) || i >= len(got) || !want[i].Equal(&got[i]):
+			mark, diverged = markDiverge, true
+		}
+		out[i] = check{Index: i, Mark: mark}
+	}
+	switch {
+	case diverged:
+		return out, markUnchecked
+	case session.HeaderEquals(h, sent.Header):
+		return out, markMatch
+	}
+	return out, markDiverge
+}
+
+// violationOf returns the violation a strict invariants plugin refused
+// with, if err is such a refusal.
+func violationOf(err error) *invariants.Violation {
+	var ie *invariants.InvariantError
+	if errors.As(err, &ie) {
+		v := ie.Violation
+		return &v
+	}
+	return nil
+}

@@ -1,0 +1,149 @@
+package playground
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/invariants"
+	"github.com/vigil-run/vigil/plugins/compaction"
+	"github.com/vigil-run/vigil/plugins/stores"
+	"github.com/vigil-run/vigil/session"
+)
+
+// DefaultDelay is how long Play shows each event before the next commits.
+const DefaultDelay = 350 * time.Millisecond
+
+// Options configure a [Server]. The zero value is ready to use.
+type Options struct {
+	// Delay is the time between two events while playing (default
+	// DefaultDelay).
+	Delay time.Duration
+	// Logger receives the runtime's logs (default: discarded).
+	Logger hclog.Logger
+}
+
+// Server is the playground: the runtime it drives and the page it serves.
+// It implements http.Handler. Its methods are safe for concurrent use.
+type Server struct {
+	opts Options
+	root *bus.Root
+	c    *bus.Context
+	mgr  *session.Manager
+	hub  *hub
+	mux  *http.ServeMux
+
+	// base is cancelled by Close: it bounds every run.
+	base   context.Context
+	cancel context.CancelFunc
+
+	// act serializes the page's actions (play control, send, fork,
+	// replay, verify): one experiment at a time keeps their results
+	// readable.
+	act sync.Mutex
+	pl  player
+}
+
+// New builds the runtime — the invariants plugin in strict mode, the
+// store/memory plugin and the compaction plugin, scoped to the demo
+// session — and returns a playground ready to serve. Close releases it.
+func New(opts Options) (*Server, error) {
+	if opts.Delay <= 0 {
+		opts.Delay = DefaultDelay
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	s := &Server{opts: opts, hub: newHub()}
+	s.base, s.cancel = context.WithCancel(context.Background())
+	s.root = bus.New(bus.WithLogger(opts.Logger))
+	s.c = s.root.Context()
+	if err := s.compose(); err != nil {
+		s.cancel()
+		return nil, errors.Join(fmt.Errorf("playground: %w", err), s.root.Dispose())
+	}
+	s.routes()
+	return s, nil
+}
+
+// compose applies the plugins. The invariants plugin comes first, so that
+// its listeners are in place before any session exists and its llm/stream
+// check is registered before the page's tampering listener, which is
+// prepended later and therefore runs in front of it.
+func (s *Server) compose() error {
+	if _, err := s.c.Plugin(invariants.New(), &invariants.Config{Mode: invariants.ModeStrict}); err != nil {
+		return err
+	}
+	if _, err := s.c.Plugin(stores.Memory, nil); err != nil {
+		return err
+	}
+	mgr, err := session.Sessions.Get(s.c)
+	if err != nil {
+		return err
+	}
+	s.mgr = mgr
+	// Only the demo compacts: a fork must keep the log the page compares.
+	demoOnly := s.c.Scope(func(subject any) bool { id, ok := subject.(string); return ok && s.pl.isDemo(id) })
+	if _, err := demoOnly.Plugin(compaction.Plugin, compactionConfig); err != nil {
+		return err
+	}
+	_, err = s.c.Plugin(bus.PluginFunc("playground", func(c *bus.Context, _ struct{}) error {
+		session.Created.On(c, func(_ context.Context, sess *session.Session) error {
+			s.hub.add(sess)
+			return nil
+		})
+		session.Committed.On(c, func(_ context.Context, cm *session.Commit) error {
+			s.pl.hold(cm.Session.ID())
+			s.hub.publish(cm.Session.ID(), cm.Record)
+			return nil
+		})
+		return nil
+	}), nil)
+	return err
+}
+
+// Close stops the demo, ends the page's event streams and disposes the
+// runtime.
+func (s *Server) Close() error {
+	s.act.Lock()
+	defer s.act.Unlock()
+	s.pl.stop()
+	s.cancel()
+	s.hub.close()
+	return s.root.Dispose()
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Serve serves the playground on ln until ctx is done, then closes the
+// playground and shuts the HTTP server down. It returns nil after a clean
+// stop.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return s.base }}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	// Closing first ends the event streams, which Shutdown would wait for.
+	cerr := s.Close()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if serr := srv.Shutdown(sctx); serr != nil && err == nil {
+		err = serr
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return errors.Join(err, cerr)
+}
