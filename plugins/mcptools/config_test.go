@@ -104,7 +104,7 @@ plugins:
     config:
       url: ${MCP_URL}
       headers: { Authorization: "Bearer ${MCP_TOKEN}" }
-      exclude: ["*_tool", "admin_*", hang, fail, image]
+      exclude: ["*_tool", "admin_*", hang, fail, image, getwd]
       prefix: web_
 `), func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
 	require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -30,7 +31,7 @@ func TestPluginProvidesTheServersToolsUntilDisposed(t *testing.T) {
 			cfg := tr.config(t, "srv_")
 			h := newHost(t)
 			f := h.mcp(cfg)
-			assert.Equal(t, []string{"srv_add_tool", "srv_echo", "srv_fail", "srv_getenv", "srv_hang", "srv_image", "srv_remove_tool"}, h.toolNames())
+			assert.Equal(t, []string{"srv_add_tool", "srv_echo", "srv_fail", "srv_getenv", "srv_getwd", "srv_hang", "srv_image", "srv_remove_tool"}, h.toolNames())
 
 			echo := h.tool("srv_echo")
 			spec := echo.Spec()
@@ -62,9 +63,9 @@ func TestIncludeAndExcludeSelectTools(t *testing.T) {
 		include, exclude []string
 		want             []string
 	}{
-		{"include", []string{"echo", "get*"}, nil, []string{"echo", "getenv"}},
-		{"exclude", nil, []string{"*_tool", "admin_*", "hang", "image"}, []string{"echo", "fail", "getenv"}},
-		{"both", []string{"*e*"}, []string{"*_*"}, []string{"echo", "getenv", "image"}},
+		{"include", []string{"echo", "get*"}, nil, []string{"echo", "getenv", "getwd"}},
+		{"exclude", nil, []string{"*_tool", "admin_*", "hang", "image"}, []string{"echo", "fail", "getenv", "getwd"}},
+		{"both", []string{"*e*"}, []string{"*_*", "getwd"}, []string{"echo", "getenv", "image"}},
 		{"none match", []string{"nothing*"}, nil, nil},
 	}
 	for _, tc := range cases {
@@ -114,6 +115,18 @@ func TestEnvIsPassedToTheServerProcess(t *testing.T) {
 	assert.Equal(t, "from plugins.yaml", got)
 }
 
+func TestCommandRunsInDir(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	h := newHost(t)
+	cfg := stdio("", "")
+	cfg.Dir = dir
+	h.mcp(cfg)
+	got, err := h.call("getwd", `{}`)
+	require.NoError(t, err)
+	assert.Equal(t, dir, got)
+}
+
 func TestErrorsBecomeErrorToolResults(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
@@ -133,8 +146,9 @@ func TestErrorsBecomeErrorToolResults(t *testing.T) {
 			assert.Equal(t, "disk on fire", got[0].Error.Message)
 			assert.Empty(t, got[0].Content)
 			require.NotNil(t, got[1].Error)
-			assert.Contains(t, []string{mcptools.CodeToolError, mcptools.CodeRequestFailed}, got[1].Error.Code)
-			assert.Contains(t, got[1].Error.Message, "text")
+			// The server validates arguments against the schema it gave.
+			assert.Equal(t, mcptools.CodeToolError, got[1].Error.Code)
+			assert.Contains(t, got[1].Error.Message, "/properties/text")
 			verify(t, s)
 		})
 	}
@@ -230,7 +244,7 @@ func TestTwoServersWithTheSameToolsNeedPrefixes(t *testing.T) {
 	require.ErrorIs(t, err, bus.ErrServiceDuplicate)
 	assert.ErrorContains(t, err, "prefix")
 	assert.Equal(t, bus.StateFailed, f.State())
-	assert.Len(t, h.toolNames(), 7, "the failed apply withdrew what it provided")
+	assert.Len(t, h.toolNames(), 8, "the failed apply withdrew what it provided")
 
 	h.mcp(stdio("b_", ""))
 	assert.Contains(t, h.toolNames(), "b_echo")

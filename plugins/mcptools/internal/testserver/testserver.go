@@ -44,6 +44,7 @@ func text(s string) *mcp.CallToolResult {
 //   - hang {}: blocks until the call is cancelled
 //   - image {}: a text part and a PNG of ImageSize bytes
 //   - getenv {name}: the server process's environment variable name
+//   - getwd {}: the server process's working directory
 //   - add_tool {name}: adds a tool name that answers "<name> works"
 //   - remove_tool {name}: removes the tool name
 //   - admin_reset {}: a tool tests exclude by pattern
@@ -75,6 +76,14 @@ func New(opts Options) *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "getenv", Description: "Read an environment variable of the server."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in nameIn) (*mcp.CallToolResult, any, error) {
 			return text(os.Getenv(in.Name)), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "getwd", Description: "Print the server's working directory."},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			wd, err := os.Getwd()
+			if err != nil {
+				return nil, nil, err
+			}
+			return text(wd), nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "add_tool", Description: "Add a tool."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in nameIn) (*mcp.CallToolResult, any, error) {
