@@ -39,9 +39,11 @@
 // plugins and the session logs are unharmed. A later config update of the
 // entry connects again.
 //
-// A subprocess belongs to the plugin's fiber: it is started with a
-// context that the fiber's disposal cancels, closed gracefully first
-// (stdin closed, then SIGTERM, then SIGKILL), and killed with its whole
-// process group if it lingers. On Linux it also gets SIGKILL as its parent
-// death signal, so it does not outlive a host that is killed outright.
+// A subprocess belongs to the plugin's fiber and leads its own process
+// group. Disposing the fiber closes it gracefully (stdin closed, then
+// SIGTERM, then SIGKILL), then kills what is left of its process group;
+// the context it was started with ends with the fiber too. On Linux it
+// also gets SIGKILL as its parent death signal, so it does not outlive a
+// host that is killed outright (what the server itself started is out of
+// that signal's reach).
 package mcptools
