@@ -269,3 +269,37 @@ func TestProviderMissingFailsBeforeTheTurn(t *testing.T) {
 	assert.Zero(t, sess.Len())
 	assert.True(t, errors.Is(err, bus.ErrServiceMissing))
 }
+
+// TestVetoedAppendMidStepClosesTheStep: a listener vetoes the tool/call
+// append; the loop closes the open step (an error result for the call,
+// step/end "error") before turn/end, so the log stays well nested, the
+// invariants accept it and the session goes on.
+func TestVetoedAppendMidStepClosesTheStep(t *testing.T) {
+	e := newEnv(t)
+	veto := errors.New("no tools today")
+	bus.Veto.On(e.c, func(_ context.Context, d bus.Dispatch) error {
+		if c, ok := d.Payload.(*session.Commit); ok && c.Record.Type() == session.TypeToolCall {
+			return veto
+		}
+		return nil
+	})
+	calc := funcTool{name: "calc", fn: func(context.Context, json.RawMessage) (string, error) { return "4", nil }}
+	a := agentloop.New(e.c, agentloop.Config{}, agentloop.WithProvider(script(t,
+		scripted.Reply{ToolCalls: []scripted.ToolCall{{Name: "calc", Arguments: map[string]any{"expr": "2+2"}}}},
+		scripted.Reply{Text: "fine"},
+	)), agentloop.WithTools(calc))
+	sess := e.session()
+	res, err := a.Run(context.Background(), sess, "add")
+	require.ErrorIs(t, err, veto)
+	require.NotNil(t, res)
+	assert.Equal(t, session.ReasonError, res.Reason)
+	got := types(sess.Records())
+	assert.Equal(t, []string{session.TypeToolResult, session.TypeStepEnd, session.TypeTurnEnd}, got[len(got)-3:])
+	r := decode[session.ToolResult](t, ofType(sess.Records(), session.TypeToolResult)[0])
+	require.NotNil(t, r.Error)
+	assert.Equal(t, session.CodeToolNotStarted, r.Error.Code)
+
+	res, err = a.Run(context.Background(), sess, "again")
+	require.NoError(t, err)
+	assert.Equal(t, "fine", res.Content)
+}

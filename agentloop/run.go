@@ -155,9 +155,19 @@ func (t *turn) run(ctx context.Context, prompt string) (*TurnResult, error) {
 	}
 }
 
-// finish logs turn/end and returns the result with cause.
+// finish logs turn/end and returns the result with cause. A step left
+// open by a failed append (a vetoed tool/call, say) is closed first, the
+// way crash repair closes one: its unanswered calls get error results and
+// the step ends with finish "error", so the log stays well nested.
 func (t *turn) finish(reason string, cause error) (*TurnResult, error) {
 	t.res.Reason = reason
+	if closers := session.Closers(t.sess.Records()); len(closers) > 1 {
+		for _, ev := range closers[:len(closers)-1] {
+			if _, err := t.sess.Append(t.actx, ev); err != nil {
+				return &t.res, errors.Join(cause, fmt.Errorf("agentloop: close step: %w", err))
+			}
+		}
+	}
 	end := session.TurnEnd{Reason: reason}
 	if cause != nil {
 		end.Error = cause.Error()

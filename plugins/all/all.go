@@ -11,6 +11,7 @@ import (
 	_ "github.com/vigil-run/vigil/plugins/anthropic"  // provider/anthropic
 	_ "github.com/vigil-run/vigil/plugins/calc"       // tools/calc
 	_ "github.com/vigil-run/vigil/plugins/compaction" // compaction
+	_ "github.com/vigil-run/vigil/plugins/external"   // external
 	_ "github.com/vigil-run/vigil/plugins/fstools"    // tools/fs
 	_ "github.com/vigil-run/vigil/plugins/mcptools"   // tools/mcp
 	_ "github.com/vigil-run/vigil/plugins/openai"     // provider/openai
