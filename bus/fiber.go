@@ -359,3 +359,24 @@ func (f *Fiber) finishDispose() {
 	}
 	f.logger.Debug("disposed")
 }
+
+// Fail undoes everything an active fiber registered and leaves it failed
+// with err, as if its apply had failed: for plugins whose resource dies
+// after apply (a plugin process that crashed, a server that went away).
+// [Fiber.Err] then reports err, and a later [Fiber.Update] applies the
+// plugin again. Failing a fiber that is not active does nothing.
+func (f *Fiber) Fail(err error) {
+	f.mu.Lock()
+	if f.state != StateActive {
+		f.mu.Unlock()
+		return
+	}
+	f.setState(StateUnloading)
+	f.mu.Unlock()
+	f.logger.Error("plugin failed", "error", err)
+	f.runDisposers()
+	f.mu.Lock()
+	f.setState(StateFailed)
+	f.err = &PluginError{Plugin: f.name, Op: "run", Err: err}
+	f.mu.Unlock()
+}

@@ -265,3 +265,30 @@ func TestStateNames(t *testing.T) {
 		assert.Equal(t, want, s.String())
 	}
 }
+
+func TestFailUndoesAnActiveFiberAndUpdateReappliesIt(t *testing.T) {
+	root := bus.New()
+	defer root.Dispose()
+	applied, disposed := 0, 0
+	p := bus.PluginFunc("flaky", func(c *bus.Context, _ any) error {
+		applied++
+		return c.Effect(func() func() { return func() { disposed++ } })
+	})
+	f, err := root.Context().Plugin(p, nil)
+	require.NoError(t, err)
+	cause := errors.New("server went away")
+	f.Fail(cause)
+	assert.Equal(t, bus.StateFailed, f.State())
+	assert.Equal(t, 1, disposed, "what the fiber registered is undone")
+	assert.ErrorIs(t, f.Err(), cause)
+	var perr *bus.PluginError
+	require.ErrorAs(t, f.Err(), &perr)
+	assert.Equal(t, "flaky", perr.Plugin)
+
+	f.Fail(cause) // not active: nothing happens
+	assert.Equal(t, 1, disposed)
+
+	require.NoError(t, f.Update(nil))
+	assert.Equal(t, bus.StateActive, f.State())
+	assert.Equal(t, 2, applied)
+}
