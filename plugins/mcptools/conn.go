@@ -67,9 +67,9 @@ func (cn *conn) onListChanged(context.Context, *mcp.ToolListChangedRequest) {
 }
 
 // sync lists the server's tools and makes the provided set match it:
-// tools gone or changed are withdrawn, new ones provided. The first
-// error stops nothing: every tool that can be provided is; the errors are
-// joined.
+// tools gone or changed are withdrawn, new ones provided. A listing that
+// fails changes nothing; a tool that cannot be provided (its name is
+// taken) does not keep the others out. Errors are joined.
 func (cn *conn) sync(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, cn.cfg.timeout())
 	defer cancel()
