@@ -251,11 +251,10 @@ func CheckRequest(records []*session.Record, req *agentloop.Request) *Violation 
 		return &Violation{Rule: RuleRequestReconstruction, Seq: req.StepStart, Index: -1,
 			Message: fmt.Sprintf("the request names step/start seq %d, which the log does not hold", req.StepStart)}
 	}
-	want, err := session.DeriveMessages(records[:req.StepStart])
+	want, h, ok, err := session.DeriveRequest(records, int(req.StepStart))
 	if err != nil {
 		return &Violation{Rule: RuleRequestReconstruction, Seq: -1, Index: -1, Message: fmt.Sprintf("the log does not fold: %v", err)}
 	}
-	h, ok := session.DeriveHeader(records)
 	if !ok {
 		return requestHeader(h, ok, req.Header)
 	}

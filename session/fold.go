@@ -100,22 +100,32 @@ func (f *Fold) apply(r *Record, ps, pe int) {
 			f.surface = slices.Grow(f.surface, len(f.surface)+8)
 		}
 		f.surface = append(f.surface, r)
-		if m, ok := project(r); ok {
+		if r.visible {
 			if len(f.msgs) == cap(f.msgs) {
 				f.msgs = slices.Grow(f.msgs, len(f.msgs)+8)
 			}
-			f.msgs = append(f.msgs, m)
+			f.msgs = append(f.msgs, r.message())
 		}
 	case opReplace:
 		f.surface = slices.Replace(f.surface, ps, pe+1, r)
 		msgs := make([]Message, 0, len(f.surface))
 		for _, s := range f.surface {
-			if m, ok := project(s); ok {
-				msgs = append(msgs, m)
+			if s.visible {
+				msgs = append(msgs, s.message())
 			}
 		}
 		f.msgs = msgs
 	}
+}
+
+// message returns the record's projection. Its tool calls are copied, so
+// that no message a fold hands out aliases record data.
+func (r *Record) message() Message {
+	m := r.msg
+	if len(m.ToolCalls) > 0 {
+		m.ToolCalls = slices.Clone(m.ToolCalls)
+	}
+	return m
 }
 
 // project is the one pure projection of a surface record to a message:
@@ -134,7 +144,6 @@ func project(r *Record) (Message, bool) {
 		if p.Content == "" && len(p.ToolCalls) == 0 {
 			return Message{}, false
 		}
-		// The calls are copied so that no message aliases record data.
 		return Message{Role: RoleAssistant, Content: p.Content, Reasoning: p.Reasoning, ToolCalls: slices.Clone(p.ToolCalls)}, true
 	case ToolResult:
 		m := Message{Role: RoleTool, Content: p.Content, ToolCallID: p.ID, Name: p.Name}
@@ -154,19 +163,72 @@ func project(r *Record) (Message, bool) {
 // with any session but the immutable records. An invalid replace is an
 // ErrInvalidReplace error.
 func DeriveMessages(records []*Record) ([]Message, error) {
-	n := 0
-	for _, r := range records {
-		if r.op != opNone {
-			n++
+	// Most logs never replace: then the surface is every surface record in
+	// order and the fold is a copy of their projections.
+	msgs := make([]Message, 0, len(records)/8+16)
+	for i, r := range records {
+		switch r.op {
+		case opAppend:
+			if r.visible {
+				msgs = append(msgs, r.message())
+			}
+		case opReplace:
+			return deriveWithReplaces(records, i)
 		}
 	}
-	f := Fold{surface: make([]*Record, 0, n), msgs: make([]Message, 0, n)}
+	return msgs, nil
+}
+
+// deriveWithReplaces is the general fold, for logs whose record i is the
+// first replace.
+func deriveWithReplaces(records []*Record, i int) ([]Message, error) {
+	f := Fold{surface: make([]*Record, 0, i+len(records)/4)}
+	f.msgs = make([]Message, 0, cap(f.surface))
 	for _, r := range records {
 		if err := f.Add(r); err != nil {
 			return nil, err
 		}
 	}
 	return f.Messages(), nil
+}
+
+// DeriveRequest returns what a request built at the record before (a
+// step/start) must carry: the fold of the records before it, and the
+// latest request/header of all records (a header logged after the
+// step/start belongs to the step's request), with whether there was one.
+// It is [DeriveMessages] and [DeriveHeader] in one pass.
+func DeriveRequest(records []*Record, before int) ([]Message, Header, bool, error) {
+	if before < 0 || before > len(records) {
+		return nil, Header{}, false, fmt.Errorf("session: derive request before %d of %d records", before, len(records))
+	}
+	h, ok := DeriveHeader(records[before:])
+	msgs := make([]Message, 0, before/8+16)
+	last := -1
+	for i, r := range records[:before] {
+		switch r.op {
+		case opNone:
+			if !ok && r.typ == TypeRequestHeader {
+				last = i
+			}
+		case opAppend:
+			if r.visible {
+				msgs = append(msgs, r.message())
+			}
+		case opReplace:
+			var err error
+			if msgs, err = deriveWithReplaces(records[:before], i); err != nil {
+				return nil, Header{}, false, err
+			}
+			if !ok {
+				h, ok = DeriveHeader(records[:before])
+			}
+			return msgs, h, ok, nil
+		}
+	}
+	if !ok && last >= 0 {
+		h, ok = DeriveHeader(records[last : last+1])
+	}
+	return msgs, h, ok, nil
 }
 
 // DeriveHeader returns the request header of the latest request/header
