@@ -176,7 +176,8 @@ func (cn *conn) watch() {
 		cause = fmt.Errorf("%w: %w", cause, detail)
 	}
 	cn.log.Error("server connection lost; tools withdrawn, plugin failed", "error", cause)
-	fail(cn.c.Fiber(), cause)
+	// Not on a goroutine the fiber's disposers wait for: Fail runs them.
+	cn.c.Fiber().Fail(cause)
 }
 
 // close ends the connection on the plugin's behalf: it stops following

@@ -18,9 +18,6 @@ const Name = "tools/mcp"
 var Plugin bus.Plugin = bus.PluginFunc(Name, apply)
 
 func apply(c *bus.Context, cfg Config) error {
-	if err := failure(c.Fiber()); err != nil {
-		return err
-	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
