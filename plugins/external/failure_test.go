@@ -45,9 +45,10 @@ func TestPluginCrashMidTurnDisposesItsFiberAndTheTurnGoesOn(t *testing.T) {
 	require.NotNil(t, r.Error)
 	assert.Equal(t, external.CodeUnavailable, r.Error.Code)
 
-	require.Eventually(t, func() bool { return f.State() == bus.StateDisposed }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return f.State() == bus.StateFailed }, 5*time.Second, 10*time.Millisecond)
 	assert.False(t, alive(pid))
-	assert.Contains(t, h.logs.String(), "plugin process exited; disposing its fiber")
+	assert.Contains(t, h.logs.String(), "plugin process exited; its fiber fails")
+	require.ErrorIs(t, f.Err(), external.ErrExited)
 	assert.Contains(t, h.logs.String(), "crashing on purpose")
 	_, err = bus.NewService[agentloop.Tool]("tool/echo").Get(h.c)
 	require.ErrorIs(t, err, bus.ErrServiceMissing, "the crashed plugin's tools are withdrawn")
@@ -65,9 +66,9 @@ func TestVetoingPluginThatCrashedRefusesUntilItsFiberIsGone(t *testing.T) {
 	sess := h.session()
 	_, err := h.tool("crash").Execute(context.Background(), json.RawMessage("{}"))
 	require.Error(t, err)
-	require.Eventually(t, func() bool { return f.State() == bus.StateDisposed }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return f.State() == bus.StateFailed }, 5*time.Second, 10*time.Millisecond)
 	_, err = sess.Append(context.Background(), session.Event{Type: session.TypeUserMessage, Data: session.UserMessage{Content: "hi"}})
-	require.NoError(t, err, "the disposed plugin's veto listener is gone")
+	require.NoError(t, err, "the failed plugin's veto listener is gone")
 }
 
 func TestDisposeStopsThePluginProcess(t *testing.T) {

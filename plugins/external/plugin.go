@@ -118,8 +118,8 @@ func (*Plugin) Apply(c *bus.Context, config any) error {
 
 	f := c.Fiber()
 	go watch(cn, func() {
-		log.Error("plugin process exited; disposing its fiber", "path", cn.path, "pid", cn.pid(), "exit", exitString(cn.proc.exitErr()), "stderr", cn.proc.tail.lastLine())
-		_ = f.Dispose()
+		log.Error("plugin process exited; its fiber fails", "path", cn.path, "pid", cn.pid(), "exit", exitString(cn.proc.exitErr()), "stderr", cn.proc.tail.lastLine())
+		f.Fail(fmt.Errorf("%w: %s (%s)", ErrExited, cn.path, exitString(cn.proc.exitErr())))
 	})
 	log.Info("plugin ready", "name", name, "version", desc.GetVersion(), "tools", len(tools.GetTools()), "subscriptions", len(desc.GetSubscriptions()))
 	return nil
