@@ -51,7 +51,8 @@
 // timeout; a tool call that times out is a PLUGIN_TIMEOUT tool error the
 // model sees. When the process exits on its own (a crash), its calls fail
 // (tool results with PLUGIN_UNAVAILABLE), the crash is logged with the
-// exit status and the last stderr line, and the fiber is disposed; the
+// exit status and the last stderr line, and the fiber fails (its Err wraps
+// ErrExited; an Update starts the plugin again); the
 // host and the session logs are unharmed. When the host process dies, the
 // plugin exits too: it holds the read end of a pipe whose write end only
 // the host has (see package pluginpb).
