@@ -13,6 +13,7 @@ const S = {
   editing: null,       // {target, index} while an edit box is open
   busy: false,
   fresh: -1,           // seq of the newest record, to highlight it
+  toEnd: false,        // scroll the log to its end at the next render
   freshMsgs: 0,        // messages before the newest record, to highlight new ones
   result: null,        // {kind, data}
 };
@@ -265,7 +266,8 @@ function renderSession(streaming) {
 
 function renderLog(s, streaming) {
   const log = $('#log');
-  const nearBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 80;
+  const pane = $('#log-pane'); // what scrolls
+  const nearBottom = pane.scrollHeight - pane.scrollTop - pane.clientHeight < 120;
   log.textContent = '';
   if (!s) {
     log.append(h('p.empty', 'Press ', h('kbd', 'Space'), ' to play, ', h('kbd', '→'), ' to step.'));
@@ -289,7 +291,9 @@ function renderLog(s, streaming) {
       compEl = group('compaction', 'Compaction');
       log.append(compEl);
     }
-    const parent = (r.step && stepEl) || (r.turn && turnEl) || compEl || log;
+    // The log's order is kept: a turn-scoped event logged while a step is
+    // open (request/header) shows inside that step.
+    const parent = (r.turn && stepEl) || (r.turn && turnEl) || compEl || log;
     parent.append(eventRow(s, r, info));
     if (r.type === 'step/end' && stepEl) {
       setGroupNote(stepEl, r.data.finish);
@@ -303,7 +307,10 @@ function renderLog(s, streaming) {
     }
   }
   const sel = S.selected != null && log.querySelector(`.ev[data-seq="${S.selected}"]`);
-  if (streaming && S.fresh >= 0 && nearBottom) {
+  if (S.toEnd) {
+    S.toEnd = false;
+    pane.scrollTop = pane.scrollHeight;
+  } else if (streaming && S.fresh >= 0 && nearBottom) {
     const row = log.querySelector(`.ev[data-seq="${S.fresh}"]`);
     if (row) row.scrollIntoView({ block: 'nearest' });
   } else if (sel && !streaming) {
@@ -670,6 +677,7 @@ function send() {
       S.view = d.session.id;
       S.selected = null;
       S.fresh = -1;
+      S.toEnd = true; // the turn just sent is at the end
     }
     return { kind: 'send', data: d };
   });
@@ -684,6 +692,7 @@ function forkHere() {
     upsert(d.session);
     S.view = d.session.id;
     S.selected = null;
+    S.toEnd = true;
     return { kind: 'fork', data: `Forked ${s.label} at seq ${seq}: ${d.session.label} holds seqs 0…${seq} and a session/end-seed. Send the next request to continue it.` };
   });
 }

@@ -1,0 +1,220 @@
+package playground
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// chromiumPath is Debian's chromium, which .ci/run installs.
+const chromiumPath = "/usr/bin/chromium"
+
+// browser starts a headless chromium for the test, or skips the test
+// when there is none — except in CI, where a missing browser fails it.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is missing in CI: .ci/run must install chromium (%v)", chromiumPath, err)
+		}
+		t.Skipf("%s is not installed (apt-get install chromium); in CI this fails", chromiumPath)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	actx, acancel := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(chromiumPath),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1600, 1000),
+	)
+	t.Cleanup(acancel)
+	bctx, bcancel := chromedp.NewContext(actx)
+	t.Cleanup(bcancel)
+	return bctx
+}
+
+// screenshotDir is where the browser test leaves its screenshots:
+// $VIGIL_PLAYGROUND_SHOTS when set (to look at them), else a temporary
+// directory.
+func screenshotDir(t *testing.T) string {
+	if d := os.Getenv("VIGIL_PLAYGROUND_SHOTS"); d != "" {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		return d
+	}
+	return t.TempDir()
+}
+
+func TestBrowserPlaysThenRefusesTheForgedRequest(t *testing.T) {
+	ctx := browser(t)
+	pg := newPlayground(t, Options{Delay: 10 * time.Millisecond})
+	srv := httptest.NewServer(pg)
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { _ = pg.Close() }) // ends the page's event stream first
+
+	do := func(steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		require.NoError(t, chromedp.Do(ctx, steps...))
+	}
+	text := func(sel string) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		require.NoError(t, err)
+		return v
+	}
+	count := func(sel string) int {
+		t.Helper()
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(`+quoteJS(sel)+`).length`))
+		require.NoError(t, err)
+		return n
+	}
+	shownSeqs := func() string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll('#log .ev .seq')].map((e) => e.textContent).join(' ')`))
+		require.NoError(t, err)
+		return v
+	}
+	until := func(expr string) chromedp.Action[chromedp.Void] {
+		return chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(20*time.Second))
+	}
+	shots := screenshotDir(t)
+	shot := func(name string) {
+		t.Helper()
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		require.NoError(t, err)
+		path := filepath.Join(shots, name)
+		require.NoError(t, os.WriteFile(path, png, 0o644))
+		t.Logf("screenshot: %s", path)
+	}
+
+	var mu sync.Mutex
+	var exceptions []string
+	require.NoError(t, chromedp.Listen(ctx, func(ev any) {
+		if e, ok := ev.(*runtime.EventExceptionThrown); ok {
+			mu.Lock()
+			d := e.ExceptionDetails
+			msg := d.Text
+			if d.Exception != nil {
+				msg += " " + d.Exception.Description
+			}
+			exceptions = append(exceptions, fmt.Sprintf("%s:%d: %s", d.URL, d.LineNumber+1, msg))
+			mu.Unlock()
+		}
+	}))
+
+	// Step twice with the keyboard: exactly two events, the loop waits.
+	do(
+		chromedp.Navigate(srv.URL),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-play="idle"]`)),
+		chromedp.KeyEvent(kb.ArrowRight),
+		until(`document.querySelectorAll('#log .ev').length === 1`),
+		chromedp.KeyEvent(kb.ArrowRight),
+		until(`document.querySelectorAll('#log .ev').length === 2`),
+		chromedp.Sleep(100*time.Millisecond),
+	)
+	assert.Equal(t, 2, count(`#log .ev`), "a step shows one event")
+	assert.Contains(t, text(`#status`), "paused")
+	// Three more: the first step's request is in flight.
+	do(
+		chromedp.KeyEvent(kb.ArrowRight), chromedp.KeyEvent(kb.ArrowRight), chromedp.KeyEvent(kb.ArrowRight),
+		until(`document.querySelectorAll('#log .ev').length === 5`),
+	)
+	assert.Equal(t, "request/digest", text(`#log .ev[data-seq="4"] .type`))
+	assert.Equal(t, "0 1 2 3 4", shownSeqs(), "the log shows events in seq order")
+	assert.Contains(t, text(`#req-meta`), "in flight · turn 1 step 1")
+	assert.Equal(t, 1, count(`#request .msg`))
+	shot("playground-stepping.png")
+
+	// Space plays the rest, paced by the runtime.
+	do(
+		chromedp.KeyEvent(" "),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-play="done"]`)),
+		until(`document.querySelectorAll('#log .ev').length === 46`),
+	)
+	shot("playground-played.png")
+	assert.Equal(t, 2, count(`#log .g-turn`), "events grouped by turn")
+	assert.Equal(t, 3, count(`#log .g-step`), "and by step")
+	assert.Equal(t, 2, count(`#log .g-compaction .ev.k-compaction`), "compaction/start and compaction/end, grouped")
+	assert.Equal(t, 3, count(`#log .ev.shadowed`), "the question, tool call and result the summary replaced")
+	assert.Equal(t, 4, count(`#messages .msg`))
+	inOrder := make([]string, 46)
+	for i := range inOrder {
+		inOrder[i] = fmt.Sprint(i)
+	}
+	assert.Equal(t, strings.Join(inOrder, " "), shownSeqs())
+	assert.Equal(t, 5, count(`#request .msg`), "the fold and this turn's message")
+	assert.Contains(t, text(`#status`), "done")
+
+	// Be the bad actor: delete the second question, send the next request.
+	const second = `#log .ev[data-type="user/message"][data-seq="30"]`
+	do(
+		chromedp.Click(chromedp.CSS(second)),
+		chromedp.Click(chromedp.CSS(second+` .op-del`)),
+		chromedp.WaitVisible(chromedp.CSS(`#log .ev.doomed[data-seq="30"]`)),
+	)
+	assert.Contains(t, text(`#staged`), "seq 30")
+	do(
+		chromedp.Click(chromedp.CSS(`#send`)),
+		chromedp.WaitVisible(chromedp.CSS(`#result .violation code.rule`)),
+		chromedp.Sleep(1500*time.Millisecond), // let the ticks appear
+	)
+	shot("playground-refused.png")
+	assert.Contains(t, text(`#result .verdict`), "Refused by the invariants plugin")
+	assert.Equal(t, "request-reconstruction", text(`#result .violation code.rule`))
+	assert.Equal(t, "message 2 differs from the fold of the log", text(`#result .violation .vmsg`))
+	assert.Equal(t, "✗", strings.TrimSpace(text(`#result td.mark.bad`)), "a red cross at the first divergence")
+	assert.Equal(t, 1, count(`#result td.mark.bad`))
+	assert.Equal(t, 2, count(`#result td.mark.ok`), "a tick for each message before it")
+
+	// The forged session is shown; verify names what the deletion broke.
+	assert.Contains(t, text(`#tabs .tab[aria-selected="true"]`), "demo−30")
+	do(
+		chromedp.KeyEvent("v"),
+		until(`(document.querySelector('#result .verdict') || {textContent: ''}).textContent.includes('Verify')`),
+	)
+	assert.Contains(t, text(`#result`), "request-digest")
+
+	// Back on the demo: edit a message of the next request, bypassing the
+	// log, and send it with the keyboard.
+	do(
+		chromedp.Click(chromedp.CSS(`#tabs .tab[data-kind="demo"]`)),
+		chromedp.Click(chromedp.CSS(`#request .msg[data-index="1"] .edit`)),
+		chromedp.SetValue(chromedp.CSS(`#request textarea.editbox`), "A week has 1 second."),
+		chromedp.Click(chromedp.CSS(`#request .editbtns .primary`)),
+		chromedp.WaitVisible(chromedp.CSS(`#request .msg.tampered[data-index="1"]`)),
+	)
+	assert.Contains(t, text(`#staged`), "message #1")
+	do(
+		chromedp.KeyEvent(kb.Enter),
+		until(`(document.querySelector('#result .violation .vmsg') || {textContent: ''}).textContent.includes('message 1')`),
+		chromedp.Sleep(1200*time.Millisecond),
+	)
+	shot("playground-edited.png")
+	assert.Equal(t, "request-reconstruction", text(`#result .violation code.rule`))
+	assert.Equal(t, 1, count(`#result td.mark.ok`))
+	assert.Equal(t, 1, count(`#result td.mark.bad`))
+	assert.Contains(t, text(`#tabs .tab[aria-selected="true"]`), "demo@45")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Empty(t, exceptions, "no script error on the page")
+}
+
+func quoteJS(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }
