@@ -161,10 +161,13 @@ func (t *turn) run(ctx context.Context, prompt string) (*TurnResult, error) {
 // the step ends with finish "error", so the log stays well nested.
 func (t *turn) finish(reason string, cause error) (*TurnResult, error) {
 	t.res.Reason = reason
-	if closers := session.Closers(t.sess.Records()); len(closers) > 1 {
-		for _, ev := range closers[:len(closers)-1] {
-			if _, err := t.sess.Append(t.actx, ev); err != nil {
-				return &t.res, errors.Join(cause, fmt.Errorf("agentloop: close step: %w", err))
+	// Only a turn cut short can have left a step open.
+	if reason != session.ReasonCompleted && reason != session.ReasonMaxSteps {
+		if closers := session.Closers(t.sess.Records()); len(closers) > 1 {
+			for _, ev := range closers[:len(closers)-1] {
+				if _, err := t.sess.Append(t.actx, ev); err != nil {
+					return &t.res, errors.Join(cause, fmt.Errorf("agentloop: close step: %w", err))
+				}
 			}
 		}
 	}

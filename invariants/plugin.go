@@ -245,20 +245,34 @@ func (k *checker) onStatus(ctx context.Context, ch agentloop.StatusChange) error
 // records of its session: request-reconstruction against a fresh fold of
 // the records before the in-flight step's step/start, request-header
 // against the latest request/header, then orphaned-tool-result on the
-// request itself.
+// request itself. The fold is compared message by message as it is
+// derived from the records, sharing nothing with the live session's fold;
+// only a violation builds the lists to report the divergence.
 func CheckRequest(records []*session.Record, req *agentloop.Request) *Violation {
 	if req.StepStart < 0 || req.StepStart >= int64(len(records)) || records[req.StepStart].Type() != session.TypeStepStart {
 		return &Violation{Rule: RuleRequestReconstruction, Seq: req.StepStart, Index: -1,
 			Message: fmt.Sprintf("the request names step/start seq %d, which the log does not hold", req.StepStart)}
 	}
-	want, h, ok, err := session.DeriveRequest(records, int(req.StepStart))
+	sent := req.Messages
+	diverged, count := false, 0
+	h, ok, err := session.DeriveRequestFunc(records, int(req.StepStart), func(i int, m *session.Message) bool {
+		count = i + 1
+		diverged = i >= len(sent) || !m.Equal(&sent[i])
+		return !diverged
+	})
 	if err != nil {
 		return &Violation{Rule: RuleRequestReconstruction, Seq: -1, Index: -1, Message: fmt.Sprintf("the log does not fold: %v", err)}
 	}
-	if !ok {
-		return requestHeader(h, ok, req.Header)
+	if diverged || count != len(sent) {
+		want, _, _, _ := session.DeriveRequest(records, int(req.StepStart))
+		if v := requestReconstruction(want, sent); v != nil {
+			return v
+		}
 	}
-	return CompareRequest(want, h, req)
+	if v := requestHeader(h, ok, req.Header); v != nil {
+		return v
+	}
+	return orphanedToolResult(sent)
 }
 
 // CompareRequest is the comparison pass of [CheckRequest] against an

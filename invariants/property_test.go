@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
+	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/session"
 )
@@ -216,4 +217,49 @@ func editContent(s *spec) {
 		m.Header.Model += "-edited"
 		setData(s, m)
 	}
+}
+
+// TestPropertyCheckRequestMatchesFreshFold: for every step of random logs
+// (with compactions), a request carrying the fresh fold passes the check,
+// and one with any message changed or dropped is refused with
+// request-reconstruction at the first divergence.
+func TestPropertyCheckRequestMatchesFreshFold(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		b := genLog(rt)
+		for _, r := range b.records {
+			if r.Type() != session.TypeStepStart {
+				continue
+			}
+			want, err := session.DeriveMessages(b.records[:r.Seq()])
+			require.NoError(rt, err)
+			again, h, ok, err := session.DeriveRequest(b.records, int(r.Seq()))
+			require.NoError(rt, err)
+			require.True(rt, ok)
+			require.Equal(rt, want, again, "DeriveRequest folds like DeriveMessages")
+			require.True(rt, session.HeaderEquals(b.header, h))
+			req := &agentloop.Request{Session: "gen", Turn: r.Turn(), Step: r.Step(), StepStart: r.Seq(), Header: b.header, Messages: agentloop.CloneMessages(want)}
+			if v := invariants.CheckRequest(b.records, req); v != nil {
+				rt.Fatalf("step at seq %d: %s", r.Seq(), v)
+			}
+			if len(want) == 0 {
+				continue
+			}
+			k := rapid.IntRange(0, len(want)-1).Draw(rt, "message")
+			bad := agentloop.CloneMessages(want)
+			if rapid.Bool().Draw(rt, "drop") {
+				bad = slices.Delete(bad, k, k+1)
+			} else {
+				bad[k].Content += "?"
+			}
+			req.Messages = bad
+			v := invariants.CheckRequest(b.records, req)
+			require.NotNil(rt, v, "a changed request at seq %d passed", r.Seq())
+			require.Equal(rt, invariants.RuleRequestReconstruction, v.Rule)
+			first := 0
+			for first < min(len(want), len(bad)) && want[first].Equal(&bad[first]) {
+				first++
+			}
+			require.Equal(rt, first, v.Index, "the violation names the first divergence: %s", v)
+		}
+	})
 }

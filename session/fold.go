@@ -198,12 +198,35 @@ func deriveWithReplaces(records []*Record, i int) ([]Message, error) {
 // step/start belongs to the step's request), with whether there was one.
 // It is [DeriveMessages] and [DeriveHeader] in one pass.
 func DeriveRequest(records []*Record, before int) ([]Message, Header, bool, error) {
+	msgs := make([]Message, 0, before/8+16)
+	h, ok, err := DeriveRequestFunc(records, before, func(i int, m *Message) bool {
+		c := *m
+		if len(c.ToolCalls) > 0 {
+			c.ToolCalls = slices.Clone(c.ToolCalls)
+		}
+		// After a replace the fold starts over from message 0.
+		msgs = append(msgs[:i], c)
+		return true
+	})
+	if err != nil {
+		return nil, Header{}, false, err
+	}
+	return msgs, h, ok, nil
+}
+
+// DeriveRequestFunc is [DeriveRequest] without building the message list:
+// it calls fn with each message of the fold of records[:before], in order,
+// until fn returns false. For a log without replaces the messages are the
+// records' own projections, handed out as they are met, so a comparison
+// against the fold costs no allocation; they must not be modified or kept.
+// A log with replaces is folded first, and fn may then see messages from
+// index 0 again: it must judge each (i, m) on its own.
+func DeriveRequestFunc(records []*Record, before int, fn func(i int, m *Message) bool) (Header, bool, error) {
 	if before < 0 || before > len(records) {
-		return nil, Header{}, false, fmt.Errorf("session: derive request before %d of %d records", before, len(records))
+		return Header{}, false, fmt.Errorf("session: derive request before %d of %d records", before, len(records))
 	}
 	h, ok := DeriveHeader(records[before:])
-	msgs := make([]Message, 0, before/8+16)
-	last := -1
+	last, n, stopped := -1, 0, false
 	for i, r := range records[:before] {
 		switch r.op {
 		case opNone:
@@ -211,24 +234,31 @@ func DeriveRequest(records []*Record, before int) ([]Message, Header, bool, erro
 				last = i
 			}
 		case opAppend:
-			if r.visible {
-				msgs = append(msgs, r.message())
+			if r.visible && !stopped {
+				stopped = !fn(n, &r.msg)
+				n++
 			}
 		case opReplace:
-			var err error
-			if msgs, err = deriveWithReplaces(records[:before], i); err != nil {
-				return nil, Header{}, false, err
+			// The surface was spliced: what fn saw may not be the fold.
+			msgs, err := deriveWithReplaces(records[:before], i)
+			if err != nil {
+				return Header{}, false, err
+			}
+			for k := range msgs {
+				if !fn(k, &msgs[k]) {
+					break
+				}
 			}
 			if !ok {
 				h, ok = DeriveHeader(records[:before])
 			}
-			return msgs, h, ok, nil
+			return h, ok, nil
 		}
 	}
 	if !ok && last >= 0 {
 		h, ok = DeriveHeader(records[last : last+1])
 	}
-	return msgs, h, ok, nil
+	return h, ok, nil
 }
 
 // DeriveHeader returns the request header of the latest request/header

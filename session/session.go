@@ -3,9 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync"
-	"sync/atomic"
 
 	"github.com/vigil-run/vigil/bus"
 )
@@ -22,9 +20,6 @@ type Session struct {
 	appendMu sync.Mutex // serializes Append, held across its dispatch
 	closed   bool       // guarded by appendMu
 	one      [1]*Record // the batch handed to the store, guarded by appendMu
-	// dispatching is the goroutine id of an append whose listeners are
-	// running, so an append from one of them fails instead of deadlocking.
-	dispatching atomic.Uint64
 
 	mu        sync.RWMutex // guards what follows
 	records   []*Record
@@ -115,11 +110,13 @@ func (s *Session) Header() (Header, bool) {
 //  3. Committed.Observe: the Committed listeners see the same *Commit;
 //     their failures are logged and never undo the commit.
 //
-// Appending to a session from inside a listener of one of its own appends
-// is an ErrReentrantAppend error. (A listener that waits for another
-// goroutine appending to the same session deadlocks; don't.)
+// Appending to a session from inside a listener of one of its own appends,
+// with the context the listener was given (or one derived from it), is an
+// ErrReentrantAppend error. (An append from a listener with an unrelated
+// context, or one that waits for another goroutine appending to the same
+// session, deadlocks: the session's appends are serial; don't.)
 func (s *Session) Append(ctx context.Context, ev Event) (*Record, error) {
-	if g := s.dispatching.Load(); g != 0 && g == goid() {
+	if ctx.Value(dispatchKey{s}) != nil {
 		return nil, fmt.Errorf("session %s: append %s: %w", s.info.ID, ev.Type, ErrReentrantAppend)
 	}
 	if err := ctx.Err(); err != nil {
@@ -144,9 +141,10 @@ func (s *Session) Append(ctx context.Context, ev Event) (*Record, error) {
 		return nil, fmt.Errorf("session %s: append: %w", s.info.ID, err)
 	}
 	*commit = Commit{Session: s, Record: rec}
+	// Listeners get a context that marks this dispatch, so an append or
+	// close made with it from one of them fails instead of deadlocking.
 	if s.m.watched() {
-		s.dispatching.Store(goid())
-		defer s.dispatching.Store(0)
+		ctx = context.WithValue(ctx, dispatchKey{s}, true)
 	}
 	if err := Committed.Check(ctx, s.c, commit); err != nil {
 		return nil, fmt.Errorf("session %s: append %s: %w", s.info.ID, rec.typ, err)
@@ -189,7 +187,7 @@ func (s *Session) Flush(ctx context.Context) error {
 // nothing. Closing a session from a listener of its own append is an
 // ErrReentrantAppend error.
 func (s *Session) Close(ctx context.Context) error {
-	if g := s.dispatching.Load(); g != 0 && g == goid() {
+	if ctx.Value(dispatchKey{s}) != nil {
 		return fmt.Errorf("session %s: close: %w", s.info.ID, ErrReentrantAppend)
 	}
 	s.appendMu.Lock()
@@ -209,22 +207,6 @@ func (s *Session) Close(ctx context.Context) error {
 	return err
 }
 
-// goid returns the id of the calling goroutine, parsed from the first
-// line of its stack trace ("goroutine 42 [running]:"). It costs about a
-// microsecond, so Append calls it only while someone listens.
-func goid() uint64 {
-	var buf [64]byte
-	b := buf[:runtime.Stack(buf[:], false)]
-	const prefix = "goroutine "
-	if len(b) < len(prefix) {
-		return 0
-	}
-	var id uint64
-	for _, c := range b[len(prefix):] {
-		if c < '0' || c > '9' {
-			break
-		}
-		id = id*10 + uint64(c-'0')
-	}
-	return id
-}
+// dispatchKey marks the context the listeners of an append of a session
+// receive.
+type dispatchKey struct{ s *Session }
