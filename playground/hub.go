@@ -174,13 +174,15 @@ func (h *hub) playState() playState {
 	return h.play
 }
 
-// reset forgets every session shown.
-func (h *hub) reset() {
+// reset forgets every session shown and returns their ids.
+func (h *hub) reset() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	ids := h.order
 	h.views = map[string]*view{}
 	h.order = nil
 	h.broadcastLocked(frame("reset", struct{}{}))
+	return ids
 }
 
 // hello is the first event of a subscription: everything shown.

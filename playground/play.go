@@ -144,7 +144,15 @@ func (s *Server) control(op string) (playState, error) {
 		}
 	case opReset:
 		s.pl.stop()
-		s.hub.reset()
+		// The sessions are closed, not kept live: a long demo does not
+		// accumulate every experiment's session.
+		for _, id := range s.hub.reset() {
+			if sess, ok := s.mgr.Get(id); ok {
+				if err := sess.Close(s.base); err != nil {
+					s.opts.Logger.Warn("closing a session", "session", id, "error", err)
+				}
+			}
+		}
 		s.setState(stateIdle, nil)
 	default:
 		return s.hub.playState(), fmt.Errorf("%w %q", ErrUnknownOp, op)

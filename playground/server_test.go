@@ -168,6 +168,7 @@ func TestResetStopsTheDemoAndForgetsItsSessions(t *testing.T) {
 	events.until("reset")
 	_, shown := s.hub.records(s.hub.playState().Session)
 	assert.False(t, shown)
+	assert.Empty(t, s.mgr.Live(), "the sessions are closed")
 
 	// Play starts over with a new demo session.
 	id := finishDemo(t, s)

@@ -1,0 +1,79 @@
+package playground_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/vigil-run/vigil/playground"
+)
+
+// The playground's page drives it over a small JSON API; so can a
+// program. Here: play the demo to its end, delete the second question
+// from a copy of its log, send the next request as a loop that kept its
+// own message list would, and read the invariants plugin's verdict.
+func Example() {
+	pg, err := playground.New(playground.Options{Delay: time.Millisecond})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- pg.Serve(ctx, ln) }()
+	url := "http://" + ln.Addr().String()
+
+	call := func(method, path string, body, out any) {
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequest(method, url+path, bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		defer resp.Body.Close()
+		_ = json.NewDecoder(resp.Body).Decode(out)
+	}
+
+	var play struct{ Session string }
+	call("POST", "/api/control", map[string]string{"op": "finish"}, &play)
+	var demo struct{ Records []json.RawMessage }
+	for deadline := time.Now().Add(10 * time.Second); len(demo.Records) < 46 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+		demo.Records = nil
+		call("GET", "/api/sessions/"+play.Session, nil, &demo)
+	}
+	fmt.Println(len(demo.Records), "events; seq 30 is", string(demo.Records[30][strings.Index(string(demo.Records[30]), `"data"`):]))
+
+	var res struct {
+		Stage     string
+		Violation struct{ Rule, Message string }
+		Compare   []struct{ Mark string }
+	}
+	call("POST", "/api/send", map[string]any{"session": play.Session, "delete": 30}, &res)
+	fmt.Println(res.Stage, res.Violation.Rule+":", res.Violation.Message)
+	marks := make([]string, len(res.Compare))
+	for i, c := range res.Compare {
+		marks[i] = map[string]string{"match": "✓", "diverge": "✗", "unchecked": "·"}[c.Mark]
+	}
+	fmt.Println(strings.Join(marks, " "))
+
+	stop()
+	fmt.Println(<-served)
+	// Output:
+	// 46 events; seq 30 is "data":{"content":"And in a single day?"}}
+	// request request-reconstruction: message 2 differs from the fold of the log
+	// ✓ ✓ ✗ · ·
+	// <nil>
+}
