@@ -110,17 +110,19 @@ func (ch *chain[P, R]) call(ctx context.Context, p P) (result R, err error) {
 		return ch.fallback(ctx, p)
 	}
 	ch.pos, ch.cur = i+1, i
-	defer ch.unwind(start, prev, &result, &err)
-	return ch.fns[i](ctx, p, ch.next)
-}
-
-// unwind restores the chain's position after a level returns and turns a
-// panic of that level (or below) into its error, so the caller's next
-// returns an error naming the plugin of the listener that panicked.
-func (ch *chain[P, R]) unwind(start, prev int, result *R, err *error) {
-	if v := recover(); v != nil {
-		var zero R
-		*result, *err = zero, &PluginError{Plugin: ch.ll.items[ch.cur].fiber.name, Op: ch.name, Err: panicError(v)}
-	}
-	ch.pos, ch.cur = start, prev
+	returned := false
+	defer func() {
+		// recover only on the panic path: a call to it costs even when
+		// nothing panics.
+		if !returned {
+			if v := recover(); v != nil {
+				var zero R
+				result, err = zero, &PluginError{Plugin: ch.ll.items[ch.cur].fiber.name, Op: ch.name, Err: panicError(v)}
+			}
+		}
+		ch.pos, ch.cur = start, prev
+	}()
+	result, err = ch.fns[i](ctx, p, ch.next)
+	returned = true
+	return result, err
 }
