@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"sync"
+	"sync/atomic"
 )
 
 // ErrNoHandler is returned by a waterfall with no fallback when every
@@ -17,15 +19,20 @@ type Next[P, R any] func(ctx context.Context, payload P) (R, error)
 // receives next and decides whether, when and with what to call it; the
 // innermost handler is the fallback given to [Waterfall.Run].
 type Waterfall[P, R any] struct {
-	id   int
-	name string
+	id     int
+	name   string
+	chains *sync.Pool // of *chain[P, R]
 }
 
 // NewWaterfall returns the key of the waterfall called name.
 func NewWaterfall[P, R any](name string) Waterfall[P, R] {
 	sig := reflect.TypeFor[func(context.Context, P, Next[P, R]) (R, error)]()
-	return Waterfall[P, R]{id: register(name, sig), name: name}
+	return Waterfall[P, R]{id: register(name, sig), name: name, chains: &sync.Pool{New: func() any { return new(chain[P, R]) }}}
 }
+
+// ErrNextAfterReturn is returned by a waterfall's next called after the
+// dispatch it belongs to has returned.
+var ErrNextAfterReturn = errors.New("bus: waterfall next called after its dispatch returned")
 
 // Name returns the waterfall name.
 func (w Waterfall[P, R]) Name() string { return w.name }
@@ -39,8 +46,10 @@ func (w Waterfall[P, R]) On(c *Context, fn func(ctx context.Context, payload P, 
 // Run runs the veto listeners, then the listeners from outermost to
 // innermost, ending at fallback. Errors pass through unchanged; a panic in
 // a listener becomes a [*PluginError] naming its plugin. A listener may
-// call next more than once, or later (from the value it returns), but not
-// from several goroutines at once.
+// call next more than once, but not from several goroutines at once, and
+// only until Run returns: a later call gets [ErrNextAfterReturn]. (A value
+// that must go on lazily, like a stream, should call next before it is
+// returned and wrap what next gave.)
 func (w Waterfall[P, R]) Run(ctx context.Context, c *Context, p P, fallback Next[P, R]) (R, error) {
 	var zero R
 	if err := (Event[P]{id: w.id, name: w.name}).Check(ctx, c, p); err != nil {
@@ -53,11 +62,35 @@ func (w Waterfall[P, R]) Run(ctx context.Context, c *Context, p P, fallback Next
 		}
 		return fallback(ctx, p)
 	}
-	// One chain per dispatch: next is a method value of it, so the onion
-	// costs two allocations whatever its depth.
-	ch := &chain[P, R]{ll: ll, fns: ll.fns.([]func(context.Context, P, Next[P, R]) (R, error)), name: w.name, fallback: fallback, subject: subjectOf(p), cur: -1}
-	ch.next = ch.call
-	return ch.run(ctx, p)
+	// Chains are reused: the onion costs one small allocation (next,
+	// which knows its dispatch's generation) whatever its depth.
+	var ch *chain[P, R]
+	if w.chains != nil {
+		ch = w.chains.Get().(*chain[P, R])
+	} else {
+		ch = new(chain[P, R])
+	}
+	ch.ll, ch.fns, ch.name, ch.fallback, ch.cur, ch.pos = ll, ll.fns.([]func(context.Context, P, Next[P, R]) (R, error)), w.name, fallback, -1, 0
+	if !ll.plain {
+		// Only filtered listeners need the subject: finding it costs a type
+		// assertion to an interface.
+		ch.subject = subjectOf(p)
+	}
+	gen := ch.gen.Load()
+	ch.next = func(ctx context.Context, p P) (R, error) {
+		if ch.gen.Load() != gen {
+			var zero R
+			return zero, ErrNextAfterReturn
+		}
+		return ch.call(ctx, p)
+	}
+	result, err := ch.run(ctx, p)
+	ch.gen.Add(1)
+	ch.ll, ch.fns, ch.fallback, ch.subject, ch.next = nil, nil, nil, nil, nil
+	if w.chains != nil {
+		w.chains.Put(ch)
+	}
+	return result, err
 }
 
 // run calls the outermost listener, turning a panic anywhere in the onion
@@ -88,6 +121,7 @@ type chain[P, R any] struct {
 	next     Next[P, R]
 	pos      int
 	cur      int
+	gen      atomic.Uint64 // counts the dispatches the chain served
 }
 
 func (ch *chain[P, R]) call(ctx context.Context, p P) (result R, err error) {

@@ -93,3 +93,27 @@ func TestWaterfallPassesErrorsThrough(t *testing.T) {
 	assert.ErrorIs(t, err, errBoom)
 	assert.Equal(t, []string{"a in", "a out"}, tr.get())
 }
+
+func TestWaterfallNextAfterRunReturnedIsRefused(t *testing.T) {
+	root := bus.New()
+	defer root.Dispose()
+	wf := bus.NewWaterfall[string, string]("test/next-after-return")
+	var kept bus.Next[string, string]
+	wf.On(root.Context(), func(ctx context.Context, p string, next bus.Next[string, string]) (string, error) {
+		kept = next
+		return next(ctx, p)
+	})
+	fallback := func(_ context.Context, p string) (string, error) { return "got " + p, nil }
+	got, err := wf.Run(context.Background(), root.Context(), "a", fallback)
+	require.NoError(t, err)
+	assert.Equal(t, "got a", got)
+	// The chain is reused by the next dispatch; the old next must not
+	// reach into it.
+	_, err = kept(context.Background(), "late")
+	require.ErrorIs(t, err, bus.ErrNextAfterReturn)
+	got, err = wf.Run(context.Background(), root.Context(), "b", fallback)
+	require.NoError(t, err)
+	assert.Equal(t, "got b", got)
+	_, err = kept(context.Background(), "late")
+	require.ErrorIs(t, err, bus.ErrNextAfterReturn)
+}
