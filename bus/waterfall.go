@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"reflect"
-	"sync"
 	"sync/atomic"
 )
 
@@ -21,13 +20,13 @@ type Next[P, R any] func(ctx context.Context, payload P) (R, error)
 type Waterfall[P, R any] struct {
 	id     int
 	name   string
-	chains *sync.Pool // of *chain[P, R]
+	spare  *atomic.Pointer[chain[P, R]] // a chain to reuse, or nil
 }
 
 // NewWaterfall returns the key of the waterfall called name.
 func NewWaterfall[P, R any](name string) Waterfall[P, R] {
 	sig := reflect.TypeFor[func(context.Context, P, Next[P, R]) (R, error)]()
-	return Waterfall[P, R]{id: register(name, sig), name: name, chains: &sync.Pool{New: func() any { return new(chain[P, R]) }}}
+	return Waterfall[P, R]{id: register(name, sig), name: name, spare: new(atomic.Pointer[chain[P, R]])}
 }
 
 // ErrNextAfterReturn is returned by a waterfall's next called after the
@@ -64,10 +63,13 @@ func (w Waterfall[P, R]) Run(ctx context.Context, c *Context, p P, fallback Next
 	}
 	// Chains are reused: the onion costs one small allocation (next,
 	// which knows its dispatch's generation) whatever its depth.
+	// One spare chain per waterfall serves the common, sequential case;
+	// concurrent dispatches allocate their own.
 	var ch *chain[P, R]
-	if w.chains != nil {
-		ch = w.chains.Get().(*chain[P, R])
-	} else {
+	if w.spare != nil {
+		ch = w.spare.Swap(nil)
+	}
+	if ch == nil {
 		ch = new(chain[P, R])
 	}
 	ch.ll, ch.fns, ch.name, ch.fallback, ch.cur, ch.pos = ll, ll.fns.([]func(context.Context, P, Next[P, R]) (R, error)), w.name, fallback, -1, 0
@@ -84,29 +86,13 @@ func (w Waterfall[P, R]) Run(ctx context.Context, c *Context, p P, fallback Next
 		}
 		return ch.call(ctx, p)
 	}
-	result, err := ch.run(ctx, p)
+	result, err := ch.call(ctx, p)
 	ch.gen.Add(1)
 	ch.ll, ch.fns, ch.fallback, ch.subject, ch.next = nil, nil, nil, nil, nil
-	if w.chains != nil {
-		w.chains.Put(ch)
+	if w.spare != nil {
+		w.spare.Store(ch)
 	}
 	return result, err
-}
-
-// run calls the outermost listener, turning a panic anywhere in the onion
-// into an error naming the plugin of the listener that was running.
-func (ch *chain[P, R]) run(ctx context.Context, p P) (result R, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			var zero R
-			plugin := "fallback"
-			if ch.cur >= 0 {
-				plugin = ch.ll.items[ch.cur].fiber.name
-			}
-			result, err = zero, &PluginError{Plugin: plugin, Op: ch.name, Err: panicError(v)}
-		}
-	}()
-	return ch.call(ctx, p)
 }
 
 // chain is one waterfall dispatch: pos is the index of the next listener
@@ -137,11 +123,7 @@ func (ch *chain[P, R]) call(ctx context.Context, p P) (result R, err error) {
 		}
 	}
 	if i >= len(ch.fns) {
-		if ch.fallback == nil {
-			var zero R
-			return zero, ErrNoHandler
-		}
-		return ch.fallback(ctx, p)
+		return ch.callFallback(ctx, p)
 	}
 	ch.pos, ch.cur = i+1, i
 	returned := false
@@ -157,6 +139,26 @@ func (ch *chain[P, R]) call(ctx context.Context, p P) (result R, err error) {
 		ch.pos, ch.cur = start, prev
 	}()
 	result, err = ch.fns[i](ctx, p, ch.next)
+	returned = true
+	return result, err
+}
+
+// callFallback calls the innermost handler, turning its panic into an
+// error like a listener's.
+func (ch *chain[P, R]) callFallback(ctx context.Context, p P) (result R, err error) {
+	if ch.fallback == nil {
+		return result, ErrNoHandler
+	}
+	returned := false
+	defer func() {
+		if !returned {
+			if v := recover(); v != nil {
+				var zero R
+				result, err = zero, &PluginError{Plugin: "fallback", Op: ch.name, Err: panicError(v)}
+			}
+		}
+	}()
+	result, err = ch.fallback(ctx, p)
 	returned = true
 	return result, err
 }
