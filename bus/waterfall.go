@@ -18,9 +18,9 @@ type Next[P, R any] func(ctx context.Context, payload P) (R, error)
 // receives next and decides whether, when and with what to call it; the
 // innermost handler is the fallback given to [Waterfall.Run].
 type Waterfall[P, R any] struct {
-	id     int
-	name   string
-	spare  *atomic.Pointer[chain[P, R]] // a chain to reuse, or nil
+	id    int
+	name  string
+	spare *atomic.Pointer[chain[P, R]] // a chain to reuse, or nil
 }
 
 // NewWaterfall returns the key of the waterfall called name.
