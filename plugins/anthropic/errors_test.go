@@ -116,25 +116,3 @@ func TestAPIKeyNeverAppearsInErrors(t *testing.T) {
 		})
 	}
 }
-
-func TestRetryAfter(t *testing.T) {
-	future := time.Now().Add(90 * time.Second).UTC().Format(http.TimeFormat)
-	tests := []struct {
-		name     string
-		header   http.Header
-		min, max time.Duration
-	}{
-		{"absent", http.Header{}, 0, 0},
-		{"seconds", http.Header{"Retry-After": {"20"}}, 20 * time.Second, 20 * time.Second},
-		{"milliseconds win", http.Header{"Retry-After-Ms": {"250"}, "Retry-After": {"1"}}, 250 * time.Millisecond, 250 * time.Millisecond},
-		{"http date", http.Header{"Retry-After": {future}}, 80 * time.Second, 91 * time.Second},
-		{"garbage", http.Header{"Retry-After": {"soon"}}, 0, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := retryAfter(tt.header)
-			assert.GreaterOrEqual(t, got, tt.min)
-			assert.LessOrEqual(t, got, tt.max)
-		})
-	}
-}

@@ -11,6 +11,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/plugins/internal/httperr"
 )
 
 // providerName names the provider in [agentloop.ProviderError] values.
@@ -65,7 +66,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 		option.WithHTTPClient(o.client),
 		// The agent loop retries, with backoff, what is safe to retry.
 		option.WithMaxRetries(0),
-		option.WithMiddleware(checkStatus),
+		option.WithMiddleware(httperr.CheckStatus),
 	}
 	if cfg.APIKey != "" {
 		ropts = append(ropts, option.WithAPIKey(cfg.APIKey))

@@ -117,29 +117,3 @@ func TestAPIKeyNeverAppearsInErrors(t *testing.T) {
 		})
 	}
 }
-
-func TestRetryAfter(t *testing.T) {
-	future := time.Now().Add(90 * time.Second).UTC().Format(http.TimeFormat)
-	tests := []struct {
-		name   string
-		header http.Header
-		min    time.Duration
-		max    time.Duration
-	}{
-		{"absent", http.Header{}, 0, 0},
-		{"seconds", http.Header{"Retry-After": {"20"}}, 20 * time.Second, 20 * time.Second},
-		{"fractional seconds", http.Header{"Retry-After": {"0.5"}}, 500 * time.Millisecond, 500 * time.Millisecond},
-		{"milliseconds win", http.Header{"Retry-After-Ms": {"81"}, "Retry-After": {"1"}}, 81 * time.Millisecond, 81 * time.Millisecond},
-		{"http date", http.Header{"Retry-After": {future}}, 80 * time.Second, 91 * time.Second},
-		{"date in the past", http.Header{"Retry-After": {"Sun, 06 Nov 1994 08:49:37 GMT"}}, 0, 0},
-		{"negative", http.Header{"Retry-After": {"-3"}}, 0, 0},
-		{"garbage", http.Header{"Retry-After": {"soon"}}, 0, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := retryAfter(tt.header)
-			assert.GreaterOrEqual(t, got, tt.min)
-			assert.LessOrEqual(t, got, tt.max)
-		})
-	}
-}

@@ -1,0 +1,67 @@
+package httperr
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestRetryAfter(t *testing.T) {
+	future := time.Now().Add(90 * time.Second).UTC().Format(http.TimeFormat)
+	tests := []struct {
+		name   string
+		header http.Header
+		min    time.Duration
+		max    time.Duration
+	}{
+		{"absent", http.Header{}, 0, 0},
+		{"seconds", http.Header{"Retry-After": {"20"}}, 20 * time.Second, 20 * time.Second},
+		{"fractional seconds", http.Header{"Retry-After": {"0.5"}}, 500 * time.Millisecond, 500 * time.Millisecond},
+		{"milliseconds win", http.Header{"Retry-After-Ms": {"81"}, "Retry-After": {"1"}}, 81 * time.Millisecond, 81 * time.Millisecond},
+		{"http date", http.Header{"Retry-After": {future}}, 80 * time.Second, 91 * time.Second},
+		{"date in the past", http.Header{"Retry-After": {"Sun, 06 Nov 1994 08:49:37 GMT"}}, 0, 0},
+		{"negative", http.Header{"Retry-After": {"-3"}}, 0, 0},
+		{"garbage", http.Header{"Retry-After": {"soon"}}, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := RetryAfter(tt.header)
+			assert.GreaterOrEqual(t, got, tt.min)
+			assert.LessOrEqual(t, got, tt.max)
+		})
+	}
+}
+
+func TestErrorMessageReadsEveryShape(t *testing.T) {
+	tests := []struct {
+		name string
+		code int
+		body string
+		want string
+	}{
+		{"openai", 400, `{"error":{"message":"bad model","type":"invalid_request_error"}}`, "bad model"},
+		{"anthropic", 529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, "Overloaded"},
+		{"ollama", 404, `{"error":"model 'x' not found"}`, "model 'x' not found"},
+		{"vllm", 400, `{"message":"too long"}`, "too long"},
+		{"detail", 422, `{"detail":"missing field"}`, "missing field"},
+		{"proxy page", 502, "<html>\n<b>Bad   gateway</b></html>", "Bad Gateway: <html> <b>Bad gateway</b></html>"},
+		{"empty", 503, "", "Service Unavailable"},
+		{"unknown status", 599, "", "status 599"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, ErrorMessage(tt.code, []byte(tt.body)))
+		})
+	}
+}
+
+func TestScrubKeepsTheCauseAndDropsTheKey(t *testing.T) {
+	cause := errors.New("auth failed for sk-secret")
+	err := Scrub(cause, "sk-secret")
+	assert.Equal(t, "auth failed for [redacted]", err.Error())
+	assert.ErrorIs(t, err, cause)
+	assert.Same(t, cause, Scrub(cause, ""))
+}
