@@ -2,11 +2,12 @@ package external
 
 import (
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/vigil-run/vigil/plugins/internal/yamljson"
 )
 
 // DefaultTimeout bounds each call to the plugin, and its start, when
@@ -69,31 +70,7 @@ func (c *Config) timeout() time.Duration {
 // configJSON encodes the plugin's config as JSON. YAML decoders may give
 // maps with non-string keys; those become strings.
 func (c *Config) configJSON() ([]byte, error) {
-	return json.Marshal(normalize(c.Config))
-}
-
-func normalize(v any) any {
-	switch x := v.(type) {
-	case map[any]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[fmt.Sprint(k)] = normalize(e)
-		}
-		return m
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[k] = normalize(e)
-		}
-		return m
-	case []any:
-		s := make([]any, len(x))
-		for i, e := range x {
-			s[i] = normalize(e)
-		}
-		return s
-	}
-	return v
+	return yamljson.Marshal(c.Config)
 }
 
 // environ returns the plugin's environment from the allow-list.

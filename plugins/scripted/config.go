@@ -1,9 +1,10 @@
 package scripted
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/vigil-run/vigil/plugins/internal/yamljson"
 )
 
 // Config is the plugin's config.
@@ -76,34 +77,9 @@ func argumentsJSON(v any) (string, error) {
 	case string:
 		return a, nil
 	}
-	b, err := json.Marshal(normalize(v))
+	b, err := yamljson.Marshal(v)
 	if err != nil {
 		return "", err
 	}
 	return string(b), nil
-}
-
-// normalize turns map[any]any (from YAML decoders) into map[string]any.
-func normalize(v any) any {
-	switch x := v.(type) {
-	case map[any]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[fmt.Sprint(k)] = normalize(e)
-		}
-		return m
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[k] = normalize(e)
-		}
-		return m
-	case []any:
-		s := make([]any, len(x))
-		for i, e := range x {
-			s[i] = normalize(e)
-		}
-		return s
-	}
-	return v
 }
