@@ -3,11 +3,10 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/vigil-run/vigil/bus"
-	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/plugins/stores"
 	pg "github.com/vigil-run/vigil/session/pgstore"
 )
 
@@ -52,9 +51,6 @@ func (c *Config) Validate() error {
 // openTimeout bounds connecting and migrating when the plugin is applied.
 const openTimeout = 30 * time.Second
 
-// closeTimeout bounds how long disposal waits for sessions to flush.
-const closeTimeout = 10 * time.Second
-
 // Plugin opens the store and provides it and a manager over it.
 var Plugin = bus.PluginFunc(Name, func(c *bus.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
@@ -79,43 +75,9 @@ var Plugin = bus.PluginFunc(Name, func(c *bus.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	_, err = provide(c, store)
+	_, err = stores.Provide(c, store)
 	return err
 })
-
-// provide provides store and a manager over it, owned by c's fiber. On
-// dispose the manager's sessions are closed first, then the store.
-func provide(c *bus.Context, store *pg.Store) (*session.Manager, error) {
-	if err := c.Effect(func() func() {
-		return func() {
-			if err := store.Close(); err != nil {
-				c.Logger().Error("closing store", "error", err)
-			}
-		}
-	}); err != nil {
-		_ = store.Close()
-		return nil, err
-	}
-	mgr := session.NewManager(c, store)
-	if err := c.Effect(func() func() {
-		return func() {
-			ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-			defer cancel()
-			if err := mgr.Close(ctx); err != nil {
-				c.Logger().Error("closing sessions", "error", err)
-			}
-		}
-	}); err != nil {
-		return nil, err
-	}
-	if _, err := session.StoreService.Provide(c, store); err != nil {
-		return nil, fmt.Errorf("provide %s: %w", session.StoreService.Name(), err)
-	}
-	if _, err := session.Sessions.Provide(c, mgr); err != nil {
-		return nil, fmt.Errorf("provide %s: %w", session.Sessions.Name(), err)
-	}
-	return mgr, nil
-}
 
 func init() {
 	bus.Register(bus.Module{

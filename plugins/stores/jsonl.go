@@ -28,7 +28,7 @@ var JSONL = bus.PluginFunc(JSONLName, func(c *bus.Context, cfg JSONLConfig) erro
 	if err != nil {
 		return err
 	}
-	_, err = provide(c, store)
+	_, err = Provide(c, store)
 	return err
 })
 

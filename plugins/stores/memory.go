@@ -11,7 +11,7 @@ const MemoryName = "store/memory"
 // Memory is the store/memory plugin: sessions kept in memory for as long
 // as the plugin lives.
 var Memory = bus.PluginFunc(MemoryName, func(c *bus.Context, _ struct{}) error {
-	_, err := provide(c, memory.New())
+	_, err := Provide(c, memory.New())
 	return err
 })
 

@@ -12,10 +12,11 @@ import (
 // closeTimeout bounds how long disposal waits for sessions to flush.
 const closeTimeout = 10 * time.Second
 
-// provide provides store and a manager over it, owned by c's fiber. On
-// dispose the manager's sessions are closed first, then the store, if it
-// is an io.Closer.
-func provide(c *bus.Context, store session.Store, opts ...session.ManagerOption) (*session.Manager, error) {
+// Provide provides store (as session.StoreService) and a manager over it
+// (as session.Sessions), owned by c's fiber: the body of every store
+// plugin. On dispose the manager's sessions are closed first, then the
+// store, if it is an io.Closer.
+func Provide(c *bus.Context, store session.Store, opts ...session.ManagerOption) (*session.Manager, error) {
 	if cl, ok := store.(io.Closer); ok {
 		if err := c.Effect(func() func() {
 			return func() {
