@@ -576,7 +576,8 @@ function sendResult(d) {
     v.style.animationDelay = `${delay}ms`;
     out.push(v);
   }
-  if (d.error) out.push(h('details.err', h('summary', 'the error, as returned'), h('pre', d.error)));
+  // Without a violation the error is all there is to say: show it open.
+  if (d.error) out.push(h('details.err', { open: !d.violation }, h('summary', 'the error, as returned'), h('pre', d.error)));
   return out;
 }
 
