@@ -7,9 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"sync"
 
-	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/plugins/replay"
@@ -68,17 +66,6 @@ func cmdReplay(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// replayedStep compares one step's request between the original log and
-// the replay.
-type replayedStep struct {
-	Turn     int    `json:"turn"`
-	Step     int    `json:"step"`
-	Original string `json:"original"`
-	Replayed string `json:"replayed"`
-	Same     bool   `json:"same"`
-	Note     string `json:"note"`
-}
-
 // loadLog reads a log file, or the log of a session id from the store of
 // the composition in cfg.
 func loadLog(ctx context.Context, e *env, cfg, arg string) (*session.Log, error) {
@@ -105,161 +92,48 @@ func loadLog(ctx context.Context, e *env, cfg, arg string) (*session.Log, error)
 	return mgr.Store().Load(ctx, arg)
 }
 
-// replayLog runs every turn of orig again on a fresh in-memory session:
-// the model answers from the recording, tools answer with their recorded
-// results, and events outside turns (compactions) are copied as they are.
+// replayLog runs every turn of orig again (see replay.Run) on a fresh
+// in-memory runtime with the invariants plugin strict. Turns that failed
+// in the recording fail again; only a refusal by the invariants plugin
+// counts as a divergence, reported as a last step.
 func replayLog(ctx context.Context, e *env, orig *session.Log) ([]replayedStep, error) {
-	header, ok := session.DeriveHeader(orig.Records)
-	if !ok {
-		return nil, fmt.Errorf("%s: the log has no request/header: nothing to replay", orig.Info.ID)
-	}
-	rec, err := replay.FromRecords(orig.Records)
-	if err != nil {
-		return nil, err
-	}
 	root := bus.New(bus.WithLogger(newLogger(e)))
 	defer root.Dispose()
 	c := root.Context()
 	if _, err := c.Plugin(invariants.New(), &invariants.Config{Mode: invariants.ModeStrict}); err != nil {
 		return nil, err
 	}
-	mgr := session.NewManager(c, memory.New())
-	tools := recordedTools(orig.Records, header)
-	cfg := agentloop.Config{System: header.System, Model: header.Model, Temperature: header.Temperature,
-		MaxTokens: header.MaxTokens, Stop: header.Stop, MaxSteps: maxSteps(orig.Records)}
-	agent := agentloop.New(c, cfg, agentloop.WithProvider(replay.New(rec)), agentloop.WithTools(tools...))
-	defer agent.Close()
-
-	sess, err := mgr.Create(ctx)
+	rr, err := replay.Run(ctx, c, session.NewManager(c, memory.New()), orig.Records)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", orig.Info.ID, err)
 	}
-	var runErr error
-	for i := 0; i < len(orig.Records); i++ {
-		r := orig.Records[i]
+	steps := make([]replayedStep, 0, len(rr.Steps)+1)
+	for _, s := range rr.Steps {
+		st := replayedStep{StepComparison: s}
 		switch {
-		case r.Type() == session.TypeTurnStart:
-			prompt := ""
-			if i+1 < len(orig.Records) && orig.Records[i+1].Type() == session.TypeUserMessage {
-				m, _ := session.DecodeData[session.UserMessage](orig.Records[i+1])
-				prompt = m.Content
-			}
-			if _, err := agent.Run(ctx, sess, prompt); err != nil && runErr == nil {
-				runErr = err
-			}
-			for i+1 < len(orig.Records) && orig.Records[i+1].Turn() == r.Turn() {
-				i++
-			}
-		case r.Turn() == 0 && r.Type() != session.TypeEndSeed:
-			ev := session.Event{Type: r.Type(), Sources: r.Sources(), Ignorable: r.Ignorable(), Data: json.RawMessage(r.Data())}
-			if sf := r.Surface(); sf.Op == session.OpReplace {
-				ev.Surface = &sf
-			}
-			if _, err := sess.Append(ctx, ev); err != nil && runErr == nil {
-				runErr = err
-			}
+		case s.Replayed == "":
+			st.Note = "not replayed"
+		case s.Recorded == "":
+			st.Note = "a request the original did not send"
+		case s.Same:
+			st.Note = "request " + short(s.Recorded)
+		default:
+			st.Note = fmt.Sprintf("request differs: recorded %s, replayed %s", short(s.Recorded), short(s.Replayed))
 		}
+		steps = append(steps, st)
 	}
-	steps := compareDigests(orig.Records, sess.Records())
-	var ie *invariants.InvariantError
-	if errors.As(runErr, &ie) {
-		steps = append(steps, replayedStep{Note: "refused by the invariants plugin: " + ie.Error()})
-	} else if runErr != nil && len(steps) == 0 {
-		return nil, runErr
+	for _, err := range rr.Errors {
+		var ie *invariants.InvariantError
+		if errors.As(err, &ie) {
+			steps = append(steps, replayedStep{Note: "refused by the invariants plugin: " + ie.Error()})
+			break
+		}
 	}
 	return steps, nil
 }
 
-func maxSteps(records []*session.Record) int {
-	n := 1
-	for _, r := range records {
-		n = max(n, r.Step())
-	}
-	return n
-}
-
-type digestAt struct {
-	turn, step int
-	sha        string
-}
-
-func digests(records []*session.Record) []digestAt {
-	var out []digestAt
-	for _, r := range records {
-		if r.Type() == session.TypeRequestDigest {
-			d, _ := session.DecodeData[session.Digest](r)
-			out = append(out, digestAt{r.Turn(), r.Step(), d.SHA256})
-		}
-	}
-	return out
-}
-
-func compareDigests(orig, again []*session.Record) []replayedStep {
-	a, b := digests(orig), digests(again)
-	var out []replayedStep
-	for i, d := range a {
-		s := replayedStep{Turn: d.turn, Step: d.step, Original: d.sha}
-		switch {
-		case i >= len(b):
-			s.Note = "not replayed"
-		case b[i].sha == d.sha:
-			s.Replayed, s.Same, s.Note = b[i].sha, true, "request "+short(d.sha)
-		default:
-			s.Replayed, s.Note = b[i].sha, fmt.Sprintf("request differs: recorded %s, replayed %s", short(d.sha), short(b[i].sha))
-		}
-		out = append(out, s)
-	}
-	for i := len(a); i < len(b); i++ {
-		out = append(out, replayedStep{Turn: b[i].turn, Step: b[i].step, Replayed: b[i].sha, Note: "a request the original did not send"})
-	}
-	return out
-}
-
-// recordedTool answers calls with the results the original log recorded
-// for the same tool, in order: the replayed model makes the same calls in
-// the same order.
-type recordedTool struct {
-	spec    session.ToolSpec
-	mu      sync.Mutex
-	results []session.ToolResult
-}
-
-func recordedTools(records []*session.Record, h session.Header) []agentloop.Tool {
-	byName := map[string]*recordedTool{}
-	var out []agentloop.Tool
-	for _, spec := range h.Tools {
-		t := &recordedTool{spec: spec}
-		byName[spec.Name] = t
-		out = append(out, t)
-	}
-	for _, r := range records {
-		if r.Type() != session.TypeToolResult {
-			continue
-		}
-		res, err := session.DecodeData[session.ToolResult](r)
-		if err != nil {
-			continue
-		}
-		if t, ok := byName[res.Name]; ok {
-			t.results = append(t.results, res)
-		}
-	}
-	return out
-}
-
-func (t *recordedTool) Spec() session.ToolSpec { return t.spec }
-
-func (t *recordedTool) Execute(context.Context, json.RawMessage) (string, error) {
-	t.mu.Lock()
-	if len(t.results) == 0 {
-		t.mu.Unlock()
-		return "", &agentloop.ToolError{Code: "REPLAY_NO_RESULT", Message: "the recording has no more results of this tool"}
-	}
-	res := t.results[0]
-	t.results = t.results[1:]
-	t.mu.Unlock()
-	if res.Error != nil {
-		return res.Content, &agentloop.ToolError{Code: res.Error.Code, Message: res.Error.Message}
-	}
-	return res.Content, nil
+// replayedStep is one line of the report.
+type replayedStep struct {
+	replay.StepComparison
+	Note string `json:"note"`
 }

@@ -1,0 +1,193 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/session"
+)
+
+// StepComparison pairs one step's request digest in a recorded log with
+// the digest of the same step when the log is run again.
+type StepComparison struct {
+	Turn     int    `json:"turn"`
+	Step     int    `json:"step"`
+	Recorded string `json:"recorded"`
+	Replayed string `json:"replayed"`
+	Same     bool   `json:"same"`
+}
+
+// Rerun is the result of [Run].
+type Rerun struct {
+	// Session is the session the log was run again on.
+	Session *session.Session
+	// Steps compares every step's request, in order.
+	Steps []StepComparison
+	// Errors are the errors the turns ended with, in order. A turn that
+	// failed in the recording fails again (the provider serves the
+	// failure); a listener's refusal is an error too.
+	Errors []error
+}
+
+// Identical reports whether every recorded request was sent again, the
+// same, and no other.
+func (r *Rerun) Identical() bool {
+	for _, s := range r.Steps {
+		if !s.Same {
+			return false
+		}
+	}
+	return len(r.Steps) > 0
+}
+
+// Run runs every turn of the recorded log again on a new session of mgr,
+// with an agent on c: its header is the recording's (system, model,
+// sampling, tools), the model answers from the recording, and each tool
+// answers with its recorded results in order; events outside turns (a
+// compaction's) are copied as they are. The requests must re-derive from
+// the new log exactly as they did from the original: Steps compares their
+// digests. Mount the invariants plugin on c to have every request checked
+// against a fresh fold on the way.
+func Run(ctx context.Context, c *bus.Context, mgr *session.Manager, recorded []*session.Record) (*Rerun, error) {
+	header, ok := session.DeriveHeader(recorded)
+	if !ok {
+		return nil, fmt.Errorf("replay: the log has no request/header: nothing to replay")
+	}
+	rec, err := FromRecords(recorded)
+	if err != nil {
+		return nil, err
+	}
+	cfg := agentloop.Config{System: header.System, Model: header.Model, Temperature: header.Temperature,
+		MaxTokens: header.MaxTokens, Stop: header.Stop, MaxSteps: maxStep(recorded)}
+	agent := agentloop.New(c, cfg, agentloop.WithProvider(New(rec)), agentloop.WithTools(recordedTools(recorded, header)...), agentloop.WithName("replay"))
+	defer func() { _ = agent.Close() }()
+	sess, err := mgr.Create(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &Rerun{Session: sess}
+	for i := 0; i < len(recorded); i++ {
+		r := recorded[i]
+		switch {
+		case r.Type() == session.TypeTurnStart:
+			prompt := ""
+			if i+1 < len(recorded) && recorded[i+1].Type() == session.TypeUserMessage {
+				if m, err := session.DecodeData[session.UserMessage](recorded[i+1]); err == nil {
+					prompt = m.Content
+				}
+			}
+			if _, err := agent.Run(ctx, sess, prompt); err != nil {
+				out.Errors = append(out.Errors, err)
+			}
+			for i+1 < len(recorded) && recorded[i+1].Turn() == r.Turn() {
+				i++
+			}
+		case r.Turn() == 0 && r.Type() != session.TypeEndSeed:
+			ev := session.Event{Type: r.Type(), Sources: r.Sources(), Ignorable: r.Ignorable(), Data: json.RawMessage(r.Data())}
+			if sf := r.Surface(); sf.Op == session.OpReplace {
+				ev.Surface = &sf
+			}
+			if _, err := sess.Append(ctx, ev); err != nil {
+				out.Errors = append(out.Errors, err)
+			}
+		}
+	}
+	out.Steps = compareDigests(recorded, sess.Records())
+	return out, nil
+}
+
+func maxStep(records []*session.Record) int {
+	n := 1
+	for _, r := range records {
+		n = max(n, r.Step())
+	}
+	return n
+}
+
+type stepDigest struct {
+	turn, step int
+	sha        string
+}
+
+func stepDigests(records []*session.Record) []stepDigest {
+	var out []stepDigest
+	for _, r := range records {
+		if r.Type() == session.TypeRequestDigest {
+			d, _ := session.DecodeData[session.Digest](r)
+			out = append(out, stepDigest{r.Turn(), r.Step(), d.SHA256})
+		}
+	}
+	return out
+}
+
+// compareDigests pairs the steps of two logs in order.
+func compareDigests(orig, again []*session.Record) []StepComparison {
+	a, b := stepDigests(orig), stepDigests(again)
+	out := []StepComparison{}
+	for i := range max(len(a), len(b)) {
+		var st StepComparison
+		if i < len(a) {
+			st.Turn, st.Step, st.Recorded = a[i].turn, a[i].step, a[i].sha
+		}
+		if i < len(b) {
+			if i >= len(a) {
+				st.Turn, st.Step = b[i].turn, b[i].step
+			}
+			st.Replayed = b[i].sha
+		}
+		st.Same = st.Recorded != "" && st.Recorded == st.Replayed
+		out = append(out, st)
+	}
+	return out
+}
+
+// recordedTool answers calls with the results the log recorded for the
+// same tool, in order: the replayed model makes the same calls.
+type recordedTool struct {
+	spec    session.ToolSpec
+	mu      sync.Mutex
+	results []session.ToolResult
+}
+
+func recordedTools(records []*session.Record, h session.Header) []agentloop.Tool {
+	byName := map[string]*recordedTool{}
+	out := []agentloop.Tool{}
+	for _, spec := range h.Tools {
+		t := &recordedTool{spec: spec}
+		byName[spec.Name] = t
+		out = append(out, t)
+	}
+	for _, r := range records {
+		if r.Type() != session.TypeToolResult {
+			continue
+		}
+		if res, err := session.DecodeData[session.ToolResult](r); err == nil {
+			if t, ok := byName[res.Name]; ok {
+				t.results = append(t.results, res)
+			}
+		}
+	}
+	return out
+}
+
+func (t *recordedTool) Spec() session.ToolSpec { return t.spec }
+
+func (t *recordedTool) Execute(context.Context, json.RawMessage) (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.results) == 0 {
+		return "", &agentloop.ToolError{Code: "REPLAY_NO_RESULT", Message: "the recording has no more results of this tool"}
+	}
+	res := t.results[0]
+	t.results = t.results[1:]
+	if res.Error != nil {
+		return res.Content, &agentloop.ToolError{Code: res.Error.Code, Message: res.Error.Message}
+	}
+	return res.Content, nil
+}
+
+var _ agentloop.Tool = (*recordedTool)(nil)
