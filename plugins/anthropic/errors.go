@@ -7,6 +7,7 @@ import (
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 
+	"github.com/vigil-run/vigil/plugins/internal/eventstream"
 	"github.com/vigil-run/vigil/plugins/internal/httperr"
 )
 
@@ -15,7 +16,7 @@ var (
 	// decoded, broke the event protocol, or ended before message_stop.
 	ErrMalformedStream = httperr.ErrMalformedStream
 	// ErrStreamReused is returned by a stream ranged over a second time.
-	ErrStreamReused = errors.New("stream already consumed")
+	ErrStreamReused = eventstream.ErrStreamReused
 )
 
 // streamErrorStatus is the HTTP status an error event stands for: the

@@ -3,52 +3,25 @@ package anthropic
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 
 	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/plugins/internal/eventstream"
 )
 
 // iterate adapts the SDK stream to an agentloop.Stream.
 func (p *Provider) iterate(ctx context.Context, s *ssestream.Stream[sdk.MessageStreamEventUnion]) agentloop.Stream {
-	var used atomic.Bool
-	return func(yield func(agentloop.Chunk, error) bool) {
-		if used.Swap(true) {
-			yield(agentloop.Chunk{}, &agentloop.ProviderError{Provider: providerName, Err: ErrStreamReused})
-			return
-		}
-		defer s.Close()
-		var d decoder
-		for s.Next() {
-			chunks, err := d.decode(s.Current())
-			if err != nil {
-				yield(agentloop.Chunk{}, p.fail(ctx, err, d.delivered))
-				return
-			}
-			for _, c := range chunks {
-				d.delivered = true
-				if !yield(c, nil) {
-					return
-				}
-			}
-		}
-		if err := s.Err(); err != nil {
-			yield(agentloop.Chunk{}, p.fail(ctx, err, d.delivered))
-			return
-		}
-		if ctx.Err() != nil {
-			yield(agentloop.Chunk{}, p.fail(ctx, ctx.Err(), d.delivered))
-			return
-		}
+	var d decoder
+	end := func() ([]agentloop.Chunk, error) {
 		final, err := d.end()
 		if err != nil {
-			yield(agentloop.Chunk{}, p.fail(ctx, err, d.delivered))
-			return
+			return nil, err
 		}
-		yield(final, nil)
+		return []agentloop.Chunk{final}, nil
 	}
+	return eventstream.Stream(ctx, providerName, s, eventstream.Decoder[sdk.MessageStreamEventUnion]{Decode: d.decode, End: end}, p.fail)
 }
 
 // block is what the decoder knows of a content block of the reply.
@@ -61,14 +34,13 @@ type block struct {
 // decoder turns Messages API stream events into agentloop chunks. The
 // zero value is ready to use.
 type decoder struct {
-	started   bool
-	blocks    map[int64]*block
-	calls     int // tool_use blocks so far
-	input     int // input tokens, cache reads and writes included
-	output    int
-	stop      string // the API's stop_reason
-	stopped   bool   // message_stop seen
-	delivered bool
+	started bool
+	blocks  map[int64]*block
+	calls   int // tool_use blocks so far
+	input   int // input tokens, cache reads and writes included
+	output  int
+	stop    string // the API's stop_reason
+	stopped bool   // message_stop seen
 }
 
 func (d *decoder) decode(ev sdk.MessageStreamEventUnion) ([]agentloop.Chunk, error) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
+	"github.com/vigil-run/vigil/plugins/internal/eventstream"
 	"github.com/vigil-run/vigil/plugins/internal/httperr"
 )
 
@@ -16,7 +17,7 @@ var (
 	// decoded or ended before the server said why it stopped.
 	ErrMalformedStream = httperr.ErrMalformedStream
 	// ErrStreamReused is returned by a stream ranged over a second time.
-	ErrStreamReused = errors.New("stream already consumed")
+	ErrStreamReused = eventstream.ErrStreamReused
 )
 
 // fail turns err into a *agentloop.ProviderError whose text does not

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync/atomic"
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/plugins/internal/eventstream"
 )
 
 // reasoningFields are the delta fields servers put reasoning text in:
@@ -20,58 +20,19 @@ var reasoningFields = []string{"reasoning_content", "reasoning"}
 
 // iterate adapts the SDK stream to an agentloop.Stream.
 func (p *Provider) iterate(ctx context.Context, s *ssestream.Stream[oai.ChatCompletionChunk]) agentloop.Stream {
-	var used atomic.Bool
-	return func(yield func(agentloop.Chunk, error) bool) {
-		if used.Swap(true) {
-			yield(agentloop.Chunk{}, &agentloop.ProviderError{Provider: providerName, Err: ErrStreamReused})
-			return
-		}
-		defer s.Close()
-		var st decoder
-		for s.Next() {
-			chunks, err := st.decode(s.Current())
-			if err != nil {
-				yield(agentloop.Chunk{}, p.fail(ctx, err, st.delivered))
-				return
-			}
-			for _, c := range chunks {
-				st.delivered = true
-				if !yield(c, nil) {
-					return
-				}
-			}
-		}
-		if err := s.Err(); err != nil {
-			yield(agentloop.Chunk{}, p.fail(ctx, err, st.delivered))
-			return
-		}
-		if ctx.Err() != nil {
-			yield(agentloop.Chunk{}, p.fail(ctx, ctx.Err(), st.delivered))
-			return
-		}
-		chunks, err := st.end()
-		if err != nil {
-			yield(agentloop.Chunk{}, p.fail(ctx, err, st.delivered))
-			return
-		}
-		for _, c := range chunks {
-			if !yield(c, nil) {
-				return
-			}
-		}
-	}
+	var d decoder
+	return eventstream.Stream(ctx, providerName, s, eventstream.Decoder[oai.ChatCompletionChunk]{Decode: d.decode, End: d.end}, p.fail)
 }
 
 // decoder turns chat completion chunks into agentloop chunks. The zero
 // value is ready to use.
 type decoder struct {
-	byIndex   map[int64]int  // server tool-call index → our ordinal
-	byID      map[string]int // tool-call id → our ordinal
-	calls     []callState    // by ordinal
-	last      int            // ordinal of the last fragment, for servers that send no index
-	finish    string         // the server's finish_reason
-	usage     *agentloop.Usage
-	delivered bool
+	byIndex map[int64]int  // server tool-call index → our ordinal
+	byID    map[string]int // tool-call id → our ordinal
+	calls   []callState    // by ordinal
+	last    int            // ordinal of the last fragment, for servers that send no index
+	finish  string         // the server's finish_reason
+	usage   *agentloop.Usage
 }
 
 type callState struct {
