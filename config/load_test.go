@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rogpeppe/go-internal/txtar"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/config"
