@@ -27,7 +27,7 @@ func TestTurnWithDefaultScriptListsTheRealFolder(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, session.ReasonCompleted, res.Reason)
 	assert.Equal(t, 2, res.Steps)
-	assert.Equal(t, "The folder has 3 entries (1 directories, 2 files): docs/, go.mod, main.go.", res.Content)
+	assert.Equal(t, "The folder has 3 entries (1 directory, 2 files): docs/, go.mod, main.go.", res.Content)
 	assert.Contains(t, streamed.String(), "Let me look at the folder.")
 	assert.Positive(t, res.Usage.Input)
 

@@ -74,8 +74,9 @@ func describe(m session.Message) string {
 		shown = shown[:maxListed]
 		more = fmt.Sprintf(", and %d more", len(entries)-maxListed)
 	}
-	return fmt.Sprintf("The folder has %d entries (%d directories, %d files): %s%s.",
-		len(entries), dirs, files, strings.Join(shown, ", "), more)
+	return fmt.Sprintf("The folder has %s (%s, %s): %s%s.",
+		count(len(entries), "entry", "entries"), count(dirs, "directory", "directories"), count(files, "file", "files"),
+		strings.Join(shown, ", "), more)
 }
 
 // maxSummary bounds the default answer to a one-shot request.
@@ -100,4 +101,12 @@ func oneShot(msgs []session.Message) string {
 		return "Nothing to summarize."
 	}
 	return "In short: " + c
+}
+
+// count renders n with the noun's singular or plural.
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
