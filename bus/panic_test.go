@@ -94,11 +94,12 @@ func TestPanickingListenerBecomesPluginErrorNamingItsPlugin(t *testing.T) {
 func TestPanicInNestedWaterfallListenerNamesThatListener(t *testing.T) {
 	root := newRoot(t)
 	fall := bus.NewWaterfall[int, int]("test/nested-panic")
-	var seen error
+	var after, unwound bool
 	apply(t, root.Context(), plugin("outer", func(c *bus.Context) error {
 		fall.On(c, func(ctx context.Context, p int, next bus.Next[int, int]) (int, error) {
+			defer func() { unwound = true }()
 			r, err := next(ctx, p)
-			seen = err
+			after = true
 			return r, err
 		})
 		return nil
@@ -108,8 +109,36 @@ func TestPanicInNestedWaterfallListenerNamesThatListener(t *testing.T) {
 		return nil
 	}), nil)
 	_, err := fall.Run(bg, root.Context(), 1, nil)
+	require.ErrorIs(t, err, bus.ErrPanic)
 	var perr *bus.PluginError
 	require.ErrorAs(t, err, &perr)
+	assert.Equal(t, "inner", perr.Plugin, "the panicking listener is named, not the one around it")
+	assert.True(t, unwound, "the outer listener's defers ran")
+	assert.False(t, after, "the panic unwound the outer listener")
+
+	// The waterfall's chain serves the next dispatch, unharmed.
+	_, err = fall.Run(bg, root.Context(), 1, nil)
+	require.ErrorIs(t, err, bus.ErrPanic)
+	require.ErrorAs(t, err, &perr)
 	assert.Equal(t, "inner", perr.Plugin)
-	assert.ErrorIs(t, seen, bus.ErrPanic, "the outer listener sees the inner panic as an error")
+}
+
+func TestPanicInWaterfallFallbackIsAnErrorTheListenersSee(t *testing.T) {
+	root := newRoot(t)
+	fall := bus.NewWaterfall[int, int]("test/fallback-panic")
+	var seen error
+	apply(t, root.Context(), plugin("outer", func(c *bus.Context) error {
+		fall.On(c, func(ctx context.Context, p int, next bus.Next[int, int]) (int, error) {
+			r, err := next(ctx, p)
+			seen = err
+			return r, err
+		})
+		return nil
+	}), nil)
+	_, err := fall.Run(bg, root.Context(), 1, func(context.Context, int) (int, error) { panic("provider") })
+	require.ErrorIs(t, err, bus.ErrPanic)
+	assert.ErrorIs(t, seen, bus.ErrPanic, "a panicking fallback is an error its callers see")
+	var perr *bus.PluginError
+	require.ErrorAs(t, err, &perr)
+	assert.Equal(t, "fallback", perr.Plugin)
 }

@@ -44,7 +44,9 @@ func (w Waterfall[P, R]) On(c *Context, fn func(ctx context.Context, payload P, 
 
 // Run runs the veto listeners, then the listeners from outermost to
 // innermost, ending at fallback. Errors pass through unchanged; a panic in
-// a listener becomes a [*PluginError] naming its plugin. A listener may
+// a listener unwinds the onion and becomes the [*PluginError] Run returns,
+// naming the listener's plugin (a panic in fallback names "fallback",
+// seen by the listeners as next's error). A listener may
 // call next more than once, but not from several goroutines at once, and
 // only until Run returns: a later call gets [ErrNextAfterReturn]. (A value
 // that must go on lazily, like a stream, should call next before it is
@@ -86,7 +88,7 @@ func (w Waterfall[P, R]) Run(ctx context.Context, c *Context, p P, fallback Next
 		}
 		return ch.call(ctx, p)
 	}
-	result, err := ch.call(ctx, p)
+	result, err := ch.run(ctx, p)
 	ch.gen.Add(1)
 	ch.ll, ch.fns, ch.fallback, ch.subject, ch.next = nil, nil, nil, nil, nil
 	if w.spare != nil {
@@ -126,21 +128,25 @@ func (ch *chain[P, R]) call(ctx context.Context, p P) (result R, err error) {
 		return ch.callFallback(ctx, p)
 	}
 	ch.pos, ch.cur = i+1, i
-	returned := false
-	defer func() {
-		// recover only on the panic path: a call to it costs even when
-		// nothing panics.
-		if !returned {
-			if v := recover(); v != nil {
-				var zero R
-				result, err = zero, &PluginError{Plugin: ch.ll.items[ch.cur].fiber.name, Op: ch.name, Err: panicError(v)}
-			}
-		}
-		ch.pos, ch.cur = start, prev
-	}()
 	result, err = ch.fns[i](ctx, p, ch.next)
-	returned = true
+	ch.pos, ch.cur = start, prev
 	return result, err
+}
+
+// run calls the outermost listener. A panic anywhere in the onion unwinds
+// it to here (the listeners' own defers run on the way) and becomes the
+// dispatch's error, naming the plugin of the listener that panicked: the
+// one running, since each level restores cur only when it returns. One
+// recover for the whole onion, not one per level, keeps a deep waterfall
+// cheap.
+func (ch *chain[P, R]) run(ctx context.Context, p P) (result R, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			var zero R
+			result, err = zero, &PluginError{Plugin: ch.ll.items[ch.cur].fiber.name, Op: ch.name, Err: panicError(v)}
+		}
+	}()
+	return ch.call(ctx, p)
 }
 
 // callFallback calls the innermost handler, turning its panic into an
