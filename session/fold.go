@@ -165,7 +165,7 @@ func project(r *Record) (Message, bool) {
 func DeriveMessages(records []*Record) ([]Message, error) {
 	// Most logs never replace: then the surface is every surface record in
 	// order and the fold is a copy of their projections.
-	msgs := make([]Message, 0, len(records)/8+16)
+	msgs := make([]Message, 0, visible(records))
 	for i, r := range records {
 		switch r.op {
 		case opAppend:
@@ -177,6 +177,18 @@ func DeriveMessages(records []*Record) ([]Message, error) {
 		}
 	}
 	return msgs, nil
+}
+
+// visible counts the records that project to a message: the length of
+// the fold of a log without replaces, and a fair capacity for any other.
+func visible(records []*Record) int {
+	n := 0
+	for _, r := range records {
+		if r.visible {
+			n++
+		}
+	}
+	return n
 }
 
 // deriveWithReplaces is the general fold, for logs whose record i is the
@@ -198,7 +210,10 @@ func deriveWithReplaces(records []*Record, i int) ([]Message, error) {
 // step/start belongs to the step's request), with whether there was one.
 // It is [DeriveMessages] and [DeriveHeader] in one pass.
 func DeriveRequest(records []*Record, before int) ([]Message, Header, bool, error) {
-	msgs := make([]Message, 0, before/8+16)
+	if before < 0 || before > len(records) {
+		return nil, Header{}, false, fmt.Errorf("session: derive request before %d of %d records", before, len(records))
+	}
+	msgs := make([]Message, 0, visible(records[:before]))
 	h, ok, err := DeriveRequestFunc(records, before, func(i int, m *Message) bool {
 		c := *m
 		if len(c.ToolCalls) > 0 {
