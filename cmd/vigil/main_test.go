@@ -25,17 +25,11 @@ func TestMain(m *testing.M) {
 }
 
 // TestScripts runs every command of the CLI as a user would, one txtar
-// script per behaviour, with the repository's default plugins.yaml at
-// hand as $REPO/plugins.yaml.
+// script per behaviour under testdata/script.
 func TestScripts(t *testing.T) {
-	repo, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(e *testscript.Env) error {
-			e.Setenv("REPO", repo+"/../..")
 			e.Setenv("VIGIL_SHOW_EXIT", "1")
 			e.Setenv("NO_COLOR", "1")
 			return nil
