@@ -8,13 +8,13 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/vigil-run/vigil/plugins/internal/eventstream"
-	"github.com/vigil-run/vigil/plugins/internal/httperr"
+	"github.com/vigil-run/vigil/plugins/internal/providerhttp"
 )
 
 var (
 	// ErrMalformedStream is the cause of a stream that could not be
 	// decoded, broke the event protocol, or ended before message_stop.
-	ErrMalformedStream = httperr.ErrMalformedStream
+	ErrMalformedStream = providerhttp.ErrMalformedStream
 	// ErrStreamReused is returned by a stream ranged over a second time.
 	ErrStreamReused = eventstream.ErrStreamReused
 )
@@ -29,9 +29,9 @@ var streamErrorStatus = map[string]int{
 }
 
 // fail turns err into a *agentloop.ProviderError whose text does not
-// contain the API key (see httperr.Fail).
+// contain the API key (see providerhttp.Fail).
 func (p *Provider) fail(ctx context.Context, err error, delivered bool) error {
-	return httperr.Fail(ctx, providerName, p.cfg.APIKey, err, delivered, func(err error) (int, string, bool, bool) {
+	return providerhttp.Fail(ctx, providerName, p.cfg.APIKey, err, delivered, func(err error) (int, string, bool, bool) {
 		// An error event inside a 200 stream; the SDK parsed it.
 		var apiErr *sdk.Error
 		if !errors.As(err, &apiErr) {
@@ -42,6 +42,6 @@ func (p *Provider) fail(ctx context.Context, err error, delivered bool) error {
 			msg = string(apiErr.Type())
 		}
 		status := streamErrorStatus[string(apiErr.Type())]
-		return status, "error while streaming: " + msg, httperr.RetryableStatus(status), true
+		return status, "error while streaming: " + msg, providerhttp.RetryableStatus(status), true
 	})
 }

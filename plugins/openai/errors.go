@@ -9,21 +9,21 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/vigil-run/vigil/plugins/internal/eventstream"
-	"github.com/vigil-run/vigil/plugins/internal/httperr"
+	"github.com/vigil-run/vigil/plugins/internal/providerhttp"
 )
 
 var (
 	// ErrMalformedStream is the cause of a stream that could not be
 	// decoded or ended before the server said why it stopped.
-	ErrMalformedStream = httperr.ErrMalformedStream
+	ErrMalformedStream = providerhttp.ErrMalformedStream
 	// ErrStreamReused is returned by a stream ranged over a second time.
 	ErrStreamReused = eventstream.ErrStreamReused
 )
 
 // fail turns err into a *agentloop.ProviderError whose text does not
-// contain the API key (see httperr.Fail).
+// contain the API key (see providerhttp.Fail).
 func (p *Provider) fail(ctx context.Context, err error, delivered bool) error {
-	return httperr.Fail(ctx, providerName, p.cfg.APIKey, err, delivered, func(err error) (int, string, bool, bool) {
+	return providerhttp.Fail(ctx, providerName, p.cfg.APIKey, err, delivered, func(err error) (int, string, bool, bool) {
 		// An error event in a 200 stream: the server failed while
 		// generating.
 		var streamErr *ssestream.StreamError

@@ -5,21 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/vigil-run/vigil/agentloop"
-	"github.com/vigil-run/vigil/plugins/internal/httperr"
+	"github.com/vigil-run/vigil/plugins/internal/providerhttp"
 )
 
 // providerName names the provider in [agentloop.ProviderError] values.
 const providerName = "openai"
-
-// headerTimeout bounds the wait for response headers; the body of a
-// stream may take much longer.
-const headerTimeout = 10 * time.Minute
 
 // Provider streams chat completions from an OpenAI-compatible server. It
 // is safe for concurrent use; each Stream call is one HTTP request.
@@ -52,7 +47,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 		opt(&o)
 	}
 	if o.client == nil {
-		o.client = defaultClient()
+		o.client = providerhttp.DefaultClient()
 	}
 	base := cfg.BaseURL
 	if base == "" {
@@ -66,21 +61,12 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 		option.WithHTTPClient(o.client),
 		// The agent loop retries, with backoff, what is safe to retry.
 		option.WithMaxRetries(0),
-		option.WithMiddleware(httperr.CheckStatus),
+		option.WithMiddleware(providerhttp.CheckStatus),
 	}
 	if cfg.APIKey != "" {
 		ropts = append(ropts, option.WithAPIKey(cfg.APIKey))
 	}
 	return &Provider{cfg: cfg, svc: oai.NewChatCompletionService(ropts...)}, nil
-}
-
-func defaultClient() *http.Client {
-	if t, ok := http.DefaultTransport.(*http.Transport); ok {
-		t = t.Clone()
-		t.ResponseHeaderTimeout = headerTimeout
-		return &http.Client{Transport: t}
-	}
-	return &http.Client{Transport: http.DefaultTransport}
 }
 
 // Stream sends req and returns the reply as it streams. Errors before the

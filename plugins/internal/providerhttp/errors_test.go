@@ -1,4 +1,4 @@
-package httperr
+package providerhttp
 
 import (
 	"errors"

@@ -1,7 +1,7 @@
-// Package httperr is what the HTTP model providers share about failures:
-// reading error responses whatever their shape, deciding what is safe to
-// retry, and keeping API keys out of error text.
-package httperr
+// Package providerhttp is what the HTTP model providers share: their
+// default client, reading error responses whatever their shape, deciding
+// what is safe to retry, and keeping API keys out of error text.
+package providerhttp
 
 import (
 	"context"
