@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 
@@ -30,7 +31,22 @@ func (c *Context) Root() *Root { return c.root }
 // Fiber returns the fiber that owns what is registered through c.
 func (c *Context) Fiber() *Fiber { return c.fiber }
 
-// Logger returns the owning plugin's named sub-logger.
+// Done returns a channel closed when the disposal of c's fiber is
+// requested: by [Fiber.Dispose] on it or on an ancestor (the root
+// included). It closes at the request, before any disposer runs, so an
+// apply still running learns it should stop; a reload or a withdrawn
+// service does not close it (the fiber comes back), and undoing what one
+// application set up is the job of its effects. Shorthand for
+// c.Context().Done().
+func (c *Context) Done() <-chan struct{} { return c.fiber.life.Done() }
+
+// Context returns a [context.Context] cancelled when [Context.Done] closes,
+// with cause [ErrDisposed]: the lifetime of c's fiber, for the calls an
+// apply or a listener makes on the fiber's behalf.
+func (c *Context) Context() context.Context { return c.fiber.life }
+
+// Logger returns the owning plugin's named sub-logger (the nearest named
+// ancestor's, for an anonymous plugin).
 func (c *Context) Logger() hclog.Logger { return c.fiber.logger }
 
 // Scope returns a context on the same fiber whose listeners only receive
@@ -61,32 +77,28 @@ func (c *Context) Plugin(p Plugin, config any) (*Fiber, error) {
 		return nil, ErrDisposed
 	}
 	parent := c.fiber
-	f := &Fiber{
-		root:   c.root,
-		parent: parent,
-		plugin: p,
-		name:   p.Name(),
-		state:  StatePending,
-		config: config,
-		gen:    1,
-		filter: c.filter,
+	// An anonymous plugin goes by its nearest named ancestor, as in
+	// Cordis, so errors and logs never name "".
+	name, logger := p.Name(), parent.logger
+	if name == "" {
+		name = parent.name
+	} else {
+		logger = c.root.logger.Named(name)
 	}
+	f := newFiber(c.root, parent, p, name, logger)
+	f.state = StatePending
+	f.config = config
+	f.gen = 1
+	f.filter = c.filter
 	if in, ok := p.(Injector); ok {
 		f.inject = in.Inject()
 	}
-	f.logger = c.root.logger.Named(f.name)
 	f.ctx = &Context{root: c.root, fiber: f, filter: c.filter}
 	if err := parent.addDisposer(func() { _ = f.Dispose() }, &f.ownerHandle); err != nil {
+		f.requestEnd()
 		return nil, fmt.Errorf("apply %q: %w", f.name, err)
 	}
 	c.root.track(f)
-	c.root.mu.Lock()
-	ready := len(c.root.missingLocked(f)) == 0
-	c.root.mu.Unlock()
-	if !ready {
-		f.logger.Debug("waiting for services", "missing", f.Missing())
-		return f, nil
-	}
 	if err := f.load(); err != nil {
 		return f, err
 	}
@@ -94,7 +106,11 @@ func (c *Context) Plugin(p Plugin, config any) (*Fiber, error) {
 }
 
 // Effect runs fn now and registers the disposer it returns (which may be
-// nil) with c's fiber, to run when the fiber is disposed or reloaded.
+// nil) with c's fiber, to run when the fiber is disposed or reloaded. Once
+// the fiber's disposal is requested (see [Context.Done]) Effect refuses
+// with [ErrDisposed] without running fn; if the request comes while fn
+// runs, the disposer fn returns is run at once and Effect refuses too, so
+// nothing fn set up outlives the fiber.
 func (c *Context) Effect(fn func() (dispose func())) error {
 	if !c.fiber.acceptsRegistrations() {
 		return ErrDisposed

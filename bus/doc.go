@@ -16,7 +16,29 @@
 // the host keeps running. Disposal moves it through unloading to disposed.
 // A fiber whose required services are missing stays pending and is applied
 // as soon as they are all provided by active fibers; when one is withdrawn
-// its dependents are unloaded first and go back to pending.
+// its dependents are unloaded first and go back to pending. A fiber never
+// becomes active without them: one whose required service is withdrawn, or
+// whose provider is disposed, while it is loading has its apply undone when
+// the apply returns and goes back to pending, to be applied again when the
+// service returns. [Root.Pending] lists it meanwhile.
+//
+// # Disposal
+//
+// [Context.Done] closes, and [Context.Context] is cancelled with cause
+// [ErrDisposed], as soon as the disposal of the context's fiber is
+// requested — before its disposers run, and also while its apply is still
+// running, so a long apply can stop early. From that moment the context
+// refuses new listeners, services, effects and child plugins: [Context.Effect]
+// returns [ErrDisposed] without running its function, and an effect that
+// was running when the request came has its disposer run at once. Once the
+// fiber is disposed its context also refuses reads ([Service.Get], [Lookup])
+// with [ErrDisposed]; cleanup running during the disposal can still read.
+// A reload does not close Done: the fiber comes back, and what one
+// application set up is undone by its effects.
+//
+// A plugin whose [Plugin.Name] is "" is anonymous: its fiber, errors and
+// logger go by the name of its nearest named ancestor ("root" at the top),
+// as in Cordis.
 //
 // # Events
 //

@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -57,6 +58,11 @@ type Fiber struct {
 	// ownerHandle is this fiber's entry in its parent's disposers.
 	ownerHandle *disposer
 
+	// life is cancelled, with cause ErrDisposed, when the disposal of the
+	// fiber or of an ancestor is requested.
+	life context.Context
+	end  context.CancelCauseFunc
+
 	mu               sync.Mutex
 	state            State
 	stateSnapshot    atomic.Int32
@@ -77,7 +83,8 @@ type disposer struct {
 
 func (d *disposer) run() { d.once.Do(d.fn) }
 
-// Name returns the plugin's name.
+// Name returns the plugin's name; an anonymous plugin (whose Name is "")
+// goes by the name of its nearest named ancestor, "root" at the top.
 func (f *Fiber) Name() string { return f.name }
 
 // State returns the fiber's current state.
@@ -133,15 +140,44 @@ func (f *Fiber) parkedByParent() bool {
 	return s != StateActive && s != StateLoading
 }
 
+// newFiber returns a fiber for p (nil for the root fiber). Its life
+// derives from its parent's: the disposal of a fiber is requested for its
+// whole subtree at once, before the disposers reach the children.
+func newFiber(r *Root, parent *Fiber, p Plugin, name string, logger hclog.Logger) *Fiber {
+	f := &Fiber{root: r, parent: parent, plugin: p, name: name, logger: logger}
+	base := context.Background()
+	if parent != nil {
+		base = parent.life
+	}
+	f.life, f.end = context.WithCancelCause(base)
+	return f
+}
+
+// requestEnd tells whoever watches the fiber's context that the fiber is
+// going away, which makes it refuse new registrations.
+func (f *Fiber) requestEnd() { f.end(ErrDisposed) }
+
+// ending reports whether the disposal of the fiber or an ancestor was
+// requested.
+func (f *Fiber) ending() bool { return f.life.Err() != nil }
+
+// disposed reports whether the fiber is disposed, its disposers all run.
+func (f *Fiber) disposed() bool {
+	return State(f.stateSnapshot.Load()) == StateDisposed
+}
+
+// acceptsRegistrations reports whether the fiber takes new listeners,
+// services, effects and children: only while loading or active, and not
+// once its disposal was requested.
 func (f *Fiber) acceptsRegistrations() bool {
 	s := State(f.stateSnapshot.Load())
-	return s == StateActive || s == StateLoading
+	return (s == StateActive || s == StateLoading) && !f.ending()
 }
 
 func (f *Fiber) addDisposer(fn func(), handle **disposer) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.state != StateActive && f.state != StateLoading {
+	if f.state != StateActive && f.state != StateLoading || f.ending() {
 		return ErrDisposed
 	}
 	d := &disposer{fn: fn}
@@ -197,15 +233,32 @@ func (f *Fiber) callReconfigure(r Reconfigurer, cfg any) (err error) {
 	return r.Reconfigure(f.ctx, cfg)
 }
 
-// load applies the plugin. On failure everything it registered is rolled
-// back and the fiber is left failed. Config updates that arrived while it
-// was loading are applied afterwards.
+// load applies the plugin if its required services are all available,
+// and otherwise leaves it pending. On failure everything it registered is
+// rolled back and the fiber is left failed. A required service lost while
+// the plugin was loading (withdrawn, or its provider disposed) sends the
+// fiber back to pending, its apply undone, whether the apply succeeded or
+// failed: it is applied again when the service returns. Config updates
+// that arrived while it was loading are applied afterwards.
 func (f *Fiber) load() error {
 	f.mu.Lock()
 	if f.state != StatePending && f.state != StateFailed {
 		f.mu.Unlock()
 		return nil
 	}
+	f.root.mu.Lock()
+	missing := f.root.missingLocked(f)
+	if len(missing) > 0 {
+		// Pending before the root lock is released: a service published
+		// right after this check finds the fiber where startPending looks.
+		f.setState(StatePending)
+		f.err = nil
+		f.root.mu.Unlock()
+		f.mu.Unlock()
+		f.logger.Debug("waiting for services", "missing", missing)
+		return nil
+	}
+	f.root.mu.Unlock()
 	f.setState(StateLoading)
 	f.err = nil
 	cfg, gen := f.config, f.gen
@@ -216,15 +269,25 @@ func (f *Fiber) load() error {
 		f.runDisposers()
 		perr := &PluginError{Plugin: f.name, Op: "apply", Err: err}
 		f.mu.Lock()
-		f.setState(StateFailed)
-		f.err = perr
-		retry := f.gen != gen && !f.disposeRequested
 		dispose := f.disposeRequested
+		f.root.mu.Lock()
+		lost := !dispose && len(f.root.missingLocked(f)) > 0
+		f.root.mu.Unlock()
+		if lost {
+			f.setState(StatePending)
+		} else {
+			f.setState(StateFailed)
+			f.err = perr
+		}
+		retry := f.gen != gen && !dispose && !lost
 		f.mu.Unlock()
 		f.logger.Error("apply failed", "error", err)
 		switch {
 		case dispose:
 			_ = f.Dispose()
+		case lost:
+			f.logger.Debug("required service lost while loading: waiting for it")
+			f.root.startPending()
 		case retry:
 			return f.load()
 		}
@@ -237,7 +300,24 @@ func (f *Fiber) load() error {
 		f.mu.Unlock()
 		return f.Dispose()
 	}
+	// The check and the move to active are one step under the root lock:
+	// a withdrawal either sees the fiber active (and unloads it as a
+	// dependent) or the fiber sees the service going.
+	f.root.mu.Lock()
+	if len(f.root.missingLocked(f)) > 0 {
+		f.setState(StateUnloading)
+		f.root.mu.Unlock()
+		f.mu.Unlock()
+		f.logger.Debug("required service lost while loading: waiting for it")
+		if f.finishUnload(StatePending) {
+			// The service may have returned while the fiber was unloading,
+			// when nothing could start it.
+			f.root.startPending()
+		}
+		return nil
+	}
 	f.setState(StateActive)
+	f.root.mu.Unlock()
 	updated := f.gen != gen
 	f.mu.Unlock()
 
@@ -286,13 +366,7 @@ func (f *Fiber) applyUpdate() error {
 			return nil
 		}
 		f.unload(StatePending)
-		f.root.mu.Lock()
-		ready := len(f.root.missingLocked(f)) == 0
-		f.root.mu.Unlock()
-		if ready {
-			return f.load()
-		}
-		return nil
+		return f.load()
 	default:
 		return nil
 	}
@@ -309,21 +383,31 @@ func (f *Fiber) unload(to State) {
 	f.setState(StateUnloading)
 	f.mu.Unlock()
 	f.logger.Debug("unloading")
+	f.finishUnload(to)
+}
+
+// finishUnload runs the disposers of an unloading fiber and leaves it in
+// state to, or disposed if Dispose was called meanwhile; it reports
+// whether the fiber reached to.
+func (f *Fiber) finishUnload(to State) bool {
 	f.runDisposers()
 	f.mu.Lock()
 	if f.disposing {
 		f.mu.Unlock()
 		f.finishDispose()
-		return
+		return false
 	}
 	f.setState(to)
 	f.mu.Unlock()
+	return true
 }
 
 // Dispose undoes everything the fiber registered, last first, and leaves
 // it disposed. Disposing a disposed fiber does nothing. A fiber disposed
 // while loading is disposed as soon as its apply returns, one disposed
-// while unloading for a reload as soon as the unload ends.
+// while unloading for a reload as soon as the unload ends. In every case
+// the fiber's context ([Context.Done]) is cancelled at once and the fiber
+// refuses new registrations from then on.
 func (f *Fiber) Dispose() error {
 	f.mu.Lock()
 	switch {
@@ -332,15 +416,18 @@ func (f *Fiber) Dispose() error {
 		return nil
 	case f.state == StateUnloading:
 		f.disposing = true
+		f.requestEnd()
 		f.mu.Unlock()
 		return nil
 	case f.state == StateLoading:
 		f.disposeRequested = true
+		f.requestEnd()
 		f.mu.Unlock()
 		return nil
 	}
 	f.disposing = true
 	f.setState(StateUnloading)
+	f.requestEnd()
 	f.mu.Unlock()
 	f.runDisposers()
 	f.finishDispose()

@@ -46,7 +46,7 @@ func New(opts ...Option) *Root {
 	}
 	empty := []*eventSlot{}
 	r.slots.Store(&empty)
-	r.fiber = &Fiber{root: r, name: "root", logger: r.logger}
+	r.fiber = newFiber(r, nil, nil, "root", r.logger)
 	r.fiber.setState(StateActive)
 	r.fiber.ctx = &Context{root: r, fiber: r.fiber}
 	return r
@@ -95,7 +95,7 @@ func (r *Root) Pending() []Waiting {
 func (r *Root) missingLocked(f *Fiber) []string {
 	var missing []string
 	for _, name := range f.inject.Required {
-		if e, ok := r.services[name]; !ok || !e.published {
+		if e, ok := r.services[name]; !ok || !e.published || e.withdrawing {
 			missing = append(missing, name)
 		}
 	}

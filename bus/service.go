@@ -22,6 +22,9 @@ type serviceEntry struct {
 	value     any
 	owner     *Fiber
 	published bool
+	// withdrawing is set when the withdrawal starts: the value can still be
+	// read while dependents clean up, but no fiber may become active on it.
+	withdrawing bool
 }
 
 // Provide makes v available under the service's name, owned by c's fiber:
@@ -34,9 +37,14 @@ func (s Service[T]) Provide(c *Context, v T) (withdraw func(), err error) {
 }
 
 // Get returns the service's current value. A plugin context may read only
-// services it declared in its [Inject]; the root context may read any.
+// services it declared in its [Inject]; the root context may read any. A
+// context whose fiber is disposed reads nothing: [ErrDisposed], like every
+// other use of it (cleanup that runs while the fiber disposes still reads).
 func (s Service[T]) Get(c *Context) (T, error) {
 	var zero T
+	if c.fiber.disposed() {
+		return zero, fmt.Errorf("get %q: %w", s.name, ErrDisposed)
+	}
 	if c.fiber.plugin != nil && !c.fiber.inject.declares(s.name) {
 		return zero, fmt.Errorf("%w: plugin %q reads %q", ErrServiceUndeclared, c.fiber.name, s.name)
 	}
@@ -55,8 +63,12 @@ func (s Service[T]) Get(c *Context) (T, error) {
 
 // Lookup returns every available service whose name starts with prefix and
 // whose value is a T, sorted by name. A plugin must declare prefix+"*" (or
-// each name) in its Inject.
+// each name) in its Inject. Like [Service.Get], it refuses a context whose
+// fiber is disposed with [ErrDisposed].
 func Lookup[T any](c *Context, prefix string) ([]Named[T], error) {
+	if c.fiber.disposed() {
+		return nil, fmt.Errorf("lookup %q: %w", prefix+"*", ErrDisposed)
+	}
 	if c.fiber.plugin != nil && !c.fiber.inject.declares(prefix+"*") {
 		return nil, fmt.Errorf("%w: plugin %q reads %q", ErrServiceUndeclared, c.fiber.name, prefix+"*")
 	}
@@ -156,6 +168,10 @@ func (r *Root) withdraw(e *serviceEntry, name string) {
 		r.mu.Unlock()
 		return
 	}
+	// Marked before the dependents are chosen, under the same lock: a
+	// fiber still loading is not among them, and finds the service missing
+	// when its apply returns (see load).
+	e.withdrawing = true
 	deps := []*Fiber(nil)
 	if e.published {
 		deps = r.dependentsLocked([]string{name}, e.owner)
