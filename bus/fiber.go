@@ -242,7 +242,9 @@ func (f *Fiber) callReconfigure(r Reconfigurer, cfg any) (err error) {
 // that arrived while it was loading are applied afterwards.
 func (f *Fiber) load() error {
 	f.mu.Lock()
-	if f.state != StatePending && f.state != StateFailed {
+	// A fiber whose disposal (or an ancestor's) was requested is not
+	// applied again: everything it registered would be refused.
+	if f.state != StatePending && f.state != StateFailed || f.ending() {
 		f.mu.Unlock()
 		return nil
 	}

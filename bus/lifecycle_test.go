@@ -291,3 +291,27 @@ func TestReloadDoesNotCancelContext(t *testing.T) {
 	require.Equal(t, bus.StateActive, f.State())
 	assert.NoError(t, c.Context().Err())
 }
+
+func TestDisposalDoesNotReapplyDependents(t *testing.T) {
+	// Disposing the provider during the root's disposal unloads its
+	// optional dependent, which must not be applied again: it is going
+	// too, although its own parent is still active at that moment.
+	root := bus.New()
+	svc := bus.NewService[*store]("test/cache")
+	tr := &trace{}
+	apply(t, root.Context(), plugin("mid", func(c *bus.Context) error {
+		apply(t, c, dependent(t, "user", svc, false, tr), nil)
+		return nil
+	}), nil)
+	apply(t, root.Context(), plugin("provider", func(c *bus.Context) error {
+		_, err := svc.Provide(c, &store{"redis"})
+		return err
+	}), nil)
+	require.NoError(t, root.Dispose())
+	assert.Equal(t, []string{
+		"user applied with missing",
+		"user disposed",
+		"user applied with redis",
+		"user disposed",
+	}, tr.get())
+}

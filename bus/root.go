@@ -123,7 +123,7 @@ func (r *Root) startPending() {
 		var next *Fiber
 		r.mu.Lock()
 		for _, f := range r.fibers {
-			if State(f.stateSnapshot.Load()) == StatePending && !f.parkedByParent() && len(r.missingLocked(f)) == 0 {
+			if State(f.stateSnapshot.Load()) == StatePending && !f.parkedByParent() && !f.ending() && len(r.missingLocked(f)) == 0 {
 				next = f
 				break
 			}
