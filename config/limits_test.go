@@ -134,6 +134,8 @@ func TestFileSizeIsBounded(t *testing.T) {
 				assert.Len(t, f.Entries, 1)
 				return
 			}
+			require.Error(t, err)
+			require.Error(t, perr)
 			assert.ErrorIs(t, err, config.ErrTooLarge)
 			assert.Equal(t, path+strings.TrimPrefix(tt.want, "plugins.yaml"), err.Error())
 			assert.Equal(t, tt.want, perr.Error())
