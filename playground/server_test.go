@@ -28,7 +28,7 @@ func TestPageIsEmbeddedAndLoadsNothingFromElsewhere(t *testing.T) {
 	} {
 		t.Run(tc.path, func(t *testing.T) {
 			rec := httptest.NewRecorder()
-			s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, tc.path, nil))
+			s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://localhost"+tc.path, nil))
 			require.Equal(t, http.StatusOK, rec.Code)
 			assert.Contains(t, rec.Header().Get("Content-Type"), tc.ctype)
 			assert.Contains(t, rec.Body.String(), tc.contains)
@@ -360,7 +360,7 @@ func TestActionsRefuseWhatMakesNoSense(t *testing.T) {
 		})
 	}
 	t.Run("a body that is not JSON", func(t *testing.T) {
-		req := httptest.NewRequest(http.MethodPost, "/api/control", strings.NewReader("op=play"))
+		req := httptest.NewRequest(http.MethodPost, "http://localhost/api/control", strings.NewReader("op=play"))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		rec := httptest.NewRecorder()
 		s.ServeHTTP(rec, req)
