@@ -98,7 +98,8 @@ func TestEventsStreamTheDemoOneRecordAtATimeWithItsFold(t *testing.T) {
 	assert.Equal(t, agentConfig.System, last.State.Next.Header.System)
 	var ps playState
 	require.NoError(t, json.Unmarshal(events.until("play").data, &ps))
-	assert.Equal(t, playState{State: stateDone, Session: id}, ps)
+	assert.Equal(t, playState{State: stateDone, Session: id, Rev: s.hub.playState().Rev}, ps)
+	assert.Greater(t, ps.Rev, uint64(1), "playing, then done")
 }
 
 func TestStateShowsTheInFlightRequestWhileAStepIsOpen(t *testing.T) {
