@@ -143,3 +143,18 @@ func TestFileSizeIsBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestAliasBudgetIsTheFiles: disabled entries, decoded with their own
+// variable lookup, share the file's alias budget.
+func TestAliasBudgetIsTheFiles(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("plugins:\n  - name: test/free\n    disabled: true\n    config:\n      config:\n")
+	b.WriteString("        l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n        l1: &l1 [*l0, *l0, *l0, *l0, *l0, *l0, *l0, *l0, *l0, *l0]\n        l2: &l2 [*l1, *l1, *l1, *l1, *l1, *l1, *l1, *l1, *l1, *l1]\n")
+	for i := range 10 {
+		fmt.Fprintf(&b, "  - { id: d%d, name: test/free, disabled: true, config: { config: { a: *l2, b: *l2, c: *l2 } } }\n", i)
+	}
+	_, err := config.Parse("plugins.yaml", []byte(b.String()), nil)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, config.ErrTooLarge)
+	assert.Contains(t, err.Error(), "aliases expand to more than 10000 YAML nodes")
+}

@@ -204,13 +204,14 @@ func (d *decoder) entry(n *yaml.Node) (Entry, error) {
 	}
 	if e.Disabled {
 		// A disabled entry is still checked, but the variables it names
-		// need only be set once it is enabled.
-		lenient, strict := *d, d.lookup
-		lenient.lookup = func(name string) (string, bool) {
+		// need only be set once it is enabled. The decoder itself is
+		// kept: its alias budget is the whole file's.
+		strict := d.lookup
+		d.lookup = func(name string) (string, bool) {
 			v, _ := strict(name)
 			return v, true
 		}
-		d = &lenient
+		defer func() { d.lookup = strict }()
 	}
 	if nameNode == nil || e.Name == "" {
 		return e, d.errAt(n, ErrMissingKey, "missing required key \"name\"")
