@@ -57,7 +57,9 @@ func init() {
 		Name:        "test/free",
 		Description: "a test plugin with a free-form map, like external's config",
 		Config:      func() any { return &freeConfig{} },
-		New:         func() bus.Plugin { return bus.PluginFunc("test/free", func(*bus.Context, *freeConfig) error { return nil }) },
+		New: func() bus.Plugin {
+			return bus.PluginFunc("test/free", func(*bus.Context, *freeConfig) error { return nil })
+		},
 	})
 	bus.Register(bus.Module{
 		Name:        "test/plain",
