@@ -18,30 +18,130 @@ import (
 type decoder struct {
 	file   string
 	lookup func(string) (string, bool)
+	// only, when set, selects the entries applied (see LoadOnly).
+	only func(name string) bool
+
+	// aliasDepth is how many aliases the walk is inside; expanded counts
+	// the nodes aliases added to the walk so far (see alias).
+	aliasDepth int
+	expanded   int
+	sizes      map[*yaml.Node]int
 }
 
 func (d *decoder) errAt(n *yaml.Node, sentinel error, format string, args ...any) error {
 	return &Error{File: d.file, Line: n.Line, Col: n.Column, Msg: fmt.Sprintf(format, args...), Err: sentinel}
 }
 
-var varPattern = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+// sizeInProgress marks a node whose size is being computed: meeting it
+// again means an alias inside its own anchor's value.
+const sizeInProgress = -1
 
-// expand replaces ${VAR} in a scalar with the variable's value; an unset
-// variable is an error naming it.
-func (d *decoder) expand(n *yaml.Node) (string, error) {
-	var missing string
-	out := varPattern.ReplaceAllStringFunc(n.Value, func(m string) string {
-		name := m[2 : len(m)-1]
-		v, ok := d.lookup(name)
-		if !ok && missing == "" {
-			missing = name
-		}
-		return v
-	})
-	if missing != "" {
-		return "", d.errAt(n, ErrUnsetVariable, "environment variable %s is not set", missing)
+// alias accounts for walking the value of alias n. yaml.v3 leaves aliases
+// unexpanded in a yaml.Node tree, so its own limit on alias expansion does
+// not apply to the decoder's walk: a few lines of nested aliases (a
+// billion laughs) would expand to gigabytes. The nodes each outermost
+// alias expands to, nested aliases expanded, are counted against
+// MaxAliasNodes for the whole file before the walk goes in, and an alias
+// inside its own anchor's value (which the walk would follow forever) is
+// refused. The caller calls d.aliasDepth-- when done with the value.
+func (d *decoder) alias(n *yaml.Node) error {
+	if d.aliasDepth > 0 {
+		d.aliasDepth++ // already counted with the outermost alias
+		return nil
 	}
-	return out, nil
+	if d.sizes == nil {
+		d.sizes = map[*yaml.Node]int{}
+	}
+	size, ok := d.size(n.Alias)
+	if !ok {
+		return d.errAt(n, ErrTooLarge, "alias *%s refers to a value that contains it", n.Value)
+	}
+	d.expanded += size
+	if d.expanded > MaxAliasNodes {
+		return d.errAt(n, ErrTooLarge, "aliases expand to more than %d YAML nodes (an alias bomb?)", MaxAliasNodes)
+	}
+	d.aliasDepth++
+	return nil
+}
+
+// size returns the number of nodes n expands to, aliases expanded,
+// saturating just above MaxAliasNodes; false for a cycle. Sizes are
+// memoized, so nested aliases cost one visit each.
+func (d *decoder) size(n *yaml.Node) (int, bool) {
+	if n == nil {
+		return 0, true
+	}
+	if s, ok := d.sizes[n]; ok {
+		return s, s != sizeInProgress
+	}
+	d.sizes[n] = sizeInProgress
+	if n.Kind == yaml.AliasNode {
+		s, ok := d.size(n.Alias)
+		if ok {
+			d.sizes[n] = s
+		}
+		return s, ok
+	}
+	total := 1
+	for _, c := range n.Content {
+		s, ok := d.size(c)
+		if !ok {
+			return 0, false
+		}
+		total = min(total+s, MaxAliasNodes+1)
+	}
+	d.sizes[n] = total
+	return total, true
+}
+
+// expand replaces ${VAR} in a scalar with the variable's value; $${ is a
+// literal ${. An unset variable, a ${ without its } and a ${...} that is
+// not a variable name are errors: taken literally, they would reach a
+// plugin as a value nobody meant.
+func (d *decoder) expand(n *yaml.Node) (string, error) {
+	s := n.Value
+	if !strings.Contains(s, "${") {
+		return s, nil
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		if i > 0 && s[i-1] == '$' {
+			b.WriteString(s[:i-1])
+			b.WriteString("${")
+			s = s[i+2:]
+			continue
+		}
+		b.WriteString(s[:i])
+		end := strings.IndexByte(s[i+2:], '}')
+		if end < 0 {
+			return "", d.errAt(n, ErrBadVariable, "unterminated %q: a variable is written ${NAME} (write $${ for a literal ${)", short(s[i:]))
+		}
+		name := s[i+2 : i+2+end]
+		if !varName.MatchString(name) {
+			return "", d.errAt(n, ErrBadVariable, "%q is not a variable name: a variable is written ${NAME} with letters, digits and _ (write $${ for a literal ${)", name)
+		}
+		v, ok := d.lookup(name)
+		if !ok {
+			return "", d.errAt(n, ErrUnsetVariable, "environment variable %s is not set", name)
+		}
+		b.WriteString(v)
+		s = s[i+2+end+1:]
+	}
+}
+
+var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// short cuts s for an error message.
+func short(s string) string {
+	if r := []rune(s); len(r) > 20 {
+		return string(r[:20]) + "…"
+	}
+	return s
 }
 
 var (
@@ -55,6 +155,10 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value) error {
 		return d.decode(n.Content[0], v)
 	}
 	if n.Kind == yaml.AliasNode {
+		if err := d.alias(n); err != nil {
+			return err
+		}
+		defer func() { d.aliasDepth-- }()
 		return d.decode(n.Alias, v)
 	}
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
@@ -221,6 +325,10 @@ func (d *decoder) generic(n *yaml.Node) (any, error) {
 		}
 		return d.generic(n.Content[0])
 	case yaml.AliasNode:
+		if err := d.alias(n); err != nil {
+			return nil, err
+		}
+		defer func() { d.aliasDepth-- }()
 		return d.generic(n.Alias)
 	case yaml.MappingNode:
 		m := make(map[string]any, len(n.Content)/2)

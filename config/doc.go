@@ -19,6 +19,19 @@
 // file:line:col. A config struct marks required keys with the struct tag
 // `vigil:"required"` and may validate itself with a Validate() error method.
 //
+// ${NAME} expands from the environment (NAME: letters, digits and _); $${
+// is a literal ${. A ${ without its closing } or with anything but a name
+// inside is an error, not text.
+//
+// # Limits
+//
+// A file larger than [MaxFileSize] (1 MiB) is refused, and so is one whose
+// aliases (*name) would expand to more than [MaxAliasNodes] (10,000) YAML
+// nodes, nested aliases included, or an alias inside its own anchor's
+// value: the decoder walks yaml.Node trees itself, where yaml.v3's own
+// alias limit does not apply. The limits hold on every load, hot reloads
+// included, with file:line:col like every other error.
+//
 // # Reload
 //
 // [Apply] mounts the entries as one group fiber. [Composition.Reload]

@@ -15,6 +15,8 @@ var (
 	ErrSyntax        = errors.New("syntax error")
 	ErrDuplicateID   = errors.New("duplicate id")
 	ErrInvalid       = errors.New("invalid config")
+	ErrBadVariable   = errors.New("malformed ${VAR}")
+	ErrTooLarge      = errors.New("config too large")
 )
 
 // Error is a problem at a position in a config file. Its message starts

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"reflect"
 	"regexp"
@@ -41,14 +42,45 @@ type File struct {
 	Entries []Entry
 }
 
+// Limits on a plugins.yaml, so that a file (also one read on a hot
+// reload) cannot make the loader exhaust memory.
+const (
+	// MaxFileSize bounds the size of a plugins.yaml in bytes.
+	MaxFileSize = 1 << 20
+	// MaxAliasNodes bounds the YAML nodes aliases (*name) may add to the
+	// file when expanded, nested aliases included.
+	MaxAliasNodes = 10_000
+)
+
 // Load reads and decodes the file at path, expanding ${VAR} from the
 // environment.
 func Load(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	return load(path, nil)
+}
+
+// LoadOnly reads and decodes the file at path like Load, but keeps
+// enabled only the entries whose plugin name only accepts (groups are
+// kept, and hold what they keep). The others are checked as disabled
+// entries are: a ${VAR} they name need not be set and they are not
+// validated. Commands that need one part of a composition (the session
+// store) use it, so that a variable the rest needs (a provider's API key)
+// need not be set for them.
+func LoadOnly(path string, only func(name string) bool) (*File, error) {
+	return load(path, only)
+}
+
+func load(path string, only func(string) bool) (*File, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return Parse(path, data, nil)
+	defer f.Close()
+	// One byte more than the limit is enough to see it is exceeded.
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return parse(path, data, envLookup, only)
 }
 
 // Parse decodes a plugins.yaml held in data; name is used in error
@@ -57,7 +89,16 @@ func Parse(name string, data []byte, lookup func(string) (string, bool)) (*File,
 	if lookup == nil {
 		lookup = envLookup
 	}
-	d := &decoder{file: name, lookup: lookup}
+	return parse(name, data, lookup, nil)
+}
+
+func parse(name string, data []byte, lookup func(string) (string, bool), only func(string) bool) (*File, error) {
+	if len(data) > MaxFileSize {
+		line := 1 + bytes.Count(data[:MaxFileSize], []byte("\n"))
+		col := MaxFileSize - bytes.LastIndexByte(data[:MaxFileSize], '\n')
+		return nil, &Error{File: name, Line: line, Col: col, Msg: fmt.Sprintf("the file is larger than %d bytes (1 MiB)", MaxFileSize), Err: ErrTooLarge}
+	}
+	d := &decoder{file: name, lookup: lookup, only: only}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, syntaxError(name, err)
@@ -158,15 +199,19 @@ func (d *decoder) entry(n *yaml.Node) (Entry, error) {
 			return e, err
 		}
 	}
+	if d.only != nil && e.Name != GroupName && !d.only(e.Name) {
+		e.Disabled = true
+	}
 	if e.Disabled {
 		// A disabled entry is still checked, but the variables it names
-		// need only be set once it is enabled.
-		lenient, strict := *d, d.lookup
-		lenient.lookup = func(name string) (string, bool) {
+		// need only be set once it is enabled. The decoder itself is
+		// kept: its alias budget is the whole file's.
+		strict := d.lookup
+		d.lookup = func(name string) (string, bool) {
 			v, _ := strict(name)
 			return v, true
 		}
-		d = &lenient
+		defer func() { d.lookup = strict }()
 	}
 	if nameNode == nil || e.Name == "" {
 		return e, d.errAt(n, ErrMissingKey, "missing required key \"name\"")

@@ -32,6 +32,11 @@ type testConfig struct {
 	} `yaml:"nested"`
 }
 
+// freeConfig has a free-form map, decoded into plain Go values.
+type freeConfig struct {
+	Config map[string]any `yaml:"config"`
+}
+
 func (c *testConfig) Validate() error {
 	if c.Depth < 0 {
 		return fmt.Errorf("depth must not be negative, got %d", c.Depth)
@@ -46,6 +51,14 @@ func init() {
 		Config:      func() any { return &testConfig{} },
 		New: func() bus.Plugin {
 			return bus.PluginFunc("test/walker", func(*bus.Context, *testConfig) error { return nil })
+		},
+	})
+	bus.Register(bus.Module{
+		Name:        "test/free",
+		Description: "a test plugin with a free-form map, like external's config",
+		Config:      func() any { return &freeConfig{} },
+		New: func() bus.Plugin {
+			return bus.PluginFunc("test/free", func(*bus.Context, *freeConfig) error { return nil })
 		},
 	})
 	bus.Register(bus.Module{

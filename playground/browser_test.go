@@ -1,8 +1,12 @@
 package playground
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -11,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -66,7 +71,7 @@ func screenshotDir(t *testing.T) string {
 func TestBrowserPlaysThenRefusesTheForgedRequest(t *testing.T) {
 	ctx := browser(t)
 	pg := newPlayground(t, Options{Delay: 10 * time.Millisecond})
-	srv := httptest.NewServer(pg)
+	srv := httptest.NewServer(lateAnswers(pg, opPlay))
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { _ = pg.Close() }) // ends the page's event stream first
 
@@ -120,6 +125,13 @@ func TestBrowserPlaysThenRefusesTheForgedRequest(t *testing.T) {
 		}
 	}))
 
+	// Count the page's controls, and those whose answer it has taken in:
+	// a timer set when the body is read fires after the microtasks that
+	// hand the answer to the page's state.
+	_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: countControls})
+	require.NoError(t, err)
+	controlsSettled := until(`window.__controls.sent > 0 && window.__controls.settled === window.__controls.sent`)
+
 	// Step twice with the keyboard: exactly two events, the loop waits.
 	do(
 		chromedp.Navigate(srv.URL),
@@ -143,12 +155,18 @@ func TestBrowserPlaysThenRefusesTheForgedRequest(t *testing.T) {
 	assert.Equal(t, 1, count(`#request .msg`))
 	shot("playground-stepping.png")
 
-	// Space plays the rest, paced by the runtime.
+	// Space plays the rest, paced by the runtime. The answer to the play
+	// control ("playing") reaches the page after the event "done", as on a
+	// loaded machine (lateAnswers): the page stays done.
 	do(
 		chromedp.KeyEvent(" "),
 		chromedp.WaitVisible(chromedp.CSS(`body[data-play="done"]`)),
 		until(`document.querySelectorAll('#log .ev').length === 46`),
+		controlsSettled,
 	)
+	state, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.dataset.play`))
+	require.NoError(t, err)
+	assert.Equal(t, stateDone, state, "a late answer does not undo the end of the demo")
 	shot("playground-played.png")
 	assert.Equal(t, 2, count(`#log .g-turn`), "events grouped by turn")
 	assert.Equal(t, 3, count(`#log .g-step`), "and by step")
@@ -215,6 +233,75 @@ func TestBrowserPlaysThenRefusesTheForgedRequest(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Empty(t, exceptions, "no script error on the page")
+}
+
+// countControls counts, in window.__controls, the page's /api/control
+// requests and those whose answer the page has taken in.
+const countControls = `
+window.__controls = { sent: 0, settled: 0 };
+const fetch0 = window.fetch;
+window.fetch = function (input, init) {
+  const p = fetch0.apply(this, arguments);
+  if (!String(input).endsWith('/api/control')) return p;
+  window.__controls.sent++;
+  const settled = () => setTimeout(() => { window.__controls.settled++; }, 0);
+  return p.then((res) => {
+    const json = res.json.bind(res);
+    res.json = () => json().finally(settled);
+    return res;
+  }, (err) => { settled(); throw err; });
+};`
+
+// lateAnswers serves pg, but holds the answer to a control op until the
+// demo is no longer playing, so that the page gets the answer after the
+// play events that followed it — what a loaded machine may do.
+func lateAnswers(pg *Server, op string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil || r.URL.Path != "/api/control" || !bytes.Contains(body, []byte(`"`+op+`"`)) {
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			pg.ServeHTTP(w, r)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		rec := httptest.NewRecorder()
+		pg.ServeHTTP(rec, r)
+		events, cancel := pg.hub.subscribe()
+		defer cancel()
+		for f := range events {
+			if st, ok := playOf(f); ok && st != statePlaying {
+				break
+			}
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+	})
+}
+
+// playOf returns the player's state in a hello or play event frame.
+func playOf(frame []byte) (string, bool) {
+	name, rest, _ := bytes.Cut(frame, []byte("\n"))
+	data, ok := bytes.CutPrefix(bytes.TrimSpace(rest), []byte("data: "))
+	if !ok {
+		return "", false
+	}
+	var v struct {
+		State string    `json:"state"`
+		Play  playState `json:"play"`
+	}
+	if json.Unmarshal(data, &v) != nil {
+		return "", false
+	}
+	switch string(name) {
+	case "event: play":
+		return v.State, true
+	case "event: hello":
+		return v.Play.State, true
+	}
+	return "", false
 }
 
 func quoteJS(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }

@@ -40,6 +40,16 @@
 // (every request re-derived through provider/replay) and verify (the
 // offline rules over the stored log) work on any session shown.
 //
+// # Who may drive it
+//
+// The playground has no authentication: it is for the person at this
+// machine. A request whose Host header is not loopback (127.0.0.1, [::1],
+// localhost) or one of [Options.Hosts] is refused with 403, which stops a
+// DNS-rebinding page (its requests name its own domain); so is an action
+// (a POST, or any request to an action's path) whose Origin header names
+// another host than the request's, which stops a page of another site
+// posting a form or a no-cors fetch. Requests without Origin (curl) pass.
+//
 // The assets (HTML, CSS, JavaScript) are embedded; the page loads nothing
 // from elsewhere and works offline.
 package playground

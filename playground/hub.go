@@ -51,6 +51,12 @@ type playState struct {
 	State   string `json:"state"` // idle, playing, paused, done, failed
 	Session string `json:"session,omitempty"`
 	Error   string `json:"error,omitempty"`
+	// Rev numbers the states in the order they were set. The page gets
+	// a state both as the answer to a control and as a play event, on two
+	// connections: one arriving late (the answer "playing" after the event
+	// "done") must not replace a newer one, so the page keeps the state
+	// with the highest Rev.
+	Rev uint64 `json:"rev"`
 }
 
 // subscriberBuffer bounds how far a page may lag; a slower one is
@@ -164,6 +170,7 @@ func (h *hub) snapshot(id string) (sessionView, bool) {
 func (h *hub) setPlay(p playState) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	p.Rev = h.play.Rev + 1
 	h.play = p
 	h.broadcastLocked(frame("play", p))
 }

@@ -28,6 +28,11 @@ type Options struct {
 	Delay time.Duration
 	// Logger receives the runtime's logs (default: discarded).
 	Logger hclog.Logger
+	// Hosts are the host names, besides the loopback ones (127.0.0.1,
+	// [::1], localhost), that a request may name in its Host header: the
+	// names of the address the playground is served on when it is not
+	// loopback. Any other Host is refused (403), whatever the port.
+	Hosts []string
 }
 
 // Server is the playground: the runtime it drives and the page it serves.
@@ -39,6 +44,7 @@ type Server struct {
 	mgr  *session.Manager
 	hub  *hub
 	mux  *http.ServeMux
+	gd   guard
 
 	// base is cancelled by Close: it bounds every run.
 	base   context.Context
@@ -61,7 +67,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
-	s := &Server{opts: opts, hub: newHub()}
+	s := &Server{opts: opts, hub: newHub(), gd: newGuard(opts.Hosts)}
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.root = bus.New(bus.WithLogger(opts.Logger))
 	s.c = s.root.Context()
@@ -120,8 +126,17 @@ func (s *Server) Close() error {
 	return s.root.Dispose()
 }
 
-// ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler. A request for another host than
+// loopback and Options.Hosts, and an action (a POST, or any request to an
+// action's path) whose Origin header is present and names another host
+// than the request's, are refused with 403 and the reason.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if why := s.gd.check(r); why != "" {
+		writeJSON(w, statusRefused, map[string]string{"error": why})
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
 
 // Serve serves the playground on ln until ctx is done, then closes the
 // playground and shuts the HTTP server down. It returns nil after a clean

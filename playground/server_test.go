@@ -28,7 +28,7 @@ func TestPageIsEmbeddedAndLoadsNothingFromElsewhere(t *testing.T) {
 	} {
 		t.Run(tc.path, func(t *testing.T) {
 			rec := httptest.NewRecorder()
-			s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, tc.path, nil))
+			s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://localhost"+tc.path, nil))
 			require.Equal(t, http.StatusOK, rec.Code)
 			assert.Contains(t, rec.Header().Get("Content-Type"), tc.ctype)
 			assert.Contains(t, rec.Body.String(), tc.contains)
@@ -98,7 +98,8 @@ func TestEventsStreamTheDemoOneRecordAtATimeWithItsFold(t *testing.T) {
 	assert.Equal(t, agentConfig.System, last.State.Next.Header.System)
 	var ps playState
 	require.NoError(t, json.Unmarshal(events.until("play").data, &ps))
-	assert.Equal(t, playState{State: stateDone, Session: id}, ps)
+	assert.Equal(t, playState{State: stateDone, Session: id, Rev: s.hub.playState().Rev}, ps)
+	assert.Greater(t, ps.Rev, uint64(1), "playing, then done")
 }
 
 func TestStateShowsTheInFlightRequestWhileAStepIsOpen(t *testing.T) {
@@ -360,7 +361,7 @@ func TestActionsRefuseWhatMakesNoSense(t *testing.T) {
 		})
 	}
 	t.Run("a body that is not JSON", func(t *testing.T) {
-		req := httptest.NewRequest(http.MethodPost, "/api/control", strings.NewReader("op=play"))
+		req := httptest.NewRequest(http.MethodPost, "http://localhost/api/control", strings.NewReader("op=play"))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		rec := httptest.NewRecorder()
 		s.ServeHTTP(rec, req)

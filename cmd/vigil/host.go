@@ -44,7 +44,25 @@ func newLogger(e *env) hclog.Logger {
 // load, an entry that fails to apply and a plugin left waiting for a
 // service are configuration errors.
 func openHost(e *env, path string) (*host, error) {
-	f, err := config.Load(path)
+	return applyHost(e, path, config.Load)
+}
+
+// openStoreHost is openHost for the commands that only read stored
+// sessions (sessions list, show, export, tail; verify ID): only the store
+// entries (plugins named store/…) are applied, so that a variable the
+// other entries name (a provider's API key) need not be set for them. A
+// broken store entry is still an error.
+func openStoreHost(e *env, path string) (*host, error) {
+	return applyHost(e, path, func(path string) (*config.File, error) {
+		return config.LoadOnly(path, isStore)
+	})
+}
+
+// isStore reports whether a plugin name is a session store's.
+func isStore(name string) bool { return strings.HasPrefix(name, "store/") }
+
+func applyHost(e *env, path string, load func(string) (*config.File, error)) (*host, error) {
+	f, err := load(path)
 	if err != nil {
 		return nil, &configError{err}
 	}

@@ -38,7 +38,11 @@ func cmdSessions(ctx context.Context, e *env, args []string) error {
 	if sub == "fork" && *at == -2 {
 		return usagef("sessions fork needs --at SEQ")
 	}
-	h, err := openHost(e, *cfg)
+	open := openHost
+	if sub == "list" || sub == "show" || sub == "export" || sub == "tail" {
+		open = openStoreHost // they read the store and need nothing else
+	}
+	h, err := open(e, *cfg)
 	if err != nil {
 		return err
 	}

@@ -94,7 +94,7 @@ func verifyOne(ctx context.Context, e *env, cfg string, h **host, arg string) (*
 func exportSession(ctx context.Context, e *env, cfg string, h **host, id string) ([]byte, error) {
 	if *h == nil {
 		var err error
-		if *h, err = openHost(e, cfg); err != nil {
+		if *h, err = openStoreHost(e, cfg); err != nil {
 			return nil, err
 		}
 	}

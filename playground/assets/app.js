@@ -134,6 +134,19 @@ function upsert(sv) {
 
 function current() { return S.view ? S.sessions.get(S.view) : null; }
 
+// setPlay takes a state of the player unless a newer one arrived: the
+// answer to a control and the play events come on two connections, and a
+// late answer ("playing") must not undo the event that followed it
+// ("done"). The server numbers its states (rev); a hello replaces the
+// state whatever its rev, since it comes from a new connection, maybe to a
+// restarted server.
+function setPlay(ps, fromHello) {
+  if (!ps) return false;
+  if (!fromHello && S.play.rev != null && ps.rev < S.play.rev) return false;
+  S.play = ps;
+  return true;
+}
+
 function showSession(id) {
   if (S.view !== id) {
     S.view = id;
@@ -152,7 +165,7 @@ function connect() {
     S.sessions.clear();
     S.order = [];
     for (const sv of d.sessions) upsert(sv);
-    S.play = d.play;
+    setPlay(d.play, true);
     if (!S.view || !S.sessions.has(S.view)) S.view = d.play.session && S.sessions.has(d.play.session) ? d.play.session : S.order[0] || null;
     render();
   });
@@ -176,7 +189,7 @@ function connect() {
     }
   });
   es.addEventListener('play', (e) => {
-    S.play = JSON.parse(e.data);
+    if (!setPlay(JSON.parse(e.data))) return;
     if (!S.view && S.play.session && S.sessions.has(S.play.session)) S.view = S.play.session;
     renderControls();
     renderTabs();
@@ -612,8 +625,7 @@ function verifyResult(d) {
 
 async function control(op) {
   try {
-    S.play = await api('/api/control', { op });
-    renderControls();
+    if (setPlay(await api('/api/control', { op }))) renderControls();
   } catch (err) {
     S.result = { kind: 'error', data: err.message };
     renderResult();
