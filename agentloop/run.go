@@ -62,7 +62,7 @@ func (a *Agent) Run(ctx context.Context, sess *session.Session, prompt string, o
 	if err != nil {
 		return nil, err
 	}
-	t := &turn{a: a, sess: sess, actx: context.WithoutCancel(ctx), headed: st.headed, dig: &st.dig, onChunk: ro.onChunk}
+	t := &turn{a: a, sess: sess, actx: context.WithoutCancel(ctx), headed: st.headed, dig: &st.dig, ids: &st.ids, onChunk: ro.onChunk}
 	defer func() { a.release(sess, key, t.headed) }()
 	a.statusMu.Lock()
 	closed := a.closed
@@ -83,6 +83,7 @@ type turn struct {
 	n       int
 	headed  bool
 	dig     *digester
+	ids     *callIDs
 	onChunk func(Chunk)
 	res     TurnResult
 }
