@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/session"
 )
@@ -57,6 +58,7 @@ func TestToolPairingRefusesAReusedCallID(t *testing.T) {
 			_, err = s.Append(context.Background(), tc.ev(msg))
 			ie := requireViolation(t, err, invariants.RuleToolPairing)
 			assert.Equal(t, tc.want, ie.Message)
+			assert.ErrorIs(t, err, agentloop.ErrInvariant, "a refusal is not a policy's block")
 			assert.Equal(t, n, s.Len())
 		})
 	}
