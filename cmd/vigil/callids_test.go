@@ -90,24 +90,24 @@ func (s *call0Server) last() []byte {
 }
 
 // vigilIn runs the vigil command (the test binary, put on PATH by
-// testscript.Main) in dir with stdin, and returns its stderr and exit
-// error.
-func vigilIn(t *testing.T, dir, stdin string, args ...string) (string, error) {
+// testscript.Main) in dir with stdin, and returns its stdout, its stderr
+// and its exit error.
+func vigilIn(t *testing.T, dir, stdin string, args ...string) (string, string, error) {
 	t.Helper()
 	cmd := exec.Command("vigil", args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "NO_COLOR=1", "VIGIL_SHOW_EXIT=")
 	cmd.Stdin = strings.NewReader(stdin)
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
-	return stderr.String(), err
+	return stdout.String(), stderr.String(), err
 }
 
 // TestCall0ProviderRunsTenTurnsAcrossThreeProcesses: a session driven by
 // a provider that answers call_0 in every response runs ten turns across
 // three vigil processes, each turn a tool call and an answer under the
-// strict invariants, and `vigil verify` accepts the log. Every call is
+// strict invariants, and `vigil verify` and `vigil replay` accept the log. Every call is
 // logged with its own id, and the server gets them all back.
 func TestCall0ProviderRunsTenTurnsAcrossThreeProcesses(t *testing.T) {
 	srv := newCall0Server(t)
@@ -126,7 +126,7 @@ func TestCall0ProviderRunsTenTurnsAcrossThreeProcesses(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "plugins.yaml"), []byte(cfg), 0o644))
 
 	// Process 1: one turn on a new session.
-	stderr, err := vigilIn(t, dir, "", "run", "what is 1+2?")
+	_, stderr, err := vigilIn(t, dir, "", "run", "what is 1+2?")
 	require.NoError(t, err, stderr)
 	m := regexp.MustCompile(`session ([0-9A-Z]{26})`).FindStringSubmatch(stderr)
 	require.NotNil(t, m, stderr)
@@ -134,12 +134,17 @@ func TestCall0ProviderRunsTenTurnsAcrossThreeProcesses(t *testing.T) {
 	// Processes 2 and 3: chats resuming it, five and four turns.
 	for _, n := range []int{5, 4} {
 		stdin := strings.Repeat("and what is 1+2?\n", n) + "/exit\n"
-		stderr, err := vigilIn(t, dir, stdin, "chat", "--no-watch", "-s", id)
+		_, stderr, err := vigilIn(t, dir, stdin, "chat", "--no-watch", "-s", id)
 		require.NoError(t, err, stderr)
 	}
 
-	stderr, err = vigilIn(t, dir, "", "verify", id)
+	_, stderr, err = vigilIn(t, dir, "", "verify", id)
 	require.NoError(t, err, "vigil verify: %s", stderr)
+	// A replay re-serves the logged chunks, ids included, and every
+	// request re-derives.
+	stdout, stderr, err := vigilIn(t, dir, "", "replay", id)
+	require.NoError(t, err, "vigil replay: %s", stderr)
+	assert.Contains(t, stdout, "20 of 20 requests re-derived identically")
 
 	data, err := os.ReadFile(filepath.Join(dir, "sessions", id+".jsonl"))
 	require.NoError(t, err)
