@@ -98,6 +98,7 @@ type sessionState struct {
 	busy   bool
 	headed bool     // this agent has logged or confirmed a header in the session
 	dig    digester // request digests of the session, incrementally
+	ids    callIDs  // tool-call ids the session's log uses, incrementally
 	used   uint64   // when the session last ran a turn, in a.tick
 }
 
@@ -301,6 +302,6 @@ func (a *Agent) release(sess *session.Session, key *int, headed bool) {
 		if lru == nil {
 			break
 		}
-		lru.dig = digester{}
+		lru.dig, lru.ids = digester{}, callIDs{}
 	}
 }

@@ -10,8 +10,10 @@ import (
 
 // assembler joins streamed chunks into the assistant message they make:
 // text and reasoning concatenated, tool-call fragments joined by index,
-// the last usage and finish seen.
+// the last usage and finish seen. The call ids it logs are unique in the
+// session (see [callIDs.assign]).
 type assembler struct {
+	ids             *callIDs // the ids the session's log uses (nil: none)
 	text, reasoning strings.Builder
 	calls           []indexedCall
 	usage           *Usage
@@ -28,26 +30,30 @@ func (c *Chunk) content() bool {
 	return c.Text != "" || c.Reasoning != "" || c.ToolCall != nil
 }
 
-// add folds c in. A tool call's first fragment without an id gets a
-// deterministic one, set on c itself, so that the logged chunk carries
-// the id its message will (callers pass a chunk they own).
+// add folds c in. A call's id is decided by its first fragment: the
+// provider's id when the session has not used it yet, else one made
+// unique ([callIDs.assign]). A fragment whose id differs from its call's
+// (the first one, renamed, or a later one repeating the provider's id) is
+// given the call's id on c itself, so that the logged chunks assemble to
+// the logged message (callers pass a chunk they own).
 func (s *assembler) add(c *Chunk, turn, step int) {
 	s.text.WriteString(c.Text)
 	s.reasoning.WriteString(c.Reasoning)
 	if d := c.ToolCall; d != nil {
 		i := slices.IndexFunc(s.calls, func(x indexedCall) bool { return x.index == d.Index })
-		if i < 0 {
-			if d.ID == "" {
-				dd := *d
-				dd.ID = fmt.Sprintf("call_%d_%d_%d", turn, step, d.Index)
-				c.ToolCall, d = &dd, &dd
+		first := i < 0
+		if first {
+			if s.ids == nil {
+				s.ids = &callIDs{}
 			}
-			s.calls = append(s.calls, indexedCall{index: d.Index})
+			s.calls = append(s.calls, indexedCall{index: d.Index, call: session.ToolCall{ID: s.ids.assign(d.ID, turn, step, d.Index)}})
 			i = len(s.calls) - 1
 		}
 		call := &s.calls[i].call
-		if d.ID != "" {
-			call.ID = d.ID
+		if d.ID != call.ID && (first || d.ID != "") {
+			dd := *d
+			dd.ID = call.ID
+			c.ToolCall, d = &dd, &dd
 		}
 		if d.Name != "" {
 			call.Name = d.Name
@@ -90,5 +96,87 @@ func chunkData(c *Chunk) []session.AssistantChunk {
 	if tc := c.ToolCall; tc != nil {
 		out = append(out, session.AssistantChunk{ToolCall: &session.ChunkToolCall{Index: tc.Index, ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments}})
 	}
+	return out
+}
+
+// callIDs is the set of tool-call ids a session's log uses — on chunks,
+// assistant messages, tool calls and results — kept up to date with the
+// log incrementally. It is a pure function of the log (plus the ids
+// assigned in the step being assembled), which is what makes the ids the
+// loop assigns reproducible: a replay that re-serves the logged chunks
+// serves ids that were unused at that point, and keeps them.
+type callIDs struct {
+	// last is the last record read, so that a different log (a session
+	// reopened under the same id) is noticed; it pins one record only.
+	last *session.Record
+	n    int
+	ids  map[string]struct{}
+}
+
+// sync reads the records of sess appended since the last sync.
+func (c *callIDs) sync(sess *session.Session) {
+	recs := sess.Records()
+	if c.ids == nil || c.n > len(recs) || c.n > 0 && recs[c.n-1] != c.last {
+		*c = callIDs{ids: make(map[string]struct{})}
+	}
+	for _, r := range recs[c.n:] {
+		c.record(r)
+	}
+	c.n = len(recs)
+	if c.n > 0 {
+		c.last = recs[c.n-1]
+	}
+}
+
+func (c *callIDs) record(r *session.Record) {
+	switch r.Type() {
+	case session.TypeAssistantChunk:
+		if d, err := session.DecodeData[session.AssistantChunk](r); err == nil && d.ToolCall != nil && d.ToolCall.ID != "" {
+			c.ids[d.ToolCall.ID] = struct{}{}
+		}
+	case session.TypeAssistantMessage:
+		if m, err := session.DecodeData[session.AssistantMessage](r); err == nil {
+			for _, tc := range m.ToolCalls {
+				c.ids[tc.ID] = struct{}{}
+			}
+		}
+	case session.TypeToolCall:
+		if tc, err := session.DecodeData[session.ToolCall](r); err == nil {
+			c.ids[tc.ID] = struct{}{}
+		}
+	case session.TypeToolResult:
+		if res, err := session.DecodeData[session.ToolResult](r); err == nil {
+			c.ids[res.ID] = struct{}{}
+		}
+	}
+}
+
+// assign returns the id to log for the call at index of turn and step
+// whose provider id is id, and marks it used. That is id itself when it
+// is new to the session; otherwise (a provider that numbers its calls
+// call_0 in every response, or none at all) it is id_<turn>_<step>_<index>,
+// or call_<turn>_<step>_<index> for a missing id, with _2, _3, … appended
+// in the unlikely case that is taken too. The result keeps to
+// [A-Za-z0-9_-] when id does, which every provider accepts.
+func (c *callIDs) assign(id string, turn, step, index int) string {
+	if c.ids == nil {
+		c.ids = make(map[string]struct{})
+	}
+	out := id
+	if _, used := c.ids[out]; used || out == "" {
+		base := id
+		if base == "" {
+			base = "call"
+		}
+		base = fmt.Sprintf("%s_%d_%d_%d", base, turn, step, index)
+		out = base
+		for k := 2; ; k++ {
+			if _, used := c.ids[out]; !used {
+				break
+			}
+			out = fmt.Sprintf("%s_%d", base, k)
+		}
+	}
+	c.ids[out] = struct{}{}
 	return out
 }

@@ -56,6 +56,19 @@
 // unknown tools and arguments that are not a JSON object become error
 // results the model sees; they never end the turn.
 //
+// Tool-call ids are unique in a session's log. A call whose provider id
+// the log already uses (servers that number calls call_0 in every
+// response) or that has none is logged with id_<turn>_<step>_<index>
+// (call_<turn>_<step>_<index> for a missing id) on its chunks, its message
+// and its tool/call alike; the id depends on the log alone, so a replay
+// serving the logged chunks logs the same ids.
+//
+// A plugin's veto ([bus.Veto]) of an event the loop appends — a tool/call,
+// a tool/start — ends the turn with reason blocked and a [*BlockedError]
+// naming the plugin and its reason; the step is closed as crash repair
+// would, its calls answered TOOL_NOT_STARTED with that cause. A veto that
+// matches [ErrInvariant] (the invariants plugin's) ends it with error.
+//
 // # Status
 //
 // An agent announces its status on agent/status ([StatusEvent]): idle →

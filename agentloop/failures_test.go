@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -270,36 +271,77 @@ func TestProviderMissingFailsBeforeTheTurn(t *testing.T) {
 	assert.True(t, errors.Is(err, bus.ErrServiceMissing))
 }
 
-// TestVetoedAppendMidStepClosesTheStep: a listener vetoes the tool/call
-// append; the loop closes the open step (an error result for the call,
-// step/end "error") before turn/end, so the log stays well nested, the
-// invariants accept it and the session goes on.
+// TestVetoedAppendMidStepClosesTheStep: a plugin vetoes the tool/call or
+// the tool/start append; the loop closes the open step (a TOOL_NOT_STARTED
+// result saying why, step/end "error") and ends the turn "blocked", with
+// the plugin and its reason in turn/end and in Run's error, so the log
+// stays well nested, the invariants accept it and the session goes on. A
+// veto that reports a broken invariant ends the turn "error" instead.
 func TestVetoedAppendMidStepClosesTheStep(t *testing.T) {
-	e := newEnv(t)
-	veto := errors.New("no tools today")
-	bus.Veto.On(e.c, func(_ context.Context, d bus.Dispatch) error {
-		if c, ok := d.Payload.(*session.Commit); ok && c.Record.Type() == session.TypeToolCall {
-			return veto
-		}
-		return nil
-	})
-	calc := funcTool{name: "calc", fn: func(context.Context, json.RawMessage) (string, error) { return "4", nil }}
-	a := agentloop.New(e.c, agentloop.Config{}, agentloop.WithProvider(script(t,
-		scripted.Reply{ToolCalls: []scripted.ToolCall{{Name: "calc", Arguments: map[string]any{"expr": "2+2"}}}},
-		scripted.Reply{Text: "fine"},
-	)), agentloop.WithTools(calc))
-	sess := e.session()
-	res, err := a.Run(context.Background(), sess, "add")
-	require.ErrorIs(t, err, veto)
-	require.NotNil(t, res)
-	assert.Equal(t, session.ReasonError, res.Reason)
-	got := types(sess.Records())
-	assert.Equal(t, []string{session.TypeToolResult, session.TypeStepEnd, session.TypeTurnEnd}, got[len(got)-3:])
-	r := decode[session.ToolResult](t, ofType(sess.Records(), session.TypeToolResult)[0])
-	require.NotNil(t, r.Error)
-	assert.Equal(t, session.CodeToolNotStarted, r.Error.Code)
+	reason := errors.New("no tools today")
+	for _, tc := range []struct {
+		name   string
+		typ    string
+		veto   error
+		reason string
+		source string // the type of the record the result cites
+	}{
+		{"tool/call", session.TypeToolCall, reason, session.ReasonBlocked, session.TypeAssistantMessage},
+		{"tool/start", session.TypeToolStart, reason, session.ReasonBlocked, session.TypeToolCall},
+		{"an invariant", session.TypeToolCall, fmt.Errorf("%w: %w", agentloop.ErrInvariant, reason), session.ReasonError, session.TypeAssistantMessage},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			policy := bus.PluginFunc("policy", func(c *bus.Context, _ struct{}) error {
+				bus.Veto.On(c, func(_ context.Context, d bus.Dispatch) error {
+					if c, ok := d.Payload.(*session.Commit); ok && c.Record.Type() == tc.typ {
+						return tc.veto
+					}
+					return nil
+				})
+				return nil
+			})
+			_, err := e.c.Plugin(policy, nil)
+			require.NoError(t, err)
+			ran := false
+			calc := funcTool{name: "calc", fn: func(context.Context, json.RawMessage) (string, error) { ran = true; return "4", nil }}
+			a := agentloop.New(e.c, agentloop.Config{}, agentloop.WithProvider(script(t,
+				scripted.Reply{ToolCalls: []scripted.ToolCall{{Name: "calc", Arguments: map[string]any{"expr": "2+2"}}}},
+				scripted.Reply{Text: "fine"},
+			)), agentloop.WithTools(calc))
+			sess := e.session()
+			res, err := a.Run(context.Background(), sess, "add")
+			require.ErrorIs(t, err, reason)
+			require.NotNil(t, res)
+			assert.False(t, ran)
+			assert.Equal(t, tc.reason, res.Reason)
+			recs := sess.Records()
+			got := types(recs)
+			require.Equal(t, []string{session.TypeToolResult, session.TypeStepEnd, session.TypeTurnEnd}, got[len(got)-3:])
+			resRec := ofType(recs, session.TypeToolResult)[0]
+			r := decode[session.ToolResult](t, resRec)
+			require.NotNil(t, r.Error)
+			assert.Equal(t, session.CodeToolNotStarted, r.Error.Code)
+			assert.Equal(t, "the tool did not run: "+err.Error(), r.Error.Message)
+			src := resRec.Sources()
+			require.Len(t, src, 1)
+			assert.Equal(t, tc.source, recs[src[0]].Type())
+			end := decode[session.TurnEnd](t, recs[len(recs)-1])
+			assert.Equal(t, tc.reason, end.Reason)
+			assert.Equal(t, err.Error(), end.Error)
+			var be *agentloop.BlockedError
+			if tc.reason == session.ReasonBlocked {
+				require.ErrorAs(t, err, &be)
+				assert.Equal(t, "policy", be.Plugin)
+				assert.Equal(t, tc.typ, be.Type)
+				assert.Equal(t, fmt.Sprintf("blocked by plugin %q: %s refused: no tools today", "policy", tc.typ), err.Error())
+			} else {
+				assert.False(t, errors.As(err, &be), "an invariant refusal is no block: %v", err)
+			}
 
-	res, err = a.Run(context.Background(), sess, "again")
-	require.NoError(t, err)
-	assert.Equal(t, "fine", res.Content)
+			res, err = a.Run(context.Background(), sess, "again")
+			require.NoError(t, err)
+			assert.Equal(t, "fine", res.Content)
+		})
+	}
 }

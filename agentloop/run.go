@@ -62,7 +62,7 @@ func (a *Agent) Run(ctx context.Context, sess *session.Session, prompt string, o
 	if err != nil {
 		return nil, err
 	}
-	t := &turn{a: a, sess: sess, actx: context.WithoutCancel(ctx), headed: st.headed, dig: &st.dig, onChunk: ro.onChunk}
+	t := &turn{a: a, sess: sess, actx: context.WithoutCancel(ctx), headed: st.headed, dig: &st.dig, ids: &st.ids, onChunk: ro.onChunk}
 	defer func() { a.release(sess, key, t.headed) }()
 	a.statusMu.Lock()
 	closed := a.closed
@@ -83,6 +83,7 @@ type turn struct {
 	n       int
 	headed  bool
 	dig     *digester
+	ids     *callIDs
 	onChunk func(Chunk)
 	res     TurnResult
 }
@@ -91,6 +92,9 @@ func (t *turn) append(ev session.Event) (*session.Record, error) {
 	ev.Turn = t.n
 	rec, err := t.sess.Append(t.actx, ev)
 	if err != nil {
+		if be := vetoed(ev.Type, err); be != nil {
+			return nil, be
+		}
 		return nil, fmt.Errorf("agentloop: append %s: %w", ev.Type, err)
 	}
 	return rec, nil
@@ -135,14 +139,14 @@ func (t *turn) run(ctx context.Context, prompt string) (*TurnResult, error) {
 	}
 	if prompt != "" {
 		if _, err := t.append(session.Event{Type: session.TypeUserMessage, Data: session.UserMessage{Content: prompt}}); err != nil {
-			return t.finish(session.ReasonError, err)
+			return t.finish(failReason(err), err)
 		}
 	}
 	for step := 1; ; step++ {
 		out, err := t.step(ctx, step)
 		t.res.Steps = step
 		if err != nil {
-			return t.finish(session.ReasonError, err)
+			return t.finish(failReason(err), err)
 		}
 		switch {
 		case out.reason != "":
@@ -157,14 +161,24 @@ func (t *turn) run(ctx context.Context, prompt string) (*TurnResult, error) {
 
 // finish logs turn/end and returns the result with cause. A step left
 // open by a failed append (a vetoed tool/call, say) is closed first, the
-// way crash repair closes one: its unanswered calls get error results and
-// the step ends with finish "error", so the log stays well nested.
+// way crash repair closes one: its unanswered calls get error results
+// that say why they did not run (cause, not a crash), and the step ends
+// with finish "error", so the log stays well nested.
 func (t *turn) finish(reason string, cause error) (*TurnResult, error) {
 	t.res.Reason = reason
 	// Only a turn cut short can have left a step open.
 	if reason != session.ReasonCompleted && reason != session.ReasonMaxSteps {
 		if closers := session.Closers(t.sess.Records()); len(closers) > 1 {
 			for _, ev := range closers[:len(closers)-1] {
+				if res, ok := ev.Data.(session.ToolResult); ok && res.Error != nil && cause != nil {
+					e := *res.Error
+					e.Message = "the tool did not run: " + cause.Error()
+					if e.Code == session.CodeToolOutcomeUnknown {
+						e.Message = "the tool ran but the turn ended before its result was logged; its outcome is unknown: " + cause.Error()
+					}
+					res.Error = &e
+					ev.Data = res
+				}
 				if _, err := t.sess.Append(t.actx, ev); err != nil {
 					return &t.res, errors.Join(cause, fmt.Errorf("agentloop: close step: %w", err))
 				}

@@ -77,10 +77,10 @@ func (t *turn) step(ctx context.Context, n int) (stepOutcome, error) {
 		return stepOutcome{}, err
 	}
 
-	var (
-		asm     assembler
-		sources []int64
-	)
+	// Call ids are made unique against the whole log so far.
+	t.ids.sync(sess)
+	asm := assembler{ids: t.ids}
+	var sources []int64
 	streamErr, err := t.stream(ctx, prov, req, func(c *Chunk) error {
 		asm.add(c, t.n, n)
 		if !c.content() {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
 )
 
@@ -69,6 +70,11 @@ type InvariantError struct {
 	Code string
 	Violation
 }
+
+// Is makes every InvariantError match [agentloop.ErrInvariant]: a turn
+// whose append the plugin refuses ends with reason "error" (a broken
+// contract is a bug), not "blocked" as for a policy's veto.
+func (e *InvariantError) Is(target error) bool { return target == agentloop.ErrInvariant }
 
 func (e *InvariantError) Error() string {
 	s := "invariant " + e.Violation.String()

@@ -23,6 +23,12 @@ import (
 //     before it executes a call, so a call without one never ran.
 //  2. If a step is open, step/end with finish "error".
 //  3. turn/end with reason "interrupted".
+//
+// A call whose id already has a result anywhere in the log gets none: a
+// second result for one id breaks the log for good (every later load
+// and verify would refuse it). Such a call can only come from a log
+// written before call ids were made unique per session, by a provider
+// that repeats them.
 func Closers(records []*Record) []Event {
 	st := scanTurns(records)
 	if st.turn == 0 {
@@ -30,7 +36,14 @@ func Closers(records []*Record) []Event {
 	}
 	var out []Event
 	if st.step != 0 {
+		var answered map[string]bool
+		if len(st.pending) > 0 {
+			answered = answeredCalls(records)
+		}
 		for _, c := range st.pending {
+			if answered[c.id] {
+				continue
+			}
 			e := &ToolResultError{Code: CodeToolNotStarted, Message: "the session was interrupted before the tool call started"}
 			if c.started {
 				e = &ToolResultError{Code: CodeToolOutcomeUnknown, Message: "the session was interrupted while the tool ran; its outcome is unknown"}
@@ -41,6 +54,17 @@ func Closers(records []*Record) []Event {
 		out = append(out, Event{Type: TypeStepEnd, Turn: st.turn, Step: st.step, Data: StepEnd{Finish: FinishError}})
 	}
 	return append(out, Event{Type: TypeTurnEnd, Turn: st.turn, Data: TurnEnd{Reason: ReasonInterrupted}})
+}
+
+// answeredCalls returns the ids of every tool/result of records.
+func answeredCalls(records []*Record) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range records {
+		if res, ok := r.payload.(ToolResult); ok && r.typ == TypeToolResult {
+			out[res.ID] = true
+		}
+	}
+	return out
 }
 
 // repairRecords makes the records of [Closers] for records at time t.

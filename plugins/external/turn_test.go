@@ -62,7 +62,7 @@ func TestTurnUsesToolPluginAndIsVetoedByPolicyPlugin(t *testing.T) {
 	assert.Equal(t, "POLICY", veto.Code)
 	assert.Contains(t, veto.Reason, "no astronomy")
 	require.NotNil(t, res)
-	assert.Equal(t, session.ReasonError, res.Reason)
+	assert.Equal(t, session.ReasonBlocked, res.Reason)
 
 	recs := sess.Records()
 	// The first call ran in the plugin process; its result is logged. The
@@ -85,7 +85,7 @@ func TestTurnUsesToolPluginAndIsVetoedByPolicyPlugin(t *testing.T) {
 	assert.Equal(t, session.TypeStepEnd, recs[len(recs)-2].Type())
 	end, err := session.DecodeData[session.TurnEnd](last)
 	require.NoError(t, err)
-	assert.Equal(t, session.ReasonError, end.Reason)
+	assert.Equal(t, session.ReasonBlocked, end.Reason)
 	// The session goes on: the next turn starts normally.
 	_, err = a.Run(context.Background(), sess, "again")
 	require.NoError(t, err)

@@ -2,7 +2,7 @@
 // tool calls. Before each tool/call event is committed it matches the
 // call's tool name and arguments against the configured rules; a match
 // refuses the event, so the call is never logged nor run, and the turn
-// ends with an error naming the rule's reason.
+// ends blocked, naming the plugin and the rule's reason.
 //
 //	go build -o bin/policy ./examples/plugins/policy
 //
