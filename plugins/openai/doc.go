@@ -16,9 +16,11 @@
 // stay within its schema.
 //
 // Errors are [*agentloop.ProviderError] values. Rate limits (429) and
-// server errors (5xx) are marked retryable with the server's Retry-After;
-// the agent loop does the retrying, so the SDK's own retries are off. The
-// API key never appears in an error's text.
+// server errors (5xx) are marked retryable with the server's Retry-After,
+// unless the server's x-should-retry says otherwise (it may also make
+// another status retryable); the agent loop does the retrying, so the
+// SDK's own retries are off. No part of the API key appears in an error's
+// text, however the server echoes it.
 //
 // The SDK's environment defaults (OPENAI_API_KEY, OPENAI_BASE_URL, …) are
 // not consulted: the plugin's config is the only source, so a key meant
