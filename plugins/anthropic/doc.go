@@ -13,7 +13,8 @@
 // deltas as reasoning, input_json_delta fragments as tool-call arguments
 // (indexed by the call's ordinal within the reply, not by content block),
 // and one final chunk with the usage and the stop reason mapped to the
-// loop's finish vocabulary.
+// loop's finish vocabulary. Each tool_use block is a call of its own,
+// whatever its id; one without a name is an [ErrMalformedStream].
 //
 // Errors are [*agentloop.ProviderError] values. Rate limits (429),
 // overload (529) and other server errors are retryable, with the server's

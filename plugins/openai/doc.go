@@ -8,7 +8,10 @@
 // vLLM and Ollama), tool-call fragments, and one final chunk with the
 // usage and the finish reason. Tool-call indices are renumbered densely
 // in order of first appearance, so a server that omits or skips indices
-// still yields calls 0, 1, 2, ….
+// still yields calls 0, 1, 2, …. The server's index wins over the call's
+// id: calls that share an id stay apart (the agent loop makes ids
+// unique). A fragment that carries nothing is skipped, and a call that is
+// never named ends the stream with [ErrMalformedStream].
 //
 // Reasoning goes back on assistant messages as reasoning_content, which
 // DeepSeek's thinking mode requires in tool-calling conversations.
