@@ -13,12 +13,15 @@
 // deltas as reasoning, input_json_delta fragments as tool-call arguments
 // (indexed by the call's ordinal within the reply, not by content block),
 // and one final chunk with the usage and the stop reason mapped to the
-// loop's finish vocabulary.
+// loop's finish vocabulary. Each tool_use block is a call of its own,
+// whatever its id; one without a name is an [ErrMalformedStream].
 //
 // Errors are [*agentloop.ProviderError] values. Rate limits (429),
 // overload (529) and other server errors are retryable, with the server's
-// Retry-After; the agent loop retries, so the SDK's own retries are off.
-// The API key never appears in an error's text. The SDK's environment
+// Retry-After, unless the server's x-should-retry says otherwise (it may
+// also make another status retryable); the agent loop retries, so the
+// SDK's own retries are off. No part of the API key appears in an error's
+// text, however the server echoes it. The SDK's environment
 // defaults (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, profiles) are not
 // consulted: the config is the only source.
 package anthropic

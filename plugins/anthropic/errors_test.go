@@ -116,3 +116,77 @@ func TestAPIKeyNeverAppearsInErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestNoPartOfTheKeyLeaksThroughAnHTMLErrorPage puts the echoed key at
+// offsets around the 200-character cut of a non-JSON body's excerpt.
+func TestNoPartOfTheKeyLeaksThroughAnHTMLErrorPage(t *testing.T) {
+	const cut = 200
+	n := len(testKey)
+	tests := []struct {
+		name   string
+		offset int
+	}{
+		{"well before the cut", 100},
+		{"ending at the cut", cut - n},
+		{"one past the cut", cut - n + 1},
+		{"half across the cut", cut - n/2},
+		{"nine before the cut", cut - 9},
+		{"eight before the cut", cut - 8},
+		{"seven before the cut", cut - 7},
+		{"one before the cut", cut - 1},
+		{"at the cut", cut},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := providertest.NewServer(t, providertest.EchoPage(t, http.StatusUnauthorized, testKey, tt.offset))
+			turn := providertest.RunTurn(t, newProvider(t, srv), "hi")
+			require.Error(t, turn.Err)
+			assert.Contains(t, turn.Err.Error(), "Unauthorized: <html>", "the page's excerpt reached the error")
+			providertest.AssertNoKeyPart(t, turn.Err.Error(), testKey)
+			assert.Contains(t, turn.Log, `"type":"turn/end"`)
+			providertest.AssertNoKeyPart(t, turn.Log, testKey)
+			// The request did carry the key, so the test can fail.
+			h := srv.Requests()[0].Header
+			assert.Contains(t, h.Get("Authorization")+h.Get("X-Api-Key"), testKey)
+		})
+	}
+}
+
+// TestXShouldRetryOverridesTheStatus counts the attempts the agent loop
+// makes against a server that says whether to retry.
+func TestXShouldRetryOverridesTheStatus(t *testing.T) {
+	overloaded := `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`
+	conflict := `{"type":"error","error":{"type":"invalid_request_error","message":"Conflict, try again."}}`
+	tests := []struct {
+		name     string
+		replies  func(t *testing.T) []providertest.Reply
+		attempts int
+		reason   string
+	}{
+		{"overloaded is retried up to the limit", func(t *testing.T) []providertest.Reply {
+			r := jsonReply(529, overloaded)
+			return []providertest.Reply{r, r, r, r}
+		}, agentloop.DefaultMaxAttempts, "error"},
+		{"x-should-retry false stops an overload", func(t *testing.T) []providertest.Reply {
+			return []providertest.Reply{jsonReply(529, overloaded, "X-Should-Retry", "false")}
+		}, 1, "error"},
+		{"x-should-retry false stops a rate limit", func(t *testing.T) []providertest.Reply {
+			return []providertest.Reply{jsonReply(429, rateLimitBody, "X-Should-Retry", "false")}
+		}, 1, "error"},
+		{"a client error is not retried", func(t *testing.T) []providertest.Reply {
+			return []providertest.Reply{jsonReply(409, conflict)}
+		}, 1, "error"},
+		{"x-should-retry true retries a client error", func(t *testing.T) []providertest.Reply {
+			return []providertest.Reply{jsonReply(409, conflict, "X-Should-Retry", "true"), sse(t, "text")}
+		}, 2, "completed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := providertest.NewServer(t, tt.replies(t)...)
+			turn := providertest.RunTurn(t, newProvider(t, srv), "hi")
+			require.NotNil(t, turn.Result, "the turn ran: %v", turn.Err)
+			assert.Equal(t, tt.reason, turn.Result.Reason)
+			assert.Len(t, srv.Requests(), tt.attempts)
+		})
+	}
+}

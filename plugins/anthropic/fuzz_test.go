@@ -10,11 +10,14 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/plugins/internal/providertest"
 )
 
 // FuzzDecoder feeds arbitrary event sequences to the decoder: it must
-// never panic, and tool-call fragments must name calls in the order they
-// started, so the loop can assemble calls by index.
+// never panic; tool-call fragments must name calls in the order they
+// started, so the loop can assemble calls by index; and a reply that ends
+// without an error has a name for every call and a call for every
+// tool_use block (blocks, not ids, make calls).
 func FuzzDecoder(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "*.sse"))
 	for _, name := range files {
@@ -33,10 +36,17 @@ func FuzzDecoder(f *testing.F) {
 	f.Add([]byte(`{"type":"message_start","message":{}}` + "\n" +
 		`{"type":"content_block_start","index":-1,"content_block":{"type":"tool_use","id":"x","name":"n","input":{"a":1}}}` + "\n" +
 		`{"type":"content_block_delta","index":-1,"delta":{"type":"text_delta","text":"t"}}`))
+	f.Add([]byte(`{"type":"message_start","message":{}}` + "\n" +
+		`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use"}}` + "\n" +
+		`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"x","name":"a"}}` + "\n" +
+		`{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"x","name":"b"}}` + "\n" +
+		`{"type":"message_delta","delta":{"stop_reason":"tool_use"}}` + "\n" +
+		`{"type":"message_stop"}`))
 
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		var d decoder
-		seen := 0
+		var all []agentloop.Chunk
+		seen, blocks := 0, 0
 		for _, line := range bytes.Split(stream, []byte("\n")) {
 			var ev sdk.MessageStreamEventUnion
 			if json.Unmarshal(line, &ev) != nil {
@@ -46,12 +56,29 @@ func FuzzDecoder(f *testing.F) {
 			if err != nil {
 				return
 			}
+			if ev.Type == "content_block_start" && ev.ContentBlock.Type == "tool_use" {
+				blocks++
+			}
 			for _, c := range chunks {
 				check(t, c, &seen)
 			}
+			all = append(all, chunks...)
 		}
-		if final, err := d.end(); err == nil && final.Finish == "" {
+		final, err := d.end()
+		if err != nil {
+			return
+		}
+		if final.Finish == "" {
 			t.Fatal("final chunk without a finish reason")
+		}
+		calls := providertest.Assemble(all).ToolCalls
+		for i, c := range calls {
+			if c.Name == "" {
+				t.Fatalf("call %d has no name and the reply no error: %+v", i, c)
+			}
+		}
+		if len(calls) != blocks {
+			t.Fatalf("%d tool_use blocks became %d calls", blocks, len(calls))
 		}
 	})
 }

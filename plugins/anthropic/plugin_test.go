@@ -22,6 +22,12 @@ func TestConfigValidate(t *testing.T) {
 		{"anthropic without key", Config{Model: "claude-sonnet-4-5"}, "api_key is required"},
 		{"negative max_tokens", Config{APIKey: "k", Model: "m", MaxTokens: -1}, "max_tokens must not be negative"},
 		{"base url without scheme", Config{BaseURL: "localhost:4000", Model: "m"}, "base_url must be an http or https URL"},
+		{"base url with an empty port", Config{BaseURL: "http://localhost:/v1", Model: "m"}, "base_url has a colon but no port"},
+		{"ipv6 base url with an empty port", Config{BaseURL: "http://[::1]:/v1", Model: "m"}, "base_url has a colon but no port"},
+		{"ipv6 base url with a port", Config{BaseURL: "http://[::1]:11434/v1", Model: "m"}, ""},
+		{"base url with port zero", Config{BaseURL: "http://localhost:0/v1", Model: "m"}, "port must be between 1 and 65535"},
+		{"base url with a port out of range", Config{BaseURL: "http://localhost:70000/v1", Model: "m"}, "port must be between 1 and 65535"},
+		{"base url with a port but no host", Config{BaseURL: "http://:8080/v1", Model: "m"}, "base_url must be an http or https URL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -118,6 +118,10 @@ func (d *decoder) start(ev sdk.MessageStreamEventUnion) ([]agentloop.Chunk, erro
 			return []agentloop.Chunk{{Reasoning: cb.Thinking}}, nil
 		}
 	case "tool_use":
+		if cb.Name == "" {
+			// Nothing can run a call without a tool's name.
+			return nil, fmt.Errorf("%w: tool_use block %d has no name", ErrMalformedStream, ev.Index)
+		}
 		b.call = d.calls
 		d.calls++
 		td := &agentloop.ToolCallDelta{Index: b.call, ID: cb.ID, Name: cb.Name}

@@ -66,6 +66,19 @@ func TestStreamIndexesToolCallsByOrdinalNotBlock(t *testing.T) {
 	}
 }
 
+// TestStreamCallsThatShareAnIDStayApart: blocks, not ids, make calls; the
+// loop makes repeated ids unique.
+func TestStreamCallsThatShareAnIDStayApart(t *testing.T) {
+	chunks, err := stream(t, "shared_tool_id")
+	require.NoError(t, err)
+	got := providertest.Assemble(chunks)
+	assert.Equal(t, []session.ToolCall{
+		{ID: "toolu_0", Name: "get_weather", Arguments: `{"city":"Paris"}`},
+		{ID: "toolu_0", Name: "get_time", Arguments: `{"tz":"Europe/Paris"}`},
+	}, got.ToolCalls)
+	assert.Equal(t, "tool_calls", got.Finish)
+}
+
 func TestStreamCallWithoutArgumentsGetsEmptyObject(t *testing.T) {
 	chunks, err := stream(t, "tool_no_args")
 	require.NoError(t, err)
@@ -107,6 +120,7 @@ func TestStreamErrors(t *testing.T) {
 		{name: "cut before message_stop", fixture: "truncated", text: "Once upon a", malformed: true, message: "before message_stop"},
 		{name: "overloaded after text", fixture: "error_event", text: "Partial", status: 529, message: "Overloaded"},
 		{name: "overloaded before any content", fixture: "overloaded_early", status: 529, retryable: true, message: "Overloaded"},
+		{name: "tool_use without a name", fixture: "nameless_tool_use", malformed: true, retryable: true, message: "tool_use block 0 has no name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,7 +3,8 @@ package openai
 import (
 	"errors"
 	"fmt"
-	"net/url"
+
+	"github.com/vigil-run/vigil/plugins/internal/providerhttp"
 )
 
 // DefaultBaseURL is the OpenAI API, used when Config.BaseURL is empty.
@@ -37,10 +38,8 @@ func (c *Config) Validate() error {
 		}
 		return nil
 	}
-	u, err := url.Parse(c.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		// The URL is not echoed: someone may have put the key in it.
-		return fmt.Errorf("%w: base_url must be an http or https URL", ErrConfig)
+	if err := providerhttp.CheckBaseURL(c.BaseURL); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return nil
 }

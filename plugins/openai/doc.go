@@ -8,7 +8,10 @@
 // vLLM and Ollama), tool-call fragments, and one final chunk with the
 // usage and the finish reason. Tool-call indices are renumbered densely
 // in order of first appearance, so a server that omits or skips indices
-// still yields calls 0, 1, 2, ….
+// still yields calls 0, 1, 2, …. The server's index wins over the call's
+// id: calls that share an id stay apart (the agent loop makes ids
+// unique). A fragment that carries nothing is skipped, and a call that is
+// never named ends the stream with [ErrMalformedStream].
 //
 // Reasoning goes back on assistant messages as reasoning_content, which
 // DeepSeek's thinking mode requires in tool-calling conversations.
@@ -16,9 +19,11 @@
 // stay within its schema.
 //
 // Errors are [*agentloop.ProviderError] values. Rate limits (429) and
-// server errors (5xx) are marked retryable with the server's Retry-After;
-// the agent loop does the retrying, so the SDK's own retries are off. The
-// API key never appears in an error's text.
+// server errors (5xx) are marked retryable with the server's Retry-After,
+// unless the server's x-should-retry says otherwise (it may also make
+// another status retryable); the agent loop does the retrying, so the
+// SDK's own retries are off. No part of the API key appears in an error's
+// text, however the server echoes it.
 //
 // The SDK's environment defaults (OPENAI_API_KEY, OPENAI_BASE_URL, …) are
 // not consulted: the plugin's config is the only source, so a key meant

@@ -23,6 +23,12 @@ func TestConfigValidate(t *testing.T) {
 		{"openai without key", Config{Model: "gpt-4o-mini"}, "api_key is required"},
 		{"base url without scheme", Config{BaseURL: "localhost:11434/v1", Model: "m"}, "base_url must be an http or https URL"},
 		{"base url with other scheme", Config{BaseURL: "ftp://example.com", Model: "m"}, "base_url must be"},
+		{"base url with an empty port", Config{BaseURL: "http://localhost:/v1", Model: "m"}, "base_url has a colon but no port"},
+		{"ipv6 base url with an empty port", Config{BaseURL: "http://[::1]:/v1", Model: "m"}, "base_url has a colon but no port"},
+		{"ipv6 base url with a port", Config{BaseURL: "http://[::1]:11434/v1", Model: "m"}, ""},
+		{"base url with port zero", Config{BaseURL: "http://localhost:0/v1", Model: "m"}, "port must be between 1 and 65535"},
+		{"base url with a port out of range", Config{BaseURL: "http://localhost:70000/v1", Model: "m"}, "port must be between 1 and 65535"},
+		{"base url with a port but no host", Config{BaseURL: "http://:8080/v1", Model: "m"}, "base_url must be an http or https URL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

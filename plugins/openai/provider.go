@@ -61,7 +61,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 		option.WithHTTPClient(o.client),
 		// The agent loop retries, with backoff, what is safe to retry.
 		option.WithMaxRetries(0),
-		option.WithMiddleware(providerhttp.CheckStatus),
+		option.WithMiddleware(providerhttp.CheckStatus(cfg.APIKey)),
 	}
 	if cfg.APIKey != "" {
 		ropts = append(ropts, option.WithAPIKey(cfg.APIKey))

@@ -97,8 +97,13 @@ func reasoning(delta oai.ChatCompletionChunkChoiceDelta) (string, error) {
 }
 
 // toolCall maps one tool-call fragment. ID and name are yielded once per
-// call, however often the server repeats them.
+// call, however often the server repeats them. A fragment that carries
+// nothing (some servers open the array with {}) is no call and is
+// skipped before it can be numbered.
 func (d *decoder) toolCall(tc oai.ChatCompletionChunkChoiceDeltaToolCall) *agentloop.ToolCallDelta {
+	if tc.ID == "" && tc.Function.Name == "" && tc.Function.Arguments == "" {
+		return nil
+	}
 	o := d.ordinal(tc)
 	st := &d.calls[o]
 	td := &agentloop.ToolCallDelta{Index: o, Arguments: tc.Function.Arguments}
@@ -118,27 +123,29 @@ func (d *decoder) toolCall(tc oai.ChatCompletionChunkChoiceDeltaToolCall) *agent
 }
 
 // ordinal finds the call a fragment belongs to. Servers number calls by
-// index; one that does not (older Ollama) starts a call with each new id
-// and continues the last call otherwise.
+// index, and the index wins: two calls may share an id (servers that say
+// call_0 for each), and the loop makes ids unique. A server that sends no
+// index (older Ollama) starts a call with each new id and continues the
+// last call otherwise.
 func (d *decoder) ordinal(tc oai.ChatCompletionChunkChoiceDeltaToolCall) int {
 	if d.byIndex == nil {
 		d.byIndex, d.byID = map[int64]int{}, map[string]int{}
 	}
+	indexed := tc.JSON.Index.Valid()
 	o, known := -1, false
-	if tc.JSON.Index.Valid() {
+	switch {
+	case indexed:
 		o, known = d.byIndex[tc.Index]
-	}
-	if !known && tc.ID != "" {
+	case tc.ID != "":
 		o, known = d.byID[tc.ID]
-	}
-	if !known && !tc.JSON.Index.Valid() && tc.ID == "" && len(d.calls) > 0 {
+	case len(d.calls) > 0:
 		o, known = d.last, true
 	}
 	if !known {
 		o = len(d.calls)
 		d.calls = append(d.calls, callState{})
 	}
-	if tc.JSON.Index.Valid() {
+	if indexed {
 		d.byIndex[tc.Index] = o
 	}
 	if tc.ID != "" {
@@ -157,6 +164,10 @@ func (d *decoder) end() ([]agentloop.Chunk, error) {
 	}
 	var out []agentloop.Chunk
 	for i, c := range d.calls {
+		if !c.name {
+			// Nothing can run a call without a tool's name.
+			return nil, fmt.Errorf("%w: tool call %d has no name", ErrMalformedStream, i)
+		}
 		if !c.args {
 			out = append(out, agentloop.Chunk{ToolCall: &agentloop.ToolCallDelta{Index: i, Arguments: "{}"}})
 		}

@@ -91,6 +91,40 @@ func TestStreamNumbersToolCallsFromServersWithoutIndex(t *testing.T) {
 	assert.Equal(t, &agentloop.Usage{Input: 152, Output: 31}, got.Usage)
 }
 
+// TestStreamToolCallEdgeCases: an index wins over an id, an empty
+// fragment is no call, and a call that is never named is a broken stream.
+func TestStreamToolCallEdgeCases(t *testing.T) {
+	tests := []struct {
+		fixture string
+		calls   []session.ToolCall
+		err     error
+	}{
+		{"empty_tool_delta", []session.ToolCall{{ID: "call_0", Name: "list_dir", Arguments: `{"path":"."}`}}, nil},
+		// Two calls that share an id stay two; the loop makes ids unique.
+		{"shared_call_id", []session.ToolCall{
+			{ID: "call_0", Name: "get_weather", Arguments: `{"city":"Paris"}`},
+			{ID: "call_0", Name: "get_time", Arguments: `{"tz":"Europe/Paris"}`},
+		}, nil},
+		{"nameless_tool_call", nil, ErrMalformedStream},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fixture, func(t *testing.T) {
+			srv := providertest.NewServer(t, sse(t, tt.fixture))
+			s, err := newProvider(t, srv).Stream(context.Background(), simpleRequest())
+			require.NoError(t, err)
+			chunks, err := providertest.Collect(s)
+			if tt.err != nil {
+				assert.ErrorIs(t, err, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			got := providertest.Assemble(chunks)
+			assert.Equal(t, tt.calls, got.ToolCalls)
+			assert.Equal(t, "tool_calls", got.Finish)
+		})
+	}
+}
+
 func TestStreamEndsWithErrorOnBadJSONMidStream(t *testing.T) {
 	srv := providertest.NewServer(t, sse(t, "malformed"))
 	s, err := newProvider(t, srv).Stream(context.Background(), simpleRequest())

@@ -46,6 +46,11 @@ func TestPluginsYAMLDecodesIntoConfig(t *testing.T) {
 			yaml: "plugins:\n  - name: provider/openai\n    config: { model: gpt-4o-mini }\n",
 			err:  "api_key is required",
 		},
+		{
+			name: "base_url with an empty port",
+			yaml: "plugins:\n  - name: provider/openai\n    config: { base_url: \"http://localhost:/v1\", model: m }\n",
+			err:  "base_url has a colon but no port",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,7 +1,11 @@
 package providerhttp
 
 import (
+	"errors"
 	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -19,4 +23,25 @@ func DefaultClient() *http.Client {
 		return &http.Client{Transport: t}
 	}
 	return &http.Client{Transport: http.DefaultTransport}
+}
+
+// CheckBaseURL reports why raw cannot be a provider's base URL: it must
+// be an absolute http or https URL with a host, and a port, if the colon
+// is there, of 1 to 65535 (Go would dial "host:" on the scheme's default
+// port, which is never what was meant). The URL is not echoed: someone
+// may have put the key in it.
+func CheckBaseURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return errors.New("base_url must be an http or https URL")
+	}
+	if strings.HasSuffix(u.Host, ":") {
+		return errors.New("base_url has a colon but no port after the host; give a port or drop the colon")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return errors.New("base_url's port must be between 1 and 65535")
+		}
+	}
+	return nil
 }

@@ -51,7 +51,7 @@ func Fail(ctx context.Context, provider, key string, err error, delivered bool, 
 		pe.Err = err
 	case errors.As(err, &status):
 		pe.Status = status.Code
-		pe.Retryable = !delivered && RetryableStatus(status.Code)
+		pe.Retryable = !delivered && ShouldRetry(status.Code, status.Header)
 		pe.RetryAfter = RetryAfter(status.Header)
 		pe.Err = err
 	case event != nil:
@@ -80,6 +80,19 @@ func Fail(ctx context.Context, provider, key string, err error, delivered bool, 
 // sent again: rate limits and server errors.
 func RetryableStatus(code int) bool {
 	return code == http.StatusTooManyRequests || code >= 500
+}
+
+// ShouldRetry reports whether a request that failed with code and header
+// may be sent again. The server's x-should-retry ("true" or "false")
+// overrides the status, as the official SDKs let it.
+func ShouldRetry(code int, header http.Header) bool {
+	switch v := strings.TrimSpace(header.Get("X-Should-Retry")); {
+	case strings.EqualFold(v, "true"):
+		return true
+	case strings.EqualFold(v, "false"):
+		return false
+	}
+	return RetryableStatus(code)
 }
 
 // RetryAfter reads how long the server asks us to wait: retry-after-ms,
@@ -124,58 +137,108 @@ func (e *StatusError) Error() string { return e.Msg }
 // maxErrorBody bounds how much of an error response is read.
 const maxErrorBody = 64 << 10
 
-// CheckStatus is SDK middleware that turns an error status into a
-// *StatusError before the SDK parses the body.
-func CheckStatus(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
-	res, err := next(req)
-	if err != nil || res.StatusCode < 400 {
-		return res, err
+// Middleware is the shape of both SDKs' request middleware.
+type Middleware = func(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error)
+
+// CheckStatus returns SDK middleware that turns an error status into a
+// *StatusError before the SDK parses the body. key is scrubbed from the
+// message, so a body that echoes the credential does not leak it.
+func CheckStatus(key string) Middleware {
+	return func(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+		res, err := next(req)
+		if err != nil || res.StatusCode < 400 {
+			return res, err
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
+		return nil, &StatusError{Code: res.StatusCode, Header: res.Header, Msg: ErrorMessage(res.StatusCode, body, key)}
 	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
-	return nil, &StatusError{Code: res.StatusCode, Header: res.Header, Msg: ErrorMessage(res.StatusCode, body)}
 }
 
 // ErrorMessage finds the message in an error body, or falls back to the
-// status text and the start of the body (a proxy's page, say).
-func ErrorMessage(code int, body []byte) string {
+// status text and the start of the body (a proxy's page, say). No part of
+// key of minKeyPart characters or more is left in it.
+func ErrorMessage(code int, body []byte, key string) string {
+	// The body may have been cut by the read limit: scrub its edges too.
+	text := scrubEdges(scrubText(string(body), key), key)
 	var shape struct {
 		Error   json.RawMessage `json:"error"`
 		Message string          `json:"message"`
 		Detail  string          `json:"detail"`
 	}
-	if json.Unmarshal(body, &shape) == nil {
+	if json.Unmarshal([]byte(text), &shape) == nil {
 		var nested struct {
 			Message string `json:"message"`
 		}
 		var flat string
+		msg := ""
 		switch {
 		case json.Unmarshal(shape.Error, &nested) == nil && nested.Message != "":
-			return nested.Message
+			msg = nested.Message
 		case json.Unmarshal(shape.Error, &flat) == nil && flat != "":
-			return flat
+			msg = flat
 		case shape.Message != "":
-			return shape.Message
+			msg = shape.Message
 		case shape.Detail != "":
-			return shape.Detail
+			msg = shape.Detail
+		}
+		if msg != "" {
+			// JSON escapes (\u0073k-…) could have hidden the key from
+			// the scrub of the raw body.
+			return scrubText(msg, key)
 		}
 	}
 	msg := http.StatusText(code)
 	if msg == "" {
 		msg = "status " + strconv.Itoa(code)
 	}
-	if s := excerpt(body); s != "" {
+	if s := excerpt(text, key); s != "" {
 		msg += ": " + s
 	}
 	return msg
 }
 
-// excerpt is the start of a body, on one line, for an error message.
-func excerpt(body []byte) string {
+// excerpt is the start of an already scrubbed text, on one line, for an
+// error message.
+func excerpt(text, key string) string {
 	const limit = 200
-	s := strings.Join(strings.Fields(string(body)), " ")
+	s := strings.Join(strings.Fields(text), " ")
 	if len(s) > limit {
-		s = strings.ToValidUTF8(s[:limit], "") + "…"
+		s = scrubEdges(strings.ToValidUTF8(s[:limit], ""), key) + "…"
+	}
+	return s
+}
+
+// minKeyPart is the shortest part of a key scrubbed at a cut: shorter
+// ones are too likely to be ordinary text, and too short to be of use.
+const minKeyPart = 8
+
+// redacted replaces a key, or part of one, in error text.
+const redacted = "[redacted]"
+
+// scrubText returns s with every occurrence of key replaced.
+func scrubText(s, key string) string {
+	if key == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, key, redacted)
+}
+
+// scrubEdges replaces what a cut may have left of key at either edge of
+// s: a prefix of minKeyPart or more characters at the end, a suffix at
+// the start.
+func scrubEdges(s, key string) string {
+	for n := min(len(key)-1, len(s)); n >= minKeyPart; n-- {
+		if strings.HasSuffix(s, key[:n]) {
+			s = s[:len(s)-n] + redacted
+			break
+		}
+	}
+	for n := min(len(key)-1, len(s)); n >= minKeyPart; n-- {
+		if strings.HasPrefix(s, key[len(key)-n:]) {
+			s = redacted + s[n:]
+			break
+		}
 	}
 	return s
 }
@@ -200,5 +263,5 @@ func Scrub(err error, key string) error {
 	if !strings.Contains(msg, key) {
 		return err
 	}
-	return &messageError{msg: strings.ReplaceAll(msg, key, "[redacted]"), err: err}
+	return &messageError{msg: scrubText(msg, key), err: err}
 }

@@ -53,7 +53,7 @@ func TestErrorMessageReadsEveryShape(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, ErrorMessage(tt.code, []byte(tt.body)))
+			assert.Equal(t, tt.want, ErrorMessage(tt.code, []byte(tt.body), ""))
 		})
 	}
 }
@@ -64,4 +64,49 @@ func TestScrubKeepsTheCauseAndDropsTheKey(t *testing.T) {
 	assert.Equal(t, "auth failed for [redacted]", err.Error())
 	assert.ErrorIs(t, err, cause)
 	assert.Same(t, cause, Scrub(cause, ""))
+}
+
+func TestErrorMessageLeavesNoPartOfTheKey(t *testing.T) {
+	const key = "sk-live-0123456789abcdef"
+	tests := []struct {
+		name string
+		body string
+		want string
+	}{
+		{"json message", `{"error":{"message":"bad key ` + key + `"}}`, "bad key [redacted]"},
+		{"json escapes hide the key from the raw scrub", `{"error":{"message":"bad key \u0073k-live-0123456789abcdef"}}`, "bad key [redacted]"},
+		{"page cut by the read limit inside the key", "<p>Bearer " + key[:10], "Unauthorized: <p>Bearer [redacted]"},
+		{"page starting inside the key", key[5:] + " rejected", "Unauthorized: [redacted] rejected"},
+		{"seven characters are ordinary text", "<p>sk-live", "Unauthorized: <p>sk-live"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, ErrorMessage(http.StatusUnauthorized, []byte(tt.body), key))
+		})
+	}
+}
+
+func TestShouldRetry(t *testing.T) {
+	tests := []struct {
+		code   int
+		header string // x-should-retry; empty means absent
+		want   bool
+	}{
+		{500, "", true},
+		{429, "", true},
+		{400, "", false},
+		{500, "false", false},
+		{429, "false", false},
+		{400, "true", true},
+		{409, "True", true},
+		{503, "maybe", true},
+		{401, "maybe", false},
+	}
+	for _, tt := range tests {
+		h := http.Header{}
+		if tt.header != "" {
+			h.Set("X-Should-Retry", tt.header)
+		}
+		assert.Equal(t, tt.want, ShouldRetry(tt.code, h), "%d with x-should-retry %q", tt.code, tt.header)
+	}
 }
