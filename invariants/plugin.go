@@ -264,16 +264,11 @@ func CheckRequest(records []*session.Record, req *agentloop.Request) *Violation 
 			Message: fmt.Sprintf("the request names step/start seq %d, which the log does not hold", req.StepStart)}
 	}
 	sent := req.Messages
-	diverged, count := false, 0
-	h, ok, err := session.DeriveRequestFunc(records, int(req.StepStart), func(i int, m *session.Message) bool {
-		count = i + 1
-		diverged = i >= len(sent) || !m.Equal(&sent[i])
-		return !diverged
-	})
+	equal, h, ok, err := session.MatchRequest(records, int(req.StepStart), sent)
 	if err != nil {
 		return &Violation{Rule: RuleRequestReconstruction, Seq: -1, Index: -1, Message: fmt.Sprintf("the log does not fold: %v", err)}
 	}
-	if diverged || count != len(sent) {
+	if !equal {
 		want, _, _, _ := session.DeriveRequest(records, int(req.StepStart))
 		if v := requestReconstruction(want, sent); v != nil {
 			return v
