@@ -61,12 +61,12 @@ func Complete(ctx context.Context, c *bus.Context, p Provider, sess *session.Ses
 	case p == nil:
 		return Reply{}, errors.New("agentloop: one-shot request: no provider")
 	}
-	recs := sess.Records()
-	if n, open := lastTurn(recs); open {
+	if n, open := lastTurn(sess); open {
 		return Reply{}, fmt.Errorf("%w: session %s, turn %d", ErrOneShotInTurn, sess.ID(), n)
 	}
+	n := int64(sess.Len())
 	for _, s := range o.Sources {
-		if s < 0 || s >= int64(len(recs)) {
+		if s < 0 || s >= n {
 			return Reply{}, fmt.Errorf("agentloop: one-shot request: source %d is not a seq of session %s", s, sess.ID())
 		}
 	}

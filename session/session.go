@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"iter"
 	"slices"
 	"sync"
 
@@ -72,6 +73,22 @@ func (s *Session) Records() []*Record {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return slices.Clone(s.records)
+}
+
+// Backward returns an iterator over the log's records from the latest to
+// the first, as the log stood when Backward was called. It copies nothing:
+// it hands out the immutable records, never the session's list.
+func (s *Session) Backward() iter.Seq[*Record] {
+	s.mu.RLock()
+	recs := s.records[:len(s.records):len(s.records)]
+	s.mu.RUnlock()
+	return func(yield func(*Record) bool) {
+		for i := len(recs) - 1; i >= 0; i-- {
+			if !yield(recs[i]) {
+				return
+			}
+		}
+	}
 }
 
 // Len returns the number of records, which is the next seq.
