@@ -111,7 +111,8 @@ type Option func(*Agent)
 
 // WithProvider makes the agent use p instead of the provider service.
 func WithProvider(p Provider) Option {
-	return func(a *Agent) { a.provider = func() (Provider, error) { return p, nil } }
+	g := guardProvider(p)
+	return func(a *Agent) { a.provider = func() (Provider, error) { return g, nil } }
 }
 
 // WithTools makes the agent offer exactly ts instead of the tool services.

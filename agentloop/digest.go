@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"hash"
+	"slices"
 
 	"github.com/vigil-run/vigil/session"
 )
@@ -17,18 +18,20 @@ import (
 // The canonical encoding is {"header":H,"messages":[M,…]}, exactly what
 // encoding/json produces (see session.RequestDigest). Each element of
 // that array is the encoding/json encoding of the message alone, so the
-// encoding of every message is kept, by position, and reused while the
-// message at that position is unchanged; only new or changed messages are
-// encoded. The SHA-256 state after the header and the messages hashed so
-// far is kept too (hash.Cloner), so a step hashes only what is new since
-// the last one, as long as the header and the earlier messages are the
-// same. The bytes hashed are RequestDigest's, and the equivalence is
-// tested. A header that encoding/json refuses falls back to
-// session.RequestDigest itself.
+// encoding of every message is kept and reused while the message at that
+// position is equal to the one encoded; only new or changed messages are
+// encoded. The cache is keyed by content, in keys: private copies of the
+// messages encoded, which nothing outside the digester can reach, so no
+// write anywhere else can make a stale encoding look current. The SHA-256
+// state after the header and the messages hashed so far is kept too
+// (hash.Cloner), so a step hashes only what is new since the last one, as
+// long as the header and the earlier messages are the same. The bytes
+// hashed are RequestDigest's, and the equivalence is tested. A header
+// that encoding/json refuses falls back to session.RequestDigest itself.
 //
 // A digester is used by one turn at a time (the session is claimed).
 type digester struct {
-	msgs []session.Message // the fold last encoded (shared, read-only)
+	keys []session.Message // private copies of the messages encoded, by position
 	enc  [][]byte
 
 	hb     []byte      // the header encoding the state starts with
@@ -44,8 +47,8 @@ var (
 	comma       = []byte(`,`)
 )
 
-// digest returns session.RequestDigest(h, msgs). msgs must not change
-// afterwards (a session's fold never does): the digester keeps it.
+// digest returns session.RequestDigest(h, msgs). It keeps nothing of h or
+// msgs but copies.
 func (d *digester) digest(h session.Header, msgs []session.Message) string {
 	hb, ok := headerJSON(h)
 	if !ok {
@@ -53,19 +56,11 @@ func (d *digester) digest(h session.Header, msgs []session.Message) string {
 	}
 	if len(d.enc) > len(msgs) {
 		d.enc = d.enc[:len(msgs)]
-		d.msgs = d.msgs[:len(msgs)]
-	}
-	// A session's fold only ever grows in place (a replace makes a new
-	// slice), so when msgs starts where the last fold did, the messages
-	// seen then are unchanged and need no comparison. d.msgs keeps that
-	// array alive, so a new fold cannot be allocated at its address.
-	from := 0
-	if len(d.msgs) > 0 && len(msgs) >= len(d.msgs) && &d.msgs[0] == &msgs[0] {
-		from = len(d.msgs)
+		d.keys = d.keys[:len(msgs)]
 	}
 	changed := len(msgs) // the first position whose encoding changed
-	for i := from; i < len(msgs); i++ {
-		if i < len(d.msgs) && d.msgs[i].Equal(&msgs[i]) {
+	for i := range msgs {
+		if i < len(d.keys) && d.keys[i].Equal(&msgs[i]) {
 			continue
 		}
 		b, err := json.Marshal(&msgs[i])
@@ -74,13 +69,14 @@ func (d *digester) digest(h session.Header, msgs []session.Message) string {
 			return session.RequestDigest(h, msgs)
 		}
 		changed = min(changed, i)
+		k := msgs[i]
+		k.ToolCalls = slices.Clone(k.ToolCalls)
 		if i < len(d.enc) {
-			d.enc[i] = b
+			d.enc[i], d.keys[i] = b, k
 		} else {
-			d.enc = append(d.enc, b)
+			d.enc, d.keys = append(d.enc, b), append(d.keys, k)
 		}
 	}
-	d.msgs = msgs
 	if d.state == nil || !bytes.Equal(hb, d.hb) || changed < d.hashed || d.hashed > len(d.enc) {
 		c, ok := sha256.New().(hash.Cloner)
 		if !ok {

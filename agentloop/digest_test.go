@@ -123,3 +123,16 @@ func slicesEqual(a, b []session.Message) bool {
 	}
 	return true
 }
+
+// The cache is keyed by content it owns: writing the slice it was given,
+// in place, after a digest never makes a stale encoding look current.
+func TestDigesterIsNotFooledByWritesToItsInput(t *testing.T) {
+	h := session.Header{Model: "m"}
+	msgs := []session.Message{{Role: "user", Content: "hello"}, {Role: "assistant", ToolCalls: []session.ToolCall{{ID: "c1", Name: "calc", Arguments: "{}"}}}}
+	var d digester
+	require.Equal(t, session.RequestDigest(h, msgs), d.digest(h, msgs))
+	msgs[0].Content = "forged"
+	msgs[1].ToolCalls[0].Name = "forged"
+	msgs = append(msgs, session.Message{Role: "user", Content: "next"})
+	assert.Equal(t, session.RequestDigest(h, msgs), d.digest(h, msgs))
+}

@@ -10,9 +10,9 @@
 //
 // and each step:
 //
-//	step/start → request/header (when needed) → request/digest →
-//	assistant/chunk… → assistant/message → (tool/call → tool/start →
-//	tool/result)… → step/end
+//	step/start → request/header (when needed) → request/digest (once the
+//	request passed and is handed to the provider) → assistant/chunk… →
+//	assistant/message → (tool/call → tool/start → tool/result)… → step/end
 //
 // Steps follow while the model asks for tools and the step limit allows;
 // a turn whose last allowed step still asked for tools ends with reason
@@ -27,13 +27,24 @@
 // wanted header — provider name, config, the tool services read at that
 // step — differs from the logged one (session.HeaderEquals).
 //
-// The request is marked loop-built and sealed: its digest
-// (session.RequestDigest) is logged as request/digest and dispatched
-// through the llm/stream waterfall ([LLMStream]). The innermost fallback
-// recomputes the digest and refuses, with [ErrRequestMutated], a request
-// that a listener changed or replaced; the provider then receives exactly
-// the request the listeners before it saw. One-shot requests ([Complete])
-// are not marked and not logged.
+// The request is marked loop-built and sealed, and dispatched through the
+// llm/stream waterfall ([LLMStream]). The seal is a token only this
+// package can mint: it owns private copies of the header and the fold the
+// request was built from, and its digest (session.RequestDigest) is
+// computed over them. The innermost fallback refuses, with
+// [ErrRequestMutated], a request that a listener changed or replaced,
+// then logs request/digest and hands the request over. Every provider
+// this package hands out ([ProviderService], [WithProvider]) is wrapped:
+// the wrapper refuses, with [ErrUnsealed], a request without a seal or
+// one that did not come through its own dispatch's fallback, and gives
+// the provider the sealed copy, which no listener holds. A listener that
+// answers a request itself (a short-circuit) hands nothing to a provider,
+// so no request/digest is logged for it.
+//
+// The one other way to a model is a declared one-shot ([Complete]): a
+// purpose, the records it derives from, the messages; it is logged as
+// request/oneshot when handed to the provider and refused inside an open
+// turn. docs/architecture.md states the guarantee.
 //
 // # Streams and failures
 //

@@ -59,16 +59,29 @@ func toolCalls(m session.Message) string {
 	return s
 }
 
-// A one-shot request (a title, a summary) goes through llm/stream but is
-// not loop-built: it is not logged and not checked against a log.
+// A one-shot request (a title, a summary) is declared: it names its
+// purpose and the records it derives from, and is logged in the session
+// as request/oneshot before the provider receives it.
 func ExampleComplete() {
 	root := bus.New()
 	defer root.Dispose()
+	c := root.Context()
+	sess, _ := session.NewManager(c, memory.New()).Seed(context.Background(),
+		session.Event{Type: session.TypeUserMessage, Data: session.UserMessage{Content: "What is six times seven?"}})
 	model, _ := scripted.New(scripted.Config{Script: []scripted.Reply{{Text: "Six times seven"}}})
-	reply, _ := agentloop.Complete(context.Background(), root.Context(), model, &agentloop.Request{
+	reply, err := agentloop.Complete(context.Background(), c, model, sess, agentloop.OneShot{
+		Purpose:  "title",
+		Sources:  []int64{0},
 		Messages: []session.Message{{Role: session.RoleUser, Content: "Title for: what is six times seven?"}},
 	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println(reply.Content)
+	last := sess.Records()[sess.Len()-1]
+	fmt.Println(last.Type(), last.Sources())
 	// Output:
 	// Six times seven
+	// request/oneshot [0]
 }

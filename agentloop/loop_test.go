@@ -182,7 +182,8 @@ func TestPrepareRunsBeforeTurnStart(t *testing.T) {
 	require.NotNil(t, got)
 	assert.Equal(t, a.ID(), got.Agent)
 	assert.Equal(t, "m", got.Header.Model)
-	assert.Equal(t, rec, got.Provider)
+	assert.Implements(t, (*agentloop.Provider)(nil), got.Provider)
+	assert.NotSame(t, rec, got.Provider, "the prepare event carries the wrapped provider")
 	reqs := rec.requests()
 	require.Len(t, reqs, 1)
 	require.Len(t, reqs[0].Messages, 2)
@@ -190,18 +191,64 @@ func TestPrepareRunsBeforeTurnStart(t *testing.T) {
 	assert.Equal(t, session.TypeUserMessage, sess.Records()[0].Type())
 }
 
-func TestCompleteSendsAnUnmarkedRequest(t *testing.T) {
+func TestCompleteSendsADeclaredOneShotAndLogsIt(t *testing.T) {
 	e := newEnv(t)
+	sess := e.session()
+	_, err := sess.Append(context.Background(), session.Event{Type: session.TypeUserMessage, Data: session.UserMessage{Content: "a long story"}})
+	require.NoError(t, err)
 	var marked []bool
+	var purposes []string
 	agentloop.LLMStream.On(e.c, func(ctx context.Context, req *agentloop.Request, next bus.Next[*agentloop.Request, agentloop.Stream]) (agentloop.Stream, error) {
 		marked = append(marked, req.LoopBuilt())
+		purposes = append(purposes, req.Purpose())
 		return next(ctx, req)
 	})
-	reply, err := agentloop.Complete(context.Background(), e.c, script(t, scripted.Reply{Text: "a short summary"}), &agentloop.Request{
-		Messages: []session.Message{{Role: session.RoleUser, Content: "summarize"}},
-	})
+	msgs := []session.Message{{Role: session.RoleUser, Content: "summarize"}}
+	reply, err := agentloop.Complete(context.Background(), e.c, script(t, scripted.Reply{Text: "a short summary"}), sess,
+		agentloop.OneShot{Purpose: "summary", Sources: []int64{0}, Messages: msgs})
 	require.NoError(t, err)
 	assert.Equal(t, "a short summary", reply.Content)
 	assert.Equal(t, session.FinishStop, reply.Finish)
 	assert.Equal(t, []bool{false}, marked)
+	assert.Equal(t, []string{"summary"}, purposes)
+
+	recs := sess.Records()
+	require.Len(t, recs, 2)
+	assert.Equal(t, session.TypeRequestOneshot, recs[1].Type())
+	assert.Equal(t, []int64{0}, recs[1].Sources())
+	d, err := session.DecodeData[session.Oneshot](recs[1])
+	require.NoError(t, err)
+	assert.Equal(t, session.Oneshot{Purpose: "summary", SHA256: session.RequestDigest(session.Header{}, msgs), Messages: 1}, d)
+}
+
+func TestCompleteRefusesUndeclaredOneShots(t *testing.T) {
+	e := newEnv(t)
+	sess := e.session()
+	msgs := []session.Message{{Role: session.RoleUser, Content: "hi"}}
+	open := e.session()
+	_, err := open.Append(context.Background(), session.Event{Type: session.TypeTurnStart, Turn: 1})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name string
+		sess *session.Session
+		o    agentloop.OneShot
+		want error
+	}{
+		{"no session", nil, agentloop.OneShot{Purpose: "title", Messages: msgs}, nil},
+		{"no purpose", sess, agentloop.OneShot{Messages: msgs}, nil},
+		{"no messages", sess, agentloop.OneShot{Purpose: "title"}, nil},
+		{"a source the log does not hold", sess, agentloop.OneShot{Purpose: "title", Sources: []int64{3}, Messages: msgs}, nil},
+		{"inside an open turn", open, agentloop.OneShot{Purpose: "title", Messages: msgs}, agentloop.ErrOneShotInTurn},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := script(t, scripted.Reply{Text: "never"})
+			_, err := agentloop.Complete(context.Background(), e.c, p, tc.sess, tc.o)
+			require.Error(t, err)
+			if tc.want != nil {
+				assert.ErrorIs(t, err, tc.want)
+			}
+		})
+	}
+	assert.Equal(t, 0, sess.Len(), "nothing logged")
+	assert.Equal(t, 1, open.Len(), "nothing logged")
 }

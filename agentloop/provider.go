@@ -13,8 +13,10 @@ import (
 
 // Request is what the loop sends to a model: the latest logged header and
 // the fold of the log prefix before the step. A request built by the loop
-// is marked (see [Request.LoopBuilt]) and sealed; one-shot requests built
-// elsewhere (a summary, a title) are not.
+// is marked (see [Request.LoopBuilt]) and sealed; a declared one-shot (a
+// summary, a title: see [Complete]) is sealed too. A provider obtained
+// through this package refuses any request without a seal, so a Request
+// made outside the package can be dispatched but never sent.
 type Request struct {
 	// Session is the id of the session the request was built from.
 	Session string
@@ -26,14 +28,21 @@ type Request struct {
 	Header    session.Header
 	Messages  []session.Message
 
-	loopBuilt bool
-	seal      string    // digest of the request as built, logged in request/digest
-	built     *snapshot // what the digest was computed over, checked at the provider
+	seal *seal // minted by this package only
 }
 
-// LoopBuilt reports whether the agent loop built the request, which makes
-// it subject to the request invariants.
-func (r *Request) LoopBuilt() bool { return r.loopBuilt }
+// LoopBuilt reports whether the agent loop built the request for a step,
+// which makes it subject to the request invariants.
+func (r *Request) LoopBuilt() bool { return r.seal != nil && r.seal.purpose == "" }
+
+// Purpose returns the purpose of a declared one-shot request ("compaction",
+// "title", …), or "" for any other request.
+func (r *Request) Purpose() string {
+	if r.seal == nil {
+		return ""
+	}
+	return r.seal.purpose
+}
 
 // Subject implements bus.Subjecter: requests are dispatched about their
 // session.
@@ -73,12 +82,46 @@ type Stream = iter.Seq2[Chunk, error]
 
 // Provider streams model replies. Implementations send exactly the request
 // they are given.
+//
+// Whatever the implementation, the Provider this package hands out — from
+// [ProviderService], or the one an [Agent] uses — is a wrapper that
+// refuses, with [ErrUnsealed], every request the loop did not seal: a
+// step's request reaches the implementation only through the llm/stream
+// fallback of its own dispatch, unchanged since it was sealed, and a
+// one-shot only through [Complete]. The implementation receives the
+// request as sealed, a copy no listener holds.
 type Provider interface {
 	Stream(ctx context.Context, req *Request) (Stream, error)
 }
 
+// ProviderKey is the type of [ProviderService]: a service key whose value
+// is always the wrapper around the provider (see [Provider]).
+type ProviderKey struct{ svc bus.Service[*guard] }
+
 // ProviderService is the service the one enabled provider plugin provides.
-var ProviderService = bus.NewService[Provider]("provider")
+var ProviderService = ProviderKey{svc: bus.NewService[*guard]("provider")}
+
+// Name returns the service name, "provider".
+func (k ProviderKey) Name() string { return k.svc.Name() }
+
+// Provide wraps p and provides the wrapper under the service's name, owned
+// by c's fiber (see [bus.Service.Provide]). A value provided under the name
+// any other way is not a provider the loop or anyone else can get.
+func (k ProviderKey) Provide(c *bus.Context, p Provider) (withdraw func(), err error) {
+	if p == nil {
+		return nil, errors.New("agentloop: provide a nil provider")
+	}
+	return k.svc.Provide(c, guardProvider(p).(*guard))
+}
+
+// Get returns the wrapped provider (see [bus.Service.Get]).
+func (k ProviderKey) Get(c *bus.Context) (Provider, error) {
+	g, err := k.svc.Get(c)
+	if err != nil {
+		return nil, fmt.Errorf("%w (a provider is provided with agentloop.ProviderService.Provide)", err)
+	}
+	return g, nil
+}
 
 // LLMStream is the llm/stream waterfall. Its innermost fallback is the
 // configured provider, reached only with the request exactly as it was
@@ -107,6 +150,11 @@ func (e *ProviderError) Unwrap() error { return e.Err }
 // ErrRequestMutated is returned when a loop-built request reaches the
 // provider different from the request that was built and checked.
 var ErrRequestMutated = errors.New("agentloop: request mutated after it was sealed")
+
+// ErrUnsealed is returned by a provider obtained through this package for
+// a request the loop did not seal (built elsewhere, or a copy), or for a
+// sealed request that did not come through its own dispatch's fallback.
+var ErrUnsealed = errors.New("agentloop: request not sealed by the loop")
 
 // Namer is implemented by providers that name themselves; the name is
 // logged as the request header's provider.

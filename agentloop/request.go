@@ -5,15 +5,22 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/session"
 )
 
 // Digest returns the digest the loop sealed the request with (the
-// [session.RequestDigest] of the request as built, which the loop logged
-// in request/digest), or "" for a request the loop did not build.
-func (r *Request) Digest() string { return r.seal }
+// [session.RequestDigest] of the request as built, which the loop logs in
+// request/digest or request/oneshot), or "" for a request the loop did not
+// seal.
+func (r *Request) Digest() string {
+	if r.seal == nil {
+		return ""
+	}
+	return r.seal.digest
+}
 
 // CloneMessages returns a deep copy of msgs. The tool calls of all
 // messages share one new backing array (each message's slice capped), so
@@ -60,65 +67,146 @@ func CloneHeader(h session.Header) session.Header {
 	return h
 }
 
-// snapshot is what a loop-built request's digest was computed over: the
-// session's fold (immutable) and the header as logged (owned).
-type snapshot struct {
-	header   session.Header
-	messages []session.Message
+// seal is the loop's mark on a request it sends: a loop-built step request
+// or a declared one-shot. Only this package can make one (the type and the
+// Request field are unexported), and it is bound to the one *Request it
+// was minted for.
+//
+// It owns what it compares with: built is the request as the loop built
+// it, with a header and messages no one outside the package holds (the
+// request the listeners see is a separate deep copy), and the digest was
+// computed over exactly that. The guard hands the provider a request made
+// from built, never the one listeners hold, so nothing a listener does to
+// its copy — at any time — reaches the provider.
+type seal struct {
+	req     *Request // the request it was minted for; any other is unsealed
+	purpose string   // a one-shot's purpose; "" for a step
+	built   Request  // owned: the request as built
+	digest  string
+
+	// log appends the request's record (request/digest of a step,
+	// request/oneshot of a one-shot); it runs once, when the request is
+	// first handed to the provider, and its error is kept in logErr.
+	log    func() error
+	logged bool
+	logErr error
+
+	// armed is set by the fallback just before it calls the provider and
+	// consumed by the guard: a sealed request reaches a provider only
+	// through the fallback of its own dispatch.
+	armed atomic.Bool
 }
 
-// sealedFallback is the innermost llm/stream handler for a loop-built
+// handoff is the request the guard gives the provider: the owned request
+// as built, still sealed (providers may read LoopBuilt and Digest).
+func (s *seal) handoff() *Request {
+	out := s.built
+	out.seal = s
+	return &out
+}
+
+// guard is the wrapper agentloop installs around every provider (see
+// [ProviderService] and [WithProvider]). It refuses, with ErrUnsealed,
+// any request the loop did not seal, or a sealed one that was not handed
+// over by its dispatch's fallback, and gives the provider the request as
+// sealed.
+type guard struct{ p Provider }
+
+// guardProvider wraps p, once.
+func guardProvider(p Provider) Provider {
+	switch g := p.(type) {
+	case nil:
+		return nil
+	case *guard:
+		return g
+	}
+	return &guard{p: p}
+}
+
+// Stream implements Provider.
+func (g *guard) Stream(ctx context.Context, r *Request) (Stream, error) {
+	if r == nil || r.seal == nil || r.seal.req != r {
+		return nil, fmt.Errorf("%w: a provider receives only requests the loop built or declared (see agentloop.Complete)", ErrUnsealed)
+	}
+	if !r.seal.armed.CompareAndSwap(true, false) {
+		return nil, fmt.Errorf("%w: a sealed request reaches the provider only through its own llm/stream dispatch", ErrUnsealed)
+	}
+	return g.p.Stream(ctx, r.seal.handoff())
+}
+
+// Name implements Namer with the wrapped provider's name.
+func (g *guard) Name() string {
+	if n, ok := g.p.(Namer); ok {
+		return n.Name()
+	}
+	return ""
+}
+
+// sealedFallback is the innermost llm/stream handler for a sealed
 // request. It refuses, with ErrRequestMutated, a request that is not the
-// one the loop built or that no longer equals what its digest was
-// computed over, and otherwise hands exactly that request to p.
+// one the loop sealed or that no longer equals what the seal owns; then it
+// logs the request (once: a retry sends the same request) and hands it to
+// p, which is a guard.
 //
 // The digest is a pure function of the header and the messages, so a
-// request equal to its snapshot has the sealed digest; comparing with the
-// snapshot is what recomputing the digest would decide, without encoding
-// and hashing the conversation again. The comparison is stricter than the
-// digest where the canonical encoding is lenient (tool parameters compare
-// byte for byte).
-func sealedFallback(p Provider, built *Request) bus.Next[*Request, Stream] {
+// request equal to the sealed one has the sealed digest; comparing is what
+// recomputing the digest would decide, without encoding and hashing the
+// conversation again. The comparison is stricter than the digest where the
+// canonical encoding is lenient (tool parameters compare byte for byte).
+func sealedFallback(p Provider, sealed *Request) bus.Next[*Request, Stream] {
 	return func(ctx context.Context, r *Request) (Stream, error) {
-		if r != built {
+		if r != sealed {
 			return nil, fmt.Errorf("%w: a listener replaced the request", ErrRequestMutated)
 		}
-		if what := r.built.differs(r); what != "" {
-			return nil, fmt.Errorf("%w: %s changed (sealed digest %s)", ErrRequestMutated, what, short(r.seal))
+		s := r.seal
+		if what := s.differs(r); what != "" {
+			return nil, fmt.Errorf("%w: %s changed (sealed digest %s)", ErrRequestMutated, what, short(s.digest))
 		}
+		if !s.logged && s.log != nil {
+			s.logged = true
+			if s.logErr = s.log(); s.logErr != nil {
+				return nil, s.logErr
+			}
+		}
+		s.armed.Store(true)
+		defer s.armed.Store(false)
 		return p.Stream(ctx, r)
 	}
 }
 
-// differs names the first part of r that differs from the snapshot, or
-// returns "".
-func (s *snapshot) differs(r *Request) string {
-	if s == nil {
+// differs names the first part of r that differs from the sealed request,
+// or returns "".
+func (s *seal) differs(r *Request) string {
+	if s == nil || s.req != r {
 		return "seal"
 	}
-	if len(r.Messages) != len(s.messages) {
+	b := &s.built
+	switch {
+	case r.Session != b.Session, r.Turn != b.Turn, r.Step != b.Step, r.StepStart != b.StepStart:
+		return "step"
+	case len(r.Messages) != len(b.Messages):
 		return "messages"
 	}
 	for i := range r.Messages {
-		if !r.Messages[i].Equal(&s.messages[i]) {
+		if !r.Messages[i].Equal(&b.Messages[i]) {
 			return fmt.Sprintf("message %d", i)
 		}
 	}
-	a, b := &r.Header, &s.header
+	x, y := &r.Header, &b.Header
 	switch {
-	case a.Provider != b.Provider, a.Model != b.Model:
+	case x.Provider != y.Provider, x.Model != y.Model:
 		return "header model"
-	case a.System != b.System:
+	case x.System != y.System:
 		return "header system"
-	case a.MaxTokens != b.MaxTokens, (a.Temperature == nil) != (b.Temperature == nil),
-		a.Temperature != nil && *a.Temperature != *b.Temperature, !slices.Equal(a.Stop, b.Stop):
+	case x.MaxTokens != y.MaxTokens, (x.Temperature == nil) != (y.Temperature == nil),
+		x.Temperature != nil && *x.Temperature != *y.Temperature, !slices.Equal(x.Stop, y.Stop):
 		return "header sampling"
-	case len(a.Tools) != len(b.Tools):
+	case len(x.Tools) != len(y.Tools):
 		return "header tools"
 	}
-	for i := range a.Tools {
-		x, y := &a.Tools[i], &b.Tools[i]
-		if x.Name != y.Name || x.Description != y.Description || !bytes.Equal(x.Parameters, y.Parameters) {
+	for i := range x.Tools {
+		t, u := &x.Tools[i], &y.Tools[i]
+		if t.Name != u.Name || t.Description != u.Description || !bytes.Equal(t.Parameters, u.Parameters) {
 			return "header tools"
 		}
 	}
@@ -130,4 +218,16 @@ func short(d string) string {
 		return d[:12]
 	}
 	return d
+}
+
+// mint seals a request as built: the returned request, for the listeners,
+// is a deep copy of built, and the seal keeps built itself, which the
+// caller must not keep or hand out. log appends the request's record when
+// it is first handed to the provider.
+func mint(built Request, purpose, digest string, log func() error) *Request {
+	built.seal = nil
+	r := &Request{Session: built.Session, Turn: built.Turn, Step: built.Step, StepStart: built.StepStart,
+		Header: CloneHeader(built.Header), Messages: CloneMessages(built.Messages)}
+	r.seal = &seal{req: r, purpose: purpose, built: built, digest: digest, log: log}
+	return r
 }

@@ -100,15 +100,15 @@ func (t *turn) append(ev session.Event) (*session.Record, error) {
 	return rec, nil
 }
 
-// lastTurn returns the number of the log's last turn and whether it is
-// still open.
-func lastTurn(recs []*session.Record) (int, bool) {
-	for i := len(recs) - 1; i >= 0; i-- {
-		switch recs[i].Type() {
+// lastTurn returns the number of the session's last turn and whether it
+// is still open.
+func lastTurn(sess *session.Session) (int, bool) {
+	for r := range sess.Backward() {
+		switch r.Type() {
 		case session.TypeTurnEnd:
-			return recs[i].Turn(), false
+			return r.Turn(), false
 		case session.TypeTurnStart:
-			return recs[i].Turn(), true
+			return r.Turn(), true
 		}
 	}
 	return 0, false
@@ -122,13 +122,13 @@ func (t *turn) run(ctx context.Context, prompt string) (*TurnResult, error) {
 	}
 	// A turn left open (by another writer) is not ours to continue, nor
 	// to compact under.
-	if last, open := lastTurn(t.sess.Records()); open {
+	if last, open := lastTurn(t.sess); open {
 		return nil, fmt.Errorf("agentloop: turn %d of session %s: %w", last, t.sess.ID(), session.ErrOpenTurn)
 	}
 	if err := TurnPrepare.Emit(ctx, a.c, &Prepare{Agent: a.id, Session: t.sess, Provider: prov, Header: a.header(prov, tools)}); err != nil {
 		return nil, fmt.Errorf("agentloop: agent/prepare: %w", err)
 	}
-	last, open := lastTurn(t.sess.Records())
+	last, open := lastTurn(t.sess)
 	if open {
 		return nil, fmt.Errorf("agentloop: turn %d of session %s: %w", last, t.sess.ID(), session.ErrOpenTurn)
 	}

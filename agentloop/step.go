@@ -16,8 +16,8 @@ type stepOutcome struct {
 }
 
 // step runs step n of the turn: step/start, request/header when needed,
-// request/digest, llm/stream, chunks, assistant/message, tool calls and
-// results, step/end.
+// llm/stream (whose fallback logs request/digest), chunks,
+// assistant/message, tool calls and results, step/end.
 func (t *turn) step(ctx context.Context, n int) (stepOutcome, error) {
 	a, sess := t.a, t.sess
 	prov, tools, err := a.resolve()
@@ -29,7 +29,7 @@ func (t *turn) step(ctx context.Context, n int) (stepOutcome, error) {
 	// The request's messages are the fold of the log strictly before
 	// step/start. The fold is read just before appending step/start; if
 	// anything else was appended in between, it is derived again.
-	// The fold is immutable: a later append never changes it.
+	// Either way it is a copy only the loop holds.
 	before := sess.Len()
 	fold := sess.Messages()
 	start, err := t.append(session.Event{Type: session.TypeStepStart, Step: n, Data: session.StepStart{}})
@@ -60,22 +60,17 @@ func (t *turn) step(ctx context.Context, n int) (stepOutcome, error) {
 	}
 	t.headed = true
 
-	// The request is a deep copy: listeners may change it, and must not
-	// reach the session's fold or header through it.
-	req := &Request{
-		Session:   sess.ID(),
-		Turn:      t.n,
-		Step:      n,
-		StepStart: start.Seq(),
-		Header:    CloneHeader(logged),
-		Messages:  CloneMessages(fold),
-		loopBuilt: true,
-		seal:      t.dig.digest(logged, fold),
-		built:     &snapshot{header: logged, messages: fold},
-	}
-	if _, err := t.append(session.Event{Type: session.TypeRequestDigest, Step: n, Data: session.Digest{SHA256: req.seal, Messages: len(req.Messages)}}); err != nil {
-		return stepOutcome{}, err
-	}
+	// The fold and the header read above are copies the loop owns: the
+	// seal keeps them, computes the digest over them and compares the
+	// request with them; listeners get another copy. request/digest is
+	// logged by the fallback, once the request passed the check and is
+	// handed to the provider, so a refused step leaves no digest.
+	digest := t.dig.digest(logged, fold)
+	built := Request{Session: sess.ID(), Turn: t.n, Step: n, StepStart: start.Seq(), Header: logged, Messages: fold}
+	req := mint(built, "", digest, func() error {
+		_, err := t.append(session.Event{Type: session.TypeRequestDigest, Step: n, Data: session.Digest{SHA256: digest, Messages: len(fold)}})
+		return err
+	})
 
 	// Call ids are made unique against the whole log so far.
 	t.ids.sync(sess)
@@ -98,6 +93,9 @@ func (t *turn) step(ctx context.Context, n int) (stepOutcome, error) {
 		}
 		return nil
 	})
+	if err == nil {
+		err = req.seal.logErr // request/digest could not be logged
+	}
 	if err != nil {
 		return stepOutcome{}, err
 	}

@@ -58,7 +58,11 @@
 //
 // Every dispatch first runs the listeners of the internal/dispatch event
 // ([Veto]), which see the event name and payload and may veto the dispatch
-// by returning an error. [Event.Check] and [Event.Observe] split a dispatch
+// by returning an error. This is a place, not a position: every veto
+// listener runs before every listener of the dispatch, whenever either was
+// registered (a Prepend after it, a hot reload), and a veto listener can
+// only refuse a dispatch, never answer it. A check that must run first
+// belongs there. [Event.Check] and [Event.Observe] split a dispatch
 // into that pre-commit phase and an observer phase, which is how the
 // session log commits an event only after no one vetoed it.
 //

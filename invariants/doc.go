@@ -12,11 +12,17 @@
 //     listener after the commit (staging). A later veto therefore leaves
 //     the trace untouched.
 //   - Request rules (request-reconstruction, request-header,
-//     orphaned-tool-result) run on llm/stream in a listener registered with
-//     Prepend, so a short-circuiting listener cannot skip it. Only
-//     loop-built requests are checked. The expected messages come from a
-//     fresh fold of the records before the in-flight step's step/start,
-//     sharing no surface or fold cache with the live session.
+//     orphaned-tool-result) run in the veto phase of the llm/stream
+//     dispatch (a [bus.Veto] listener), which the bus runs before every
+//     llm/stream listener however and whenever registered (prepended after
+//     this plugin, re-registered by a reload): no listener can answer a
+//     loop-built request, or change it, before the check. A veto listener
+//     registered earlier may change the request first; the check compares
+//     it with a fresh fold of the records before the in-flight step's
+//     step/start, sharing nothing with the live session, so that is caught,
+//     and a change after the check is refused by agentloop's seal. Only
+//     loop-built requests are checked; one-shots (request/oneshot) are
+//     accounted for in the log, not re-derived from it.
 //   - status-transition checks agent/status.
 //   - request-digest is checked by [Verify], offline, over stored logs,
 //     with the same rule code as the runtime plugin.
@@ -24,4 +30,13 @@
 // Modes: "strict" (the default) refuses with an [*InvariantError] whose
 // Code is "INVARIANT"; "warn" emits an invariant/violation event and an
 // hclog warning and refuses nothing; "off" registers no listener at all.
+// The seal is not part of this plugin: in warn mode, or with no plugin
+// mounted, agentloop's provider wrapper still refuses any request changed
+// after it was built. A refused step logs no request/digest (the loop logs
+// it only for a request handed to the provider), so its log verifies; the
+// refusal is in turn/end's error.
+//
+// The subpackage tests in invariants/adversarial attack all this with
+// in-process plugins, one per known side door, and pin what the
+// out-of-process protocol offers (nothing that reaches a request).
 package invariants

@@ -94,10 +94,12 @@ func mount(c *bus.Context, mode string) error {
 		}
 	}
 	// Global, so that a scoped mount keeps the audience it must check.
+	// The request check is a veto listener too (see onDispatch): the bus
+	// runs every veto listener before any listener of the dispatch, so no
+	// llm/stream listener, whenever registered, runs before it.
 	bus.Veto.On(c, k.onDispatch, bus.Global)
 	session.Committed.On(c, k.onCommitted, bus.Global)
 	session.Created.On(c, k.onCreated, bus.Global)
-	agentloop.LLMStream.On(c, k.onStream, bus.Prepend, bus.Global)
 	agentloop.StatusEvent.On(c, k.onStatus, bus.Global)
 	return nil
 }
@@ -156,8 +158,15 @@ func (k *checker) onCreated(ctx context.Context, s *session.Session) error {
 }
 
 // onDispatch validates a session event before it commits and stages its
-// transition under the record's identity.
+// transition under the record's identity, and checks a loop-built request
+// before any llm/stream listener sees it.
 func (k *checker) onDispatch(ctx context.Context, d bus.Dispatch) error {
+	if d.Name == agentloop.LLMStream.Name() {
+		if req, ok := d.Payload.(*agentloop.Request); ok && req != nil {
+			return k.checkRequest(ctx, req)
+		}
+		return nil
+	}
 	if d.Name != session.Committed.Name() {
 		return nil
 	}
@@ -204,26 +213,27 @@ func (k *checker) onCommitted(ctx context.Context, c *session.Commit) error {
 	return nil
 }
 
-// onStream checks a loop-built request against a fresh fold of its log.
-func (k *checker) onStream(ctx context.Context, req *agentloop.Request, next bus.Next[*agentloop.Request, agentloop.Stream]) (agentloop.Stream, error) {
-	if req.LoopBuilt() {
-		k.mu.Lock()
-		st, ok := k.sessions[req.Session]
-		k.mu.Unlock()
-		var v *Violation
-		if !ok {
-			v = &Violation{Rule: RuleRequestReconstruction, Seq: -1, Index: -1, Message: "request for a session whose log the plugin has not seen"}
-		} else {
-			v = CheckRequest(st.sess.Records(), req)
-		}
-		if v != nil {
-			v.Session = req.Session
-			if err := k.refuse(ctx, v); err != nil {
-				return nil, err
-			}
-		}
+// checkRequest checks a loop-built request against a fresh fold of its
+// log. It runs in the veto phase of the llm/stream dispatch, so it can
+// refuse the dispatch but no listener can answer the request before it.
+func (k *checker) checkRequest(ctx context.Context, req *agentloop.Request) error {
+	if !req.LoopBuilt() {
+		return nil
 	}
-	return next(ctx, req)
+	k.mu.Lock()
+	st, ok := k.sessions[req.Session]
+	k.mu.Unlock()
+	var v *Violation
+	if !ok {
+		v = &Violation{Rule: RuleRequestReconstruction, Seq: -1, Index: -1, Message: "request for a session whose log the plugin has not seen"}
+	} else {
+		v = CheckRequest(st.sess.Records(), req)
+	}
+	if v != nil {
+		v.Session = req.Session
+		return k.refuse(ctx, v)
+	}
+	return nil
 }
 
 // onStatus checks agent status transitions.
@@ -254,16 +264,11 @@ func CheckRequest(records []*session.Record, req *agentloop.Request) *Violation 
 			Message: fmt.Sprintf("the request names step/start seq %d, which the log does not hold", req.StepStart)}
 	}
 	sent := req.Messages
-	diverged, count := false, 0
-	h, ok, err := session.DeriveRequestFunc(records, int(req.StepStart), func(i int, m *session.Message) bool {
-		count = i + 1
-		diverged = i >= len(sent) || !m.Equal(&sent[i])
-		return !diverged
-	})
+	equal, h, ok, err := session.MatchRequest(records, int(req.StepStart), sent)
 	if err != nil {
 		return &Violation{Rule: RuleRequestReconstruction, Seq: -1, Index: -1, Message: fmt.Sprintf("the log does not fold: %v", err)}
 	}
-	if diverged || count != len(sent) {
+	if !equal {
 		want, _, _, _ := session.DeriveRequest(records, int(req.StepStart))
 		if v := requestReconstruction(want, sent); v != nil {
 			return v

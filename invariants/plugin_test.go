@@ -151,7 +151,7 @@ func TestOffModeRegistersNothing(t *testing.T) {
 		assert.Equal(t, before[n], w.root.ListenerCount(n), n)
 	}
 	f := w.mount(t, invariants.ModeStrict)
-	assert.Greater(t, w.root.ListenerCount(agentloop.LLMStream.Name()), before[agentloop.LLMStream.Name()])
+	assert.Greater(t, w.root.ListenerCount(bus.Veto.Name()), before[bus.Veto.Name()])
 	require.NoError(t, f.Dispose())
 	for _, n := range names {
 		assert.Equal(t, before[n], w.root.ListenerCount(n), "disposed plugin leaves no listener on %s", n)

@@ -15,7 +15,8 @@ func seqOrder(t *trace, r *session.Record) *Violation {
 	return nil
 }
 
-// turnEnclosure: request/header and request/digest only inside a turn.
+// turnEnclosure: request/header and request/digest only inside a turn;
+// request/oneshot (a model call that is not a step) anywhere.
 func turnEnclosure(t *trace, r *session.Record) *Violation {
 	switch r.Type() {
 	case session.TypeRequestHeader, session.TypeRequestDigest:

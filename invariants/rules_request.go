@@ -61,7 +61,28 @@ func headerDiff(a, b session.Header) (field, want, got string) {
 	case (a.Temperature == nil) != (b.Temperature == nil) || (a.Temperature != nil && *a.Temperature != *b.Temperature):
 		return "temperature", fmtTemp(a.Temperature), fmtTemp(b.Temperature)
 	}
-	return "tools", cut(toolNames(a.Tools)), cut(toolNames(b.Tools))
+	return toolsDiff(a.Tools, b.Tools)
+}
+
+// toolsDiff names the first tool that differs and what differs in it:
+// `tool "echo": description`, with the two values.
+func toolsDiff(a, b []session.ToolSpec) (field, want, got string) {
+	if len(a) != len(b) {
+		return "tools", cut(toolNames(a)), cut(toolNames(b))
+	}
+	for i := range a {
+		x, y := &a[i], &b[i]
+		switch {
+		case x.Name != y.Name:
+			return fmt.Sprintf("tool %d: name", i), quote(x.Name), quote(y.Name)
+		case x.Description != y.Description:
+			i := firstDiff(x.Description, y.Description)
+			return fmt.Sprintf("tool %q: description", x.Name), quote(from(x.Description, i)), quote(from(y.Description, i))
+		case !session.HeaderEquals(session.Header{Tools: a[i : i+1]}, session.Header{Tools: b[i : i+1]}):
+			return fmt.Sprintf("tool %q: parameters", x.Name), cut(string(x.Parameters)), cut(string(y.Parameters))
+		}
+	}
+	return "tools", cut(toolNames(a)), cut(toolNames(b))
 }
 
 func fmtTemp(t *float64) string {

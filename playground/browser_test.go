@@ -161,7 +161,7 @@ func TestBrowserPlaysThenRefusesTheForgedRequest(t *testing.T) {
 	do(
 		chromedp.KeyEvent(" "),
 		chromedp.WaitVisible(chromedp.CSS(`body[data-play="done"]`)),
-		until(`document.querySelectorAll('#log .ev').length === 46`),
+		until(`document.querySelectorAll('#log .ev').length === 47`),
 		controlsSettled,
 	)
 	state, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.dataset.play`))
@@ -173,7 +173,7 @@ func TestBrowserPlaysThenRefusesTheForgedRequest(t *testing.T) {
 	assert.Equal(t, 2, count(`#log .g-compaction .ev.k-compaction`), "compaction/start and compaction/end, grouped")
 	assert.Equal(t, 3, count(`#log .ev.shadowed`), "the question, tool call and result the summary replaced")
 	assert.Equal(t, 4, count(`#messages .msg`))
-	inOrder := make([]string, 46)
+	inOrder := make([]string, 47)
 	for i := range inOrder {
 		inOrder[i] = fmt.Sprint(i)
 	}
@@ -182,13 +182,13 @@ func TestBrowserPlaysThenRefusesTheForgedRequest(t *testing.T) {
 	assert.Contains(t, text(`#status`), "done")
 
 	// Be the bad actor: delete the second question, send the next request.
-	const second = `#log .ev[data-type="user/message"][data-seq="30"]`
+	const second = `#log .ev[data-type="user/message"][data-seq="31"]`
 	do(
 		chromedp.Click(chromedp.CSS(second)),
 		chromedp.Click(chromedp.CSS(second+` .op-del`)),
-		chromedp.WaitVisible(chromedp.CSS(`#log .ev.doomed[data-seq="30"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#log .ev.doomed[data-seq="31"]`)),
 	)
-	assert.Contains(t, text(`#staged`), "seq 30")
+	assert.Contains(t, text(`#staged`), "seq 31")
 	do(
 		chromedp.Click(chromedp.CSS(`#send`)),
 		chromedp.WaitVisible(chromedp.CSS(`#result .violation code.rule`)),
@@ -203,7 +203,7 @@ func TestBrowserPlaysThenRefusesTheForgedRequest(t *testing.T) {
 	assert.Equal(t, 2, count(`#result td.mark.ok`), "a tick for each message before it")
 
 	// The forged session is shown; verify names what the deletion broke.
-	assert.Contains(t, text(`#tabs .tab[aria-selected="true"]`), "demo−30")
+	assert.Contains(t, text(`#tabs .tab[aria-selected="true"]`), "demo−31")
 	do(
 		chromedp.KeyEvent("v"),
 		until(`(document.querySelector('#result .verdict') || {textContent: ''}).textContent.includes('Verify')`),
@@ -229,7 +229,7 @@ func TestBrowserPlaysThenRefusesTheForgedRequest(t *testing.T) {
 	assert.Equal(t, "request-reconstruction", text(`#result .violation code.rule`))
 	assert.Equal(t, 1, count(`#result td.mark.ok`))
 	assert.Equal(t, 1, count(`#result td.mark.bad`))
-	assert.Contains(t, text(`#tabs .tab[aria-selected="true"]`), "demo@45")
+	assert.Contains(t, text(`#tabs .tab[aria-selected="true"]`), "demo@46")
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Empty(t, exceptions, "no script error on the page")

@@ -27,8 +27,8 @@
 //   - Deleting an event seeds a new session with the log minus that event
 //     (renumbered, sources and replace ranges remapped). A log that breaks
 //     an append rule is refused when it is seeded; otherwise a turn runs on
-//     it whose llm/stream request is replaced, by a listener in front of
-//     the invariants plugin, with the messages a loop that kept its own
+//     it whose llm/stream request is replaced, by a veto listener in front
+//     of the invariants plugin's check, with the messages a loop that kept its own
 //     list would send: the fold of the original log plus the new prompt.
 //   - Editing the next request changes a message or the system prompt of
 //     the loop-built request in the same listener, bypassing the log.

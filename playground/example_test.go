@@ -49,19 +49,19 @@ func Example() {
 	var play struct{ Session string }
 	call("POST", "/api/control", map[string]string{"op": "finish"}, &play)
 	var demo struct{ Records []json.RawMessage }
-	for deadline := time.Now().Add(10 * time.Second); len(demo.Records) < 46 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(10 * time.Second); len(demo.Records) < 47 && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 		demo.Records = nil
 		call("GET", "/api/sessions/"+play.Session, nil, &demo)
 	}
-	fmt.Println(len(demo.Records), "events; seq 30 is", string(demo.Records[30][strings.Index(string(demo.Records[30]), `"data"`):]))
+	fmt.Println(len(demo.Records), "events; seq 31 is", string(demo.Records[31][strings.Index(string(demo.Records[31]), `"data"`):]))
 
 	var res struct {
 		Stage     string
 		Violation struct{ Rule, Message string }
 		Compare   []struct{ Mark string }
 	}
-	call("POST", "/api/send", map[string]any{"session": play.Session, "delete": 30}, &res)
+	call("POST", "/api/send", map[string]any{"session": play.Session, "delete": 31}, &res)
 	fmt.Println(res.Stage, res.Violation.Rule+":", res.Violation.Message)
 	marks := make([]string, len(res.Compare))
 	for i, c := range res.Compare {
@@ -72,7 +72,7 @@ func Example() {
 	stop()
 	fmt.Println(<-served)
 	// Output:
-	// 46 events; seq 30 is "data":{"content":"And in a single day?"}}
+	// 47 events; seq 31 is "data":{"content":"And in a single day?"}}
 	// request request-reconstruction: message 2 differs from the fold of the log
 	// ✓ ✓ ✗ · ·
 	// <nil>

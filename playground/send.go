@@ -172,13 +172,19 @@ func (s *Server) send(req sendRequest) (*sendResult, error) {
 		}
 	}
 
-	// The tampering listener is prepended after the invariants plugin's,
-	// so it runs in front of it: the plugin checks the request as changed.
+	// The tampering is a veto listener of llm/stream prepended in front of
+	// the invariants plugin's check (which is a veto listener too), so the
+	// plugin checks the request as changed. (Any later change is refused
+	// by agentloop's seal, not by the plugin.)
 	var (
 		sent *requestView
 		at   int
 	)
-	dispose := agentloop.LLMStream.On(sess.Context(), func(ctx context.Context, r *agentloop.Request, next bus.Next[*agentloop.Request, agentloop.Stream]) (agentloop.Stream, error) {
+	dispose := bus.Veto.On(sess.Context(), func(ctx context.Context, d bus.Dispatch) error {
+		r, ok := d.Payload.(*agentloop.Request)
+		if !ok || d.Name != agentloop.LLMStream.Name() {
+			return nil
+		}
 		if r.LoopBuilt() && sent == nil {
 			if tamper != nil {
 				tamper(r)
@@ -186,7 +192,7 @@ func (s *Server) send(req sendRequest) (*sendResult, error) {
 			sent = viewOf(r)
 			at = sess.Len()
 		}
-		return next(ctx, r)
+		return nil
 	}, bus.Prepend)
 	model, err := scripted.New(nextScript())
 	if err != nil {

@@ -80,9 +80,8 @@ func New(opts Options) (*Server, error) {
 }
 
 // compose applies the plugins. The invariants plugin comes first, so that
-// its listeners are in place before any session exists and its llm/stream
-// check is registered before the page's tampering listener, which is
-// prepended later and therefore runs in front of it.
+// its listeners are in place before any session exists. The page's
+// tampering listener is a veto listener prepended in front of its check.
 func (s *Server) compose() error {
 	if _, err := s.c.Plugin(invariants.New(), &invariants.Config{Mode: invariants.ModeStrict}); err != nil {
 		return err

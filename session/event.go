@@ -3,13 +3,17 @@ package session
 // Core event types. The names are part of the on-disk format: they never
 // change and never derive from Go type names.
 const (
-	TypeTurnStart        = "turn/start"
-	TypeTurnEnd          = "turn/end"
-	TypeStepStart        = "step/start"
-	TypeStepEnd          = "step/end"
-	TypeUserMessage      = "user/message"
-	TypeRequestHeader    = "request/header"
-	TypeRequestDigest    = "request/digest"
+	TypeTurnStart     = "turn/start"
+	TypeTurnEnd       = "turn/end"
+	TypeStepStart     = "step/start"
+	TypeStepEnd       = "step/end"
+	TypeUserMessage   = "user/message"
+	TypeRequestHeader = "request/header"
+	TypeRequestDigest = "request/digest"
+	// TypeRequestOneshot logs a model call that is not a step of a turn (a
+	// compaction summary, a title): its purpose and digest; its sources are
+	// the records its messages derive from.
+	TypeRequestOneshot   = "request/oneshot"
 	TypeAssistantChunk   = "assistant/chunk"
 	TypeAssistantMessage = "assistant/message"
 	TypeToolCall         = "tool/call"
@@ -133,6 +137,14 @@ type RequestHeader struct {
 // actually sent and how many messages it had. (The function RequestDigest
 // computes it, hence the payload's shorter name.)
 type Digest struct {
+	SHA256   string `json:"sha256"`
+	Messages int    `json:"messages"`
+}
+
+// Oneshot is the data of request/oneshot: why the call was made, the
+// [RequestDigest] of the request sent and how many messages it had.
+type Oneshot struct {
+	Purpose  string `json:"purpose"`
 	SHA256   string `json:"sha256"`
 	Messages int    `json:"messages"`
 }

@@ -214,7 +214,7 @@ func DeriveRequest(records []*Record, before int) ([]Message, Header, bool, erro
 		return nil, Header{}, false, fmt.Errorf("session: derive request before %d of %d records", before, len(records))
 	}
 	msgs := make([]Message, 0, visible(records[:before]))
-	h, ok, err := DeriveRequestFunc(records, before, func(i int, m *Message) bool {
+	h, ok, err := deriveRequestFunc(records, before, func(i int, m *Message) bool {
 		c := *m
 		if len(c.ToolCalls) > 0 {
 			c.ToolCalls = slices.Clone(c.ToolCalls)
@@ -229,14 +229,33 @@ func DeriveRequest(records []*Record, before int) ([]Message, Header, bool, erro
 	return msgs, h, ok, nil
 }
 
-// DeriveRequestFunc is [DeriveRequest] without building the message list:
+// MatchRequest reports whether msgs equal the fold of records[:before],
+// message by message, and returns the request header as [DeriveRequest]
+// does. For a log without replaces it allocates nothing, and it hands out
+// nothing of the records: the comparison happens here.
+func MatchRequest(records []*Record, before int, msgs []Message) (equal bool, h Header, ok bool, err error) {
+	count := 0
+	equal = true
+	h, ok, err = deriveRequestFunc(records, before, func(i int, m *Message) bool {
+		count = i + 1
+		equal = i < len(msgs) && m.Equal(&msgs[i])
+		return equal
+	})
+	if err != nil {
+		return false, Header{}, false, err
+	}
+	return equal && count == len(msgs), h, ok, nil
+}
+
+// deriveRequestFunc is [DeriveRequest] without building the message list:
 // it calls fn with each message of the fold of records[:before], in order,
 // until fn returns false. For a log without replaces the messages are the
 // records' own projections, handed out as they are met, so a comparison
-// against the fold costs no allocation; they must not be modified or kept.
-// A log with replaces is folded first, and fn may then see messages from
-// index 0 again: it must judge each (i, m) on its own.
-func DeriveRequestFunc(records []*Record, before int, fn func(i int, m *Message) bool) (Header, bool, error) {
+// against the fold costs no allocation; they must not be modified or kept
+// (which is why it is not exported). A log with replaces is folded first,
+// and fn may then see messages from index 0 again: it must judge each
+// (i, m) on its own.
+func deriveRequestFunc(records []*Record, before int, fn func(i int, m *Message) bool) (Header, bool, error) {
 	if before < 0 || before > len(records) {
 		return Header{}, false, fmt.Errorf("session: derive request before %d of %d records", before, len(records))
 	}

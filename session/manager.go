@@ -130,7 +130,8 @@ func (m *Manager) Open(ctx context.Context, id string) (*Session, error) {
 	if log.Torn > 0 {
 		m.log.Warn("dropped a torn last line", "session", id, "bytes", log.Torn)
 	}
-	records := log.Records
+	// The session's list is its own: the store keeps whatever it returned.
+	records := slices.Clone(log.Records)
 	if err := Validate(records); err != nil {
 		return nil, fmt.Errorf("session: open %s: %w", id, err)
 	}

@@ -40,3 +40,30 @@ func (m *Message) Equal(o *Message) bool {
 	}
 	return true
 }
+
+// cloneMessages returns a deep copy of msgs in two allocations: the
+// messages, and one array for all their tool calls (each message's slice
+// capped).
+func cloneMessages(msgs []Message) []Message {
+	if msgs == nil {
+		return nil
+	}
+	out := make([]Message, len(msgs))
+	copy(out, msgs)
+	n := 0
+	for i := range out {
+		n += len(out[i].ToolCalls)
+	}
+	if n == 0 {
+		return out
+	}
+	calls := make([]ToolCall, 0, n)
+	for i := range out {
+		if tc := out[i].ToolCalls; tc != nil {
+			start := len(calls)
+			calls = append(calls, tc...)
+			out[i].ToolCalls = calls[start:len(calls):len(calls)]
+		}
+	}
+	return out
+}

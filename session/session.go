@@ -3,6 +3,8 @@ package session
 import (
 	"context"
 	"fmt"
+	"iter"
+	"slices"
 	"sync"
 
 	"github.com/vigil-run/vigil/bus"
@@ -65,12 +67,28 @@ func (s *Session) Info() Info {
 // session's dispatches.
 func (s *Session) Context() *bus.Context { return s.c }
 
-// Records returns the log. The slice is a snapshot that later appends do
-// not change; the records are immutable and shared.
+// Records returns the log: a copy of the session's list, so writing it
+// changes nothing but the copy. The records are immutable and shared.
 func (s *Session) Records() []*Record {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.records[:len(s.records):len(s.records)]
+	return slices.Clone(s.records)
+}
+
+// Backward returns an iterator over the log's records from the latest to
+// the first, as the log stood when Backward was called. It copies nothing:
+// it hands out the immutable records, never the session's list.
+func (s *Session) Backward() iter.Seq[*Record] {
+	s.mu.RLock()
+	recs := s.records[:len(s.records):len(s.records)]
+	s.mu.RUnlock()
+	return func(yield func(*Record) bool) {
+		for i := len(recs) - 1; i >= 0; i-- {
+			if !yield(recs[i]) {
+				return
+			}
+		}
+	}
 }
 
 // Len returns the number of records, which is the next seq.
@@ -81,11 +99,12 @@ func (s *Session) Len() int {
 }
 
 // Messages returns the memoized fold of the log: equal to
-// DeriveMessages(s.Records()). The slice is shared and read-only.
+// DeriveMessages(s.Records()). It is a deep copy, owned by the caller:
+// writing it changes nothing the session or anyone else holds.
 func (s *Session) Messages() []Message {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.v.fold.Messages()
+	return cloneMessages(s.v.fold.Messages())
 }
 
 // Header returns the latest logged request header (normalized, see

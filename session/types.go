@@ -53,6 +53,7 @@ var coreKinds = map[string]*kind{
 	TypeUserMessage:      kindOf[UserMessage](scopeOptTurn, true),
 	TypeRequestHeader:    kindOf[RequestHeader](scopeTurn, false),
 	TypeRequestDigest:    kindOf[Digest](scopeStep, false),
+	TypeRequestOneshot:   kindOf[Oneshot](scopeAny, false),
 	TypeAssistantChunk:   kindOf[AssistantChunk](scopeStep, false),
 	TypeAssistantMessage: kindOf[AssistantMessage](scopeStep, true),
 	TypeToolCall:         kindOf[ToolCall](scopeStep, false),

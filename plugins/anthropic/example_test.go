@@ -84,7 +84,7 @@ func ExamplePlugin() {
 		return
 	}
 	p, err := agentloop.ProviderService.Get(root.Context())
-	fmt.Printf("%T %v\n", p, err)
+	fmt.Println(p.(agentloop.Namer).Name(), err)
 	// Output:
-	// *anthropic.Provider <nil>
+	// anthropic <nil>
 }

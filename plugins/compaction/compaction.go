@@ -25,6 +25,10 @@ const DefaultPrompt = "Summarize the conversation below for your own future refe
 	"Keep every fact, decision, file name, tool result and open question that later turns may need. " +
 	"Write plain prose, no preamble."
 
+// Purpose is the purpose of the summary's one-shot request, as logged in
+// request/oneshot.
+const Purpose = "compaction"
+
 // SummaryPrefix starts the user message that replaces the summarized range.
 const SummaryPrefix = "Summary of the earlier conversation:\n\n"
 
@@ -166,15 +170,17 @@ func (k *Compactor) Compact(ctx context.Context, sess *session.Session, p agentl
 		return nil, nil
 	}
 
-	req := &agentloop.Request{
-		Session: sess.ID(),
+	// A declared one-shot: logged as request/oneshot, citing the surface
+	// events it summarizes.
+	reply, err := agentloop.Complete(ctx, k.c, p, sess, agentloop.OneShot{
+		Purpose: Purpose,
+		Sources: shadowed,
 		Header:  session.Header{Provider: hdr.Provider, Model: hdr.Model, System: k.cfg.Prompt},
 		Messages: []session.Message{{
 			Role:    session.RoleUser,
 			Content: k.cfg.Prompt + "\n\n" + transcript.String(),
 		}},
-	}
-	reply, err := agentloop.Complete(ctx, k.c, p, req)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("compaction: summary: %w", err)
 	}

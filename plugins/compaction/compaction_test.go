@@ -91,14 +91,20 @@ func TestCompactionReplacesOlderHistoryBetweenTurns(t *testing.T) {
 	require.NoError(t, err)
 	recs := sess.Records()
 
-	// Right after turn 2: start, the summary, end; then turn 3.
-	assert.Equal(t, []string{"compaction/start", "user/message", "compaction/end", "turn/start"},
-		[]string{recs[before].Type(), recs[before+1].Type(), recs[before+2].Type(), recs[before+3].Type()})
-	start, _ := session.DecodeData[session.Compaction](recs[before])
-	end, _ := session.DecodeData[session.Compaction](recs[before+2])
+	// Right after turn 2: the summary's one-shot, start, the summary, end;
+	// then turn 3.
+	assert.Equal(t, []string{"request/oneshot", "compaction/start", "user/message", "compaction/end", "turn/start"},
+		[]string{recs[before].Type(), recs[before+1].Type(), recs[before+2].Type(), recs[before+3].Type(), recs[before+4].Type()})
+	start, _ := session.DecodeData[session.Compaction](recs[before+1])
+	end, _ := session.DecodeData[session.Compaction](recs[before+3])
 	assert.Equal(t, start.ID, end.ID)
+	oneshot, err := session.DecodeData[session.Oneshot](recs[before])
+	require.NoError(t, err)
+	assert.Equal(t, compaction.Purpose, oneshot.Purpose)
+	assert.Equal(t, 1, oneshot.Messages)
 
-	summary := recs[before+1]
+	summary := recs[before+2]
+	assert.Equal(t, summary.Sources(), recs[before].Sources(), "the one-shot cites the events it summarizes")
 	sf := summary.Surface()
 	assert.Equal(t, session.OpReplace, sf.Op)
 	// The range ends at the tool-call message: balanced, it takes in the

@@ -9,11 +9,11 @@
 // content, it picks the surface range before the keep most recent
 // messages, balanced so that no tool call is separated from its result
 // (session.BalancedRange), asks the turn's provider for a summary with a
-// one-shot request (agentloop.Complete: not loop-built, not logged), and
-// logs
+// declared one-shot request (agentloop.Complete), and logs
 //
-//	compaction/start → user/message (replace start..end, sources = every
-//	shadowed surface event) → compaction/end
+//	request/oneshot (purpose "compaction", sources = the events
+//	summarized) → compaction/start → user/message (replace start..end,
+//	sources = every shadowed surface event) → compaction/end
 //
 // The summary stands in for the range in every later request; the
 // original events stay in the log, so a fork or an audit still sees them.

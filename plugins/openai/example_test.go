@@ -72,11 +72,11 @@ func ExamplePlugin() {
 		return
 	}
 	p, err := agentloop.ProviderService.Get(root.Context())
-	fmt.Printf("%T %v\n", p, err)
+	fmt.Println(p.(agentloop.Namer).Name(), err)
 
 	_, err = root.Context().Plugin(m.New(), &openai.Config{BaseURL: "http://localhost:11434/v1"})
 	fmt.Println(err)
 	// Output:
-	// *openai.Provider <nil>
+	// openai <nil>
 	// plugin "provider/openai": apply: invalid config: model is required (for example gpt-4o-mini)
 }

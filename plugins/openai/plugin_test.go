@@ -65,7 +65,8 @@ func TestPluginProvidesProvider(t *testing.T) {
 	require.NoError(t, err)
 	p, err := agentloop.ProviderService.Get(root.Context())
 	require.NoError(t, err)
-	assert.IsType(t, &Provider{}, p)
+	// The service holds the provider inside agentloop's wrapper.
+	assert.Equal(t, providerName, p.(agentloop.Namer).Name())
 
 	require.NoError(t, f.Dispose())
 	_, err = agentloop.ProviderService.Get(root.Context())

@@ -17,6 +17,8 @@
 //
 // [Listen] mounts a provider as an llm/stream listener that answers
 // loop-built requests itself and never calls next: a short-circuiting
-// listener in front of whatever provider is configured, which the
-// invariants plugin (registered first) still checks.
+// listener in front of whatever provider is configured. The invariants
+// plugin's check still runs first (it is in the dispatch's veto phase);
+// since no provider receives those requests, their steps log no
+// request/digest.
 package replay

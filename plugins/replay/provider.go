@@ -118,11 +118,13 @@ func (p *Provider) Stream(ctx context.Context, req *agentloop.Request) (agentloo
 
 // Listen registers p on llm/stream, owned by c's fiber, as a listener that
 // answers loop-built requests from the recording and never calls next;
-// one-shot requests pass on to next. Registered without bus.Prepend, it
-// runs after the listeners registered with it (the invariants plugin's
-// check). The request header still names the configured provider, so the
-// requests equal the recorded ones when that provider has the recorded
-// provider's name.
+// one-shot requests pass on to next. The invariants plugin's check runs
+// before it in any case (in the dispatch's veto phase). Nothing is handed
+// to a provider, so the loop logs no request/digest for the steps it
+// answers; with Verify each request's sealed digest is compared with the
+// recorded one. The request header still names the configured provider,
+// so the requests equal the recorded ones when that provider has the
+// recorded provider's name.
 func Listen(c *bus.Context, p *Provider) (dispose func()) {
 	return agentloop.LLMStream.On(c, func(ctx context.Context, req *agentloop.Request, next bus.Next[*agentloop.Request, agentloop.Stream]) (agentloop.Stream, error) {
 		if !req.LoopBuilt() {
