@@ -2,12 +2,16 @@ package jsonl_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -202,4 +206,65 @@ func TestCreateLeavesNoTemporaryFiles(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, entries, 1)
 	assert.Equal(t, "s1.jsonl", entries[0].Name())
+}
+
+// TestOpenRemovesStaleTemporaryFiles: a crash while a session file is
+// created leaves its temporary file; opening the store removes it, and
+// only it: not one an install still holds, nor files of other names.
+func TestOpenRemovesStaleTemporaryFiles(t *testing.T) {
+	dir := t.TempDir()
+	stale := []string{".s1.123.tmp", ".01JD0000000000000000000000.4294967295.tmp"}
+	kept := []string{".s2.456.tmp", ".s3.tmp", ".s4.12a.tmp", ".a.b.1.tmp", "s5.123.tmp", ".s6.123.tmp.bak", "notes.txt"}
+	old := time.Now().Add(-time.Hour)
+	for _, name := range append(slices.Clone(stale), kept...) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(`{"type":"ses`), 0o644))
+		require.NoError(t, os.Chtimes(filepath.Join(dir, name), old, old))
+	}
+	// A temporary file just created may not be locked yet.
+	kept = append(kept, ".s7.789.tmp")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".s7.789.tmp"), nil, 0o644))
+	// An install in progress (in another process) holds its file's lock.
+	busy := flock.New(filepath.Join(dir, ".s2.456.tmp"), flock.SetFlag(os.O_RDONLY))
+	ok, err := busy.TryLock()
+	require.NoError(t, err)
+	require.True(t, ok)
+	defer busy.Close()
+
+	open(t, dir)
+	for _, name := range stale {
+		assert.NoFileExists(t, filepath.Join(dir, name))
+	}
+	for _, name := range kept {
+		assert.FileExists(t, filepath.Join(dir, name))
+	}
+}
+
+// TestOpeningStoresNeverBreakACreate: stores opening the directory while
+// another creates sessions never remove a temporary file in use.
+func TestOpeningStoresNeverBreakACreate(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := open(t, dir)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			o, err := jsonl.Open(dir)
+			if assert.NoError(t, err) {
+				assert.NoError(t, o.Close())
+			}
+		}
+	}()
+	for i := range 50 {
+		require.NoError(t, s.Create(ctx, info(fmt.Sprintf("s%d", i))))
+	}
+	close(stop)
+	wg.Wait()
 }

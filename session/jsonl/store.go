@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/vigil-run/vigil/session"
 )
 
@@ -52,7 +53,66 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	for _, o := range opts {
 		o(s)
 	}
+	cleanTemps(dir)
 	return s, nil
+}
+
+// staleTemp is the age from which a temporary file no install holds is
+// a crash's leftover. An install locks its file an instant after it
+// creates it and holds the lock until the file is gone; the age keeps a
+// file that was created but not yet locked out of reach.
+const staleTemp = time.Minute
+
+// cleanTemps removes the temporary files that installs interrupted by a
+// crash left behind: a file is removed only if its name is one install
+// makes, it is older than staleTemp, and no install holds its lock (one
+// in another process may be writing it right now). Failures are ignored:
+// a leftover is harmless, and the next open tries again.
+func cleanTemps(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !isTempName(e.Name()) {
+			continue
+		}
+		if fi, err := e.Info(); err != nil || time.Since(fi.ModTime()) < staleTemp {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		lock := flock.New(path, flock.SetFlag(os.O_RDONLY))
+		if ok, err := lock.TryLock(); err == nil && ok {
+			_ = os.Remove(path)
+		}
+		_ = lock.Close()
+	}
+}
+
+// tempPattern is the os.CreateTemp pattern of the file install writes
+// the log of id under: "."+id+"."+random digits+".tmp".
+func tempPattern(id string) string { return "." + id + ".*.tmp" }
+
+// isTempName reports whether name is one tempPattern makes.
+func isTempName(name string) bool {
+	rest, ok := strings.CutPrefix(name, ".")
+	if !ok {
+		return false
+	}
+	if rest, ok = strings.CutSuffix(rest, ".tmp"); !ok {
+		return false
+	}
+	// Ids have no dots: the last dot ends the id.
+	i := strings.LastIndexByte(rest, '.')
+	if i < 0 || !session.ValidID(rest[:i]) || i == len(rest)-1 {
+		return false
+	}
+	for _, c := range rest[i+1:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // Dir returns the store's directory.
@@ -115,11 +175,40 @@ func (s *Store) Fork(ctx context.Context, info session.Info, tail []*session.Rec
 // into place, fsync of the directory) and becomes its writer.
 func (s *Store) install(info session.Info, content []byte, next int64) error {
 	path := s.Path(info.ID)
-	tmp, err := os.CreateTemp(s.dir, "."+info.ID+".*.tmp")
+	if err := writeTemp(s.dir, info.ID, content, path); err != nil {
+		return err
+	}
+	if err := syncDir(s.dir); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return session.ErrClosed
+	}
+	w, err := openWriter(s, info.ID, path, &next)
+	if err != nil {
+		return err
+	}
+	s.writers[info.ID] = w
+	return nil
+}
+
+// writeTemp writes content to a new temporary file, fsyncs it and links it
+// to path. It holds the temporary file's lock throughout, so that
+// [cleanTemps] in another store leaves it alone.
+func writeTemp(dir, id string, content []byte, path string) error {
+	tmp, err := os.CreateTemp(dir, tempPattern(id))
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
+	lock := flock.New(tmp.Name(), flock.SetFlag(os.O_RDONLY))
+	defer lock.Close()
+	if ok, err := lock.TryLock(); err != nil || !ok {
+		tmp.Close()
+		return fmt.Errorf("lock %s: %w (locked: %v)", tmp.Name(), err, !ok)
+	}
 	_, err = tmp.Write(content)
 	if err == nil {
 		err = tmp.Sync()
@@ -136,19 +225,6 @@ func (s *Store) install(info session.Info, content []byte, next int64) error {
 		}
 		return err
 	}
-	if err := syncDir(s.dir); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return session.ErrClosed
-	}
-	w, err := openWriter(s, info.ID, path, &next)
-	if err != nil {
-		return err
-	}
-	s.writers[info.ID] = w
 	return nil
 }
 
