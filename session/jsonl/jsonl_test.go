@@ -196,6 +196,47 @@ func TestListSkipsForeignFilesAndNamesBrokenOnes(t *testing.T) {
 	assert.Contains(t, err.Error(), "s2.jsonl")
 }
 
+// TestListNamesEachBrokenFileAndListsTheRest: one bad file does not hide
+// the store.
+func TestListNamesEachBrokenFileAndListsTheRest(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := open(t, dir)
+	for _, id := range []string{"a", "c", "e"} {
+		require.NoError(t, s.Create(ctx, info(id)))
+	}
+	bad := map[string]error{
+		"b.jsonl": session.ErrMalformed, // empty
+		"d.jsonl": session.ErrMalformed, // garbage
+		"f.jsonl": session.ErrVersion,
+		"g.jsonl": session.ErrCorrupt, // the header names another session
+		"h.jsonl": session.ErrTornTail,
+	}
+	files := map[string]string{
+		"b.jsonl": "",
+		"d.jsonl": "\x00garbage\n",
+		"f.jsonl": `{"type":"session","version":2,"id":"f","created":"2026-11-29T20:21:24.000Z"}` + "\n",
+		"g.jsonl": `{"type":"session","version":1,"id":"a","created":"2026-11-29T20:21:24.000Z"}` + "\n",
+		"h.jsonl": `{"type":"session","version":1,"id":"h","crea`,
+	}
+	for name, content := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+	}
+	list, err := s.List(ctx)
+	var le *session.ListError
+	require.ErrorAs(t, err, &le)
+	ids := make([]string, len(list))
+	for i, in := range list {
+		ids[i] = in.ID
+	}
+	assert.Equal(t, []string{"a", "c", "e"}, ids)
+	require.Len(t, le.Entries, len(bad))
+	for _, e := range le.Entries {
+		assert.ErrorIs(t, e.Err, bad[e.Name], e.Name)
+		assert.Contains(t, err.Error(), e.Name)
+	}
+}
+
 func TestCreateLeavesNoTemporaryFiles(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -271,14 +272,16 @@ func (s *Store) Load(ctx context.Context, id string) (*session.Log, error) {
 	return log, nil
 }
 
-// List implements [session.Store]. A file whose header cannot be read is
-// an error naming it.
+// List implements [session.Store]. A file whose header cannot be read (or
+// names another session) is left out and named, by file name, in the
+// [*session.ListError] returned with the others.
 func (s *Store) List(ctx context.Context) ([]session.Info, error) {
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
 		return nil, fmt.Errorf("jsonl: list: %w", err)
 	}
 	var out []session.Info
+	var bad []session.EntryError
 	for _, e := range entries {
 		name := e.Name()
 		id, ok := strings.CutSuffix(name, ext)
@@ -286,12 +289,19 @@ func (s *Store) List(ctx context.Context) ([]session.Info, error) {
 			continue
 		}
 		info, err := readHeader(filepath.Join(s.dir, name))
+		if err == nil && info.ID != id {
+			err = fmt.Errorf("%w: the header names %s", session.ErrCorrupt, info.ID)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("jsonl: list: %s: %w", name, err)
+			bad = append(bad, session.EntryError{Name: name, Err: err})
+			continue
 		}
 		out = append(out, info)
 	}
 	slices.SortFunc(out, func(a, b session.Info) int { return strings.Compare(a.ID, b.ID) })
+	if len(bad) > 0 {
+		return out, &session.ListError{Entries: bad}
+	}
 	return out, nil
 }
 
@@ -310,12 +320,18 @@ func readHeader(path string) (session.Info, error) {
 		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
 			info, err := session.DecodeHeader(buf[:i])
 			if err != nil {
+				if errors.Is(err, session.ErrVersion) {
+					return session.Info{}, fmt.Errorf("line 1: %w", err)
+				}
 				return session.Info{}, &session.CorruptError{Line: 1, Err: err}
 			}
 			return info, nil
 		}
+		if errors.Is(err, io.EOF) && len(buf) == 0 {
+			return session.Info{}, &session.CorruptError{Line: 1, Err: fmt.Errorf("%w: empty log", session.ErrMalformed)}
+		}
 		if err != nil || len(buf) > 1<<20 {
-			return session.Info{}, &session.CorruptError{Line: 1, Err: session.ErrTornTail}
+			return session.Info{}, &session.CorruptError{Line: 1, Err: fmt.Errorf("%w: the header line", session.ErrTornTail)}
 		}
 	}
 }
