@@ -43,6 +43,17 @@ type Flusher interface {
 	Flush(ctx context.Context, id string) error
 }
 
+// Leaser is implemented by stores that serialize turns across processes
+// (store/postgres's lease, store/jsonl's file lock). Lease returns once
+// the caller holds session id's turn lease, or an error wrapping
+// [ErrLocked] that names the holder when another has it (unless wait,
+// then it waits for it, until ctx is done). A session is opened, and an
+// interrupted turn repaired, only under the lease, so never a turn that
+// is still running elsewhere.
+type Leaser interface {
+	Lease(ctx context.Context, id string, wait bool) (release func(), err error)
+}
+
 // Releaser is implemented by stores that hold a session open for writing
 // (a file lock): Release lets another writer take it.
 type Releaser interface {

@@ -243,6 +243,7 @@ func TestCreateLeavesNoTemporaryFiles(t *testing.T) {
 	s := open(t, dir)
 	require.NoError(t, s.Create(ctx, info("s1")))
 	require.ErrorIs(t, s.Create(ctx, info("s1")), session.ErrExists)
+	require.NoError(t, s.Release("s1"), "the writer's s1.lock goes with it")
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Len(t, entries, 1)
@@ -308,4 +309,64 @@ func TestOpeningStoresNeverBreakACreate(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
+}
+
+// TestLeaseIsTheFileLock: a lease is the session's writer; another store
+// is refused, naming the holder, or waits for it with wait.
+func TestLeaseIsTheFileLock(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	a, b := open(t, dir), open(t, dir)
+	require.NoError(t, a.Create(ctx, info("s1")))
+	require.NoError(t, a.Release("s1"))
+
+	releaseA, err := a.Lease(ctx, "s1", false)
+	require.NoError(t, err)
+	assert.FileExists(t, filepath.Join(dir, "s1.lock"), "the holder is recorded")
+	_, err = b.Lease(ctx, "s1", false)
+	require.ErrorIs(t, err, session.ErrLocked)
+	assert.Contains(t, err.Error(), fmt.Sprintf("held by pid %d on ", os.Getpid()))
+	recs := sessiontest.Turn(t, 0, 1)
+	require.ErrorIs(t, b.Append(ctx, "s1", 0, recs), session.ErrLocked, "appends need the lock too")
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = b.Lease(cancelled, "s1", true)
+	require.ErrorIs(t, err, context.Canceled)
+
+	got := make(chan error, 1)
+	var releaseB func()
+	go func() {
+		var err error
+		releaseB, err = b.Lease(ctx, "s1", true)
+		got <- err
+	}()
+	require.NoError(t, a.Append(ctx, "s1", 0, recs), "the holder appends while the other waits")
+	releaseA()
+	require.NoError(t, <-got)
+	require.ErrorIs(t, a.Append(ctx, "s1", int64(len(recs)), sessiontest.Turn(t, int64(len(recs)), 2)), session.ErrLocked)
+	require.NoError(t, b.Append(ctx, "s1", int64(len(recs)), sessiontest.Turn(t, int64(len(recs)), 2)))
+	releaseB()
+	releaseB() // idempotent
+	assert.NoFileExists(t, filepath.Join(dir, "s1.lock"), "the holder removes its record")
+	log, err := a.Load(ctx, "s1")
+	require.NoError(t, err)
+	assert.Len(t, log.Records, 2*len(recs))
+
+	_, err = b.Lease(ctx, "nope", true)
+	require.ErrorIs(t, err, session.ErrNotFound)
+}
+
+// TestLeaseOfASessionTheStoreCreated: the creator holds the lock already.
+func TestLeaseOfASessionTheStoreCreated(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir())
+	require.NoError(t, s.Create(ctx, info("s1")))
+	release, err := s.Lease(ctx, "s1", false)
+	require.NoError(t, err)
+	require.NoError(t, s.Release("s1"))
+	release() // released already: nothing to do
+	release, err = s.Lease(ctx, "s1", false)
+	require.NoError(t, err)
+	release()
 }

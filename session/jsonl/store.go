@@ -187,7 +187,7 @@ func (s *Store) install(info session.Info, content []byte, next int64) error {
 	if s.closed {
 		return session.ErrClosed
 	}
-	w, err := openWriter(s, info.ID, path, &next)
+	w, err := openWriter(s, info.ID, path, &next, nil)
 	if err != nil {
 		return err
 	}
@@ -228,6 +228,80 @@ func writeTemp(dir, id string, content []byte, path string) error {
 	}
 	return nil
 }
+
+// lockPoll is how often a Lease that waits tries the lock again.
+const lockPoll = 50 * time.Millisecond
+
+// Lease implements [session.Leaser]: it takes session id's writer (its
+// file lock) for the caller, so that no other Store, in this process or
+// another, writes the session until release is called; the caller then
+// opens the session, and repairs an interrupted turn, under the lock (see
+// pgstore.OpenLeased). When another holds the lock, Lease fails with an
+// error wrapping [session.ErrLocked] that names the holder (from the
+// session's <id>.lock file), or, with wait, waits for the lock until ctx
+// is done. A store that holds the writer already (it created the
+// session) has the lease at once. release closes the writer, unless it
+// was released already.
+func (s *Store) Lease(ctx context.Context, id string, wait bool) (release func(), err error) {
+	w, err := s.writer(id)
+	if err != nil && wait && errors.Is(err, session.ErrLocked) {
+		w, err = s.waitWriter(ctx, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jsonl: lease %s: %w", id, err)
+	}
+	return func() { s.releaseWriter(id, w) }, nil
+}
+
+// waitWriter waits for the lock of id, then takes the session's writer.
+func (s *Store) waitWriter(ctx context.Context, id string) (*writer, error) {
+	path := s.Path(id)
+	lock := flock.New(path, flock.SetFlag(os.O_RDONLY))
+	if _, err := lock.TryLockContext(ctx, lockPoll); err != nil {
+		lock.Close()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, session.ErrNotFound
+		}
+		return nil, fmt.Errorf("waiting for the lock: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		lock.Close()
+		return nil, session.ErrClosed
+	}
+	if w := s.writers[id]; w != nil {
+		// Taken in this store meanwhile (the lock is per open file).
+		lock.Close()
+		return w, nil
+	}
+	w, err := openWriter(s, id, path, nil, lock)
+	if err != nil {
+		return nil, err
+	}
+	s.writers[id] = w
+	return w, nil
+}
+
+// releaseWriter closes w if it is still id's writer.
+func (s *Store) releaseWriter(id string, w *writer) {
+	s.mu.Lock()
+	if s.writers[id] != w {
+		s.mu.Unlock()
+		return
+	}
+	delete(s.writers, id)
+	s.mu.Unlock()
+	_ = w.close() // a write error was returned by the appends already
+}
+
+// busy is the ErrLocked error of id, naming its holder.
+func (s *Store) busy(id string) error {
+	return fmt.Errorf("%w (%s)", session.ErrLocked, describeHolder(s.holderPath(id)))
+}
+
+// holderPath is the file naming the process that holds id's lock.
+func (s *Store) holderPath(id string) string { return filepath.Join(s.dir, id+".lock") }
 
 // Append implements [session.Store].
 func (s *Store) Append(ctx context.Context, id string, next int64, records []*session.Record) error {
@@ -406,7 +480,7 @@ func (s *Store) writer(id string) (*writer, error) {
 	if err := s.check(id); err != nil {
 		return nil, err
 	}
-	w, err := openWriter(s, id, s.Path(id), nil)
+	w, err := openWriter(s, id, s.Path(id), nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -438,6 +512,7 @@ func syncDir(dir string) error {
 }
 
 var (
+	_ session.Leaser   = (*Store)(nil)
 	_ session.Store    = (*Store)(nil)
 	_ session.Flusher  = (*Store)(nil)
 	_ session.Releaser = (*Store)(nil)
