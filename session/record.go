@@ -145,11 +145,14 @@ func (r *Record) build(seq int64, t time.Time, ev *Event) error {
 
 	line := r.appendEnvelope(make([]byte, 0, 160))
 	var ok bool
-	switch d := ev.Data.(type) {
+	data := ev.Data
+	if data == nil && k != nil {
+		// No data is the zero payload, encoded as any other payload
+		// value: the decoder reads only what the encoder writes for it.
+		data = reflect.Zero(k.payload).Interface()
+	}
+	switch d := data.(type) {
 	case nil:
-		if k != nil {
-			r.payload = reflect.Zero(k.payload).Interface()
-		}
 		line = append(line, '{', '}')
 	case json.RawMessage:
 		line, err = r.appendRaw(line, k, d)

@@ -165,3 +165,33 @@ func TestRecordAccessors(t *testing.T) {
 	_, err = session.DecodeData[int](note)
 	require.Error(t, err)
 }
+
+// TestRecordsWithoutDataDecode: an event appended without data has the
+// zero payload of its type, and its line is one the decoder reads back.
+func TestRecordsWithoutDataDecode(t *testing.T) {
+	for _, typ := range []string{
+		session.TypeTurnStart, session.TypeTurnEnd, session.TypeStepStart, session.TypeStepEnd,
+		session.TypeUserMessage, session.TypeRequestHeader, session.TypeRequestDigest,
+		session.TypeAssistantChunk, session.TypeAssistantMessage, session.TypeCompactionStart,
+		session.TypeCompactionEnd, session.TypeEndSeed,
+	} {
+		t.Run(typ, func(t *testing.T) {
+			ev := session.Event{Type: typ, Turn: 1, Step: 1}
+			switch typ {
+			case session.TypeTurnStart, session.TypeTurnEnd, session.TypeUserMessage, session.TypeRequestHeader:
+				ev.Step = 0
+			case session.TypeEndSeed:
+				ev.Turn, ev.Step = 0, 0
+			}
+			r, err := session.NewRecord(1, epoch, ev)
+			require.NoError(t, err)
+			again, err := session.DecodeRecord(r.Bytes())
+			require.NoError(t, err, "%s", r)
+			assert.Equal(t, string(r.Bytes()), string(again.Bytes()))
+		})
+	}
+	for _, typ := range []string{session.TypeToolCall, session.TypeToolStart, session.TypeToolResult} {
+		_, err := session.NewRecord(1, epoch, session.Event{Type: typ, Turn: 1, Step: 1})
+		assert.ErrorIs(t, err, session.ErrNoCallID, "a %s needs its call id", typ)
+	}
+}
