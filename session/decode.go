@@ -22,8 +22,9 @@ type Log struct {
 }
 
 // Decode reads a JSONL session log: a header line, then one record per
-// line, each ending in a newline. Every record is validated as
-// [Session.Append] would (see [Validate]).
+// line, each ending in a newline. Every line must be the canonical
+// encoding of what it holds (see [DecodeHeader] and [DecodeRecord]), and
+// every record is validated as [Session.Append] would (see [Validate]).
 //
 // A last line without its newline is a write cut short by a crash: Decode
 // returns the log without it (with Torn set) together with a
