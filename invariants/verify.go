@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/vigil-run/vigil/session"
 )
@@ -64,7 +65,7 @@ func Verify(r io.Reader) (*Report, error) {
 	}
 	rep.Session = info.ID
 
-	var records []*session.Record
+	var events []event
 	for {
 		line, err := next()
 		if errors.Is(err, io.EOF) {
@@ -75,13 +76,78 @@ func Verify(r io.Reader) (*Report, error) {
 		}
 		rec, err := session.DecodeRecord(line)
 		if err != nil {
-			return rep, lineError(lineNo, err)
+			v := decodeViolation(err)
+			if v == nil {
+				return rep, lineError(lineNo, err)
+			}
+			events = append(events, event{refused: v})
+			continue
 		}
-		records = append(records, rec)
+		events = append(events, event{rec: rec})
 	}
-	rep.Events = len(records)
-	rep.Violations = check(info.ID, records)
+	rep.Events = len(events)
+	rep.Violations = check(info.ID, events)
 	return rep, nil
+}
+
+// event is one line of a log: a record, or the violation of a line the
+// decoder refused for a rule of the contract.
+type event struct {
+	rec     *session.Record
+	refused *Violation
+}
+
+// decodeViolation is the violation of a record line the decoder refused
+// because it breaks an append rule on its own (a request/header outside a
+// turn: turn-enclosure), nil for any other error. The record checks of
+// the session package catch these before the trace sees them; verify
+// names their rule as it names every other.
+func decodeViolation(err error) *Violation {
+	var re *session.RecordError
+	if !errors.As(err, &re) {
+		return nil
+	}
+	var rule string
+	switch {
+	case errors.Is(err, session.ErrInvalidScope):
+		rule = scopeRule(re)
+	case errors.Is(err, session.ErrInvalidReplace):
+		rule = RuleSurfaceReplace
+	case errors.Is(err, session.ErrNoCallID):
+		rule = RuleToolPairing
+	case errors.Is(err, session.ErrDuplicateSeq):
+		rule = RuleSeqOrder
+	}
+	if rule == "" {
+		return nil
+	}
+	// The decoder's message names the seq; the violation carries it.
+	msg := re.Err.Error()
+	if _, after, ok := strings.Cut(msg, fmt.Sprintf("seq %d: ", re.Seq)); ok {
+		msg = after
+	}
+	return violation(rule, re.Seq, "%s", msg)
+}
+
+// scopeRule is the rule a turn or step that does not fit the event type
+// breaks.
+func scopeRule(re *session.RecordError) string {
+	switch re.Type {
+	case session.TypeRequestHeader:
+		return RuleTurnEnclosure
+	case session.TypeRequestDigest:
+		if re.Turn == 0 {
+			return RuleTurnEnclosure
+		}
+		return RuleStepScope
+	case session.TypeTurnStart, session.TypeTurnEnd:
+		return RuleTurnNesting
+	case session.TypeStepStart, session.TypeStepEnd:
+		return RuleStepNesting
+	case session.TypeEndSeed:
+		return RuleTurnEnclosure // the end of inherited events is outside any turn
+	}
+	return RuleStepScope
 }
 
 func lineError(line int, err error) error {
@@ -98,12 +164,28 @@ func lineError(line int, err error) error {
 // check runs the append rules and request-digest over records. After a
 // violation the event is still applied, so later events are judged
 // against the log as it stands.
-func check(id string, records []*session.Record) []Violation {
+func check(id string, events []event) []Violation {
 	var out []Violation
 	t := newTrace()
 	fold := session.NewFold()
 	var stepMsgs []session.Message // the fold before the open step's step/start
-	for i, r := range records {
+	records := make([]*session.Record, 0, len(events))
+	for _, e := range events {
+		if v := e.refused; v != nil {
+			// The line is not a record: nothing to apply but its seq,
+			// so that the next line is judged on its own.
+			v.Session = id
+			if v.Rule != RuleSeqOrder && v.Seq != t.next {
+				out = append(out, Violation{Rule: RuleSeqOrder, Session: id, Seq: v.Seq, Index: -1,
+					Message: fmt.Sprintf("seq %d where %d was next", v.Seq, t.next)})
+			}
+			out = append(out, *v)
+			t.next = max(t.next, v.Seq) + 1
+			continue
+		}
+		r := e.rec
+		i := len(records)
+		records = append(records, r)
 		if v := t.validate(r); v != nil {
 			v.Session = id
 			out = append(out, *v)

@@ -3,6 +3,7 @@ package invariants_test
 import (
 	"bytes"
 	"errors"
+	"regexp"
 	"slices"
 	"testing"
 
@@ -157,4 +158,56 @@ func TestVerifyReportsTornTail(t *testing.T) {
 	require.ErrorIs(t, err, session.ErrTornTail)
 	var ce *session.CorruptError
 	require.ErrorAs(t, err, &ce)
+}
+
+// TestVerifyNamesTheRuleOfALineTheDecoderRefuses: a line that breaks an
+// append rule on its own never becomes a record (the decoder refuses it),
+// yet verify reports the rule, at the line's seq, as for every other rule,
+// and judges the following lines against the log as it stands.
+func TestVerifyNamesTheRuleOfALineTheDecoderRefuses(t *testing.T) {
+	cases := []struct {
+		name string
+		typ  string // the first line of this type is edited
+		old  string // a regular expression
+		new  string
+		rule string
+	}{
+		{"request/header outside a turn", session.TypeRequestHeader, `,"turn":1`, ``, invariants.RuleTurnEnclosure},
+		{"request/digest outside a turn", session.TypeRequestDigest, `,"turn":1,"step":1`, ``, invariants.RuleTurnEnclosure},
+		{"request/digest outside a step", session.TypeRequestDigest, `,"step":1`, ``, invariants.RuleStepScope},
+		{"chunk outside a step", session.TypeAssistantChunk, `,"step":1`, ``, invariants.RuleStepScope},
+		{"turn/start without a turn", session.TypeTurnStart, `,"turn":1`, ``, invariants.RuleTurnNesting},
+		{"step/start without a step", session.TypeStepStart, `,"step":1`, ``, invariants.RuleStepNesting},
+		{"tool/call without an id", session.TypeToolCall, `"data":\{"id":"[^"]+"`, `"data":{"id":""`, invariants.RuleToolPairing},
+		{"replace of seqs after the event", session.TypeUserMessage, `,"data"`, `,"surface":{"op":"replace","start":100,"end":101},"data"`, invariants.RuleSurfaceReplace},
+		{"surface op on a chunk", session.TypeAssistantChunk, `,"data"`, `,"surface":{"op":"replace","start":0,"end":0},"data"`, invariants.RuleSurfaceReplace},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			lines := bytes.SplitAfter(sampleLog().jsonl("refused"), []byte("\n"))
+			seq := int64(-1)
+			for i, l := range lines[1:] {
+				if bytes.Contains(l, []byte(`"type":"`+c.typ+`"`)) {
+					re := regexp.MustCompile(c.old)
+					require.True(t, re.Match(l), "line %s", l)
+					lines[i+1] = re.ReplaceAll(l, []byte(c.new))
+					seq = int64(i)
+					break
+				}
+			}
+			require.GreaterOrEqual(t, seq, int64(0))
+			rep, err := invariants.Verify(bytes.NewReader(bytes.Join(lines, nil)))
+			require.NoError(t, err, "the line is a violation, not an unreadable log")
+			require.NotEmpty(t, rep.Violations)
+			v := rep.Violations[0]
+			assert.Equal(t, c.rule, v.Rule, "%v", rep.Violations)
+			assert.Equal(t, seq, v.Seq)
+			assert.Equal(t, "refused", v.Session)
+			assert.NotContains(t, v.Message, "seq ", "the seq is the violation's, not repeated in its message")
+			assert.Equal(t, len(lines)-2, rep.Events, "every line counts")
+			for _, v := range rep.Violations {
+				assert.NotEqual(t, invariants.RuleSeqOrder, v.Rule, "the refused line keeps its seq: %v", v)
+			}
+		})
+	}
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/memory"
+	"github.com/vigil-run/vigil/session/sessiontest"
 )
 
 // BenchmarkAppend is the in-memory append path: encode, validate, the
@@ -115,5 +117,25 @@ func BenchmarkDeriveIncremental(b *testing.B) {
 				i++
 			}
 		})
+	}
+}
+
+// BenchmarkDecode: loading a log of 100 tool-calling turns (1700 records)
+// from its bytes, every line checked to be canonical.
+func BenchmarkDecode(b *testing.B) {
+	var recs []*session.Record
+	for turn := 1; turn <= 100; turn++ {
+		recs = append(recs, sessiontest.Turn(b, int64(len(recs)), turn)...)
+	}
+	data := session.AppendHeaderLine(nil, session.Info{ID: "s1", Created: time.Unix(0, 0)})
+	for _, r := range recs {
+		data = r.AppendLine(data)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := session.DecodeBytes(data); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 )
 
@@ -21,8 +22,9 @@ type Log struct {
 }
 
 // Decode reads a JSONL session log: a header line, then one record per
-// line, each ending in a newline. Every record is validated as
-// [Session.Append] would (see [Validate]).
+// line, each ending in a newline. Every line must be the canonical
+// encoding of what it holds (see [DecodeHeader] and [DecodeRecord]), and
+// every record is validated as [Session.Append] would (see [Validate]).
 //
 // A last line without its newline is a write cut short by a crash: Decode
 // returns the log without it (with Torn set) together with a
@@ -84,72 +86,349 @@ func lineError(line int, err error) error {
 	return &CorruptError{Line: line, Err: err}
 }
 
-type wireHeader struct {
-	Type    string  `json:"type"`
-	Version *int    `json:"version"`
-	ID      string  `json:"id"`
-	Created string  `json:"created"`
-	Parent  *Parent `json:"parent"`
-}
-
-// DecodeHeader decodes a log's header line (without its newline).
+// DecodeHeader decodes a log's header line (without its newline). The
+// line must be exactly what [AppendHeaderLine] writes for the header it
+// holds: the keys type, version, id, created and parent (only for a fork),
+// spelled so, each once, in that order, created in the log's time format
+// (RFC 3339 in UTC with milliseconds, 2006-01-02T15:04:05.000Z), and no
+// white space. A version other than [Version] is [ErrVersion], whatever
+// else the line holds.
 func DecodeHeader(line []byte) (Info, error) {
-	var h wireHeader
-	if err := strictUnmarshal(line, &h); err != nil {
+	fields, err := objectFields(line)
+	if err != nil {
 		return Info{}, fmt.Errorf("%w: header: %w", ErrMalformed, err)
 	}
-	if h.Type != "session" || h.Version == nil {
-		return Info{}, fmt.Errorf("%w: header without type session and a version", ErrMalformed)
+	// The version first: another version may have another header.
+	if f := lookup(fields, "version"); f != nil {
+		var v int
+		if err := json.Unmarshal(f, &v); err != nil {
+			return Info{}, fmt.Errorf("%w: header: version: %w", ErrMalformed, err)
+		}
+		if v != Version {
+			return Info{}, fmt.Errorf("%w: version %d, want %d", ErrVersion, v, Version)
+		}
 	}
-	if *h.Version != Version {
-		return Info{}, fmt.Errorf("%w: version %d, want %d", ErrVersion, *h.Version, Version)
+	var (
+		typ, id, created string
+		version          int
+		parent           *Parent
+		seen             = map[string]bool{}
+	)
+	for _, f := range fields {
+		var err error
+		switch f.key {
+		case "type":
+			err = json.Unmarshal(f.val, &typ)
+		case "version":
+			err = json.Unmarshal(f.val, &version)
+		case "id":
+			err = json.Unmarshal(f.val, &id)
+		case "created":
+			err = json.Unmarshal(f.val, &created)
+		case "parent":
+			parent = new(Parent)
+			err = strictUnmarshal(f.val, parent)
+		default:
+			return Info{}, fmt.Errorf("%w: header: unknown field %q", ErrMalformed, f.key)
+		}
+		if err != nil {
+			return Info{}, fmt.Errorf("%w: header: %s: %w", ErrMalformed, f.key, err)
+		}
+		seen[f.key] = true
 	}
-	if !ValidID(h.ID) {
-		return Info{}, fmt.Errorf("%w: header: session id %q", ErrMalformed, h.ID)
+	for _, k := range [...]string{"type", "version", "id", "created"} {
+		if !seen[k] {
+			return Info{}, fmt.Errorf("%w: header without %s", ErrMalformed, k)
+		}
 	}
-	created, err := time.Parse(time.RFC3339Nano, h.Created)
+	if typ != "session" {
+		return Info{}, fmt.Errorf("%w: header of type %q, want session", ErrMalformed, typ)
+	}
+	if !ValidID(id) {
+		return Info{}, fmt.Errorf("%w: header: session id %q", ErrMalformed, id)
+	}
+	t, err := parseLogTime(created)
 	if err != nil {
 		return Info{}, fmt.Errorf("%w: header: created: %w", ErrMalformed, err)
 	}
-	if h.Parent != nil && (!ValidID(h.Parent.ID) || h.Parent.Seq < -1) {
-		return Info{}, fmt.Errorf("%w: header: parent %+v", ErrMalformed, *h.Parent)
+	if parent != nil && (!ValidID(parent.ID) || parent.Seq < -1) {
+		return Info{}, fmt.Errorf("%w: header: parent %+v", ErrMalformed, *parent)
 	}
-	return Info{ID: h.ID, Version: *h.Version, Created: logTime(created), Parent: h.Parent}, nil
-}
-
-type wireRecord struct {
-	Seq       *int64          `json:"seq"`
-	Type      string          `json:"type"`
-	Time      string          `json:"time"`
-	Turn      int             `json:"turn"`
-	Step      int             `json:"step"`
-	Surface   *Surface        `json:"surface"`
-	Sources   []int64         `json:"sources"`
-	Ignorable bool            `json:"ignorable"`
-	Data      json.RawMessage `json:"data"`
+	info := Info{ID: id, Version: version, Created: t, Parent: parent}
+	want := AppendHeaderLine(nil, info)
+	if err := canonical(line, want[:len(want)-1]); err != nil {
+		return Info{}, fmt.Errorf("%w: header: %w", ErrMalformed, err)
+	}
+	return info, nil
 }
 
 // DecodeRecord decodes one record line (without its newline) and checks
-// the rules of the record alone (see [NewRecord]). The record's bytes are
-// its canonical re-encoding, which equals the line for lines this package
-// wrote.
+// the rules of the record alone (see [NewRecord]). The line must be the
+// record's canonical encoding, exactly what this package writes for it:
+// the envelope keys spelled and ordered as the package doc shows, each
+// once, seq, type, time and data present, time in the log's format
+// (2006-01-02T15:04:05.000Z), zero turn, step, sources and ignorable
+// omitted, and a core payload encoded as [NewRecord] encodes it. So a log
+// decodes only if re-encoding it gives the same bytes, and every reader
+// sees the record its writer meant.
+//
+// A line that is not such an envelope is [ErrMalformed]; an envelope that
+// breaks a rule of the record alone is a [*RecordError] naming the
+// record.
 func DecodeRecord(line []byte) (*Record, error) {
-	var w wireRecord
-	if err := strictUnmarshal(line, &w); err != nil {
+	// Lines this package wrote take the fast path; any other is decoded
+	// field by field, which names what is wrong with it.
+	if seq, t, ev, ok := scanEnvelope(line); ok {
+		if rec, err := newRecord(seq, t, &ev); err == nil && bytes.Equal(rec.line[:len(rec.line)-1], line) {
+			return rec, nil
+		}
+	}
+	return decodeRecordSlow(line)
+}
+
+// decodeRecordSlow is DecodeRecord of a line that is not canonical or
+// not a valid record: it finds out which, and says why.
+func decodeRecordSlow(line []byte) (*Record, error) {
+	fields, err := objectFields(line)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
-	if w.Seq == nil || w.Time == "" {
-		return nil, fmt.Errorf("%w: record without seq or time", ErrMalformed)
+	var (
+		seq     int64
+		tm      string
+		ev      Event
+		surface Surface
+		data    json.RawMessage
+		seen    = map[string]bool{}
+	)
+	for _, f := range fields {
+		var err error
+		switch f.key {
+		case "seq":
+			err = json.Unmarshal(f.val, &seq)
+		case "type":
+			err = json.Unmarshal(f.val, &ev.Type)
+		case "time":
+			err = json.Unmarshal(f.val, &tm)
+		case "turn":
+			err = json.Unmarshal(f.val, &ev.Turn)
+		case "step":
+			err = json.Unmarshal(f.val, &ev.Step)
+		case "surface":
+			if err = strictUnmarshal(f.val, &surface); err == nil {
+				ev.Surface = &surface
+			}
+		case "sources":
+			err = json.Unmarshal(f.val, &ev.Sources)
+		case "ignorable":
+			err = json.Unmarshal(f.val, &ev.Ignorable)
+		case "data":
+			data = f.val
+		default:
+			return nil, fmt.Errorf("%w: unknown field %q", ErrMalformed, f.key)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrMalformed, f.key, err)
+		}
+		seen[f.key] = true
 	}
-	t, err := time.Parse(time.RFC3339Nano, w.Time)
+	for _, k := range [...]string{"seq", "type", "time", "data"} {
+		if !seen[k] {
+			return nil, fmt.Errorf("%w: record without %s", ErrMalformed, k)
+		}
+	}
+	t, err := parseLogTime(tm)
 	if err != nil {
 		return nil, fmt.Errorf("%w: time: %w", ErrMalformed, err)
 	}
-	ev := Event{Type: w.Type, Turn: w.Turn, Step: w.Step, Surface: w.Surface, Sources: w.Sources, Ignorable: w.Ignorable}
-	if w.Data != nil {
-		ev.Data = w.Data
+	ev.Data = data
+	rec, err := newRecord(seq, t, &ev)
+	if err != nil {
+		return nil, &RecordError{Seq: seq, Type: ev.Type, Turn: ev.Turn, Step: ev.Step, Err: err}
 	}
-	return newRecord(*w.Seq, logTime(t), &ev)
+	if err := canonical(line, rec.line[:len(rec.line)-1]); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	return rec, nil
+}
+
+// scanEnvelope reads a record line laid out as appendEnvelope writes it,
+// without a JSON decoder: the fields in their order, integers, a type
+// without escapes, a 24-byte time. ok is false for any other line (which
+// may still be canonical, or not a record at all: the slow path decides).
+// The caller checks that the record re-encodes to the line.
+func scanEnvelope(line []byte) (seq int64, t time.Time, ev Event, ok bool) {
+	p := line
+	lit := func(s string) bool {
+		if len(p) >= len(s) && string(p[:len(s)]) == s {
+			p = p[len(s):]
+			return true
+		}
+		return false
+	}
+	num := func() (int64, bool) {
+		i := 0
+		if i < len(p) && p[i] == '-' {
+			i++
+		}
+		for i < len(p) && '0' <= p[i] && p[i] <= '9' {
+			i++
+		}
+		n, err := strconv.ParseInt(string(p[:i]), 10, 64)
+		p = p[i:]
+		return n, err == nil
+	}
+	small := func() (int, bool) {
+		n, ok := num()
+		return int(n), ok && n == int64(int(n))
+	}
+	if !lit(`{"seq":`) {
+		return
+	}
+	if seq, ok = num(); !ok || !lit(`,"type":"`) {
+		return 0, t, ev, false
+	}
+	i := bytes.IndexByte(p, '"')
+	if i < 0 || bytes.IndexByte(p[:i], '\\') >= 0 {
+		return 0, t, ev, false
+	}
+	ev.Type = string(p[:i])
+	p = p[i:]
+	if !lit(`","time":"`) || len(p) < 25 || p[24] != '"' {
+		return 0, t, ev, false
+	}
+	t, err := time.Parse(timeLayout, string(p[:24]))
+	if err != nil {
+		return 0, t, ev, false
+	}
+	p = p[25:]
+	ok = true
+	if lit(`,"turn":`) {
+		ev.Turn, ok = small()
+	}
+	if ok && lit(`,"step":`) {
+		ev.Step, ok = small()
+	}
+	if ok && lit(`,"surface":{"op":"replace","start":`) {
+		sf := &Surface{Op: OpReplace}
+		sf.Start, ok = num()
+		if ok = ok && lit(`,"end":`); ok {
+			sf.End, ok = num()
+			ok = ok && lit(`}`)
+		}
+		ev.Surface = sf
+	}
+	if ok && lit(`,"sources":[`) {
+		for ok {
+			var s int64
+			if s, ok = num(); ok {
+				ev.Sources = append(ev.Sources, s)
+				if lit(`]`) {
+					break
+				}
+				ok = lit(`,`)
+			}
+		}
+	}
+	if ok && lit(`,"ignorable":true`) {
+		ev.Ignorable = true
+	}
+	if !ok || !lit(`,"data":`) || len(p) < 2 || p[len(p)-1] != '}' {
+		return 0, t, ev, false
+	}
+	ev.Data = json.RawMessage(p[:len(p)-1])
+	return seq, t, ev, true
+}
+
+// parseLogTime parses a time written in the log's format, and only that:
+// RFC 3339 in UTC with exactly three fraction digits.
+func parseLogTime(s string) (time.Time, error) {
+	t, err := time.Parse(timeLayout, s)
+	if err == nil && (len(s) != len("2006-01-02T15:04:05.000Z") || t.Location() != time.UTC || t.Format(timeLayout) != s) {
+		err = errors.New("not in the log's form")
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time in UTC with milliseconds (like 2026-11-29T20:21:24.000Z): %w", s, err)
+	}
+	return t, nil
+}
+
+// canonical checks that a line is the canonical encoding want of what it
+// decoded to, and names the first difference.
+func canonical(line, want []byte) error {
+	if bytes.Equal(line, want) {
+		return nil
+	}
+	i := 0
+	for i < len(line) && i < len(want) && line[i] == want[i] {
+		i++
+	}
+	return fmt.Errorf("not in the canonical encoding: at byte %d, %s where the encoder writes %s", i, excerpt(line[i:]), excerpt(want[i:]))
+}
+
+// excerpt quotes the start of b, bounded.
+func excerpt(b []byte) string {
+	if len(b) == 0 {
+		return "the end of the line"
+	}
+	const n = 24
+	if len(b) > n {
+		return strconv.Quote(string(b[:n])) + "…"
+	}
+	return strconv.Quote(string(b))
+}
+
+// field is one member of a JSON object.
+type field struct {
+	key string
+	val json.RawMessage
+}
+
+// objectFields splits a line holding one JSON object into its members, in
+// order, refusing a repeated key and anything after the object. Keys are
+// compared as written: encoding/json would match "tYpe" to type.
+func objectFields(line []byte) ([]field, error) {
+	if len(line) == 0 || line[0] != '{' {
+		return nil, errors.New("not a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	var out []field
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, _ := tok.(string) // an object's keys are strings
+		for _, f := range out {
+			if f.key == key {
+				return nil, fmt.Errorf("repeated field %q", key)
+			}
+		}
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return nil, err
+		}
+		out = append(out, field{key, val})
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("trailing data after the object")
+	}
+	return out, nil
+}
+
+func lookup(fields []field, key string) json.RawMessage {
+	for _, f := range fields {
+		if f.key == key {
+			return f.val
+		}
+	}
+	return nil
 }
 
 // strictUnmarshal decodes one JSON object, refusing unknown fields and

@@ -40,8 +40,8 @@ func TestDecodeReadsValidLogs(t *testing.T) {
 			line(header) + line(l0) + line(`{"seq":1,"type":"memo/x","time":"2026-11-29T20:21:24.001Z","ignorable":true,"data":[1,2]}`), 2, 1},
 		{"a replace", line(header) + line(l0) + line(l1) +
 			line(`{"seq":2,"type":"user/message","time":"2026-11-29T20:21:24.002Z","surface":{"op":"replace","start":0,"end":1},"sources":[0,1],"data":{"content":"sum"}}`), 3, 1},
-		{"a fork header", line(`{"type":"session","version":1,"id":"s2","created":"2026-11-29T20:21:24Z","parent":{"id":"s1","seq":0}}`) + line(l0), 1, 1},
-		{"non-canonical field order and time", line(header) + line(`{"data":{"content":"a"},"type":"user/message","seq":0,"time":"2026-11-29T21:21:24.0004+01:00"}`), 1, 1},
+		{"a fork header", line(`{"type":"session","version":1,"id":"s2","created":"2026-11-29T20:21:24.000Z","parent":{"id":"s1","seq":0}}`) + line(l0), 1, 1},
+		{"escapes as the encoder writes them", line(header) + line(`{"seq":0,"type":"user/message","time":"2026-11-29T20:21:24.000Z","data":{"content":"\u003c\u0026\u003e é \u2028 \"q\"\n"}}`), 1, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,6 +97,25 @@ func TestDecodeRefusesBadInputWithDistinctErrors(t *testing.T) {
 		{"trailing garbage", line(header) + line(l0+` x`), session.ErrMalformed, true, 2},
 		{"header of another type", line(`{"type":"log","version":1,"id":"s1","created":"2026-11-29T20:21:24Z"}`), session.ErrMalformed, true, 1},
 		{"header with a bad id", line(`{"type":"session","version":1,"id":"../x","created":"2026-11-29T20:21:24Z"}`), session.ErrMalformed, true, 1},
+		{"missing data", line(header) + line(`{"seq":0,"type":"user/message","time":"2026-11-29T20:21:24.000Z"}`), session.ErrMalformed, true, 2},
+		{"envelope key in another case", line(header) + line(`{"seq":0,"tYpe":"user/message","time":"2026-11-29T20:21:24.000Z","data":{}}`), session.ErrMalformed, true, 2},
+		{"data key in upper case", line(header) + line(`{"seq":0,"type":"user/message","time":"2026-11-29T20:21:24.000Z","DATA":{"content":"a"}}`), session.ErrMalformed, true, 2},
+		{"repeated key", line(header) + line(`{"seq":0,"type":"user/message","type":"user/message","time":"2026-11-29T20:21:24.000Z","data":{}}`), session.ErrMalformed, true, 2},
+		{"time with a comma", line(header) + line(`{"seq":0,"type":"user/message","time":"2026-11-29T00:00:00,000Z","data":{}}`), session.ErrMalformed, true, 2},
+		{"time without milliseconds", line(header) + line(`{"seq":0,"type":"user/message","time":"2026-11-29T20:21:24Z","data":{}}`), session.ErrMalformed, true, 2},
+		{"time with an offset", line(header) + line(`{"seq":0,"type":"user/message","time":"2026-11-29T21:21:24.000+01:00","data":{}}`), session.ErrMalformed, true, 2},
+		{"time with more digits", line(header) + line(`{"seq":0,"type":"user/message","time":"2026-11-29T20:21:24.0004Z","data":{}}`), session.ErrMalformed, true, 2},
+		{"fields in another order", line(header) + line(`{"data":{"content":"a"},"type":"user/message","seq":0,"time":"2026-11-29T20:21:24.000Z"}`), session.ErrMalformed, true, 2},
+		{"white space", line(header) + line(`{"seq":0, "type":"user/message","time":"2026-11-29T20:21:24.000Z","data":{"content":"a"}}`), session.ErrMalformed, true, 2},
+		{"a zero turn written out", line(header) + line(`{"seq":0,"type":"user/message","time":"2026-11-29T20:21:24.000Z","turn":0,"data":{"content":"a"}}`), session.ErrMalformed, true, 2},
+		{"payload key in another case", line(header) + line(`{"seq":0,"type":"user/message","time":"2026-11-29T20:21:24.000Z","data":{"Content":"a"}}`), session.ErrMalformed, true, 2},
+		{"payload escape the encoder does not write", line(header) + line(`{"seq":0,"type":"user/message","time":"2026-11-29T20:21:24.000Z","data":{"content":"\u0061"}}`), session.ErrMalformed, true, 2},
+		{"unknown payload field", line(header) + line(`{"seq":0,"type":"user/message","time":"2026-11-29T20:21:24.000Z","data":{"content":"a","colour":1}}`), session.ErrInvalidPayload, true, 2},
+		{"plugin data with white space", line(header) + line(`{"seq":0,"type":"memo/x","time":"2026-11-29T20:21:24.000Z","ignorable":true,"data":[1, 2]}`), session.ErrMalformed, true, 2},
+		{"header key in another case", line(`{"type":"session","version":1,"id":"s1","Created":"2026-11-29T20:21:24.000Z"}`), session.ErrMalformed, true, 1},
+		{"header time without milliseconds", line(`{"type":"session","version":1,"id":"s1","created":"2026-11-29T20:21:24Z"}`), session.ErrMalformed, true, 1},
+		{"header fields in another order", line(`{"version":1,"type":"session","id":"s1","created":"2026-11-29T20:21:24.000Z"}`), session.ErrMalformed, true, 1},
+		{"header with an unknown field", line(`{"type":"session","version":1,"id":"s1","created":"2026-11-29T20:21:24.000Z","colour":1}`), session.ErrMalformed, true, 1},
 		{"header without version", line(`{"type":"session","id":"s1","created":"2026-11-29T20:21:24Z"}`), session.ErrMalformed, true, 1},
 	}
 	for _, tt := range tests {

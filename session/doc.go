@@ -21,7 +21,13 @@
 //	{"seq":7,"type":"assistant/chunk","time":"2026-11-29T20:21:25.120Z","turn":2,"step":1,"data":{"text":"Hel"}}
 //
 // with "surface" ({"op":"replace","start":S,"end":E}; absent means append),
-// "sources" and "ignorable" after "step" when present. The core types
+// "sources" and "ignorable" after "step" when present. Times are RFC 3339
+// in UTC with milliseconds. The decoder is as strict as the encoder: it
+// reads a line only if it is exactly what the encoder writes for the
+// record it holds (keys spelled and ordered so, each once, data always
+// present, zero fields omitted, no white space, core payloads as
+// [NewRecord] encodes them), so what any store exports, any store
+// imports, byte for byte. The core types
 // ([TypeTurnStart] … [TypeEndSeed]) have payload structs in this package;
 // plugin-owned types are allowed when marked ignorable or registered with
 // [RegisterType].

@@ -44,6 +44,13 @@ var (
 	// type, turn or step where the type requires one, a step without a
 	// turn, a source that is not an earlier seq, an ignorable core type.
 	ErrInvalidEvent = errors.New("session: invalid event")
+	// ErrInvalidScope: a turn or step that does not fit the event type (a
+	// request/header outside a turn, a chunk outside a step). It matches
+	// ErrInvalidEvent too.
+	ErrInvalidScope error = &subError{"session: invalid event scope", ErrInvalidEvent}
+	// ErrNoCallID: a tool call, start or result without its call id (or a
+	// call without its tool name). It matches ErrInvalidPayload too.
+	ErrNoCallID error = &subError{"session: invalid payload: tool call without an id or name", ErrInvalidPayload}
 	// ErrInvalidID: a session id that is empty or not a plain name.
 	ErrInvalidID = errors.New("session: invalid id")
 	// ErrOpenTurn: a fork or seed boundary inside an open turn.
@@ -78,3 +85,29 @@ func (e *CorruptError) Unwrap() error { return e.Err }
 
 // Is makes every CorruptError match ErrCorrupt.
 func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// subError is a sentinel that is a special case of another.
+type subError struct {
+	msg    string
+	parent error
+}
+
+func (e *subError) Error() string { return e.msg }
+func (e *subError) Unwrap() error { return e.parent }
+
+// RecordError is a record line that is a well-formed envelope but breaks
+// a rule of the record alone (see [NewRecord]): [DecodeRecord] names the
+// record, so that a verifier can name the rule of the contract it
+// breaks. It unwraps to the cause, which matches one of [ErrInvalidEvent]
+// (or [ErrInvalidScope]), [ErrInvalidReplace], [ErrInvalidPayload] (or
+// [ErrNoCallID]), [ErrUnknownType] or [ErrDuplicateSeq].
+type RecordError struct {
+	Seq        int64
+	Type       string
+	Turn, Step int
+	Err        error
+}
+
+func (e *RecordError) Error() string { return e.Err.Error() }
+
+func (e *RecordError) Unwrap() error { return e.Err }

@@ -145,11 +145,14 @@ func (r *Record) build(seq int64, t time.Time, ev *Event) error {
 
 	line := r.appendEnvelope(make([]byte, 0, 160))
 	var ok bool
-	switch d := ev.Data.(type) {
+	data := ev.Data
+	if data == nil && k != nil {
+		// No data is the zero payload, encoded as any other payload
+		// value: the decoder reads only what the encoder writes for it.
+		data = reflect.Zero(k.payload).Interface()
+	}
+	switch d := data.(type) {
 	case nil:
-		if k != nil {
-			r.payload = reflect.Zero(k.payload).Interface()
-		}
 		line = append(line, '{', '}')
 	case json.RawMessage:
 		line, err = r.appendRaw(line, k, d)
@@ -166,8 +169,8 @@ func (r *Record) build(seq int64, t time.Time, ev *Event) error {
 		if r.payload, ok = payloadValue(k, d); !ok {
 			return fmt.Errorf("%w: seq %d: %s data is %T, want %v", ErrInvalidPayload, seq, r.typ, d, k.payload)
 		}
-		if err = checkPayload(r.typ, r.payload); err != nil {
-			return fmt.Errorf("%w: seq %d: %w", ErrInvalidPayload, seq, err)
+		if err = checkPayload(r.seq, r.typ, r.payload); err != nil {
+			return err
 		}
 		if line, ok = appendPayload(line, r.payload); !ok {
 			line, err = marshalPayload(line, r.payload)
@@ -183,25 +186,33 @@ func (r *Record) build(seq int64, t time.Time, ev *Event) error {
 	return nil
 }
 
-// appendRaw appends caller-encoded data, compacted, after checking it.
+// appendRaw appends caller-encoded data after checking it: plugin data
+// compacted, core data decoded and encoded again, so that the record's
+// bytes are what its payload holds (the canonical form [DecodeRecord]
+// insists on), whoever encoded the data.
 func (r *Record) appendRaw(line []byte, k *kind, d []byte) ([]byte, error) {
-	n := len(line)
-	var b bytes.Buffer
-	if err := json.Compact(&b, d); err != nil {
-		return nil, fmt.Errorf("%w: seq %d %s: %w", ErrInvalidPayload, r.seq, r.typ, err)
-	}
-	line = append(line, b.Bytes()...)
-	if k != nil {
-		p, err := decodeCore(k, line[n:])
-		if err != nil {
+	if k == nil {
+		var b bytes.Buffer
+		if err := json.Compact(&b, d); err != nil {
 			return nil, fmt.Errorf("%w: seq %d %s: %w", ErrInvalidPayload, r.seq, r.typ, err)
 		}
-		if err := checkPayload(r.typ, p); err != nil {
-			return nil, fmt.Errorf("%w: seq %d: %w", ErrInvalidPayload, r.seq, err)
-		}
-		r.payload = p
+		return append(line, b.Bytes()...), nil
 	}
-	return line, nil
+	p, err := decodeCore(k, bytes.TrimSpace(d))
+	if err != nil {
+		return nil, fmt.Errorf("%w: seq %d %s: %w", ErrInvalidPayload, r.seq, r.typ, err)
+	}
+	if err := checkPayload(r.seq, r.typ, p); err != nil {
+		return nil, err
+	}
+	r.payload = p
+	out, ok := appendPayload(line, p)
+	if !ok {
+		if out, err = marshalPayload(line, p); err != nil {
+			return nil, fmt.Errorf("%w: seq %d %s: %w", ErrInvalidPayload, r.seq, r.typ, err)
+		}
+	}
+	return out, nil
 }
 
 // decodeCore decodes the data of a core type, which must be an object.
@@ -213,26 +224,22 @@ func decodeCore(k *kind, data []byte) (any, error) {
 }
 
 // checkPayload checks the fields a core payload cannot do without.
-func checkPayload(typ string, p any) error {
+func checkPayload(seq int64, typ string, p any) error {
+	bad := false
 	switch v := p.(type) {
 	case ToolCall:
-		if v.ID == "" || v.Name == "" {
-			return fmt.Errorf("%s without id or name", typ)
-		}
+		bad = v.ID == "" || v.Name == ""
 	case ToolResult:
-		if v.ID == "" {
-			return fmt.Errorf("%s without id", typ)
-		}
+		bad = v.ID == ""
 	case ToolStart:
-		if v.ID == "" {
-			return fmt.Errorf("%s without id", typ)
-		}
+		bad = v.ID == ""
 	case AssistantMessage:
 		for _, c := range v.ToolCalls {
-			if c.ID == "" || c.Name == "" {
-				return fmt.Errorf("%s: tool call without id or name", typ)
-			}
+			bad = bad || c.ID == "" || c.Name == ""
 		}
+	}
+	if bad {
+		return fmt.Errorf("%w: seq %d: %s", ErrNoCallID, seq, typ)
 	}
 	return nil
 }
@@ -290,7 +297,7 @@ func (r *Record) checkScope(k *kind) error {
 		return fmt.Errorf("%w: seq %d: negative turn or step", ErrInvalidEvent, r.seq)
 	}
 	if r.step > 0 && r.turn == 0 {
-		return fmt.Errorf("%w: seq %d: step %d without a turn", ErrInvalidEvent, r.seq, r.step)
+		return fmt.Errorf("%w: seq %d: step %d without a turn", ErrInvalidScope, r.seq, r.step)
 	}
 	sc := scopeAny
 	if k != nil {
@@ -322,7 +329,7 @@ func (r *Record) checkScope(k *kind) error {
 		}
 	}
 	if bad != "" {
-		return fmt.Errorf("%w: seq %d: %s %s", ErrInvalidEvent, r.seq, r.typ, bad)
+		return fmt.Errorf("%w: seq %d: %s %s", ErrInvalidScope, r.seq, r.typ, bad)
 	}
 	return nil
 }

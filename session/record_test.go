@@ -25,6 +25,11 @@ func TestNewRecordEncodesCanonicalLine(t *testing.T) {
 			`{"seq":1,"type":"user/message","time":"2026-11-29T20:21:24.000Z","data":{"content":"hi"}}`},
 		{"raw payload is compacted", 1, session.Event{Type: session.TypeUserMessage, Data: json.RawMessage(`{ "content" : "hi" }`)},
 			`{"seq":1,"type":"user/message","time":"2026-11-29T20:21:24.000Z","data":{"content":"hi"}}`},
+		{"raw core payload is encoded again as the encoder writes it", 1, session.Event{Type: session.TypeToolResult, Turn: 1, Step: 1,
+			Data: json.RawMessage(`{"Content":"a<b \u0061","id":"c1","name":"","error":{"code":"X"}}`)},
+			`{"seq":1,"type":"tool/result","time":"2026-11-29T20:21:24.000Z","turn":1,"step":1,"data":{"id":"c1","content":"a\u003cb a","error":{"code":"X"}}}`},
+		{"raw plugin payload keeps its text, compacted", 3, session.Event{Type: "memo/note", Ignorable: true, Data: json.RawMessage(`{"b": "\u0061", "a": 1}`)},
+			`{"seq":3,"type":"memo/note","time":"2026-11-29T20:21:24.000Z","ignorable":true,"data":{"b":"\u0061","a":1}}`},
 		{"replace with sources", 9, session.Event{Type: session.TypeUserMessage, Surface: &session.Surface{Op: session.OpReplace, Start: 0, End: 3}, Sources: []int64{0, 3}, Data: session.UserMessage{Content: "summary"}},
 			`{"seq":9,"type":"user/message","time":"2026-11-29T20:21:24.000Z","surface":{"op":"replace","start":0,"end":3},"sources":[0,3],"data":{"content":"summary"}}`},
 		{"explicit append is the default", 2, session.Event{Type: session.TypeUserMessage, Surface: &session.Surface{Op: session.OpAppend}, Data: session.UserMessage{Content: "x"}},
@@ -58,8 +63,8 @@ func TestNewRecordRefusesBadEvents(t *testing.T) {
 		{"ignorable core type", session.Event{Type: session.TypeUserMessage, Ignorable: true}, session.ErrInvalidEvent},
 		{"turn/start without turn", session.Event{Type: session.TypeTurnStart}, session.ErrInvalidEvent},
 		{"turn/end with a step", session.Event{Type: session.TypeTurnEnd, Turn: 1, Step: 1, Data: session.TurnEnd{Reason: "completed"}}, session.ErrInvalidEvent},
-		{"chunk without step", session.Event{Type: session.TypeAssistantChunk, Turn: 1}, session.ErrInvalidEvent},
-		{"request/header without turn", session.Event{Type: session.TypeRequestHeader}, session.ErrInvalidEvent},
+		{"chunk without step", session.Event{Type: session.TypeAssistantChunk, Turn: 1}, session.ErrInvalidScope},
+		{"request/header without turn", session.Event{Type: session.TypeRequestHeader}, session.ErrInvalidScope},
 		{"step without turn", session.Event{Type: "memo/note", Ignorable: true, Step: 1}, session.ErrInvalidEvent},
 		{"negative turn", session.Event{Type: session.TypeUserMessage, Turn: -1}, session.ErrInvalidEvent},
 		{"end-seed in a turn", session.Event{Type: session.TypeEndSeed, Turn: 1}, session.ErrInvalidEvent},
@@ -76,7 +81,8 @@ func TestNewRecordRefusesBadEvents(t *testing.T) {
 		{"mistyped payload field", session.Event{Type: session.TypeUserMessage, Data: json.RawMessage(`{"content":5}`)}, session.ErrInvalidPayload},
 		{"payload of another type", session.Event{Type: session.TypeUserMessage, Data: session.AssistantMessage{Content: "x"}}, session.ErrInvalidPayload},
 		{"unmarshalable plugin payload", session.Event{Type: "memo/note", Ignorable: true, Data: func() {}}, session.ErrInvalidPayload},
-		{"tool call without id", session.Event{Type: session.TypeToolCall, Turn: 1, Step: 1, Data: session.ToolCall{Name: "x"}}, session.ErrInvalidPayload},
+		{"unknown field in a raw core payload", session.Event{Type: session.TypeUserMessage, Data: json.RawMessage(`{"content":"x","colour":1}`)}, session.ErrInvalidPayload},
+		{"tool call without id", session.Event{Type: session.TypeToolCall, Turn: 1, Step: 1, Data: session.ToolCall{Name: "x"}}, session.ErrNoCallID},
 		{"tool result without id", session.Event{Type: session.TypeToolResult, Turn: 1, Step: 1, Data: session.ToolResult{}}, session.ErrInvalidPayload},
 		{"assistant tool call without name", session.Event{Type: session.TypeAssistantMessage, Turn: 1, Step: 1, Data: session.AssistantMessage{ToolCalls: []session.ToolCall{{ID: "c"}}}}, session.ErrInvalidPayload},
 	}
@@ -158,4 +164,34 @@ func TestRecordAccessors(t *testing.T) {
 	assert.Equal(t, map[string]string{"k": "v"}, m)
 	_, err = session.DecodeData[int](note)
 	require.Error(t, err)
+}
+
+// TestRecordsWithoutDataDecode: an event appended without data has the
+// zero payload of its type, and its line is one the decoder reads back.
+func TestRecordsWithoutDataDecode(t *testing.T) {
+	for _, typ := range []string{
+		session.TypeTurnStart, session.TypeTurnEnd, session.TypeStepStart, session.TypeStepEnd,
+		session.TypeUserMessage, session.TypeRequestHeader, session.TypeRequestDigest,
+		session.TypeAssistantChunk, session.TypeAssistantMessage, session.TypeCompactionStart,
+		session.TypeCompactionEnd, session.TypeEndSeed,
+	} {
+		t.Run(typ, func(t *testing.T) {
+			ev := session.Event{Type: typ, Turn: 1, Step: 1}
+			switch typ {
+			case session.TypeTurnStart, session.TypeTurnEnd, session.TypeUserMessage, session.TypeRequestHeader:
+				ev.Step = 0
+			case session.TypeEndSeed:
+				ev.Turn, ev.Step = 0, 0
+			}
+			r, err := session.NewRecord(1, epoch, ev)
+			require.NoError(t, err)
+			again, err := session.DecodeRecord(r.Bytes())
+			require.NoError(t, err, "%s", r)
+			assert.Equal(t, string(r.Bytes()), string(again.Bytes()))
+		})
+	}
+	for _, typ := range []string{session.TypeToolCall, session.TypeToolStart, session.TypeToolResult} {
+		_, err := session.NewRecord(1, epoch, session.Event{Type: typ, Turn: 1, Step: 1})
+		assert.ErrorIs(t, err, session.ErrNoCallID, "a %s needs its call id", typ)
+	}
 }

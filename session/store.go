@@ -1,6 +1,10 @@
 package session
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"strings"
+)
 
 // Store persists session logs. Records are immutable and may be kept as
 // they are; a store must not keep the records slice it is handed. Every
@@ -19,7 +23,11 @@ type Store interface {
 	// Load returns the log of id. A store that can be torn by a crash
 	// drops a torn last line and reports its length in Log.Torn.
 	Load(ctx context.Context, id string) (*Log, error)
-	// List returns the headers of every stored log, sorted by id.
+	// List returns the headers of every stored log, sorted by id. One
+	// entry that cannot be read does not hide the others: List returns
+	// the headers it could read together with a [*ListError] naming each
+	// entry it could not. Any other error (the store cannot be listed at
+	// all) comes with no headers.
 	List(ctx context.Context) ([]Info, error)
 	// Fork creates the log info as a fork: info.Parent names the source
 	// log and the last seq it inherits (-1 for none); the new log holds
@@ -35,8 +43,57 @@ type Flusher interface {
 	Flush(ctx context.Context, id string) error
 }
 
+// Leaser is implemented by stores that serialize turns across processes
+// (store/postgres's lease, store/jsonl's file lock). Lease returns once
+// the caller holds session id's turn lease, or an error wrapping
+// [ErrLocked] that names the holder when another has it (unless wait,
+// then it waits for it, until ctx is done). A session is opened, and an
+// interrupted turn repaired, only under the lease, so never a turn that
+// is still running elsewhere.
+type Leaser interface {
+	Lease(ctx context.Context, id string, wait bool) (release func(), err error)
+}
+
 // Releaser is implemented by stores that hold a session open for writing
 // (a file lock): Release lets another writer take it.
 type Releaser interface {
 	Release(id string) error
+}
+
+// ListError is the error of a [Store.List] that could not read some of
+// the stored logs; the headers of the others are returned with it.
+type ListError struct {
+	// Entries are the unreadable entries, sorted by name.
+	Entries []EntryError
+}
+
+// EntryError is a stored log List could not read.
+type EntryError struct {
+	// Name names the entry: the session id, or the file name when the
+	// store names files after ids.
+	Name string
+	Err  error
+}
+
+func (e *EntryError) Error() string { return e.Name + ": " + e.Err.Error() }
+
+func (e *EntryError) Unwrap() error { return e.Err }
+
+func (e *ListError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "session: list: %d unreadable", len(e.Entries))
+	for i := range e.Entries {
+		b.WriteString("; ")
+		b.WriteString(e.Entries[i].Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the entries' errors, so errors.Is sees their causes.
+func (e *ListError) Unwrap() []error {
+	out := make([]error, len(e.Entries))
+	for i := range e.Entries {
+		out[i] = &e.Entries[i]
+	}
+	return out
 }

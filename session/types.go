@@ -2,7 +2,6 @@ package session
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -35,9 +34,11 @@ func kindOf[T any](sc scope, surface bool) *kind {
 		scope:   sc,
 		surface: surface,
 		payload: reflect.TypeFor[T](),
+		// Unknown fields are refused: the record is encoded again from
+		// the payload, which would drop them silently.
 		decode: func(data []byte) (any, error) {
 			var v T
-			if err := json.Unmarshal(data, &v); err != nil {
+			if err := strictUnmarshal(data, &v); err != nil {
 				return nil, err
 			}
 			return v, nil

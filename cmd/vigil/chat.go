@@ -39,7 +39,7 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 	}
 	// The session is opened for each turn and closed after it, so turns
 	// that other processes run in between (store/postgres) show up.
-	sess, done, err := rt.session(ctx, *sid, false)
+	sess, done, err := rt.session(ctx, e, *sid, false)
 	if err != nil {
 		return err
 	}
@@ -125,7 +125,7 @@ func chatDone(failed bool) error {
 
 // chatTurn runs one turn of a chat on session id, opened for the turn.
 func (rt *runtime) chatTurn(ctx context.Context, e *env, id, prompt string) (*agentloop.TurnResult, error) {
-	sess, done, err := rt.session(ctx, id, true)
+	sess, done, err := rt.session(ctx, e, id, true)
 	if err != nil {
 		return nil, err
 	}

@@ -23,7 +23,7 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 	cfg := fs.String("c", "plugins.yaml", "plugins.yaml")
 	sid := fs.String("s", "", "continue this session instead of starting one")
 	asJSON := fs.Bool("json", false, "print the turn's result as JSON instead of streaming the answer")
-	wait := fs.Bool("wait", false, "wait for a turn another process runs on the session (stores with leases)")
+	wait := fs.Bool("wait", false, "wait for a turn another process runs on the session")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -47,7 +47,7 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	sess, done, err := rt.session(ctx, *sid, *wait)
+	sess, done, err := rt.session(ctx, e, *sid, *wait)
 	if err != nil {
 		return err
 	}
@@ -86,11 +86,16 @@ func (h *host) runtime() (*runtime, error) {
 }
 
 // session opens id for one turn, or creates a session when id is empty.
-// On a store with leases (store/postgres) it holds the session's lease
-// until done is called, so one turn at a time runs per session across
-// processes; with wait it waits for a turn running elsewhere to end.
-func (rt *runtime) session(ctx context.Context, id string, wait bool) (*session.Session, func(context.Context) error, error) {
-	s, done, err := pgstore.OpenLeased(ctx, rt.mgr, id, wait)
+// On a store with leases (store/postgres's lease, store/jsonl's file
+// lock) it holds the session's lease until done is called, so one turn
+// at a time runs per session across processes; with wait it waits for a
+// turn running elsewhere to end, saying so on stderr, with the holder.
+func (rt *runtime) session(ctx context.Context, e *env, id string, wait bool) (*session.Session, func(context.Context) error, error) {
+	s, done, err := pgstore.OpenLeased(ctx, rt.mgr, id, false)
+	if wait && errors.Is(err, session.ErrLocked) {
+		fmt.Fprintf(e.stderr, "waiting for session %s: %v\n", id, err)
+		s, done, err = pgstore.OpenLeased(ctx, rt.mgr, id, true)
+	}
 	switch {
 	case errors.Is(err, session.ErrNotFound):
 		return nil, nil, usagef("no session %q in this store", id)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -23,8 +24,9 @@ func cmdSessions(ctx context.Context, e *env, args []string) error {
 	cfg := fs.String("c", "plugins.yaml", "plugins.yaml")
 	asJSON := fs.Bool("json", false, "print JSON")
 	at := fs.Int64("at", -2, "fork: the last seq the fork inherits")
+	strict := fs.Bool("strict", false, "list: exit 1 when a stored session cannot be read")
 	// Flags may follow the session id: move them ahead of it.
-	if err := fs.Parse(flagsFirst(rest, map[string]bool{"json": true})); err != nil {
+	if err := fs.Parse(flagsFirst(rest, map[string]bool{"json": true, "strict": true})); err != nil {
 		return usageError{err}
 	}
 	want := map[string]int{"list": 0, "show": 1, "fork": 1, "export": 1, "tail": 1, "import": 0}
@@ -53,7 +55,7 @@ func cmdSessions(ctx context.Context, e *env, args []string) error {
 	}
 	switch sub {
 	case "list":
-		return listSessions(ctx, e.stdout, mgr, *asJSON)
+		return listSessions(ctx, e, mgr, *asJSON, *strict)
 	case "show":
 		log, err := mgr.Store().Load(ctx, fs.Arg(0))
 		if err != nil {
@@ -124,31 +126,62 @@ func flagsFirst(args []string, bools map[string]bool) []string {
 	return append(flags, pos...)
 }
 
-func listSessions(ctx context.Context, w io.Writer, mgr *session.Manager, asJSON bool) error {
+// listSessions lists every readable session on stdout and names each
+// unreadable one on stderr, with its error; only with strict does an
+// unreadable one fail the command.
+func listSessions(ctx context.Context, e *env, mgr *session.Manager, asJSON, strict bool) error {
+	w := e.stdout
 	infos, err := mgr.Store().List(ctx)
+	unreadable := 0
 	if err != nil {
-		return err
+		var le *session.ListError
+		if !errors.As(err, &le) {
+			return err
+		}
+		for _, ent := range le.Entries {
+			fmt.Fprintf(e.stderr, "unreadable: %v\n", &ent)
+		}
+		unreadable += len(le.Entries)
 	}
-	type row struct {
-		ID      string          `json:"id"`
-		Created string          `json:"created"`
-		Parent  *session.Parent `json:"parent,omitempty"`
-		Events  int             `json:"events"`
-		Turns   int             `json:"turns"`
-	}
+	type row = sessionRow
 	rows := make([]row, 0, len(infos))
 	for _, info := range infos {
 		r := row{ID: info.ID, Created: info.Created.Format("2006-01-02 15:04:05"), Parent: info.Parent}
-		if log, err := mgr.Store().Load(ctx, info.ID); err == nil {
-			r.Events = len(log.Records)
-			for _, rec := range log.Records {
-				if rec.Type() == session.TypeTurnStart {
-					r.Turns++
-				}
+		log, err := mgr.Store().Load(ctx, info.ID)
+		if err != nil {
+			// A header that reads over a log that does not: not a
+			// session of "0 turns, 0 events".
+			fmt.Fprintf(e.stderr, "unreadable: %s: %v\n", info.ID, err)
+			unreadable++
+			continue
+		}
+		r.Events = len(log.Records)
+		for _, rec := range log.Records {
+			if rec.Type() == session.TypeTurnStart {
+				r.Turns++
 			}
 		}
 		rows = append(rows, r)
 	}
+	if err := printSessions(w, rows, asJSON); err != nil {
+		return err
+	}
+	if unreadable > 0 && strict {
+		return silentError{exitFailed}
+	}
+	return nil
+}
+
+// sessionRow is one line of `sessions list`.
+type sessionRow struct {
+	ID      string          `json:"id"`
+	Created string          `json:"created"`
+	Parent  *session.Parent `json:"parent,omitempty"`
+	Events  int             `json:"events"`
+	Turns   int             `json:"turns"`
+}
+
+func printSessions(w io.Writer, rows []sessionRow, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

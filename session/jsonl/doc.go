@@ -4,13 +4,20 @@
 //
 // # Writers
 //
-// One writer per session: the first append (or the create or fork) of a
-// session takes an exclusive file lock (gofrs/flock) on its file and holds
-// it until [Store.Release] or [Store.Close]. Another Store, in this
-// process or another, gets [session.ErrLocked] when it tries to write the
-// same session. Readers (Load, List) take no lock. When a writer takes
-// over an existing file it validates it and cuts off a torn last line (a
-// write interrupted by a crash) before it appends anything.
+// One writer per session: the first append (or the create or fork, or a
+// [Store.Lease]) of a session takes an exclusive file lock (gofrs/flock)
+// on its file and holds it until [Store.Release] or [Store.Close]. The
+// holder records its pid, host and start time in <id>.lock next to the
+// file while it holds the lock. Another Store, in this process or
+// another, gets [session.ErrLocked], naming the holder, when it tries to
+// write the same session; [Store.Lease] with wait waits for the lock
+// instead (vigil run --wait), so a turn that is still running is never
+// taken for an interrupted one. Readers (Load, List) take no lock. When a
+// writer takes over an existing file it validates it and cuts off a torn
+// last line (a write interrupted by a crash) before it appends anything.
+//
+// Opening a store removes the temporary files (.<id>.<n>.tmp) that a
+// crash during a create or fork left behind, once no create holds them.
 //
 // # Group commit and durability
 //

@@ -2,12 +2,16 @@ package jsonl_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -192,14 +196,177 @@ func TestListSkipsForeignFilesAndNamesBrokenOnes(t *testing.T) {
 	assert.Contains(t, err.Error(), "s2.jsonl")
 }
 
+// TestListNamesEachBrokenFileAndListsTheRest: one bad file does not hide
+// the store.
+func TestListNamesEachBrokenFileAndListsTheRest(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := open(t, dir)
+	for _, id := range []string{"a", "c", "e"} {
+		require.NoError(t, s.Create(ctx, info(id)))
+	}
+	bad := map[string]error{
+		"b.jsonl": session.ErrMalformed, // empty
+		"d.jsonl": session.ErrMalformed, // garbage
+		"f.jsonl": session.ErrVersion,
+		"g.jsonl": session.ErrCorrupt, // the header names another session
+		"h.jsonl": session.ErrTornTail,
+	}
+	files := map[string]string{
+		"b.jsonl": "",
+		"d.jsonl": "\x00garbage\n",
+		"f.jsonl": `{"type":"session","version":2,"id":"f","created":"2026-11-29T20:21:24.000Z"}` + "\n",
+		"g.jsonl": `{"type":"session","version":1,"id":"a","created":"2026-11-29T20:21:24.000Z"}` + "\n",
+		"h.jsonl": `{"type":"session","version":1,"id":"h","crea`,
+	}
+	for name, content := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+	}
+	list, err := s.List(ctx)
+	var le *session.ListError
+	require.ErrorAs(t, err, &le)
+	ids := make([]string, len(list))
+	for i, in := range list {
+		ids[i] = in.ID
+	}
+	assert.Equal(t, []string{"a", "c", "e"}, ids)
+	require.Len(t, le.Entries, len(bad))
+	for _, e := range le.Entries {
+		assert.ErrorIs(t, e.Err, bad[e.Name], e.Name)
+		assert.Contains(t, err.Error(), e.Name)
+	}
+}
+
 func TestCreateLeavesNoTemporaryFiles(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := open(t, dir)
 	require.NoError(t, s.Create(ctx, info("s1")))
 	require.ErrorIs(t, s.Create(ctx, info("s1")), session.ErrExists)
+	require.NoError(t, s.Release("s1"), "the writer's s1.lock goes with it")
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Len(t, entries, 1)
 	assert.Equal(t, "s1.jsonl", entries[0].Name())
+}
+
+// TestOpenRemovesStaleTemporaryFiles: a crash while a session file is
+// created leaves its temporary file; opening the store removes it, and
+// only it: not one an install still holds, nor files of other names.
+func TestOpenRemovesStaleTemporaryFiles(t *testing.T) {
+	dir := t.TempDir()
+	stale := []string{".s1.123.tmp", ".01JD0000000000000000000000.4294967295.tmp"}
+	kept := []string{".s2.456.tmp", ".s3.tmp", ".s4.12a.tmp", ".a.b.1.tmp", "s5.123.tmp", ".s6.123.tmp.bak", "notes.txt"}
+	old := time.Now().Add(-time.Hour)
+	for _, name := range append(slices.Clone(stale), kept...) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(`{"type":"ses`), 0o644))
+		require.NoError(t, os.Chtimes(filepath.Join(dir, name), old, old))
+	}
+	// A temporary file just created may not be locked yet.
+	kept = append(kept, ".s7.789.tmp")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".s7.789.tmp"), nil, 0o644))
+	// An install in progress (in another process) holds its file's lock.
+	busy := flock.New(filepath.Join(dir, ".s2.456.tmp"), flock.SetFlag(os.O_RDONLY))
+	ok, err := busy.TryLock()
+	require.NoError(t, err)
+	require.True(t, ok)
+	defer busy.Close()
+
+	open(t, dir)
+	for _, name := range stale {
+		assert.NoFileExists(t, filepath.Join(dir, name))
+	}
+	for _, name := range kept {
+		assert.FileExists(t, filepath.Join(dir, name))
+	}
+}
+
+// TestOpeningStoresNeverBreakACreate: stores opening the directory while
+// another creates sessions never remove a temporary file in use.
+func TestOpeningStoresNeverBreakACreate(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := open(t, dir)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			o, err := jsonl.Open(dir)
+			if assert.NoError(t, err) {
+				assert.NoError(t, o.Close())
+			}
+		}
+	}()
+	for i := range 50 {
+		require.NoError(t, s.Create(ctx, info(fmt.Sprintf("s%d", i))))
+	}
+	close(stop)
+	wg.Wait()
+}
+
+// TestLeaseIsTheFileLock: a lease is the session's writer; another store
+// is refused, naming the holder, or waits for it with wait.
+func TestLeaseIsTheFileLock(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	a, b := open(t, dir), open(t, dir)
+	require.NoError(t, a.Create(ctx, info("s1")))
+	require.NoError(t, a.Release("s1"))
+
+	releaseA, err := a.Lease(ctx, "s1", false)
+	require.NoError(t, err)
+	assert.FileExists(t, filepath.Join(dir, "s1.lock"), "the holder is recorded")
+	_, err = b.Lease(ctx, "s1", false)
+	require.ErrorIs(t, err, session.ErrLocked)
+	assert.Contains(t, err.Error(), fmt.Sprintf("held by pid %d on ", os.Getpid()))
+	recs := sessiontest.Turn(t, 0, 1)
+	require.ErrorIs(t, b.Append(ctx, "s1", 0, recs), session.ErrLocked, "appends need the lock too")
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = b.Lease(cancelled, "s1", true)
+	require.ErrorIs(t, err, context.Canceled)
+
+	got := make(chan error, 1)
+	var releaseB func()
+	go func() {
+		var err error
+		releaseB, err = b.Lease(ctx, "s1", true)
+		got <- err
+	}()
+	require.NoError(t, a.Append(ctx, "s1", 0, recs), "the holder appends while the other waits")
+	releaseA()
+	require.NoError(t, <-got)
+	require.ErrorIs(t, a.Append(ctx, "s1", int64(len(recs)), sessiontest.Turn(t, int64(len(recs)), 2)), session.ErrLocked)
+	require.NoError(t, b.Append(ctx, "s1", int64(len(recs)), sessiontest.Turn(t, int64(len(recs)), 2)))
+	releaseB()
+	releaseB() // idempotent
+	assert.NoFileExists(t, filepath.Join(dir, "s1.lock"), "the holder removes its record")
+	log, err := a.Load(ctx, "s1")
+	require.NoError(t, err)
+	assert.Len(t, log.Records, 2*len(recs))
+
+	_, err = b.Lease(ctx, "nope", true)
+	require.ErrorIs(t, err, session.ErrNotFound)
+}
+
+// TestLeaseOfASessionTheStoreCreated: the creator holds the lock already.
+func TestLeaseOfASessionTheStoreCreated(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir())
+	require.NoError(t, s.Create(ctx, info("s1")))
+	release, err := s.Lease(ctx, "s1", false)
+	require.NoError(t, err)
+	require.NoError(t, s.Release("s1"))
+	release() // released already: nothing to do
+	release, err = s.Lease(ctx, "s1", false)
+	require.NoError(t, err)
+	release()
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/vigil-run/vigil/session"
 )
 
@@ -52,7 +54,66 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	for _, o := range opts {
 		o(s)
 	}
+	cleanTemps(dir)
 	return s, nil
+}
+
+// staleTemp is the age from which a temporary file no install holds is
+// a crash's leftover. An install locks its file an instant after it
+// creates it and holds the lock until the file is gone; the age keeps a
+// file that was created but not yet locked out of reach.
+const staleTemp = time.Minute
+
+// cleanTemps removes the temporary files that installs interrupted by a
+// crash left behind: a file is removed only if its name is one install
+// makes, it is older than staleTemp, and no install holds its lock (one
+// in another process may be writing it right now). Failures are ignored:
+// a leftover is harmless, and the next open tries again.
+func cleanTemps(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !isTempName(e.Name()) {
+			continue
+		}
+		if fi, err := e.Info(); err != nil || time.Since(fi.ModTime()) < staleTemp {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		lock := flock.New(path, flock.SetFlag(os.O_RDONLY))
+		if ok, err := lock.TryLock(); err == nil && ok {
+			_ = os.Remove(path)
+		}
+		_ = lock.Close()
+	}
+}
+
+// tempPattern is the os.CreateTemp pattern of the file install writes
+// the log of id under: "."+id+"."+random digits+".tmp".
+func tempPattern(id string) string { return "." + id + ".*.tmp" }
+
+// isTempName reports whether name is one tempPattern makes.
+func isTempName(name string) bool {
+	rest, ok := strings.CutPrefix(name, ".")
+	if !ok {
+		return false
+	}
+	if rest, ok = strings.CutSuffix(rest, ".tmp"); !ok {
+		return false
+	}
+	// Ids have no dots: the last dot ends the id.
+	i := strings.LastIndexByte(rest, '.')
+	if i < 0 || !session.ValidID(rest[:i]) || i == len(rest)-1 {
+		return false
+	}
+	for _, c := range rest[i+1:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // Dir returns the store's directory.
@@ -115,11 +176,40 @@ func (s *Store) Fork(ctx context.Context, info session.Info, tail []*session.Rec
 // into place, fsync of the directory) and becomes its writer.
 func (s *Store) install(info session.Info, content []byte, next int64) error {
 	path := s.Path(info.ID)
-	tmp, err := os.CreateTemp(s.dir, "."+info.ID+".*.tmp")
+	if err := writeTemp(s.dir, info.ID, content, path); err != nil {
+		return err
+	}
+	if err := syncDir(s.dir); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return session.ErrClosed
+	}
+	w, err := openWriter(s, info.ID, path, &next, nil)
+	if err != nil {
+		return err
+	}
+	s.writers[info.ID] = w
+	return nil
+}
+
+// writeTemp writes content to a new temporary file, fsyncs it and links it
+// to path. It holds the temporary file's lock throughout, so that
+// [cleanTemps] in another store leaves it alone.
+func writeTemp(dir, id string, content []byte, path string) error {
+	tmp, err := os.CreateTemp(dir, tempPattern(id))
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
+	lock := flock.New(tmp.Name(), flock.SetFlag(os.O_RDONLY))
+	defer lock.Close()
+	if ok, err := lock.TryLock(); err != nil || !ok {
+		tmp.Close()
+		return fmt.Errorf("lock %s: %w (locked: %v)", tmp.Name(), err, !ok)
+	}
 	_, err = tmp.Write(content)
 	if err == nil {
 		err = tmp.Sync()
@@ -136,21 +226,82 @@ func (s *Store) install(info session.Info, content []byte, next int64) error {
 		}
 		return err
 	}
-	if err := syncDir(s.dir); err != nil {
-		return err
+	return nil
+}
+
+// lockPoll is how often a Lease that waits tries the lock again.
+const lockPoll = 50 * time.Millisecond
+
+// Lease implements [session.Leaser]: it takes session id's writer (its
+// file lock) for the caller, so that no other Store, in this process or
+// another, writes the session until release is called; the caller then
+// opens the session, and repairs an interrupted turn, under the lock (see
+// pgstore.OpenLeased). When another holds the lock, Lease fails with an
+// error wrapping [session.ErrLocked] that names the holder (from the
+// session's <id>.lock file), or, with wait, waits for the lock until ctx
+// is done. A store that holds the writer already (it created the
+// session) has the lease at once. release closes the writer, unless it
+// was released already.
+func (s *Store) Lease(ctx context.Context, id string, wait bool) (release func(), err error) {
+	w, err := s.writer(id)
+	if err != nil && wait && errors.Is(err, session.ErrLocked) {
+		w, err = s.waitWriter(ctx, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jsonl: lease %s: %w", id, err)
+	}
+	return func() { s.releaseWriter(id, w) }, nil
+}
+
+// waitWriter waits for the lock of id, then takes the session's writer.
+func (s *Store) waitWriter(ctx context.Context, id string) (*writer, error) {
+	path := s.Path(id)
+	lock := flock.New(path, flock.SetFlag(os.O_RDONLY))
+	if _, err := lock.TryLockContext(ctx, lockPoll); err != nil {
+		lock.Close()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, session.ErrNotFound
+		}
+		return nil, fmt.Errorf("waiting for the lock: %w", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return session.ErrClosed
+		lock.Close()
+		return nil, session.ErrClosed
 	}
-	w, err := openWriter(s, info.ID, path, &next)
+	if w := s.writers[id]; w != nil {
+		// Taken in this store meanwhile (the lock is per open file).
+		lock.Close()
+		return w, nil
+	}
+	w, err := openWriter(s, id, path, nil, lock)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	s.writers[info.ID] = w
-	return nil
+	s.writers[id] = w
+	return w, nil
 }
+
+// releaseWriter closes w if it is still id's writer.
+func (s *Store) releaseWriter(id string, w *writer) {
+	s.mu.Lock()
+	if s.writers[id] != w {
+		s.mu.Unlock()
+		return
+	}
+	delete(s.writers, id)
+	s.mu.Unlock()
+	_ = w.close() // a write error was returned by the appends already
+}
+
+// busy is the ErrLocked error of id, naming its holder.
+func (s *Store) busy(id string) error {
+	return fmt.Errorf("%w (%s)", session.ErrLocked, describeHolder(s.holderPath(id)))
+}
+
+// holderPath is the file naming the process that holds id's lock.
+func (s *Store) holderPath(id string) string { return filepath.Join(s.dir, id+".lock") }
 
 // Append implements [session.Store].
 func (s *Store) Append(ctx context.Context, id string, next int64, records []*session.Record) error {
@@ -195,14 +346,16 @@ func (s *Store) Load(ctx context.Context, id string) (*session.Log, error) {
 	return log, nil
 }
 
-// List implements [session.Store]. A file whose header cannot be read is
-// an error naming it.
+// List implements [session.Store]. A file whose header cannot be read (or
+// names another session) is left out and named, by file name, in the
+// [*session.ListError] returned with the others.
 func (s *Store) List(ctx context.Context) ([]session.Info, error) {
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
 		return nil, fmt.Errorf("jsonl: list: %w", err)
 	}
 	var out []session.Info
+	var bad []session.EntryError
 	for _, e := range entries {
 		name := e.Name()
 		id, ok := strings.CutSuffix(name, ext)
@@ -210,12 +363,19 @@ func (s *Store) List(ctx context.Context) ([]session.Info, error) {
 			continue
 		}
 		info, err := readHeader(filepath.Join(s.dir, name))
+		if err == nil && info.ID != id {
+			err = fmt.Errorf("%w: the header names %s", session.ErrCorrupt, info.ID)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("jsonl: list: %s: %w", name, err)
+			bad = append(bad, session.EntryError{Name: name, Err: err})
+			continue
 		}
 		out = append(out, info)
 	}
 	slices.SortFunc(out, func(a, b session.Info) int { return strings.Compare(a.ID, b.ID) })
+	if len(bad) > 0 {
+		return out, &session.ListError{Entries: bad}
+	}
 	return out, nil
 }
 
@@ -234,12 +394,18 @@ func readHeader(path string) (session.Info, error) {
 		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
 			info, err := session.DecodeHeader(buf[:i])
 			if err != nil {
+				if errors.Is(err, session.ErrVersion) {
+					return session.Info{}, fmt.Errorf("line 1: %w", err)
+				}
 				return session.Info{}, &session.CorruptError{Line: 1, Err: err}
 			}
 			return info, nil
 		}
+		if errors.Is(err, io.EOF) && len(buf) == 0 {
+			return session.Info{}, &session.CorruptError{Line: 1, Err: fmt.Errorf("%w: empty log", session.ErrMalformed)}
+		}
 		if err != nil || len(buf) > 1<<20 {
-			return session.Info{}, &session.CorruptError{Line: 1, Err: session.ErrTornTail}
+			return session.Info{}, &session.CorruptError{Line: 1, Err: fmt.Errorf("%w: the header line", session.ErrTornTail)}
 		}
 	}
 }
@@ -314,7 +480,7 @@ func (s *Store) writer(id string) (*writer, error) {
 	if err := s.check(id); err != nil {
 		return nil, err
 	}
-	w, err := openWriter(s, id, s.Path(id), nil)
+	w, err := openWriter(s, id, s.Path(id), nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -346,6 +512,7 @@ func syncDir(dir string) error {
 }
 
 var (
+	_ session.Leaser   = (*Store)(nil)
 	_ session.Store    = (*Store)(nil)
 	_ session.Flusher  = (*Store)(nil)
 	_ session.Releaser = (*Store)(nil)

@@ -1,6 +1,7 @@
 package jsonl
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ type writer struct {
 	interval time.Duration
 	f        *os.File
 	lock     *flock.Flock
+	holder   string // the <id>.lock file naming this process while it holds lock
 
 	// flushMu serializes writes and fsyncs, so that appends only wait for
 	// the buffer, never for the disk (unless they close a step).
@@ -36,22 +38,26 @@ type writer struct {
 	closed bool
 }
 
-// openWriter locks path and opens it for appending. next, when not nil,
-// is the length of a log this store just installed; otherwise the file is
-// read and validated, and a torn last line cut off.
-func openWriter(s *Store, id, path string, next *int64) (*writer, error) {
-	lock := flock.New(path, flock.SetFlag(os.O_RDONLY))
-	ok, err := lock.TryLock()
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, session.ErrNotFound
+// openWriter locks path and opens it for appending. lock, when not nil,
+// is path's lock, already held (it is the writer's from then on). next,
+// when not nil, is the length of a log this store just installed;
+// otherwise the file is read and validated, and a torn last line cut off:
+// only under the lock, so never while another writer is appending.
+func openWriter(s *Store, id, path string, next *int64, lock *flock.Flock) (*writer, error) {
+	if lock == nil {
+		lock = flock.New(path, flock.SetFlag(os.O_RDONLY))
+		ok, err := lock.TryLock()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, session.ErrNotFound
+			}
+			return nil, fmt.Errorf("lock: %w", err)
 		}
-		return nil, fmt.Errorf("lock: %w", err)
+		if !ok {
+			return nil, s.busy(id)
+		}
 	}
-	if !ok {
-		return nil, session.ErrLocked
-	}
-	w := &writer{id: id, interval: s.interval, lock: lock}
+	w := &writer{id: id, interval: s.interval, lock: lock, holder: s.holderPath(id)}
 	fail := func(err error) (*writer, error) {
 		if w.f != nil {
 			w.f.Close()
@@ -59,10 +65,12 @@ func openWriter(s *Store, id, path string, next *int64) (*writer, error) {
 		lock.Close()
 		return nil, err
 	}
+	var err error
 	w.f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
 	if err != nil {
 		return fail(err)
 	}
+	writeHolder(w.holder)
 	if next != nil {
 		w.next = *next
 		return w, nil
@@ -203,5 +211,34 @@ func (w *writer) close() error {
 		w.timer.Stop()
 	}
 	w.mu.Unlock()
+	// Removed while the lock is still held: only a holder writes it.
+	_ = os.Remove(w.holder)
 	return errors.Join(err, w.f.Close(), w.lock.Close())
+}
+
+// holderInfo is what the <id>.lock file records of the process holding a
+// session's lock, for the error or progress line of another that wants it.
+type holderInfo struct {
+	PID   int    `json:"pid"`
+	Host  string `json:"host"`
+	Since string `json:"since"`
+}
+
+// writeHolder records this process as the holder. It is informative only
+// (the lock is the file lock): a failure to write it is ignored.
+func writeHolder(path string) {
+	host, _ := os.Hostname()
+	b, _ := json.Marshal(holderInfo{PID: os.Getpid(), Host: host, Since: time.Now().UTC().Format(time.RFC3339)})
+	_ = os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// describeHolder names the holder path records, or says it is unknown (a
+// writer that has just taken the lock may not have written it yet).
+func describeHolder(path string) string {
+	b, err := os.ReadFile(path)
+	var h holderInfo
+	if err != nil || json.Unmarshal(b, &h) != nil || h.PID == 0 {
+		return "held by a process that does not say which"
+	}
+	return fmt.Sprintf("held by pid %d on %s since %s", h.PID, h.Host, h.Since)
 }

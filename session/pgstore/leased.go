@@ -8,13 +8,9 @@ import (
 	"github.com/vigil-run/vigil/session"
 )
 
-// Leaser is implemented by stores that serialize turns across processes,
-// like [Store]. Lease returns once the caller holds session id's turn
-// lease, or an error wrapping [session.ErrLocked] when another holder has
-// it (unless wait, then it waits for it).
-type Leaser interface {
-	Lease(ctx context.Context, id string, wait bool) (release func(), err error)
-}
+// Leaser is [session.Leaser], implemented by [Store] and by the jsonl
+// store.
+type Leaser = session.Leaser
 
 // OpenLeased makes session id ready for one turn run under its lease:
 //
@@ -28,8 +24,8 @@ type Leaser interface {
 //
 // With id "", it creates a session and leases it at once. done flushes
 // and closes the session, then releases the lease; call it when the turn
-// is over. Stores without leases (jsonl, memory) get the same open and
-// close, without a lease.
+// is over. Stores without leases (memory) get the same open and close,
+// without a lease.
 func OpenLeased(ctx context.Context, mgr *session.Manager, id string, wait bool) (sess *session.Session, done func(context.Context) error, err error) {
 	release := func() {}
 	leaser, _ := mgr.Store().(Leaser)

@@ -452,10 +452,14 @@ func exportConn(ctx context.Context, c *pgx.Conn, id string) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// List implements [session.Store]: sorted by id, bytewise.
+// List implements [session.Store]: sorted by id, bytewise. A session
+// whose header cannot be read is left out and named in the
+// [*session.ListError] returned with the others.
 func (s *Store) List(ctx context.Context) ([]session.Info, error) {
 	var out []session.Info
+	var bad []session.EntryError
 	err := s.pool.with(ctx, func(c *pgx.Conn) error {
+		out, bad = nil, nil
 		rows, err := c.Query(ctx, `SELECT id, header FROM vigil_sessions ORDER BY id COLLATE "C"`)
 		if err != nil {
 			return err
@@ -465,7 +469,11 @@ func (s *Store) List(ctx context.Context) ([]session.Info, error) {
 			raw := rows.RawValues()
 			info, err := session.DecodeHeader(raw[1])
 			if err != nil {
-				return fmt.Errorf("session %s: %w", raw[0], &session.CorruptError{Line: 1, Err: err})
+				if !errors.Is(err, session.ErrVersion) {
+					err = &session.CorruptError{Line: 1, Err: err}
+				}
+				bad = append(bad, session.EntryError{Name: "session " + string(raw[0]), Err: err})
+				continue
 			}
 			out = append(out, info)
 		}
@@ -473,6 +481,9 @@ func (s *Store) List(ctx context.Context) ([]session.Info, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: list: %w", err)
+	}
+	if len(bad) > 0 {
+		return out, &session.ListError{Entries: bad}
 	}
 	return out, nil
 }
