@@ -56,6 +56,12 @@
 // unknown tools and arguments that are not a JSON object become error
 // results the model sees; they never end the turn.
 //
+// Cancelling the turn cancels the context of the tools running. A tool
+// that has not returned Config.ToolGrace (default 3s) later is abandoned:
+// its goroutine is left to finish on its own, its call is answered with a
+// [CodeToolAbandoned] result, and the turn ends aborted, so a tool that
+// ignores its context cannot keep a process from stopping.
+//
 // # Status
 //
 // An agent announces its status on agent/status ([StatusEvent]): idle →
