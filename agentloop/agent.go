@@ -92,7 +92,9 @@ type Agent struct {
 	cfg      Config
 	provider func() (Provider, error)
 	tools    func() ([]Tool, error)
-	backoff  Backoff
+	// fixedTools: the tools were given (WithTools), not read from services.
+	fixedTools bool
+	backoff    Backoff
 
 	mu       sync.Mutex
 	sessions map[string]*sessionState // by session id
@@ -128,7 +130,10 @@ func WithProvider(p Provider) Option {
 // WithTools makes the agent offer exactly ts instead of the tool services.
 func WithTools(ts ...Tool) Option {
 	ts = append([]Tool(nil), ts...)
-	return func(a *Agent) { a.tools = func() ([]Tool, error) { return ts, nil } }
+	return func(a *Agent) {
+		a.tools = func() ([]Tool, error) { return ts, nil }
+		a.fixedTools = true
+	}
 }
 
 // WithBackoff replaces the delay between provider attempts (see

@@ -49,7 +49,12 @@
 //
 // # Tools
 //
-// Tools are services under "tool/" ([ProvideTool]). Each call is logged
+// Tools are services under "tool/" ([ProvideTool]), read at every step
+// just before the request is built. A provider that learned its tools
+// changed and is applying the change holds [ToolsChanging]; the step
+// waits for the holds on its bus (each bounded by its holder) before it
+// reads the tools, so a change announced before a tool result is in force
+// for the next request. Each call is logged
 // as tool/call, run through the tool/execute waterfall ([ToolExecute])
 // and answered by a tool/result in call order. Consecutive calls of tools
 // that are [ConcurrencySafe] run concurrently. Tool errors, panics,
