@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/session"
@@ -27,6 +28,10 @@ const DefaultMaxSteps = 8
 // Config.MaxAttempts is zero.
 const DefaultMaxAttempts = 4
 
+// DefaultToolGrace is how long a cancelled turn waits for its running
+// tools when Config.ToolGrace is zero.
+const DefaultToolGrace = 3 * time.Second
+
 // Config configures an agent. Its model-visible fields (system, model,
 // temperature, max_tokens, stop) go into the request header.
 type Config struct {
@@ -46,6 +51,10 @@ type Config struct {
 	// MaxAttempts bounds how often one step's request is sent when the
 	// provider fails with a retryable error before any chunk (default 4).
 	MaxAttempts int `yaml:"max_attempts"`
+	// ToolGrace is how long a cancelled turn waits for a running tool to
+	// return before it abandons the call with a TOOL_ABANDONED result
+	// (default 3s).
+	ToolGrace time.Duration `yaml:"tool_grace"`
 }
 
 // Validate checks the config.
@@ -59,6 +68,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxAttempts < 0 {
 		errs = append(errs, errors.New("max_attempts must not be negative"))
+	}
+	if c.ToolGrace < 0 {
+		errs = append(errs, errors.New("tool_grace must not be negative"))
 	}
 	if t := c.Temperature; t != nil && (*t < 0 || *t > 2) {
 		errs = append(errs, fmt.Errorf("temperature %v is outside [0, 2]", *t))
@@ -80,7 +92,9 @@ type Agent struct {
 	cfg      Config
 	provider func() (Provider, error)
 	tools    func() ([]Tool, error)
-	backoff  Backoff
+	// fixedTools: the tools were given (WithTools), not read from services.
+	fixedTools bool
+	backoff    Backoff
 
 	mu       sync.Mutex
 	sessions map[string]*sessionState // by session id
@@ -118,7 +132,10 @@ func WithProvider(p Provider) Option {
 // WithTools makes the agent offer exactly ts instead of the tool services.
 func WithTools(ts ...Tool) Option {
 	ts = append([]Tool(nil), ts...)
-	return func(a *Agent) { a.tools = func() ([]Tool, error) { return ts, nil } }
+	return func(a *Agent) {
+		a.tools = func() ([]Tool, error) { return ts, nil }
+		a.fixedTools = true
+	}
 }
 
 // WithBackoff replaces the delay between provider attempts (see
@@ -173,6 +190,9 @@ func New(c *bus.Context, cfg Config, opts ...Option) *Agent {
 	}
 	if a.cfg.MaxAttempts == 0 {
 		a.cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	if a.cfg.ToolGrace == 0 {
+		a.cfg.ToolGrace = DefaultToolGrace
 	}
 	return a
 }

@@ -60,7 +60,12 @@
 //
 // # Tools
 //
-// Tools are services under "tool/" ([ProvideTool]). Each call is logged
+// Tools are services under "tool/" ([ProvideTool]), read at every step
+// just before the request is built. A provider that learned its tools
+// changed and is applying the change holds [ToolsChanging]; the step
+// waits for the holds on its bus (each bounded by its holder) before it
+// reads the tools, so a change announced before a tool result is in force
+// for the next request. Each call is logged
 // as tool/call, run through the tool/execute waterfall ([ToolExecute])
 // and answered by a tool/result in call order. Consecutive calls of tools
 // that are [ConcurrencySafe] run concurrently. Tool errors, panics,
@@ -79,6 +84,12 @@
 // naming the plugin and its reason; the step is closed as crash repair
 // would, its calls answered TOOL_NOT_STARTED with that cause. A veto that
 // matches [ErrInvariant] (the invariants plugin's) ends it with error.
+//
+// Cancelling the turn cancels the context of the tools running. A tool
+// that has not returned Config.ToolGrace (default 3s) later is abandoned:
+// its goroutine is left to finish on its own, its call is answered with a
+// [CodeToolAbandoned] result, and the turn ends aborted, so a tool that
+// ignores its context cannot keep a process from stopping.
 //
 // # Status
 //

@@ -20,6 +20,7 @@ type stepOutcome struct {
 // assistant/message, tool calls and results, step/end.
 func (t *turn) step(ctx context.Context, n int) (stepOutcome, error) {
 	a, sess := t.a, t.sess
+	a.awaitTools(ctx) // a tool list change announced so far is in force
 	prov, tools, err := a.resolve()
 	if err != nil {
 		return stepOutcome{reason: session.ReasonError, err: err}, nil

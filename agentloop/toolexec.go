@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/session"
@@ -22,6 +21,10 @@ const (
 	CodeToolFailed = "TOOL_ERROR"
 	// CodeToolPanic: the tool panicked.
 	CodeToolPanic = "TOOL_PANIC"
+	// CodeToolAbandoned: the turn was cancelled and the tool did not
+	// return within Config.ToolGrace; it was left running and its outcome
+	// is unknown.
+	CodeToolAbandoned = "TOOL_ABANDONED"
 )
 
 // ToolInvocation is the payload of tool/execute: one call of one step.
@@ -96,26 +99,47 @@ func checkArguments(args string) (string, *session.ToolResultError) {
 	return args, nil
 }
 
-// runBatch runs the invocations of one batch, concurrently when there are
-// several, and returns their outputs in call order.
+// runBatch runs the invocations of one batch, each on its own goroutine,
+// and returns their outputs in call order. Once ctx is done, the calls
+// still running have a.cfg.ToolGrace to return; those that do not are
+// abandoned (left running, answered TOOL_ABANDONED) so that a tool that
+// ignores its context cannot keep a cancelled turn, and the process, from
+// ending.
 func (a *Agent) runBatch(ctx context.Context, invs []*ToolInvocation) []ToolOutput {
 	outs := make([]ToolOutput, len(invs))
-	run := func(i int) {
-		out, err := ToolExecute.Run(ctx, a.c, invs[i], executeTool)
-		if err != nil {
-			out = ToolOutput{Error: toolResultError(ctx, err)}
+	dones := make([]chan ToolOutput, len(invs))
+	for i, inv := range invs {
+		done := make(chan ToolOutput, 1)
+		dones[i] = done
+		go func() {
+			out, err := ToolExecute.Run(ctx, a.c, inv, executeTool)
+			if err != nil {
+				out = ToolOutput{Error: toolResultError(ctx, err)}
+			}
+			done <- out
+		}()
+	}
+	var grace <-chan struct{} // closed when the grace after cancellation is over
+	for i, done := range dones {
+		select {
+		case outs[i] = <-done:
+			continue
+		case <-ctx.Done():
 		}
-		outs[i] = out
+		if grace == nil {
+			gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.ToolGrace)
+			defer cancel()
+			grace = gctx.Done()
+		}
+		select {
+		case outs[i] = <-done:
+		case <-grace:
+			a.c.Logger().Warn("tool did not return after the turn was cancelled; abandoned",
+				"session", invs[i].Session, "turn", invs[i].Turn, "step", invs[i].Step, "tool", invs[i].Call.Name, "grace", a.cfg.ToolGrace)
+			outs[i] = ToolOutput{Error: &session.ToolResultError{Code: CodeToolAbandoned, Message: fmt.Sprintf(
+				"the turn was cancelled and the tool did not return within %s; it was abandoned and may or may not have taken effect", a.cfg.ToolGrace)}}
+		}
 	}
-	if len(invs) == 1 {
-		run(0)
-		return outs
-	}
-	var wg sync.WaitGroup
-	for i := range invs {
-		wg.Go(func() { run(i) })
-	}
-	wg.Wait()
 	return outs
 }
 

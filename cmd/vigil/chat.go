@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -77,15 +78,27 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 	}
 	defer func() { stopWatch(); wg.Wait() }()
 
-	in := bufio.NewScanner(e.stdin)
-	in.Buffer(make([]byte, 64*1024), 4<<20)
+	// Lines are read on their own goroutine so that a signal stops a chat
+	// waiting for input; that goroutine is left blocked in its read when
+	// the chat ends, which the process's exit takes care of.
+	lines, readErr := readLines(ctx, e.stdin)
 	failed := false
 	for {
 		fmt.Fprint(e.stderr, "> ")
-		if !in.Scan() {
-			break
+		var line string
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(e.stderr)
+			return chatDone(failed)
+		case l, ok := <-lines:
+			if !ok {
+				if err := <-readErr; err != nil {
+					return err
+				}
+				return chatDone(failed)
+			}
+			line = strings.TrimSpace(l)
 		}
-		line := strings.TrimSpace(in.Text())
 		switch {
 		case line == "":
 			continue
@@ -107,13 +120,32 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 			failed = true
 		}
 		if ctx.Err() != nil {
-			break
+			return chatDone(failed)
 		}
 	}
-	if err := in.Err(); err != nil {
-		return err
-	}
-	return chatDone(failed)
+}
+
+// readLines sends the lines of r until its end or ctx is done, then
+// closes lines; readErr holds the read error (nil at the end of r or when
+// ctx is done) before lines is closed.
+func readLines(ctx context.Context, r io.Reader) (lines <-chan string, readErr <-chan error) {
+	out := make(chan string)
+	errc := make(chan error, 1)
+	go func() {
+		var err error
+		defer func() { errc <- err; close(out) }()
+		in := bufio.NewScanner(r)
+		in.Buffer(make([]byte, 64*1024), 4<<20)
+		for in.Scan() {
+			select {
+			case out <- in.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+		err = in.Err()
+	}()
+	return out, errc
 }
 
 func chatDone(failed bool) error {

@@ -7,4 +7,9 @@
 // root are refused, including links created after the plugin started.
 // Absolute paths are refused before they reach the root, with a message
 // that tells the model to use a relative path.
+//
+// Only regular files and directories are read. A named pipe, a socket or
+// a device is refused with [CodeNotRegular] — checked before it is opened
+// and again on the open descriptor, which is opened non-blocking — since
+// opening or reading one can block forever.
 package fstools

@@ -27,6 +27,9 @@ const (
 	CodeBadArguments = "BAD_ARGUMENTS"
 	// CodeIO marks any other file system error.
 	CodeIO = "IO_ERROR"
+	// CodeNotRegular marks a named pipe, socket or device: opening or
+	// reading one can block forever, so it is refused.
+	CodeNotRegular = "NOT_A_REGULAR_FILE"
 )
 
 // DefaultMaxBytes is how much of a file read_file returns by default.
@@ -101,6 +104,56 @@ func toolError(p string, err error) error {
 	}
 }
 
+// open opens p, a regular file or a directory, for reading. Anything else
+// is refused: opening a named pipe blocks until a writer comes, and
+// reading a device or a pipe may never end. The type is checked before
+// opening, and again on the open file, which is opened non-blocking in
+// case p was replaced in between.
+func (f *FS) open(p string) (*os.File, error) {
+	st, err := f.root.Stat(p)
+	if err != nil {
+		return nil, toolError(p, err)
+	}
+	if !readable(st.Mode()) {
+		return nil, notRegular(p, st.Mode())
+	}
+	fh, err := f.root.OpenFile(p, os.O_RDONLY|openNonblock, 0)
+	if err != nil {
+		return nil, toolError(p, err)
+	}
+	st, err = fh.Stat()
+	if err != nil {
+		_ = fh.Close()
+		return nil, toolError(p, err)
+	}
+	if !readable(st.Mode()) {
+		_ = fh.Close()
+		return nil, notRegular(p, st.Mode())
+	}
+	// A regular file or directory is never pollable: reads on it block as
+	// usual once O_NONBLOCK is cleared.
+	if err := setBlocking(fh); err != nil {
+		_ = fh.Close()
+		return nil, toolError(p, err)
+	}
+	return fh, nil
+}
+
+func readable(m fs.FileMode) bool { return m.IsRegular() || m.IsDir() }
+
+func notRegular(p string, m fs.FileMode) error {
+	kind := "special file"
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		kind = "named pipe"
+	case m&fs.ModeSocket != 0:
+		kind = "socket"
+	case m&fs.ModeDevice != 0:
+		kind = "device"
+	}
+	return &agentloop.ToolError{Code: CodeNotRegular, Message: fmt.Sprintf("path %q is a %s, not a regular file or directory", p, kind)}
+}
+
 type listDir struct{ f *FS }
 
 func (listDir) Spec() session.ToolSpec {
@@ -118,9 +171,9 @@ func (t listDir) Execute(ctx context.Context, args json.RawMessage) (string, err
 	if err != nil {
 		return "", err
 	}
-	d, err := t.f.root.Open(p)
+	d, err := t.f.open(p)
 	if err != nil {
-		return "", toolError(p, err)
+		return "", err
 	}
 	defer d.Close()
 	entries, err := d.ReadDir(-1)
@@ -162,9 +215,9 @@ func (t readFile) Execute(ctx context.Context, args json.RawMessage) (string, er
 	if err != nil {
 		return "", err
 	}
-	fh, err := t.f.root.Open(p)
+	fh, err := t.f.open(p)
 	if err != nil {
-		return "", toolError(p, err)
+		return "", err
 	}
 	defer fh.Close()
 	st, err := fh.Stat()

@@ -29,8 +29,11 @@ type conn struct {
 	cs  *mcp.ClientSession
 
 	changed chan struct{} // a list change to handle; buffered, one is enough
-	stop    chan struct{} // closed when the plugin closes the connection
-	wg      sync.WaitGroup
+	// seesNotes: the transport notes list changes as it reads them (see
+	// noticing), so the client's handler need not.
+	seesNotes bool
+	stop      chan struct{} // closed when the plugin closes the connection
+	wg        sync.WaitGroup
 
 	// mu guards tools and the closing/dying handshake: a connection is
 	// either closed by the plugin or lost, never both.
@@ -38,6 +41,9 @@ type conn struct {
 	tools   map[string]*offered // by the name the model sees
 	closing bool
 	dying   bool
+	// hold keeps the agents' next request waiting for a list change that
+	// was announced and not yet applied (agentloop.ToolsChanging).
+	hold func()
 }
 
 // offered is a provided tool with its withdrawal.
@@ -58,12 +64,44 @@ func newConn(c *bus.Context, cfg *Config, log hclog.Logger) *conn {
 }
 
 // onListChanged is the client's notifications/tools/list_changed
-// handler. It runs on the connection's reader, so it only takes note.
+// handler. The client runs it after the connection read the
+// notification, possibly after later messages were delivered, so a
+// transport that can note changes as it reads them does so instead.
 func (cn *conn) onListChanged(context.Context, *mcp.ToolListChangedRequest) {
+	if !cn.seesNotes {
+		cn.noteChange()
+	}
+}
+
+// noteChange takes note of a list change: it holds the agents' next
+// request until the re-list is applied, and wakes the refresher. It only
+// takes note, since it may run on the connection's reader.
+func (cn *conn) noteChange() {
+	cn.mu.Lock()
+	if cn.closing || cn.dying {
+		cn.mu.Unlock()
+		return
+	}
+	if cn.hold == nil {
+		cn.hold = agentloop.ToolsChanging(cn.c, cn.cfg.timeout())
+	}
+	cn.mu.Unlock()
 	select {
 	case cn.changed <- struct{}{}:
 	default:
 	}
+}
+
+// takeHold returns the hold of the changes noted so far, and forgets it.
+func (cn *conn) takeHold() func() {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	h := cn.hold
+	cn.hold = nil
+	if h == nil {
+		h = func() {}
+	}
+	return h
 }
 
 // sync lists the server's tools and makes the provided set match it:
@@ -138,9 +176,12 @@ func (cn *conn) start(ctx context.Context) {
 			case <-cn.stop:
 				return
 			case <-cn.changed:
+				// Changes noted from here on are listed again after this.
+				done := cn.takeHold()
 				if err := cn.sync(ctx); err != nil {
 					cn.log.Error("updating tools after a list change", "error", err)
 				}
+				done()
 			}
 		}
 	})
@@ -165,6 +206,7 @@ func (cn *conn) watch() {
 		delete(cn.tools, name)
 	}
 	cn.mu.Unlock()
+	cn.takeHold()()
 	// Closing reaps a subprocess; when the end itself carries no reason,
 	// its exit status is the best one.
 	detail := werr
@@ -193,6 +235,7 @@ func (cn *conn) close() {
 	}
 	close(cn.stop)
 	cn.wg.Wait()
+	cn.takeHold()()
 	if err := cn.cs.Close(); err != nil {
 		cn.log.Debug("closing the server connection", "error", err)
 	}

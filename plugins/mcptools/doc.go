@@ -20,6 +20,17 @@
 // agent reads the tool services at every step, so the change shows in
 // the next request/header (reason change) without reloading anything.
 //
+// The rule: a list change announced before a tool result is in force for
+// the next request. From the moment the notification is read until the
+// new list is applied, the plugin holds [agentloop.ToolsChanging], and
+// the agent waits for it before it builds a request — at most the entry's
+// timeout, after which the hold lapses and the request is built with the
+// tools as they are. Over stdio the notification is noted as the
+// connection reads it, before the result that follows it on the pipe, so
+// the rule holds every time. Over streamable HTTP a notification travels
+// on a stream of its own and is noted when it arrives: one that arrives
+// after the result is in force from the request after it is applied.
+//
 // # Calls
 //
 // A call is an MCP tools/call bounded by timeout (default 60s) and by the

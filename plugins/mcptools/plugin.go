@@ -32,8 +32,8 @@ func apply(c *bus.Context, cfg Config) error {
 		return err
 	}
 	stderr := &lineLogger{log: log}
-	t := newTransport(ctx, &cfg, log, stderr)
 	cn := newConn(c, &cfg, log)
+	t := newTransport(ctx, &cfg, log, stderr, cn)
 	client := mcp.NewClient(&mcp.Implementation{Name: "vigil", Version: version()}, &mcp.ClientOptions{
 		ToolListChangedHandler: cn.onListChanged,
 	})
@@ -55,6 +55,7 @@ func apply(c *bus.Context, cfg Config) error {
 	}); err != nil {
 		_ = cs.Close()
 		t.release()
+		cn.takeHold()()
 		return err
 	}
 	if err := cn.sync(ctx); err != nil {

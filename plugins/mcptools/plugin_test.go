@@ -200,8 +200,8 @@ func TestListChangeUpdatesTheToolsAndTheNextHeader(t *testing.T) {
 			require.Eventually(t, func() bool { return !contains(h.toolNames(), "srv_late") }, 10*time.Second, 5*time.Millisecond)
 			h.turn(context.Background(), s, "anything?", session.ReasonCompleted)
 
-			// initial; change in turn 2 (late added); change in turn 4
-			// (late gone). Turn 3 offered the same tools as turn 2.
+			// initial; change when late is added; change when it is gone;
+			// turn 2 offers the same tools as the step before it.
 			var reasons []string
 			var turns []int
 			var withLate []bool
@@ -212,7 +212,13 @@ func TestListChangeUpdatesTheToolsAndTheNextHeader(t *testing.T) {
 				withLate = append(withLate, offers(hdr.Header, "srv_late"))
 			}
 			assert.Equal(t, []string{session.HeaderInitial, session.HeaderChange, session.HeaderChange}, reasons)
-			assert.Equal(t, []int{1, 2, 4}, turns)
+			if tr.name == "stdio" {
+				// Over stdio each change, announced before the call's
+				// result, is in force from the step after the call. Over
+				// HTTP the announcement travels on another stream, so it
+				// may come in after the result.
+				assert.Equal(t, []int{1, 1, 3}, turns)
+			}
 			assert.Equal(t, []bool{false, true, false}, withLate)
 			verify(t, s)
 		})
@@ -295,4 +301,30 @@ func contains(s []string, v string) bool {
 		}
 	}
 	return false
+}
+
+// TestListChangeAnnouncedBeforeAResultIsInForceForTheNextRequest: the
+// server announces its new tool before it answers the call that added
+// it, so the next request of the same turn offers it — every time, not
+// only when the re-list happens to win the race with the loop.
+func TestListChangeAnnouncedBeforeAResultIsInForceForTheNextRequest(t *testing.T) {
+	h := newHost(t,
+		callOf("srv_add_tool", map[string]any{"name": "late"}),
+		callOf("srv_late", nil),
+		say("It works."))
+	h.mcp(stdio("srv_", ""))
+	s := h.session()
+	h.turn(context.Background(), s, "add a tool and use it", session.ReasonCompleted)
+
+	var withLate []bool
+	for _, r := range ofType(s, session.TypeRequestHeader) {
+		withLate = append(withLate, offers(decode[session.RequestHeader](t, r).Header, "srv_late"))
+	}
+	assert.Equal(t, []bool{false, true}, withLate, "step 2's request offers the new tool")
+	got := results(t, s)
+	require.Len(t, got, 2)
+	assert.Equal(t, "added late", got[0].Content)
+	assert.Nil(t, got[1].Error)
+	assert.Equal(t, "late works", got[1].Content)
+	verify(t, s)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -31,10 +32,45 @@ type transport struct {
 	release func()
 }
 
+// noticing is a transport whose connection calls note as soon as it reads
+// a notifications/tools/list_changed, on the reader, before it reads the
+// next message: a change announced before a tool result is noted before
+// the call returns. (The client's handler for it runs later, on another
+// goroutine.) Only for stdio: the streamable HTTP connection relies on
+// methods of its own that a wrapper would hide.
+type noticing struct {
+	mcp.Transport
+	note func()
+}
+
+func (t noticing) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return noticingConn{c, t.note}, nil
+}
+
+type noticingConn struct {
+	mcp.Connection
+	note func()
+}
+
+func (c noticingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if r, ok := msg.(*jsonrpc.Request); ok && err == nil && !r.IsCall() && r.Method == methodToolListChanged {
+		c.note()
+	}
+	return msg, err
+}
+
+// methodToolListChanged is the notification of a changed tool list.
+const methodToolListChanged = "notifications/tools/list_changed"
+
 // newTransport returns the transport cfg describes. A subprocess is
 // started by Connect, bound to ctx: cancelling ctx kills it and its
 // process group.
-func newTransport(ctx context.Context, cfg *Config, log hclog.Logger, stderr *lineLogger) transport {
+func newTransport(ctx context.Context, cfg *Config, log hclog.Logger, stderr *lineLogger, cn *conn) transport {
 	if cfg.URL != "" {
 		rt := http.DefaultTransport.(*http.Transport).Clone()
 		hc := &http.Client{Transport: rt}
@@ -57,8 +93,9 @@ func newTransport(ctx context.Context, cfg *Config, log hclog.Logger, stderr *li
 	cmd.WaitDelay = waitDelay
 	ownProcess(cmd)
 	log.Debug("starting server", "command", cfg.Command, "args", cfg.Args)
+	cn.seesNotes = true
 	return transport{
-		Transport: &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateGrace},
+		Transport: noticing{&mcp.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, cn.noteChange},
 		// Closing the session ended the server; what it started in its
 		// process group goes with it.
 		release: func() {

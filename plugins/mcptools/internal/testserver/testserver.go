@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -47,9 +48,16 @@ func text(s string) *mcp.CallToolResult {
 //   - getwd {}: the server process's working directory
 //   - add_tool {name}: adds a tool name that answers "<name> works"
 //   - remove_tool {name}: removes the tool name
+//
+// add_tool and remove_tool answer only after the server has sent the
+// notifications/tools/list_changed that follows their change: the
+// announcement comes before the result, as a server that changes its
+// tools in a call would send it.
 //   - admin_reset {}: a tool tests exclude by pattern
 func New(opts Options) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "vigil-testserver", Version: "1"}, nil)
+	ann := &announcements{tick: make(chan struct{})}
+	s.AddSendingMiddleware(ann.middleware)
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text back.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
 			return text("echo: " + in.Text), nil, nil
@@ -86,13 +94,17 @@ func New(opts Options) *mcp.Server {
 			return text(wd), nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "add_tool", Description: "Add a tool."},
-		func(_ context.Context, _ *mcp.CallToolRequest, in nameIn) (*mcp.CallToolResult, any, error) {
-			Add(s, in.Name)
+		func(ctx context.Context, _ *mcp.CallToolRequest, in nameIn) (*mcp.CallToolResult, any, error) {
+			if err := ann.after(ctx, func() { Add(s, in.Name) }); err != nil {
+				return nil, nil, err
+			}
 			return text("added " + in.Name), nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "remove_tool", Description: "Remove a tool."},
-		func(_ context.Context, _ *mcp.CallToolRequest, in nameIn) (*mcp.CallToolResult, any, error) {
-			s.RemoveTools(in.Name)
+		func(ctx context.Context, _ *mcp.CallToolRequest, in nameIn) (*mcp.CallToolResult, any, error) {
+			if err := ann.after(ctx, func() { s.RemoveTools(in.Name) }); err != nil {
+				return nil, nil, err
+			}
 			return text("removed " + in.Name), nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "admin_reset", Description: "Reset everything."},
@@ -100,6 +112,60 @@ func New(opts Options) *mcp.Server {
 			return text("reset"), nil, nil
 		})
 	return s
+}
+
+// announcements numbers the tools/list_changed notifications the server
+// sends, in the order they begin.
+type announcements struct {
+	mu      sync.Mutex
+	started int           // notifications begun
+	sent    int           // the highest number of a notification sent
+	tick    chan struct{} // closed and replaced when sent grows
+}
+
+func (a *announcements) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "notifications/tools/list_changed" {
+			return next(ctx, method, req)
+		}
+		a.mu.Lock()
+		a.started++
+		n := a.started
+		a.mu.Unlock()
+		res, err := next(ctx, method, req)
+		a.mu.Lock()
+		if n > a.sent {
+			a.sent = n
+			close(a.tick)
+			a.tick = make(chan struct{})
+		}
+		a.mu.Unlock()
+		return res, err
+	}
+}
+
+// after runs change, then waits until a notification begun after the
+// change started has been sent. The server debounces its notifications,
+// so that one is the change's own (or carries it), however late this
+// goroutine gets to look.
+func (a *announcements) after(ctx context.Context, change func()) error {
+	a.mu.Lock()
+	before := a.started
+	a.mu.Unlock()
+	change()
+	a.mu.Lock()
+	for a.sent <= before {
+		tick := a.tick
+		a.mu.Unlock()
+		select {
+		case <-tick:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		a.mu.Lock()
+	}
+	a.mu.Unlock()
+	return nil
 }
 
 // Add adds a tool called name to s that answers "<name> works".
