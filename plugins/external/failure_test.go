@@ -60,17 +60,6 @@ func TestPluginCrashMidTurnDisposesItsFiberAndTheTurnGoesOn(t *testing.T) {
 	verify(t, sess)
 }
 
-func TestVetoingPluginThatCrashedRefusesUntilItsFiberIsGone(t *testing.T) {
-	h := newHost(t)
-	f := h.mustLoad(&external.Config{Path: bins["testplugin"], Config: map[string]any{"veto": "never matches this"}})
-	sess := h.session()
-	_, err := h.tool("crash").Execute(context.Background(), json.RawMessage("{}"))
-	require.Error(t, err)
-	require.Eventually(t, func() bool { return f.State() == bus.StateFailed }, 5*time.Second, 10*time.Millisecond)
-	_, err = sess.Append(context.Background(), session.Event{Type: session.TypeUserMessage, Data: session.UserMessage{Content: "hi"}})
-	require.NoError(t, err, "the failed plugin's veto listener is gone")
-}
-
 func TestDisposeStopsThePluginProcess(t *testing.T) {
 	h := newHost(t)
 	f := h.mustLoad(testPlugin())

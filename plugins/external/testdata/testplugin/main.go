@@ -6,6 +6,8 @@
 //	VIGIL_TEST_MODE=version  speak protocol version 99
 //	VIGIL_TEST_MODE=slowstart  sleep 3s before serving
 //	VIGIL_TEST_MARKER=path   create path at start
+//	VIGIL_TEST_TYPES=all     observe and validate every event type
+//	                         (default: user/message and tool/call)
 package main
 
 import (
@@ -32,6 +34,8 @@ import (
 type Config struct {
 	// Veto refuses user/message events whose content matches.
 	Veto string `json:"veto"`
+	// VetoTools refuses tool/call events whose tool name matches.
+	VetoTools string `json:"veto_tools"`
 	// SlowValidate makes Validate sleep this long (ms).
 	SlowValidate int `json:"slow_validate"`
 	// FailConfigure makes Configure fail.
@@ -39,11 +43,12 @@ type Config struct {
 }
 
 type state struct {
-	mu   sync.Mutex
-	seen []string
-	host *sdk.Host
-	veto *regexp.Regexp
-	slow time.Duration
+	mu    sync.Mutex
+	seen  []string
+	host  *sdk.Host
+	veto  *regexp.Regexp
+	tools *regexp.Regexp
+	slow  time.Duration
 }
 
 func main() {
@@ -63,6 +68,10 @@ func main() {
 		return
 	}
 	st := &state{}
+	types := []string{session.TypeUserMessage, session.TypeToolCall}
+	if os.Getenv("VIGIL_TEST_TYPES") == "all" {
+		types = nil
+	}
 	sdk.Serve(&sdk.Plugin[Config]{
 		Name:    "testplugin",
 		Version: "0.1",
@@ -74,11 +83,14 @@ func main() {
 			if cfg.Veto != "" {
 				st.veto = regexp.MustCompile(cfg.Veto)
 			}
+			if cfg.VetoTools != "" {
+				st.tools = regexp.MustCompile(cfg.VetoTools)
+			}
 			st.slow = time.Duration(cfg.SlowValidate) * time.Millisecond
 			sdk.Logger().Info("configured", "veto", cfg.Veto)
 			return nil
 		},
-		Types: []string{session.TypeUserMessage, session.TypeToolCall},
+		Types: types,
 		OnEvent: func(_ context.Context, ev *sdk.Event) error {
 			st.mu.Lock()
 			defer st.mu.Unlock()
@@ -87,6 +99,16 @@ func main() {
 		},
 		Validate: func(_ context.Context, ev *sdk.Event) error {
 			time.Sleep(st.slow)
+			if st.tools != nil && ev.Type == session.TypeToolCall {
+				c, err := sdk.Data[session.ToolCall](ev)
+				if err != nil {
+					return err
+				}
+				if st.tools.MatchString(c.Name) {
+					return sdk.Veto("TEST", "the tool "+c.Name+" matches "+st.tools.String())
+				}
+				return nil
+			}
 			if st.veto == nil || ev.Type != session.TypeUserMessage {
 				return nil
 			}
