@@ -24,7 +24,11 @@ import (
 
 func TestPluginCrashMidTurnDisposesItsFiberAndTheTurnGoesOn(t *testing.T) {
 	h := newHost(t)
-	f := h.mustLoad(testPlugin())
+	// It validates user messages: failing open, its loss does not stop
+	// the next turn (TestKilledPolicy… shows the default, fail: closed).
+	cfg := testPlugin()
+	cfg.Fail = external.FailOpen
+	f := h.mustLoad(cfg)
 	pid := h.pidOf()
 	prov := scriptedProvider(t,
 		scripted.Reply{ToolCalls: []scripted.ToolCall{{Name: "crash"}}},
@@ -165,13 +169,22 @@ func TestSlowPluginIsBoundedByTheTimeout(t *testing.T) {
 	t.Run("start", func(t *testing.T) {
 		h := newHost(t)
 		cfg := testPlugin("VIGIL_TEST_MODE=slowstart")
-		cfg.Timeout = 300 * time.Millisecond
+		cfg.StartTimeout = 300 * time.Millisecond
 		start := time.Now()
 		_, err := h.load(cfg)
 		require.ErrorIs(t, err, external.ErrHandshake)
 		require.ErrorIs(t, err, external.ErrTimeout)
 		assert.Contains(t, err.Error(), "did not complete the handshake within 300ms")
 		assert.Less(t, time.Since(start), 2*time.Second)
+	})
+	t.Run("a short call timeout does not bound the start", func(t *testing.T) {
+		// Starting a process and its handshake take longer than answering
+		// a call, the more so on a busy machine: the call timeout alone
+		// must not fail the start.
+		h := newHost(t)
+		cfg := testPlugin("VIGIL_TEST_START_DELAY=500ms")
+		cfg.Timeout = 100 * time.Millisecond
+		h.mustLoad(cfg)
 	})
 	t.Run("the caller's deadline is the caller's error", func(t *testing.T) {
 		h := newHost(t)

@@ -6,6 +6,7 @@
 //	VIGIL_TEST_MODE=version  speak protocol version 99
 //	VIGIL_TEST_MODE=slowstart  sleep 3s before serving
 //	VIGIL_TEST_MARKER=path   create path at start
+//	VIGIL_TEST_START_DELAY=d wait d (a Go duration) before serving
 //	VIGIL_TEST_TYPES=all     observe and validate every event type
 //	                         (default: user/message and tool/call)
 package main
@@ -54,6 +55,9 @@ type state struct {
 func main() {
 	if m := os.Getenv("VIGIL_TEST_MARKER"); m != "" {
 		_ = os.WriteFile(m, []byte("started"), 0o644)
+	}
+	if d, err := time.ParseDuration(os.Getenv("VIGIL_TEST_START_DELAY")); err == nil {
+		time.Sleep(d)
 	}
 	switch os.Getenv("VIGIL_TEST_MODE") {
 	case "stray":
