@@ -140,42 +140,37 @@ func TestHandshakeFailuresAreExplained(t *testing.T) {
 	})
 }
 
+// The slow plugins below block for a minute, far beyond the timeouts: an
+// answer at all shows the bound held, whatever the machine's load, and
+// nothing is measured.
 func TestSlowPluginIsBoundedByTheTimeout(t *testing.T) {
 	t.Run("tool call", func(t *testing.T) {
 		h := newHost(t)
 		cfg := testPlugin()
 		cfg.Timeout = 300 * time.Millisecond
 		h.mustLoad(cfg)
-		start := time.Now()
 		_, err := h.tool("sleep").Execute(context.Background(), json.RawMessage("{}"))
-		took := time.Since(start)
 		var te *agentloop.ToolError
 		require.ErrorAs(t, err, &te)
 		assert.Equal(t, external.CodeTimeout, te.Code)
-		assert.Less(t, took, 2*time.Second)
-		// The plugin is still usable afterwards.
-		assert.Equal(t, "{}", h.call("echo", "{}"))
+		assert.Contains(t, te.Message, "no answer within 300ms")
 	})
 	t.Run("validation", func(t *testing.T) {
 		h := newHost(t)
-		h.mustLoad(&external.Config{Path: bins["testplugin"], Timeout: 200 * time.Millisecond, Config: map[string]any{"slow_validate": 2000}})
+		h.mustLoad(&external.Config{Path: bins["testplugin"], Timeout: 200 * time.Millisecond, Config: map[string]any{"slow_validate": 60_000}})
 		sess := h.session()
-		start := time.Now()
 		_, err := sess.Append(context.Background(), session.Event{Type: session.TypeUserMessage, Data: session.UserMessage{Content: "hi"}})
 		require.ErrorIs(t, err, external.ErrTimeout)
-		assert.Less(t, time.Since(start), 1500*time.Millisecond)
 		assert.Equal(t, 0, sess.Len(), "an unanswered validation refuses the event")
 	})
 	t.Run("start", func(t *testing.T) {
 		h := newHost(t)
 		cfg := testPlugin("VIGIL_TEST_MODE=slowstart")
 		cfg.StartTimeout = 300 * time.Millisecond
-		start := time.Now()
 		_, err := h.load(cfg)
 		require.ErrorIs(t, err, external.ErrHandshake)
 		require.ErrorIs(t, err, external.ErrTimeout)
 		assert.Contains(t, err.Error(), "did not complete the handshake within 300ms")
-		assert.Less(t, time.Since(start), 2*time.Second)
 	})
 	t.Run("a short call timeout does not bound the start", func(t *testing.T) {
 		// Starting a process and its handshake take longer than answering
@@ -194,6 +189,8 @@ func TestSlowPluginIsBoundedByTheTimeout(t *testing.T) {
 		_, err := h.tool("sleep").Execute(ctx, json.RawMessage("{}"))
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.False(t, errors.Is(err, external.ErrTimeout))
+		// The plugin is still usable while the abandoned call runs on.
+		assert.Equal(t, "{}", h.call("echo", "{}"))
 	})
 }
 

@@ -4,7 +4,7 @@
 //
 //	VIGIL_TEST_MODE=stray    print to stdout before serving
 //	VIGIL_TEST_MODE=version  speak protocol version 99
-//	VIGIL_TEST_MODE=slowstart  sleep 3s before serving
+//	VIGIL_TEST_MODE=slowstart  sleep a minute before serving
 //	VIGIL_TEST_MARKER=path   create path at start
 //	VIGIL_TEST_START_DELAY=d wait d (a Go duration) before serving
 //	VIGIL_TEST_TYPES=all     observe and validate every event type
@@ -63,7 +63,7 @@ func main() {
 	case "stray":
 		fmt.Println("hello from the plugin")
 	case "slowstart":
-		time.Sleep(3 * time.Second)
+		time.Sleep(time.Minute)
 	case "version":
 		hs := sdk.Handshake()
 		hs.ProtocolVersion = 99
@@ -148,8 +148,8 @@ func main() {
 				os.Exit(3)
 				return "", nil
 			}},
-			{Name: "sleep", Description: "sleeps, ignoring cancellation", Run: func(context.Context, json.RawMessage) (string, error) {
-				time.Sleep(3 * time.Second)
+			{Name: "sleep", Description: "sleeps a minute, ignoring cancellation", Run: func(context.Context, json.RawMessage) (string, error) {
+				time.Sleep(time.Minute)
 				return "slept", nil
 			}},
 			sdk.NewTool("env", "returns the named environment variables", nil,
