@@ -166,8 +166,10 @@ func (cn *conn) explain(err error, took time.Duration) error {
 		return fmt.Errorf("%w: %w: %s did not complete the handshake within %s", ErrHandshake, ErrTimeout, cn.path, cn.startTimeout)
 	}
 	// No handshake line: the process closed its stdout, which it does
-	// when it exits. Its exit status and stderr are complete once it has.
-	if cn.awaitExit(exitGrace) {
+	// when it exits (and go-plugin kills it on a failed start). Its exit
+	// status and stderr are complete once its exit is observed, which on a
+	// busy machine can take a while: wait within the start's bound.
+	if cn.awaitExit(cn.startTimeout) {
 		msg := fmt.Sprintf("%s exited before the handshake", cn.path)
 		if e := p.exitErr(); e != nil {
 			msg += " (" + e.Error() + ")"
@@ -218,10 +220,6 @@ func (cn *conn) close() {
 	_ = cn.lifeline.Close()
 	_ = os.RemoveAll(cn.sockDir)
 }
-
-// exitGrace is how long a failure that looks like the process going away
-// waits for its exit to be observed.
-const exitGrace = time.Second
 
 // awaitExit waits up to d for the process to exit and reports whether it
 // has.
@@ -299,8 +297,11 @@ func (cn *conn) errWithin(ctx context.Context, op string, err error, d time.Dura
 		return fmt.Errorf("%w: %s: no answer within %s", ErrTimeout, op, d)
 	case cn.stopping.Load() || cn.exited():
 		return fmt.Errorf("%w: %s: %w", ErrExited, op, err)
-	case code == codes.Unavailable && cn.awaitExit(exitGrace):
-		// The connection broke because the process is going away.
+	case code == codes.Unavailable && cn.awaitExit(d):
+		// The connection broke because the process is going away. Its exit
+		// is observed a moment later, a long one on a busy machine: wait
+		// within the call's bound rather than a fixed grace, so that a
+		// crash is told from a broken connection whatever the load.
 		return fmt.Errorf("%w: %s: %w", ErrExited, op, err)
 	}
 	return fmt.Errorf("external: %s: %w", op, err)

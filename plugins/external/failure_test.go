@@ -64,6 +64,21 @@ func TestPluginCrashMidTurnDisposesItsFiberAndTheTurnGoesOn(t *testing.T) {
 	verify(t, sess)
 }
 
+func TestCrashIsToldFromABrokenConnectionHoweverLongItsExitTakes(t *testing.T) {
+	// The exit is observed only once the process's stderr is closed, here
+	// 2s after the connection broke: longer than any fixed grace short
+	// enough not to matter, as a busy machine can make it too.
+	h := newHost(t)
+	cfg := testPlugin("PATH") // to find sleep
+	cfg.Fail = external.FailOpen
+	f := h.mustLoad(cfg)
+	_, err := h.tool("crash_leaving_child").Execute(context.Background(), json.RawMessage("{}"))
+	var te *agentloop.ToolError
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, external.CodeUnavailable, te.Code, "%v", err)
+	require.NoError(t, awaitState(context.Background(), f, bus.StateFailed))
+}
+
 func TestDisposeStopsThePluginProcess(t *testing.T) {
 	h := newHost(t)
 	f := h.mustLoad(testPlugin())
@@ -102,6 +117,9 @@ func TestChecksum(t *testing.T) {
 func TestHandshakeFailuresAreExplained(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "not-a-plugin")
 	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\necho 'no such thing here' >&2\nexit 2\n"), 0o755))
+	// Its exit is observed 2s late: a child holds its stderr.
+	lingering := filepath.Join(t.TempDir(), "lingering")
+	require.NoError(t, os.WriteFile(lingering, []byte("#!/bin/sh\necho 'no such thing here' >&2\nsleep 2 >/dev/null &\nexit 2\n"), 0o755))
 	cases := []struct {
 		name string
 		cfg  *external.Config
@@ -113,6 +131,8 @@ func TestHandshakeFailuresAreExplained(t *testing.T) {
 		{"another protocol version", testPlugin("VIGIL_TEST_MODE=version"),
 			[]error{external.ErrHandshake}, []string{"speaks plugin protocol version 99, this host speaks version 1"}},
 		{"exits before the handshake", &external.Config{Path: script},
+			[]error{external.ErrHandshake, external.ErrExited}, []string{"exited before the handshake", "no such thing here"}},
+		{"exits before the handshake, its exit observed late", &external.Config{Path: lingering},
 			[]error{external.ErrHandshake, external.ErrExited}, []string{"exited before the handshake", "no such thing here"}},
 	}
 	for _, tc := range cases {

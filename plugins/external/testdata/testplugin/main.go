@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -145,6 +146,18 @@ func main() {
 			}},
 			{Name: "crash", Description: "exits the process mid-call", Run: func(context.Context, json.RawMessage) (string, error) {
 				sdk.Logger().Error("crashing on purpose")
+				os.Exit(3)
+				return "", nil
+			}},
+			{Name: "crash_leaving_child", Description: "exits mid-call, leaving a child that holds its stderr for 2s", Run: func(context.Context, json.RawMessage) (string, error) {
+				// The host sees the connection break at once but the
+				// process's exit only once its stderr is closed.
+				child := exec.Command("sleep", "2")
+				// fd 2 itself: go-plugin streams os.Stderr through a pipe.
+				child.Stderr = os.NewFile(2, "stderr")
+				if err := child.Start(); err != nil {
+					return "", err
+				}
 				os.Exit(3)
 				return "", nil
 			}},
