@@ -76,7 +76,7 @@ func TestCrashIsToldFromABrokenConnectionHoweverLongItsExitTakes(t *testing.T) {
 	var te *agentloop.ToolError
 	require.ErrorAs(t, err, &te)
 	assert.Equal(t, external.CodeUnavailable, te.Code, "%v", err)
-	require.NoError(t, awaitState(context.Background(), f, bus.StateFailed))
+	awaitFailed(t, f)
 }
 
 func TestDisposeStopsThePluginProcess(t *testing.T) {
