@@ -255,6 +255,10 @@ func (d *decoder) entry(n *yaml.Node) (Entry, error) {
 	} else if err := d.decode(&yaml.Node{Kind: yaml.MappingNode, Line: n.Line, Column: n.Column}, target.Elem()); err != nil {
 		return e, err
 	}
+	// A config that wants to name its entry in errors learns its id.
+	if v, ok := cfg.(interface{ SetEntryID(string) }); ok {
+		v.SetEntryID(e.ID)
+	}
 	if v, ok := cfg.(interface{ Validate() error }); ok && !e.Disabled {
 		if err := v.Validate(); err != nil {
 			at := n

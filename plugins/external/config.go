@@ -10,9 +10,21 @@ import (
 	"github.com/vigil-run/vigil/plugins/internal/yamljson"
 )
 
-// DefaultTimeout bounds each call to the plugin, and its start, when
-// Config.Timeout is zero.
+// DefaultTimeout bounds each call to the plugin when Config.Timeout is
+// zero, and its start when Config.StartTimeout is zero too.
 const DefaultTimeout = 10 * time.Second
+
+// Failure modes of Config.Fail: what becomes of the events a plugin
+// validates when it cannot be consulted.
+const (
+	// FailClosed (the default) refuses them: a policy that cannot be
+	// consulted lets nothing through, also once its process has crashed,
+	// until its entry is applied again.
+	FailClosed = "closed"
+	// FailOpen lets them through (logged): for plugins that may be lost
+	// without stopping the sessions they watch.
+	FailOpen = "open"
+)
 
 // Config configures one external plugin.
 type Config struct {
@@ -29,10 +41,24 @@ type Config struct {
 	Env []string `yaml:"env" doc:"allow-list: NAME passes the host's value, NAME=value sets one"`
 	// Config is handed to the plugin as JSON.
 	Config any `yaml:"config" doc:"the plugin's own config, passed as JSON"`
-	// Timeout bounds the start of the plugin and every call to it
-	// (default 10s).
-	Timeout time.Duration `yaml:"timeout" doc:"bounds the start and every call (default 10s)"`
+	// Timeout bounds every call to the plugin (default 10s).
+	Timeout time.Duration `yaml:"timeout" doc:"bounds every call (default 10s)"`
+	// StartTimeout bounds the start: the process, the handshake and the
+	// describe, configure and list-tools calls (default: the larger of
+	// Timeout and 10s). Starting takes longer than answering, so a short
+	// Timeout does not make the start fail on a busy machine.
+	StartTimeout time.Duration `yaml:"start_timeout" doc:"bounds the start (default: the larger of timeout and 10s)"`
+	// Fail is FailClosed (the default) or FailOpen.
+	Fail string `yaml:"fail" doc:"closed (default): events the plugin validates are refused while it cannot be consulted, also after a crash; open: they pass"`
+
+	// entryID is the plugins.yaml id of the entry, set by the config
+	// loader through SetEntryID; errors name it.
+	entryID string
 }
+
+// SetEntryID records the id of the plugins.yaml entry the config belongs
+// to (the config loader calls it), so that errors name the entry.
+func (c *Config) SetEntryID(id string) { c.entryID = id }
 
 // Validate checks the config.
 func (c *Config) Validate() error {
@@ -54,6 +80,12 @@ func (c *Config) Validate() error {
 	if c.Timeout < 0 {
 		errs = append(errs, errors.New("timeout must not be negative"))
 	}
+	if c.StartTimeout < 0 {
+		errs = append(errs, errors.New("start_timeout must not be negative"))
+	}
+	if c.Fail != "" && c.Fail != FailClosed && c.Fail != FailOpen {
+		errs = append(errs, fmt.Errorf("fail must be %q or %q, got %q", FailClosed, FailOpen, c.Fail))
+	}
 	if _, err := c.configJSON(); err != nil {
 		errs = append(errs, fmt.Errorf("config: %w", err))
 	}
@@ -66,6 +98,15 @@ func (c *Config) timeout() time.Duration {
 	}
 	return DefaultTimeout
 }
+
+func (c *Config) startTimeout() time.Duration {
+	if c.StartTimeout > 0 {
+		return c.StartTimeout
+	}
+	return max(c.timeout(), DefaultTimeout)
+}
+
+func (c *Config) failOpen() bool { return c.Fail == FailOpen }
 
 // configJSON encodes the plugin's config as JSON. YAML decoders may give
 // maps with non-string keys; those become strings.

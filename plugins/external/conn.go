@@ -27,9 +27,10 @@ import (
 // conn is one running plugin process and the gRPC client of its Plugin
 // service.
 type conn struct {
-	path    string
-	timeout time.Duration
-	log     hclog.Logger
+	path         string
+	timeout      time.Duration
+	startTimeout time.Duration
+	log          hclog.Logger
 
 	client   *plugin.Client
 	proc     *process
@@ -83,7 +84,7 @@ func start(cfg *Config, log hclog.Logger) (_ *conn, err error) {
 		return nil, fmt.Errorf("external: lifeline: %w", err)
 	}
 	// go-plugin names the plugin's stderr logger after the binary itself.
-	cn := &conn{path: path, timeout: cfg.timeout(), log: log.Named(filepath.Base(path)), lifeline: w, sockDir: sockDir, stop: make(chan struct{})}
+	cn := &conn{path: path, timeout: cfg.timeout(), startTimeout: cfg.startTimeout(), log: log.Named(filepath.Base(path)), lifeline: w, sockDir: sockDir, stop: make(chan struct{})}
 	env := append(cfg.environ(os.LookupEnv), pluginpb.LogLevelEnv+"="+strings.ToLower(log.GetLevel().String()))
 	if hasLifeline {
 		env = append(env, pluginpb.LifelineEnv+"=3")
@@ -101,7 +102,7 @@ func start(cfg *Config, log hclog.Logger) (_ *conn, err error) {
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
 		SkipHostEnv:      true,
-		StartTimeout:     cn.timeout,
+		StartTimeout:     cn.startTimeout,
 		Logger:           log,
 		SyncStdout:       &lineLogger{log: log, stream: "stdout"},
 		SyncStderr:       &lineLogger{log: log, stream: "stderr"},
@@ -161,12 +162,14 @@ func (cn *conn) explain(err error, took time.Duration) error {
 			return &VersionError{Path: cn.path, Plugin: app, Host: pluginpb.ProtocolVersion}
 		}
 	}
-	if took >= cn.timeout {
-		return fmt.Errorf("%w: %w: %s did not complete the handshake within %s", ErrHandshake, ErrTimeout, cn.path, cn.timeout)
+	if took >= cn.startTimeout {
+		return fmt.Errorf("%w: %w: %s did not complete the handshake within %s", ErrHandshake, ErrTimeout, cn.path, cn.startTimeout)
 	}
 	// No handshake line: the process closed its stdout, which it does
-	// when it exits. Its exit status and stderr are complete once it has.
-	if cn.awaitExit(exitGrace) {
+	// when it exits (and go-plugin kills it on a failed start). Its exit
+	// status and stderr are complete once its exit is observed, which on a
+	// busy machine can take a while: wait within the start's bound.
+	if cn.awaitExit(cn.startTimeout) {
 		msg := fmt.Sprintf("%s exited before the handshake", cn.path)
 		if e := p.exitErr(); e != nil {
 			msg += " (" + e.Error() + ")"
@@ -218,10 +221,6 @@ func (cn *conn) close() {
 	_ = os.RemoveAll(cn.sockDir)
 }
 
-// exitGrace is how long a failure that looks like the process going away
-// waits for its exit to be observed.
-const exitGrace = time.Second
-
 // awaitExit waits up to d for the process to exit and reports whether it
 // has.
 func (cn *conn) awaitExit(d time.Duration) bool {
@@ -264,9 +263,25 @@ func (cn *conn) callCtx(ctx context.Context) (context.Context, context.CancelFun
 	return context.WithTimeout(ctx, cn.timeout)
 }
 
+// startCtx bounds one call of the start (describe, configure, list
+// tools) by the start timeout.
+func (cn *conn) startCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, cn.startTimeout)
+}
+
+// startErr is callErr for a call bounded by startCtx.
+func (cn *conn) startErr(ctx context.Context, op string, err error) error {
+	return cn.errWithin(ctx, op, err, cn.startTimeout)
+}
+
 // callErr turns the error of a call into the adapter's: ErrTimeout when
 // the plugin did not answer in time, ErrExited when it is gone.
 func (cn *conn) callErr(ctx context.Context, op string, err error) error {
+	return cn.errWithin(ctx, op, err, cn.timeout)
+}
+
+// errWithin is callErr for a call bounded by d.
+func (cn *conn) errWithin(ctx context.Context, op string, err error, d time.Duration) error {
 	code := status.Code(err)
 	if code == codes.DeadlineExceeded || code == codes.Canceled {
 		if ctx.Err() != nil {
@@ -279,11 +294,14 @@ func (cn *conn) callErr(ctx context.Context, op string, err error) error {
 	}
 	switch {
 	case code == codes.DeadlineExceeded:
-		return fmt.Errorf("%w: %s: no answer within %s", ErrTimeout, op, cn.timeout)
+		return fmt.Errorf("%w: %s: no answer within %s", ErrTimeout, op, d)
 	case cn.stopping.Load() || cn.exited():
 		return fmt.Errorf("%w: %s: %w", ErrExited, op, err)
-	case code == codes.Unavailable && cn.awaitExit(exitGrace):
-		// The connection broke because the process is going away.
+	case code == codes.Unavailable && cn.awaitExit(d):
+		// The connection broke because the process is going away. Its exit
+		// is observed a moment later, a long one on a busy machine: wait
+		// within the call's bound rather than a fixed grace, so that a
+		// crash is told from a broken connection whatever the load.
 		return fmt.Errorf("%w: %s: %w", ErrExited, op, err)
 	}
 	return fmt.Errorf("external: %s: %w", op, err)

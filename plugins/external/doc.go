@@ -11,7 +11,9 @@
 //	      sha256: "9f86d08…"         # optional: refuse any other binary
 //	      args: [--verbose]          # optional
 //	      env: [HOME, "UNITS=metric"] # allow-list: nothing else is passed
-//	      timeout: 5s                # start and every call (default 10s)
+//	      timeout: 5s                # every call (default 10s)
+//	      start_timeout: 20s         # the start (default: max(timeout, 10s))
+//	      fail: closed               # or open (see Failing closed)
 //	      config: { precision: 4 }   # the plugin's own config, as JSON
 //
 // # Lifecycle
@@ -31,8 +33,9 @@
 //     canonical JSON line) of the subscribed types;
 //   - for one with veto, registers a bus.Veto listener that sends each
 //     record before it is committed; a veto fails the append with a
-//     [*VetoError], and so does a plugin that does not answer (a policy
-//     that cannot be consulted lets nothing through);
+//     [*VetoError], and a plugin that does not answer fails it too (a
+//     policy that cannot be consulted lets nothing through) unless the
+//     entry says fail: open;
 //   - for session/created, a session.Created observer.
 //
 // Observers are called synchronously, in commit order, like every
@@ -48,12 +51,30 @@
 //
 // The fiber owns the process: disposing it (or reloading it) asks the
 // plugin to dispose, then stops the process. Every call is bounded by the
-// timeout; a tool call that times out is a PLUGIN_TIMEOUT tool error the
-// model sees. When the process exits on its own (a crash), its calls fail
-// (tool results with PLUGIN_UNAVAILABLE), the crash is logged with the
+// timeout, the start (handshake, describe, configure, list tools) by the
+// start timeout; a tool call that times out is a PLUGIN_TIMEOUT tool error
+// the model sees. When the process exits on its own (a crash), its calls
+// fail (tool results with PLUGIN_UNAVAILABLE), the crash is logged with the
 // exit status and the last stderr line, and the fiber fails (its Err wraps
-// ErrExited; an Update starts the plugin again); the
-// host and the session logs are unharmed. When the host process dies, the
-// plugin exits too: it holds the read end of a pipe whose write end only
-// the host has (see package pluginpb).
+// ErrExited; an Update starts the plugin again); the host and the session
+// logs are unharmed. When the host process dies, the plugin exits too: it
+// holds the read end of a pipe whose write end only the host has (see
+// package pluginpb).
+//
+// # Failing closed
+//
+// Failing the fiber disposes its veto listener, which would let through
+// what the plugin refused. So when a plugin that validates events exits on
+// its own (and its entry does not say fail: open), a guard takes its place
+// before the fiber fails: a veto listener in a fiber of its own under the
+// root, which outlives the failed fiber and refuses the event types the
+// plugin validated with an [*UnavailableError] naming the entry and the
+// exit. It lets through what only closes a turn (synthetic tool results
+// coded TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN or TOOL_ABANDONED, step/end,
+// turn/end), so the loop and crash repair can still end the turn and the
+// session stays usable. Applying the entry again (an edit, an Update)
+// lifts the guard once the new process validates; a failed re-apply keeps
+// it; a disposed entry takes it along (the guard notices at its next
+// event). The guard is unscoped: a plugin applied through a scoped context
+// fails closed for every subject.
 package external

@@ -57,3 +57,26 @@ type VetoError struct {
 func (e *VetoError) Error() string {
 	return fmt.Sprintf("plugin %s vetoed the event: %s: %s", e.Plugin, e.Code, e.Reason)
 }
+
+// UnavailableError refuses an event of a type a plugin validates while
+// the plugin cannot be consulted: its process exited (crashed, was
+// killed) and its entry was not applied again since. A policy that
+// cannot be consulted lets nothing through. It matches ErrExited.
+type UnavailableError struct {
+	// Entry is the plugins.yaml id of the plugin's entry (the plugin's
+	// name when it was applied without one).
+	Entry string
+	// Plugin is the plugin's name.
+	Plugin string
+	// Exit is how its process ended: "exit status 3", "signal: killed".
+	Exit string
+	// Type is the refused event's type.
+	Type string
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("external: entry %q (plugin %s) exited (%s); the %s events it validates are refused until the entry is applied again (fail: closed)", e.Entry, e.Plugin, e.Exit, e.Type)
+}
+
+// Is makes an UnavailableError match ErrExited.
+func (e *UnavailableError) Is(target error) bool { return target == ErrExited }

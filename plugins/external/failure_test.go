@@ -24,7 +24,11 @@ import (
 
 func TestPluginCrashMidTurnDisposesItsFiberAndTheTurnGoesOn(t *testing.T) {
 	h := newHost(t)
-	f := h.mustLoad(testPlugin())
+	// It validates user messages: failing open, its loss does not stop
+	// the next turn (TestKilledPolicy… shows the default, fail: closed).
+	cfg := testPlugin()
+	cfg.Fail = external.FailOpen
+	f := h.mustLoad(cfg)
 	pid := h.pidOf()
 	prov := scriptedProvider(t,
 		scripted.Reply{ToolCalls: []scripted.ToolCall{{Name: "crash"}}},
@@ -60,15 +64,19 @@ func TestPluginCrashMidTurnDisposesItsFiberAndTheTurnGoesOn(t *testing.T) {
 	verify(t, sess)
 }
 
-func TestVetoingPluginThatCrashedRefusesUntilItsFiberIsGone(t *testing.T) {
+func TestCrashIsToldFromABrokenConnectionHoweverLongItsExitTakes(t *testing.T) {
+	// The exit is observed only once the process's stderr is closed, here
+	// 2s after the connection broke: longer than any fixed grace short
+	// enough not to matter, as a busy machine can make it too.
 	h := newHost(t)
-	f := h.mustLoad(&external.Config{Path: bins["testplugin"], Config: map[string]any{"veto": "never matches this"}})
-	sess := h.session()
-	_, err := h.tool("crash").Execute(context.Background(), json.RawMessage("{}"))
-	require.Error(t, err)
-	require.Eventually(t, func() bool { return f.State() == bus.StateFailed }, 5*time.Second, 10*time.Millisecond)
-	_, err = sess.Append(context.Background(), session.Event{Type: session.TypeUserMessage, Data: session.UserMessage{Content: "hi"}})
-	require.NoError(t, err, "the failed plugin's veto listener is gone")
+	cfg := testPlugin("PATH") // to find sleep
+	cfg.Fail = external.FailOpen
+	f := h.mustLoad(cfg)
+	_, err := h.tool("crash_leaving_child").Execute(context.Background(), json.RawMessage("{}"))
+	var te *agentloop.ToolError
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, external.CodeUnavailable, te.Code, "%v", err)
+	awaitFailed(t, f)
 }
 
 func TestDisposeStopsThePluginProcess(t *testing.T) {
@@ -109,6 +117,9 @@ func TestChecksum(t *testing.T) {
 func TestHandshakeFailuresAreExplained(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "not-a-plugin")
 	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\necho 'no such thing here' >&2\nexit 2\n"), 0o755))
+	// Its exit is observed 2s late: a child holds its stderr.
+	lingering := filepath.Join(t.TempDir(), "lingering")
+	require.NoError(t, os.WriteFile(lingering, []byte("#!/bin/sh\necho 'no such thing here' >&2\nsleep 2 >/dev/null &\nexit 2\n"), 0o755))
 	cases := []struct {
 		name string
 		cfg  *external.Config
@@ -120,6 +131,8 @@ func TestHandshakeFailuresAreExplained(t *testing.T) {
 		{"another protocol version", testPlugin("VIGIL_TEST_MODE=version"),
 			[]error{external.ErrHandshake}, []string{"speaks plugin protocol version 99, this host speaks version 1"}},
 		{"exits before the handshake", &external.Config{Path: script},
+			[]error{external.ErrHandshake, external.ErrExited}, []string{"exited before the handshake", "no such thing here"}},
+		{"exits before the handshake, its exit observed late", &external.Config{Path: lingering},
 			[]error{external.ErrHandshake, external.ErrExited}, []string{"exited before the handshake", "no such thing here"}},
 	}
 	for _, tc := range cases {
@@ -147,42 +160,46 @@ func TestHandshakeFailuresAreExplained(t *testing.T) {
 	})
 }
 
+// The slow plugins below block for a minute, far beyond the timeouts: an
+// answer at all shows the bound held, whatever the machine's load, and
+// nothing is measured.
 func TestSlowPluginIsBoundedByTheTimeout(t *testing.T) {
 	t.Run("tool call", func(t *testing.T) {
 		h := newHost(t)
 		cfg := testPlugin()
 		cfg.Timeout = 300 * time.Millisecond
 		h.mustLoad(cfg)
-		start := time.Now()
 		_, err := h.tool("sleep").Execute(context.Background(), json.RawMessage("{}"))
-		took := time.Since(start)
 		var te *agentloop.ToolError
 		require.ErrorAs(t, err, &te)
 		assert.Equal(t, external.CodeTimeout, te.Code)
-		assert.Less(t, took, 2*time.Second)
-		// The plugin is still usable afterwards.
-		assert.Equal(t, "{}", h.call("echo", "{}"))
+		assert.Contains(t, te.Message, "no answer within 300ms")
 	})
 	t.Run("validation", func(t *testing.T) {
 		h := newHost(t)
-		h.mustLoad(&external.Config{Path: bins["testplugin"], Timeout: 200 * time.Millisecond, Config: map[string]any{"slow_validate": 2000}})
+		h.mustLoad(&external.Config{Path: bins["testplugin"], Timeout: 200 * time.Millisecond, Config: map[string]any{"slow_validate": 60_000}})
 		sess := h.session()
-		start := time.Now()
 		_, err := sess.Append(context.Background(), session.Event{Type: session.TypeUserMessage, Data: session.UserMessage{Content: "hi"}})
 		require.ErrorIs(t, err, external.ErrTimeout)
-		assert.Less(t, time.Since(start), 1500*time.Millisecond)
 		assert.Equal(t, 0, sess.Len(), "an unanswered validation refuses the event")
 	})
 	t.Run("start", func(t *testing.T) {
 		h := newHost(t)
 		cfg := testPlugin("VIGIL_TEST_MODE=slowstart")
-		cfg.Timeout = 300 * time.Millisecond
-		start := time.Now()
+		cfg.StartTimeout = 300 * time.Millisecond
 		_, err := h.load(cfg)
 		require.ErrorIs(t, err, external.ErrHandshake)
 		require.ErrorIs(t, err, external.ErrTimeout)
 		assert.Contains(t, err.Error(), "did not complete the handshake within 300ms")
-		assert.Less(t, time.Since(start), 2*time.Second)
+	})
+	t.Run("a short call timeout does not bound the start", func(t *testing.T) {
+		// Starting a process and its handshake take longer than answering
+		// a call, the more so on a busy machine: the call timeout alone
+		// must not fail the start.
+		h := newHost(t)
+		cfg := testPlugin("VIGIL_TEST_START_DELAY=500ms")
+		cfg.Timeout = 100 * time.Millisecond
+		h.mustLoad(cfg)
 	})
 	t.Run("the caller's deadline is the caller's error", func(t *testing.T) {
 		h := newHost(t)
@@ -192,6 +209,8 @@ func TestSlowPluginIsBoundedByTheTimeout(t *testing.T) {
 		_, err := h.tool("sleep").Execute(ctx, json.RawMessage("{}"))
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.False(t, errors.Is(err, external.ErrTimeout))
+		// The plugin is still usable while the abandoned call runs on.
+		assert.Equal(t, "{}", h.call("echo", "{}"))
 	})
 }
 

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
@@ -36,7 +39,13 @@ func New() bus.Plugin { return &Plugin{} }
 // Plugin is the host adapter of one out-of-process plugin. Applying it
 // starts the process; the fiber owns it, and disposing the fiber stops
 // it.
-type Plugin struct{}
+type Plugin struct {
+	mu sync.Mutex
+	// guards holds, per fiber whose validating process crashed, the fiber
+	// of its fail-closed guard: it outlives the failed fiber until that is
+	// applied again or disposed.
+	guards map[*bus.Fiber]*bus.Fiber
+}
 
 // Name implements bus.Plugin.
 func (*Plugin) Name() string { return Name }
@@ -49,9 +58,10 @@ func (*Plugin) Inject() bus.Inject {
 
 // Apply implements bus.Plugin: it starts the process, checks the
 // handshake, configures the plugin, provides its tools and subscribes it
-// to the events it asked for. A process that exits afterwards disposes
-// the fiber.
-func (*Plugin) Apply(c *bus.Context, config any) error {
+// to the events it asked for. A process that exits afterwards fails the
+// fiber; when it validated events (and fails closed), a guard keeps
+// refusing them until the entry is applied again.
+func (p *Plugin) Apply(c *bus.Context, config any) error {
 	cfg, err := bus.ConfigAs[Config](config)
 	if err != nil {
 		return err
@@ -74,11 +84,11 @@ func (*Plugin) Apply(c *bus.Context, config any) error {
 	log.Debug("plugin started", "path", cn.path, "pid", cn.pid())
 
 	ctx := context.Background()
-	dctx, cancel := cn.callCtx(ctx)
+	dctx, cancel := cn.startCtx(ctx)
 	desc, err := cn.rpc.Describe(dctx, &pluginpb.DescribeRequest{})
 	cancel()
 	if err != nil {
-		return cn.callErr(ctx, "describe", err)
+		return cn.startErr(ctx, "describe", err)
 	}
 	name := desc.GetName()
 	if name == "" {
@@ -86,18 +96,18 @@ func (*Plugin) Apply(c *bus.Context, config any) error {
 	}
 
 	hostID := cn.serveHost(&hostService{c: c, name: name, log: log})
-	cctx, cancel := cn.callCtx(ctx)
+	cctx, cancel := cn.startCtx(ctx)
 	_, err = cn.rpc.Configure(cctx, &pluginpb.ConfigureRequest{Config: raw, HostBrokerId: hostID})
 	cancel()
 	if err != nil {
-		return cn.callErr(ctx, "configure", err)
+		return cn.startErr(ctx, "configure", err)
 	}
 
-	lctx, cancel := cn.callCtx(ctx)
+	lctx, cancel := cn.startCtx(ctx)
 	tools, err := cn.rpc.ListTools(lctx, &pluginpb.ListToolsRequest{})
 	cancel()
 	if err != nil {
-		return cn.callErr(ctx, "list tools", err)
+		return cn.startErr(ctx, "list tools", err)
 	}
 	for _, pt := range tools.GetTools() {
 		t, err := newTool(cn, pt)
@@ -109,20 +119,133 @@ func (*Plugin) Apply(c *bus.Context, config any) error {
 		}
 	}
 
-	l := &listeners{cn: cn, name: name}
+	l := &listeners{cn: cn, name: name, open: cfg.failOpen()}
+	var vetoes typeSet
 	for _, sub := range desc.GetSubscriptions() {
 		if err := l.subscribe(c, sub); err != nil {
 			return err
 		}
+		if sub.GetEvent() == EventSession && sub.GetVeto() {
+			vetoes.add(sub.GetTypes())
+		}
 	}
 
 	f := c.Fiber()
+	// The plugin can be consulted again: its own validator replaces the
+	// guard of an earlier crash (registered above, so there is no gap).
+	p.lift(f)
+	entry := cfg.entryID
+	if entry == "" {
+		entry = name
+	}
+	root := c.Root()
 	go watch(cn, func() {
-		log.Error("plugin process exited; its fiber fails", "path", cn.path, "pid", cn.pid(), "exit", exitString(cn.proc.exitErr()), "stderr", cn.proc.tail.lastLine())
-		f.Fail(fmt.Errorf("%w: %s (%s)", ErrExited, cn.path, exitString(cn.proc.exitErr())))
+		exit := exitString(cn.proc.exitErr())
+		log.Error("plugin process exited; its fiber fails", "entry", entry, "path", cn.path, "pid", cn.pid(), "exit", exit, "stderr", cn.proc.tail.lastLine())
+		if vetoes.any && !l.open {
+			// Before the fiber fails, so that its validator and the guard
+			// never both miss an event.
+			p.guard(root, f, vetoes, &UnavailableError{Entry: entry, Plugin: name, Exit: exit}, log)
+		}
+		f.Fail(fmt.Errorf("%w: entry %q: %s (%s)", ErrExited, entry, cn.path, exit))
 	})
 	log.Info("plugin ready", "name", name, "version", desc.GetVersion(), "tools", len(tools.GetTools()), "subscriptions", len(desc.GetSubscriptions()))
 	return nil
+}
+
+// typeSet is the event types a plugin validates.
+type typeSet struct {
+	any   bool // it validates some
+	all   bool // a subscription without types: every type
+	types []string
+}
+
+func (s *typeSet) add(types []string) {
+	s.any = true
+	if len(types) == 0 {
+		s.all = true
+	}
+	s.types = append(s.types, types...)
+}
+
+func (s *typeSet) has(typ string) bool { return s.all || slices.Contains(s.types, typ) }
+
+// guard installs the fail-closed guard of f, whose validating process
+// exited: a veto listener that refuses the types the plugin validated,
+// except the closers that end a turn cleanly, until f is applied again
+// (Apply lifts it) or disposed. It lives in a fiber of its own under the
+// root, because failing f disposes everything f registered.
+func (p *Plugin) guard(root *bus.Root, f *bus.Fiber, types typeSet, down *UnavailableError, log hclog.Logger) {
+	g, err := root.Context().Plugin(bus.PluginFunc(Name, func(gc *bus.Context, _ struct{}) error {
+		bus.Veto.On(gc, func(_ context.Context, d bus.Dispatch) error {
+			if d.Name != session.Committed.Name() {
+				return nil
+			}
+			cm, ok := d.Payload.(*session.Commit)
+			if !ok || cm == nil || cm.Record == nil {
+				return nil
+			}
+			if f.State() == bus.StateDisposed {
+				// The entry is gone for good; so is its policy.
+				p.lift(f)
+				return nil
+			}
+			typ := cm.Record.Type()
+			if !types.has(typ) || isCloser(cm.Record) {
+				return nil
+			}
+			e := *down
+			e.Type = typ
+			return &e
+		})
+		return nil
+	}), nil)
+	if err != nil {
+		// Only a root being disposed refuses it: the host is going away.
+		log.Error("fail-closed guard not installed", "entry", down.Entry, "error", err)
+		return
+	}
+	p.mu.Lock()
+	if p.guards == nil {
+		p.guards = map[*bus.Fiber]*bus.Fiber{}
+	}
+	old := p.guards[f]
+	p.guards[f] = g
+	p.mu.Unlock()
+	if old != nil {
+		_ = old.Dispose()
+	}
+	log.Warn("refusing the events the plugin validated until its entry is applied again", "entry", down.Entry, "exit", down.Exit)
+}
+
+// lift removes f's fail-closed guard, if it has one.
+func (p *Plugin) lift(f *bus.Fiber) {
+	p.mu.Lock()
+	g := p.guards[f]
+	delete(p.guards, f)
+	p.mu.Unlock()
+	if g != nil {
+		_ = g.Dispose()
+	}
+}
+
+// closerCodes are the error codes of the synthetic tool results that end
+// a turn cleanly: the loop's and crash repair's (session.Closers) and a
+// cancelled turn's abandoned tools (agentloop's TOOL_ABANDONED).
+var closerCodes = []string{session.CodeToolNotStarted, session.CodeToolOutcomeUnknown, "TOOL_ABANDONED"}
+
+// isCloser reports whether rec only closes what is open (a synthetic tool
+// result, a step or turn end): a guard lets it through so that a session
+// is never left with a turn it cannot end.
+func isCloser(rec *session.Record) bool {
+	switch rec.Type() {
+	case session.TypeStepEnd, session.TypeTurnEnd:
+		return true
+	case session.TypeToolResult:
+		r, err := session.DecodeData[session.ToolResult](rec)
+		return err == nil && r.Content == "" && r.Error != nil && slices.Contains(closerCodes, r.Error.Code)
+	}
+	return false
 }
 
 // watch calls crashed when the process exits before the plugin is
@@ -148,6 +271,7 @@ func exitString(err error) string {
 type listeners struct {
 	cn   *conn
 	name string
+	open bool // fail open: a validation that gets no answer lets the event through
 }
 
 func (l *listeners) subscribe(c *bus.Context, sub *pluginpb.Subscription) error {
@@ -203,13 +327,18 @@ func commitEvent(cm *session.Commit) *pluginpb.Event {
 
 // validate asks the plugin about a record before it is committed. A
 // plugin that fails to answer refuses it: a policy that cannot be
-// consulted does not let events through.
+// consulted does not let events through, unless it fails open.
 func (l *listeners) validate(ctx context.Context, cm *session.Commit) error {
 	cctx, cancel := l.cn.callCtx(ctx)
 	defer cancel()
 	resp, err := l.cn.rpc.Validate(cctx, commitEvent(cm))
 	if err != nil {
-		return l.cn.callErr(ctx, "validate "+cm.Record.Type(), err)
+		err = l.cn.callErr(ctx, "validate "+cm.Record.Type(), err)
+		if l.open && ctx.Err() == nil {
+			l.cn.log.Warn("validation got no answer; the event passes (fail: open)", "type", cm.Record.Type(), "error", err)
+			return nil
+		}
+		return err
 	}
 	if resp.GetVeto() {
 		return &VetoError{Plugin: l.name, Code: resp.GetCode(), Reason: resp.GetReason()}

@@ -4,8 +4,11 @@
 //
 //	VIGIL_TEST_MODE=stray    print to stdout before serving
 //	VIGIL_TEST_MODE=version  speak protocol version 99
-//	VIGIL_TEST_MODE=slowstart  sleep 3s before serving
+//	VIGIL_TEST_MODE=slowstart  sleep a minute before serving
 //	VIGIL_TEST_MARKER=path   create path at start
+//	VIGIL_TEST_START_DELAY=d wait d (a Go duration) before serving
+//	VIGIL_TEST_TYPES=all     observe and validate every event type
+//	                         (default: user/message and tool/call)
 package main
 
 import (
@@ -14,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -32,6 +36,8 @@ import (
 type Config struct {
 	// Veto refuses user/message events whose content matches.
 	Veto string `json:"veto"`
+	// VetoTools refuses tool/call events whose tool name matches.
+	VetoTools string `json:"veto_tools"`
 	// SlowValidate makes Validate sleep this long (ms).
 	SlowValidate int `json:"slow_validate"`
 	// FailConfigure makes Configure fail.
@@ -39,22 +45,26 @@ type Config struct {
 }
 
 type state struct {
-	mu   sync.Mutex
-	seen []string
-	host *sdk.Host
-	veto *regexp.Regexp
-	slow time.Duration
+	mu    sync.Mutex
+	seen  []string
+	host  *sdk.Host
+	veto  *regexp.Regexp
+	tools *regexp.Regexp
+	slow  time.Duration
 }
 
 func main() {
 	if m := os.Getenv("VIGIL_TEST_MARKER"); m != "" {
 		_ = os.WriteFile(m, []byte("started"), 0o644)
 	}
+	if d, err := time.ParseDuration(os.Getenv("VIGIL_TEST_START_DELAY")); err == nil {
+		time.Sleep(d)
+	}
 	switch os.Getenv("VIGIL_TEST_MODE") {
 	case "stray":
 		fmt.Println("hello from the plugin")
 	case "slowstart":
-		time.Sleep(3 * time.Second)
+		time.Sleep(time.Minute)
 	case "version":
 		hs := sdk.Handshake()
 		hs.ProtocolVersion = 99
@@ -63,6 +73,10 @@ func main() {
 		return
 	}
 	st := &state{}
+	types := []string{session.TypeUserMessage, session.TypeToolCall}
+	if os.Getenv("VIGIL_TEST_TYPES") == "all" {
+		types = nil
+	}
 	sdk.Serve(&sdk.Plugin[Config]{
 		Name:    "testplugin",
 		Version: "0.1",
@@ -74,11 +88,14 @@ func main() {
 			if cfg.Veto != "" {
 				st.veto = regexp.MustCompile(cfg.Veto)
 			}
+			if cfg.VetoTools != "" {
+				st.tools = regexp.MustCompile(cfg.VetoTools)
+			}
 			st.slow = time.Duration(cfg.SlowValidate) * time.Millisecond
 			sdk.Logger().Info("configured", "veto", cfg.Veto)
 			return nil
 		},
-		Types: []string{session.TypeUserMessage, session.TypeToolCall},
+		Types: types,
 		OnEvent: func(_ context.Context, ev *sdk.Event) error {
 			st.mu.Lock()
 			defer st.mu.Unlock()
@@ -87,6 +104,16 @@ func main() {
 		},
 		Validate: func(_ context.Context, ev *sdk.Event) error {
 			time.Sleep(st.slow)
+			if st.tools != nil && ev.Type == session.TypeToolCall {
+				c, err := sdk.Data[session.ToolCall](ev)
+				if err != nil {
+					return err
+				}
+				if st.tools.MatchString(c.Name) {
+					return sdk.Veto("TEST", "the tool "+c.Name+" matches "+st.tools.String())
+				}
+				return nil
+			}
 			if st.veto == nil || ev.Type != session.TypeUserMessage {
 				return nil
 			}
@@ -122,8 +149,20 @@ func main() {
 				os.Exit(3)
 				return "", nil
 			}},
-			{Name: "sleep", Description: "sleeps, ignoring cancellation", Run: func(context.Context, json.RawMessage) (string, error) {
-				time.Sleep(3 * time.Second)
+			{Name: "crash_leaving_child", Description: "exits mid-call, leaving a child that holds its stderr for 2s", Run: func(context.Context, json.RawMessage) (string, error) {
+				// The host sees the connection break at once but the
+				// process's exit only once its stderr is closed.
+				child := exec.Command("sleep", "2")
+				// fd 2 itself: go-plugin streams os.Stderr through a pipe.
+				child.Stderr = os.NewFile(2, "stderr")
+				if err := child.Start(); err != nil {
+					return "", err
+				}
+				os.Exit(3)
+				return "", nil
+			}},
+			{Name: "sleep", Description: "sleeps a minute, ignoring cancellation", Run: func(context.Context, json.RawMessage) (string, error) {
+				time.Sleep(time.Minute)
 				return "slept", nil
 			}},
 			sdk.NewTool("env", "returns the named environment variables", nil,
