@@ -13,6 +13,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
@@ -32,6 +33,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
@@ -239,8 +243,8 @@ func TestPythonPluginServesATurn(t *testing.T) {
 }
 
 // clientCert is a certificate like the one go-plugin's host sends in
-// PLUGIN_CLIENT_CERT, PEM-encoded.
-func clientCert(t *testing.T) string {
+// PLUGIN_CLIENT_CERT, PEM-encoded, and its key pair.
+func clientCert(t *testing.T) (string, tls.Certificate) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
@@ -257,17 +261,19 @@ func clientCert(t *testing.T) string {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
 	require.NoError(t, err)
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})), tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
 // TestPythonPluginHandshakeAndLifeline runs the script as go-plugin's
 // host would, by hand: its one stdout line is the handshake Vigil
-// expects, with a certificate for localhost in unpadded base64 DER, and
-// closing the lifeline makes it exit.
+// expects, with a certificate for localhost in unpadded base64 DER; it
+// serves go-plugin's health service over mutual TLS with the host's
+// certificate; and closing the lifeline makes it exit.
 func TestPythonPluginHandshakeAndLifeline(t *testing.T) {
 	requirePython(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	certPEM, keyPair := clientCert(t)
 	r, w, err := os.Pipe()
 	require.NoError(t, err)
 	defer w.Close()
@@ -276,7 +282,7 @@ func TestPythonPluginHandshakeAndLifeline(t *testing.T) {
 		pluginpb.MagicCookieKey + "=" + pluginpb.MagicCookieValue,
 		"PLUGIN_PROTOCOL_VERSIONS=1",
 		"PLUGIN_UNIX_SOCKET_DIR=" + t.TempDir(),
-		"PLUGIN_CLIENT_CERT=" + clientCert(t),
+		"PLUGIN_CLIENT_CERT=" + certPEM,
 		pluginpb.LifelineEnv + "=3",
 	}
 	cmd.ExtraFiles = []*os.File{r}
@@ -299,6 +305,23 @@ func TestPythonPluginHandshakeAndLifeline(t *testing.T) {
 	cert, err := x509.ParseCertificate(der)
 	require.NoError(t, err)
 	assert.NoError(t, cert.VerifyHostname("localhost"))
+
+	// Dialed as go-plugin dials: its certificate is the only root, the
+	// server name localhost, and the host's certificate the client's.
+	roots := x509.NewCertPool()
+	roots.AddCert(cert)
+	cc, err := grpc.NewClient("unix:"+parts[3], grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{
+		Certificates: []tls.Certificate{keyPair},
+		RootCAs:      roots,
+		ServerName:   "localhost",
+		MinVersion:   tls.VersionTLS12,
+	})))
+	require.NoError(t, err)
+	defer cc.Close()
+	health, err := grpc_health_v1.NewHealthClient(cc).Check(ctx, &grpc_health_v1.HealthCheckRequest{Service: "plugin"})
+	require.NoError(t, err)
+	assert.Equal(t, grpc_health_v1.HealthCheckResponse_SERVING, health.GetStatus())
+	require.NoError(t, cc.Close())
 
 	// The host is gone: its end of the lifeline closes.
 	require.NoError(t, w.Close())
