@@ -74,7 +74,9 @@ func requirePython(t *testing.T) {
 	if err == nil {
 		return
 	}
-	msg := fmt.Sprintf("%s cannot import grpc and cryptography (apt-get install -y python3-grpcio python3-cryptography): %v: %s", python, err, bytes.TrimSpace(out))
+	// The traceback's last line names the missing module.
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	msg := fmt.Sprintf("%s cannot import grpc and cryptography (apt-get install -y python3-grpcio python3-cryptography): %v: %s", python, err, lines[len(lines)-1])
 	if os.Getenv("CI") != "" {
 		t.Fatalf("%s; .ci/run must install them", msg)
 	}
