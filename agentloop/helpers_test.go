@@ -160,8 +160,6 @@ func (f funcTool) ConcurrencySafe() bool { return f.safe }
 
 var errBoom = errors.New("boom")
 
-func noBackoff(int, *agentloop.ProviderError) time.Duration { return 0 }
-
 // TestInvariantsAreMountedInTestEnv guards the premise of the other
 // tests: a rule violation is refused in their environment.
 func TestInvariantsAreMountedInTestEnv(t *testing.T) {

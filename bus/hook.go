@@ -40,7 +40,7 @@ func (h Hook[P, R]) Bail(ctx context.Context, c *Context, p P) (R, error) {
 
 func (h Hook[P, R]) run(ctx context.Context, c *Context, p P, checkCtx bool) (result R, err error) {
 	var zero R
-	if err := (Event[P]{id: h.id, name: h.name}).Check(ctx, c, p); err != nil {
+	if err := Event[P](h).Check(ctx, c, p); err != nil {
 		return zero, err
 	}
 	ll := c.root.listeners(h.id)

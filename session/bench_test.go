@@ -23,7 +23,6 @@ func BenchmarkAppend(b *testing.B) {
 	const perSession = 10000
 	root := bus.New()
 	b.Cleanup(func() { _ = root.Dispose() })
-	m := session.NewManager(root.Context(), memory.New())
 	var s *session.Session
 	ev := session.Event{Type: session.TypeAssistantChunk, Turn: 1, Step: 1, Data: session.AssistantChunk{Text: "Hel"}}
 	b.ReportAllocs()
@@ -34,9 +33,8 @@ func BenchmarkAppend(b *testing.B) {
 			if s != nil {
 				require.NoError(b, s.Close(ctx))
 			}
-			m = session.NewManager(root.Context(), memory.New())
 			var err error
-			s, err = m.Create(ctx)
+			s, err = session.NewManager(root.Context(), memory.New()).Create(ctx)
 			require.NoError(b, err)
 			b.StartTimer()
 		}

@@ -231,8 +231,8 @@ func (p *Plugin) lift(f *bus.Fiber) {
 
 // closerCodes are the error codes of the synthetic tool results that end
 // a turn cleanly: the loop's and crash repair's (session.Closers) and a
-// cancelled turn's abandoned tools (agentloop's TOOL_ABANDONED).
-var closerCodes = []string{session.CodeToolNotStarted, session.CodeToolOutcomeUnknown, "TOOL_ABANDONED"}
+// cancelled turn's abandoned tools (agentloop.CodeToolAbandoned).
+var closerCodes = []string{session.CodeToolNotStarted, session.CodeToolOutcomeUnknown, agentloop.CodeToolAbandoned}
 
 // isCloser reports whether rec only closes what is open (a synthetic tool
 // result, a step or turn end): a guard lets it through so that a session
