@@ -11,7 +11,7 @@ import (
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/invariants"
-	"github.com/vigil-run/vigil/plugins/replay"
+	"github.com/vigil-run/vigil/plugins/provider/replay"
 	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/jsonl"
 )

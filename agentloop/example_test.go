@@ -6,8 +6,8 @@ import (
 
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
-	"github.com/vigil-run/vigil/plugins/calc"
-	"github.com/vigil-run/vigil/plugins/scripted"
+	"github.com/vigil-run/vigil/plugins/provider/scripted"
+	"github.com/vigil-run/vigil/plugins/tools/calc"
 	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/memory"
 )

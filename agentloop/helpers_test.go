@@ -16,8 +16,8 @@ import (
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/invariants"
-	"github.com/vigil-run/vigil/plugins/fstools"
-	"github.com/vigil-run/vigil/plugins/scripted"
+	"github.com/vigil-run/vigil/plugins/provider/scripted"
+	"github.com/vigil-run/vigil/plugins/tools/fs"
 	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/memory"
 )

@@ -10,7 +10,7 @@ import (
 
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
-	"github.com/vigil-run/vigil/plugins/calc"
+	"github.com/vigil-run/vigil/plugins/tools/calc"
 	"github.com/vigil-run/vigil/session"
 )
 

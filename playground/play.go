@@ -7,8 +7,8 @@ import (
 	"sync"
 
 	"github.com/vigil-run/vigil/agentloop"
-	"github.com/vigil-run/vigil/plugins/calc"
-	"github.com/vigil-run/vigil/plugins/scripted"
+	"github.com/vigil-run/vigil/plugins/provider/scripted"
+	"github.com/vigil-run/vigil/plugins/tools/calc"
 	"github.com/vigil-run/vigil/session"
 )
 

@@ -3,7 +3,7 @@ package playground
 import (
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/plugins/compaction"
-	"github.com/vigil-run/vigil/plugins/scripted"
+	"github.com/vigil-run/vigil/plugins/provider/scripted"
 )
 
 // The demo: two turns, the first with a calc tool call, and between them a

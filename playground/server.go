@@ -14,7 +14,7 @@ import (
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/plugins/compaction"
-	"github.com/vigil-run/vigil/plugins/stores"
+	"github.com/vigil-run/vigil/plugins/store/memory"
 	"github.com/vigil-run/vigil/session"
 )
 
@@ -86,7 +86,7 @@ func (s *Server) compose() error {
 	if _, err := s.c.Plugin(invariants.New(), &invariants.Config{Mode: invariants.ModeStrict}); err != nil {
 		return err
 	}
-	if _, err := s.c.Plugin(stores.Memory, nil); err != nil {
+	if _, err := s.c.Plugin(memory.Plugin, nil); err != nil {
 		return err
 	}
 	mgr, err := session.Sessions.Get(s.c)

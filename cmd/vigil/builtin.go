@@ -3,5 +3,5 @@ package main
 // The built-in plugins register themselves by name when imported.
 import (
 	_ "github.com/vigil-run/vigil/invariants"
-	_ "github.com/vigil-run/vigil/plugins/all"
+	_ "github.com/vigil-run/vigil/plugins"
 )

@@ -15,7 +15,7 @@ import (
 
 	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/plugins/external"
-	pluginpb "github.com/vigil-run/vigil/plugins/proto"
+	pluginpb "github.com/vigil-run/vigil/plugins/external/proto"
 	"github.com/vigil-run/vigil/session"
 )
 

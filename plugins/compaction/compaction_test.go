@@ -15,8 +15,8 @@ import (
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/plugins/compaction"
-	"github.com/vigil-run/vigil/plugins/fstools"
-	"github.com/vigil-run/vigil/plugins/scripted"
+	"github.com/vigil-run/vigil/plugins/provider/scripted"
+	"github.com/vigil-run/vigil/plugins/tools/fs"
 	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/memory"
 )

@@ -11,7 +11,7 @@ import (
 
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/plugins/external"
-	"github.com/vigil-run/vigil/plugins/sdk"
+	"github.com/vigil-run/vigil/plugins/external/sdk"
 	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/memory"
 )

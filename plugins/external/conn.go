@@ -21,7 +21,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	pluginpb "github.com/vigil-run/vigil/plugins/proto"
+	pluginpb "github.com/vigil-run/vigil/plugins/external/proto"
 )
 
 // conn is one running plugin process and the gRPC client of its Plugin

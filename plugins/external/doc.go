@@ -1,7 +1,7 @@
 // Package external is the "external" plugin: it runs a Vigil plugin as its
 // own process, over hashicorp/go-plugin, and maps what the plugin asks for
-// onto the bus. Plugins are written with package plugins/sdk (Go) or
-// against the gRPC protocol in plugins/proto (any language).
+// onto the bus. Plugins are written with package plugins/external/sdk (Go) or
+// against the gRPC protocol in plugins/external/proto (any language).
 //
 //	plugins:
 //	  - id: units

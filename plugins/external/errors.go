@@ -34,7 +34,7 @@ type VersionError struct {
 }
 
 func (e *VersionError) Error() string {
-	fix := "rebuild the plugin against the github.com/vigil-run/vigil/plugins/sdk of this host"
+	fix := "rebuild the plugin against the github.com/vigil-run/vigil/plugins/external/sdk of this host"
 	if e.Plugin > e.Host {
 		fix = "upgrade the host, or use a plugin built for this host"
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/config"
 	"github.com/vigil-run/vigil/plugins/external"
-	"github.com/vigil-run/vigil/plugins/scripted"
+	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	"github.com/vigil-run/vigil/session"
 )
 

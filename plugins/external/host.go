@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/vigil-run/vigil/bus"
-	pluginpb "github.com/vigil-run/vigil/plugins/proto"
+	pluginpb "github.com/vigil-run/vigil/plugins/external/proto"
 	"github.com/vigil-run/vigil/session"
 )
 

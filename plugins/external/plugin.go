@@ -11,7 +11,7 @@ import (
 
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
-	pluginpb "github.com/vigil-run/vigil/plugins/proto"
+	pluginpb "github.com/vigil-run/vigil/plugins/external/proto"
 	"github.com/vigil-run/vigil/session"
 )
 

@@ -6,7 +6,7 @@ import (
 	"errors"
 
 	"github.com/vigil-run/vigil/agentloop"
-	pluginpb "github.com/vigil-run/vigil/plugins/proto"
+	pluginpb "github.com/vigil-run/vigil/plugins/external/proto"
 	"github.com/vigil-run/vigil/session"
 )
 

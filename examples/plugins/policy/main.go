@@ -19,7 +19,7 @@ package main
 import (
 	"context"
 
-	"github.com/vigil-run/vigil/plugins/sdk"
+	"github.com/vigil-run/vigil/plugins/external/sdk"
 	"github.com/vigil-run/vigil/session"
 )
 

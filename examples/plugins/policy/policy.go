@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"regexp"
 
-	"github.com/vigil-run/vigil/plugins/sdk"
+	"github.com/vigil-run/vigil/plugins/external/sdk"
 	"github.com/vigil-run/vigil/session"
 )
 

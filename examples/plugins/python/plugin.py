@@ -9,7 +9,7 @@ broker.
 
 It runs on Debian's /usr/bin/python3 with python3-grpcio and
 python3-cryptography; the stubs in pb/ come from gen.sh. The protocol,
-handshake and process contract are in plugins/proto/doc.go.
+handshake and process contract are in plugins/external/proto/doc.go.
 
     plugins:
       - id: wordcount
@@ -45,7 +45,7 @@ import health_pb2_grpc  # noqa: E402
 import plugin_pb2 as pb  # noqa: E402
 import plugin_pb2_grpc  # noqa: E402
 
-# The go-plugin handshake of Vigil's protocol (plugins/proto/handshake.go).
+# The go-plugin handshake of Vigil's protocol (plugins/external/proto/handshake.go).
 CORE_PROTOCOL_VERSION = 1  # go-plugin's own
 PROTOCOL_VERSION = 1  # pluginpb.ProtocolVersion
 MAGIC_COOKIE_KEY = "VIGIL_PLUGIN"

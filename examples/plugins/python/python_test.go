@@ -41,8 +41,8 @@ import (
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/plugins/external"
-	pluginpb "github.com/vigil-run/vigil/plugins/proto"
-	"github.com/vigil-run/vigil/plugins/scripted"
+	pluginpb "github.com/vigil-run/vigil/plugins/external/proto"
+	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/memory"
 )

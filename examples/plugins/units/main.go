@@ -15,7 +15,7 @@ package main
 import (
 	"context"
 
-	"github.com/vigil-run/vigil/plugins/sdk"
+	"github.com/vigil-run/vigil/plugins/external/sdk"
 )
 
 // Config is the plugin's config (the config key of its plugins.yaml entry).

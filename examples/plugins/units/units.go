@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/vigil-run/vigil/plugins/sdk"
+	"github.com/vigil-run/vigil/plugins/external/sdk"
 )
 
 // unit is a unit of one dimension: value in the dimension's base unit =

@@ -12,8 +12,8 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
-	pluginpb "github.com/vigil-run/vigil/plugins/proto"
-	"github.com/vigil-run/vigil/plugins/sdk"
+	pluginpb "github.com/vigil-run/vigil/plugins/external/proto"
+	"github.com/vigil-run/vigil/plugins/external/sdk"
 )
 
 type server struct {

@@ -27,8 +27,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
-	pluginpb "github.com/vigil-run/vigil/plugins/proto"
-	"github.com/vigil-run/vigil/plugins/sdk"
+	pluginpb "github.com/vigil-run/vigil/plugins/external/proto"
+	"github.com/vigil-run/vigil/plugins/external/sdk"
 	"github.com/vigil-run/vigil/session"
 )
 

@@ -1,0 +1,51 @@
+package storeplugin
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/session"
+)
+
+// closeTimeout bounds how long disposal waits for sessions to flush.
+const closeTimeout = 10 * time.Second
+
+// Provide provides store (as session.StoreService) and a manager over it
+// (as session.Sessions), owned by c's fiber: the body of every store
+// plugin. On dispose the manager's sessions are closed first, then the
+// store, if it is an io.Closer.
+func Provide(c *bus.Context, store session.Store, opts ...session.ManagerOption) (*session.Manager, error) {
+	if cl, ok := store.(io.Closer); ok {
+		if err := c.Effect(func() func() {
+			return func() {
+				if err := cl.Close(); err != nil {
+					c.Logger().Error("closing store", "error", err)
+				}
+			}
+		}); err != nil {
+			_ = cl.Close()
+			return nil, err
+		}
+	}
+	mgr := session.NewManager(c, store, opts...)
+	if err := c.Effect(func() func() {
+		return func() {
+			ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+			defer cancel()
+			if err := mgr.Close(ctx); err != nil {
+				c.Logger().Error("closing sessions", "error", err)
+			}
+		}
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := session.StoreService.Provide(c, store); err != nil {
+		return nil, err
+	}
+	if _, err := session.Sessions.Provide(c, mgr); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}

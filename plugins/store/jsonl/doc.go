@@ -1,0 +1,13 @@
+// Package jsonl registers the session store plugin "store/jsonl": one
+// JSONL log file per session in a directory (see package session/jsonl
+// for the store itself).
+//
+//	plugins:
+//	  - name: store/jsonl
+//	    config:
+//	      dir: .vigil/sessions   # the default
+//
+// It provides the store as session.StoreService and a session.Manager over
+// it as session.Sessions; disposing the plugin closes every live session
+// (flushing it) and then the store.
+package jsonl

@@ -1,0 +1,43 @@
+package jsonl
+
+import (
+	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/plugins/internal/storeplugin"
+	jsonlstore "github.com/vigil-run/vigil/session/jsonl"
+)
+
+// Name is the registered name of the JSONL store plugin.
+const Name = "store/jsonl"
+
+// DefaultDir is where store/jsonl keeps sessions when no dir is given.
+const DefaultDir = ".vigil/sessions"
+
+// Config is the config of store/jsonl.
+type Config struct {
+	// Dir holds one <session id>.jsonl file per session; it is created
+	// when missing. Default .vigil/sessions.
+	Dir string `yaml:"dir"`
+}
+
+// Plugin is the store/jsonl plugin: one JSONL log file per session.
+var Plugin = bus.PluginFunc(Name, func(c *bus.Context, cfg Config) error {
+	dir := cfg.Dir
+	if dir == "" {
+		dir = DefaultDir
+	}
+	store, err := jsonlstore.Open(dir)
+	if err != nil {
+		return err
+	}
+	_, err = storeplugin.Provide(c, store)
+	return err
+})
+
+func init() {
+	bus.Register(bus.Module{
+		Name:        Name,
+		Description: "sessions as one JSONL log file each, in a directory",
+		Config:      func() any { return &Config{} },
+		New:         func() bus.Plugin { return Plugin },
+	})
+}

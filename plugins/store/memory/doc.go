@@ -1,0 +1,6 @@
+// Package memory registers the session store plugin "store/memory":
+// sessions kept in memory for as long as the plugin lives (see package
+// session/memory for the store itself), for tests and demos. It provides
+// the store as session.StoreService and a session.Manager over it as
+// session.Sessions.
+package memory

@@ -1,0 +1,89 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/plugins/internal/storeplugin"
+	pg "github.com/vigil-run/vigil/session/pgstore"
+)
+
+// Name is the plugin's registered name.
+const Name = "store/postgres"
+
+// Config is the plugin's config.
+type Config struct {
+	// DSN locates the database: a libpq URL
+	// (postgres://user:password@host:5432/db?sslmode=require) or key=value
+	// string. Use ${VAR} to keep the password out of the file.
+	DSN string `yaml:"dsn" vigil:"required"`
+	// Schema keeps the tables in this PostgreSQL schema (created if
+	// missing). Default: the first schema of the search_path.
+	Schema string `yaml:"schema"`
+	// LeaseTTL is how long a turn lease lives without renewal: how long a
+	// session stays busy after the process running its turn died. Default
+	// 30s.
+	LeaseTTL time.Duration `yaml:"lease_ttl"`
+	// MaxConns bounds the pooled connections. Default 8.
+	MaxConns int `yaml:"max_conns"`
+	// DurableAppends commits every append synchronously, not only those
+	// that end a step or a turn.
+	DurableAppends bool `yaml:"durable_appends"`
+}
+
+// Validate checks the config.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.DSN == "" {
+		errs = append(errs, errors.New("dsn must not be empty"))
+	}
+	if c.LeaseTTL < 0 {
+		errs = append(errs, errors.New("lease_ttl must not be negative"))
+	}
+	if c.MaxConns < 0 {
+		errs = append(errs, errors.New("max_conns must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// openTimeout bounds connecting and migrating when the plugin is applied.
+const openTimeout = 30 * time.Second
+
+// Plugin opens the store and provides it and a manager over it.
+var Plugin = bus.PluginFunc(Name, func(c *bus.Context, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	opts := []pg.Option{pg.WithLogger(c.Logger())}
+	if cfg.Schema != "" {
+		opts = append(opts, pg.WithSchema(cfg.Schema))
+	}
+	if cfg.LeaseTTL > 0 {
+		opts = append(opts, pg.WithLeaseTTL(cfg.LeaseTTL))
+	}
+	if cfg.MaxConns > 0 {
+		opts = append(opts, pg.WithMaxConns(cfg.MaxConns))
+	}
+	if cfg.DurableAppends {
+		opts = append(opts, pg.WithDurableAppends())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	defer cancel()
+	store, err := pg.Open(ctx, cfg.DSN, opts...)
+	if err != nil {
+		return err
+	}
+	_, err = storeplugin.Provide(c, store)
+	return err
+})
+
+func init() {
+	bus.Register(bus.Module{
+		Name:        Name,
+		Description: "sessions in PostgreSQL, shared by many processes (one turn at a time per session)",
+		Config:      func() any { return &Config{} },
+		New:         func() bus.Plugin { return Plugin },
+	})
+}

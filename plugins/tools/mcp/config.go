@@ -1,0 +1,121 @@
+package mcp
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"time"
+)
+
+// DefaultTimeout bounds each request to the server when Config.Timeout is
+// zero.
+const DefaultTimeout = 60 * time.Second
+
+// ErrConfig marks an invalid config.
+var ErrConfig = errors.New("tools/mcp: invalid config")
+
+// Config is the plugin's config: either Command (stdio) or URL
+// (streamable HTTP).
+type Config struct {
+	// Command starts the server as a subprocess spoken to over stdio.
+	Command string `yaml:"command"`
+	// Args are the command's arguments.
+	Args []string `yaml:"args"`
+	// Env adds to (or overrides) the host's environment for the command.
+	Env map[string]string `yaml:"env"`
+	// Dir is the command's working directory; empty is the host's.
+	Dir string `yaml:"dir"`
+
+	// URL is the endpoint of a server spoken to over streamable HTTP.
+	URL string `yaml:"url"`
+	// Headers are sent with every HTTP request (for example an
+	// Authorization header, from "${VAR}").
+	Headers map[string]string `yaml:"headers"`
+
+	// Include, when not empty, keeps only the tools whose server name
+	// matches one of these path.Match patterns.
+	Include []string `yaml:"include"`
+	// Exclude drops the tools whose server name matches one of these
+	// path.Match patterns (after Include).
+	Exclude []string `yaml:"exclude"`
+	// Prefix is put before every tool name the model sees, so that two
+	// servers with a tool of the same name can be mounted together.
+	Prefix string `yaml:"prefix"`
+	// Timeout bounds each request to the server: the handshake, a tools
+	// listing, a tool call. Zero means DefaultTimeout.
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// Validate checks the config.
+func (c *Config) Validate() error {
+	var errs []error
+	switch {
+	case c.Command == "" && c.URL == "":
+		errs = append(errs, errors.New("one of command or url is required"))
+	case c.Command != "" && c.URL != "":
+		errs = append(errs, errors.New("command and url are exclusive"))
+	}
+	if c.URL != "" {
+		if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("url %q is not an http or https URL", c.URL))
+		}
+		if len(c.Args) > 0 || len(c.Env) > 0 || c.Dir != "" {
+			errs = append(errs, errors.New("args, env and dir apply to command only"))
+		}
+	}
+	if c.Command != "" && len(c.Headers) > 0 {
+		errs = append(errs, errors.New("headers apply to url only"))
+	}
+	for _, p := range c.Include {
+		if _, err := path.Match(p, ""); err != nil {
+			errs = append(errs, fmt.Errorf("include pattern %q: %w", p, err))
+		}
+	}
+	for _, p := range c.Exclude {
+		if _, err := path.Match(p, ""); err != nil {
+			errs = append(errs, fmt.Errorf("exclude pattern %q: %w", p, err))
+		}
+	}
+	if c.Timeout < 0 {
+		errs = append(errs, errors.New("timeout must not be negative"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return nil
+}
+
+// timeout returns the request bound.
+func (c *Config) timeout() time.Duration {
+	if c.Timeout == 0 {
+		return DefaultTimeout
+	}
+	return c.Timeout
+}
+
+// selects reports whether the server's tool called name is offered.
+// Patterns were checked by Validate.
+func (c *Config) selects(name string) bool {
+	if len(c.Include) > 0 && !matchAny(c.Include, name) {
+		return false
+	}
+	return !matchAny(c.Exclude, name)
+}
+
+func matchAny(patterns []string, name string) bool {
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// server names the server in logs and errors.
+func (c *Config) server() string {
+	if c.URL != "" {
+		return c.URL
+	}
+	return c.Command
+}

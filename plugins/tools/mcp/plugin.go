@@ -1,0 +1,85 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/vigil-run/vigil/bus"
+)
+
+// Name is the plugin's registered name.
+const Name = "tools/mcp"
+
+// Plugin connects to the MCP server its [Config] names and provides the
+// server's tools as tool services (see the package documentation).
+var Plugin bus.Plugin = bus.PluginFunc(Name, apply)
+
+func apply(c *bus.Context, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	log := c.Logger().With("server", cfg.server())
+
+	// Everything the connection starts ends with ctx, which ends with the
+	// fiber; registered first, it is cancelled last, after the graceful
+	// close, and kills a subprocess that is still there.
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := c.Effect(func() func() { return cancel }); err != nil {
+		cancel()
+		return err
+	}
+	stderr := &lineLogger{log: log}
+	cn := newConn(c, &cfg, log)
+	t := newTransport(ctx, &cfg, log, stderr, cn)
+	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "vigil", Version: version()}, &mcpsdk.ClientOptions{
+		ToolListChangedHandler: cn.onListChanged,
+	})
+	cctx, ccancel := context.WithTimeout(ctx, cfg.timeout())
+	cs, err := client.Connect(cctx, t, nil)
+	ccancel()
+	if err != nil {
+		t.release()
+		stderr.flush()
+		return fmt.Errorf("connecting to %s: %w", cfg.server(), err)
+	}
+	cn.cs = cs
+	if err := c.Effect(func() func() {
+		return func() {
+			cn.close()
+			t.release()
+			stderr.flush()
+		}
+	}); err != nil {
+		_ = cs.Close()
+		t.release()
+		cn.takeHold()()
+		return err
+	}
+	if err := cn.sync(ctx); err != nil {
+		return fmt.Errorf("%s: %w", cfg.server(), err)
+	}
+	log.Debug("connected", "tools", len(cn.tools))
+	cn.start(ctx)
+	return nil
+}
+
+// version is the client version announced to servers: the host's module
+// version when it has one.
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+func init() {
+	bus.Register(bus.Module{
+		Name:        Name,
+		Description: "the tools of an MCP server (stdio subprocess or streamable HTTP)",
+		Config:      func() any { return &Config{} },
+		New:         func() bus.Plugin { return Plugin },
+	})
+}
