@@ -13,7 +13,7 @@ import (
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
 	_ "github.com/vigil-run/vigil/plugins"
-	"github.com/vigil-run/vigil/plugins/tools/fs"
+	fstools "github.com/vigil-run/vigil/plugins/tools/fs"
 	"github.com/vigil-run/vigil/session"
 )
 

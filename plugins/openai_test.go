@@ -16,7 +16,7 @@ import (
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/plugins/internal/providertest"
 	"github.com/vigil-run/vigil/plugins/provider/openai"
-	"github.com/vigil-run/vigil/plugins/tools/fs"
+	fstools "github.com/vigil-run/vigil/plugins/tools/fs"
 	"github.com/vigil-run/vigil/session"
 )
 

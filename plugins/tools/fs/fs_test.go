@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-run/vigil/agentloop"
-	"github.com/vigil-run/vigil/plugins/tools/fs"
+	fstools "github.com/vigil-run/vigil/plugins/tools/fs"
 )
 
 // workspace builds root/{a.txt, sub/b.txt, link-out -> outside, link-in -> sub}

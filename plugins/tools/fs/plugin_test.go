@@ -8,7 +8,7 @@ import (
 
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
-	"github.com/vigil-run/vigil/plugins/tools/fs"
+	fstools "github.com/vigil-run/vigil/plugins/tools/fs"
 )
 
 func TestPluginProvidesToolServicesUntilDisposed(t *testing.T) {

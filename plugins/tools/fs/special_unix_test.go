@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-run/vigil/agentloop"
-	"github.com/vigil-run/vigil/plugins/tools/fs"
+	fstools "github.com/vigil-run/vigil/plugins/tools/fs"
 )
 
 // TestToolsRefuseSpecialFiles: a named pipe, a socket or a device inside
