@@ -91,7 +91,7 @@ func (c *Context) Plugin(p Plugin, config any) (*Fiber, error) {
 	f.gen = 1
 	f.filter = c.filter
 	if in, ok := p.(Injector); ok {
-		f.inject = in.Inject()
+		f.inject = in.Inject().resolve()
 	}
 	f.ctx = &Context{root: c.root, fiber: f, filter: c.filter}
 	if err := parent.addDisposer(func() { _ = f.Dispose() }, &f.ownerHandle); err != nil {

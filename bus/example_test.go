@@ -123,7 +123,7 @@ func ExampleService_Provide() {
 
 	consumer := &bus.Func[struct{}]{
 		ID:   "example/consumer",
-		Deps: bus.Inject{Required: []string{ClockService.Name()}},
+		Deps: bus.Inject{Required: []bus.ServiceKey{ClockService}},
 		Run: func(c *bus.Context, _ struct{}) error {
 			clock, err := ClockService.Get(c)
 			if err != nil {

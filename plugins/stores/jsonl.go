@@ -19,7 +19,7 @@ type JSONLConfig struct {
 }
 
 // JSONL is the store/jsonl plugin: one JSONL log file per session.
-var JSONL = bus.PluginFunc(JSONLName, func(c *bus.Context, cfg JSONLConfig) error {
+var JSONL = bus.RegisterFunc(JSONLName, "sessions as one JSONL log file each, in a directory", func(c *bus.Context, cfg JSONLConfig) error {
 	dir := cfg.Dir
 	if dir == "" {
 		dir = DefaultDir
@@ -31,12 +31,3 @@ var JSONL = bus.PluginFunc(JSONLName, func(c *bus.Context, cfg JSONLConfig) erro
 	_, err = Provide(c, store)
 	return err
 })
-
-func init() {
-	bus.Register(bus.Module{
-		Name:        JSONLName,
-		Description: "sessions as one JSONL log file each, in a directory",
-		Config:      func() any { return &JSONLConfig{} },
-		New:         func() bus.Plugin { return JSONL },
-	})
-}

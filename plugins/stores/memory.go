@@ -10,15 +10,7 @@ const MemoryName = "store/memory"
 
 // Memory is the store/memory plugin: sessions kept in memory for as long
 // as the plugin lives.
-var Memory = bus.PluginFunc(MemoryName, func(c *bus.Context, _ struct{}) error {
+var Memory = bus.RegisterFunc(MemoryName, "sessions kept in memory (tests, demos)", func(c *bus.Context, _ struct{}) error {
 	_, err := Provide(c, memory.New())
 	return err
 })
-
-func init() {
-	bus.Register(bus.Module{
-		Name:        MemoryName,
-		Description: "sessions kept in memory (tests, demos)",
-		New:         func() bus.Plugin { return Memory },
-	})
-}
