@@ -267,15 +267,9 @@ func (f *Fiber) load() error {
 	f.mu.Unlock()
 
 	f.logger.Debug("applying")
-	// Validation is part of applying, whoever applies the plugin: an
-	// invalid config fails the fiber before the plugin runs.
-	op, err := "validate", validateConfig(f.plugin, cfg)
-	if err == nil {
-		op, err = "apply", f.callApply(cfg)
-	}
-	if err != nil {
+	if err := f.callApply(cfg); err != nil {
 		f.runDisposers()
-		perr := &PluginError{Plugin: f.name, Op: op, Err: err}
+		perr := &PluginError{Plugin: f.name, Op: "apply", Err: err}
 		f.mu.Lock()
 		dispose := f.disposeRequested
 		f.root.mu.Lock()
@@ -289,7 +283,7 @@ func (f *Fiber) load() error {
 		}
 		retry := f.gen != gen && !dispose && !lost
 		f.mu.Unlock()
-		f.logger.Error(op+" failed", "error", err)
+		f.logger.Error("apply failed", "error", err)
 		switch {
 		case dispose:
 			_ = f.Dispose()
