@@ -2,6 +2,7 @@ package agentloop
 
 import (
 	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/session"
 )
 
 // PluginName is the registered name of the agent plugin.
@@ -12,16 +13,8 @@ const PluginName = "agent"
 // "sessions" and "provider" services and reads "tool/*" at each step, so
 // tools may come and go without reloading it; a tool change shows in the
 // next step's request/header (reason change).
-var Plugin = &bus.Func[Config]{
-	ID: PluginName,
-	Deps: bus.Inject{
-		Required: []string{"sessions", ProviderService.Name()},
-		Optional: []string{ToolServicePrefix + "*"},
-	},
-	Run: func(c *bus.Context, cfg Config) error {
-		if err := cfg.Validate(); err != nil {
-			return err
-		}
+var Plugin = bus.RegisterFunc(PluginName, "the agent loop: turns and steps over the provider and every tool",
+	func(c *bus.Context, cfg Config) error {
 		a := New(c, cfg, WithName(PluginName))
 		if err := c.Effect(func() func() {
 			return func() {
@@ -35,13 +28,6 @@ var Plugin = &bus.Func[Config]{
 		_, err := AgentService.Provide(c, a)
 		return err
 	},
-}
-
-func init() {
-	bus.Register(bus.Module{
-		Name:        PluginName,
-		Description: "the agent loop: turns and steps over the provider and every tool",
-		Config:      func() any { return &Config{} },
-		New:         func() bus.Plugin { return Plugin },
-	})
-}
+	bus.Requires(session.Sessions, ProviderService),
+	bus.Optional(ToolServices),
+)

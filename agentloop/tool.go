@@ -27,9 +27,13 @@ type ConcurrencySafe interface {
 // ToolServicePrefix prefixes the service name of every tool.
 const ToolServicePrefix = "tool/"
 
+// ToolServices is the key of every tool service: a plugin that reads the
+// tools declares it with bus.Optional.
+var ToolServices = bus.NewServiceSet[Tool](ToolServicePrefix)
+
 // ProvideTool provides t as a tool service owned by c's fiber.
 func ProvideTool(c *bus.Context, t Tool) (withdraw func(), err error) {
-	return bus.NewService[Tool](ToolServicePrefix+t.Spec().Name).Provide(c, t)
+	return ToolServices.Key(t.Spec().Name).Provide(c, t)
 }
 
 // ToolError is an error with a code, shown to the model in a tool result.

@@ -247,7 +247,7 @@ func TestUpdateOfPendingPluginIsUsedWhenItLoads(t *testing.T) {
 	var got string
 	p := &bus.Func[greeting]{
 		ID:   "pending",
-		Deps: bus.Inject{Required: []string{svc.Name()}},
+		Deps: bus.Inject{Required: []bus.ServiceKey{svc}},
 		Run:  func(_ *bus.Context, g greeting) error { got = g.Text; return nil },
 	}
 	f := apply(t, root.Context(), p, greeting{Text: "old"})

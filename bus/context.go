@@ -66,9 +66,12 @@ func (c *Context) Scope(filter func(subject any) bool) *Context {
 }
 
 // Plugin applies p with config in a new child fiber owned by c's fiber.
-// The fiber stays pending until the services p requires are provided. The
-// returned error is the apply error, if the plugin was applied and failed;
-// the fiber is returned in every case but ErrNilPlugin and ErrDisposed.
+// The config is validated first (see [Validator]): an invalid one leaves
+// the fiber failed with a [*PluginError] whose Op is "validate", and p does
+// not run. The fiber then stays pending until the services p requires are
+// provided. The returned error is the validation or apply error, if the
+// plugin failed; the fiber is returned in every case but ErrNilPlugin and
+// ErrDisposed.
 func (c *Context) Plugin(p Plugin, config any) (*Fiber, error) {
 	if isNil(p) {
 		return nil, ErrNilPlugin
@@ -91,14 +94,28 @@ func (c *Context) Plugin(p Plugin, config any) (*Fiber, error) {
 	f.gen = 1
 	f.filter = c.filter
 	if in, ok := p.(Injector); ok {
-		f.inject = in.Inject()
+		f.inject = in.Inject().resolve()
 	}
 	f.ctx = &Context{root: c.root, fiber: f, filter: c.filter}
+	// Validation is part of applying, whoever applies the plugin: an
+	// invalid config fails the fiber before the plugin runs, and before it
+	// would wait for services (see [ConfigValidator]). Config updates are
+	// validated by Update, so every config load sees has passed.
+	var invalid *PluginError
+	if err := validateConfig(p, config); err != nil {
+		invalid = &PluginError{Plugin: f.name, Op: "validate", Err: err}
+		f.err = invalid
+		f.setState(StateFailed)
+	}
 	if err := parent.addDisposer(func() { _ = f.Dispose() }, &f.ownerHandle); err != nil {
 		f.requestEnd()
 		return nil, fmt.Errorf("apply %q: %w", f.name, err)
 	}
 	c.root.track(f)
+	if invalid != nil {
+		f.logger.Error("invalid config", "error", invalid.Err)
+		return f, invalid
+	}
 	if err := f.load(); err != nil {
 		return f, err
 	}

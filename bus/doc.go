@@ -20,7 +20,15 @@
 // becomes active without them: one whose required service is withdrawn, or
 // whose provider is disposed, while it is loading has its apply undone when
 // the apply returns and goes back to pending, to be applied again when the
-// service returns. [Root.Pending] lists it meanwhile.
+// service returns. [Root.Pending] lists it meanwhile. A plugin declares the
+// services it reads by their typed keys ([Requires], [Optional], [Inject]).
+//
+// A config is validated before the plugin sees it, whoever applies the
+// plugin: when it (or, for a [Func], the C it converts to) is a
+// [Validator], [Context.Plugin] and [Fiber.Update] call Validate first and
+// refuse an invalid config with a [*PluginError] whose Op is "validate".
+// Plugins loadable by name from plugins.yaml register a [Module];
+// [RegisterFunc] does it, and builds the plugin, in one statement.
 //
 // # Disposal
 //

@@ -26,8 +26,9 @@ var (
 )
 
 // PluginError attributes an error to the plugin whose code produced it.
-// Op says what the bus was doing: "apply", "update", "dispose", or the name
-// of the event being dispatched.
+// Op says what the bus was doing: "validate" (the config, before the
+// plugin runs), "apply", "update", "dispose", or the name of the event
+// being dispatched.
 type PluginError struct {
 	Plugin string
 	Op     string

@@ -121,18 +121,14 @@ func ExampleService_Provide() {
 	root := bus.New()
 	defer root.Dispose()
 
-	consumer := &bus.Func[struct{}]{
-		ID:   "example/consumer",
-		Deps: bus.Inject{Required: []string{ClockService.Name()}},
-		Run: func(c *bus.Context, _ struct{}) error {
-			clock, err := ClockService.Get(c)
-			if err != nil {
-				return err
-			}
-			fmt.Println("consumer sees", clock.Now())
-			return nil
-		},
-	}
+	consumer := bus.PluginFunc("example/consumer", func(c *bus.Context, _ struct{}) error {
+		clock, err := ClockService.Get(c)
+		if err != nil {
+			return err
+		}
+		fmt.Println("consumer sees", clock.Now())
+		return nil
+	}, bus.Requires(ClockService))
 	fiber, _ := root.Context().Plugin(consumer, nil)
 	fmt.Println(fiber.State(), root.Pending())
 
@@ -152,4 +148,36 @@ func ExampleService_Provide() {
 	// active
 	// consumer sees 13:00
 	// pending
+}
+
+// PortConfig checks itself: the bus calls Validate before the plugin runs.
+type PortConfig struct{ Port int }
+
+// Validate refuses a port out of range.
+func (c *PortConfig) Validate() error {
+	if c.Port < 1 || c.Port > 65535 {
+		return fmt.Errorf("port %d is out of range", c.Port)
+	}
+	return nil
+}
+
+// A config with a Validate method is validated whoever applies the plugin:
+// applied by hand with an invalid config, the plugin does not run.
+func ExampleValidator() {
+	root := bus.New()
+	defer root.Dispose()
+
+	listener := bus.PluginFunc("example/listener", func(_ *bus.Context, cfg PortConfig) error {
+		fmt.Println("listening on", cfg.Port)
+		return nil
+	})
+	if _, err := root.Context().Plugin(listener, PortConfig{Port: 0}); err != nil {
+		fmt.Println(err)
+	}
+	fiber, _ := root.Context().Plugin(listener, PortConfig{Port: 8080})
+	fmt.Println(fiber.State())
+	// Output:
+	// plugin "example/listener": validate: port 0 is out of range
+	// listening on 8080
+	// active
 }

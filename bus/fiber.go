@@ -50,7 +50,7 @@ type Fiber struct {
 	parent *Fiber
 	plugin Plugin
 	name   string
-	inject Inject
+	inject deps
 	logger hclog.Logger
 	ctx    *Context
 	filter func(any) bool
@@ -334,10 +334,16 @@ func (f *Fiber) load() error {
 // [Reconfigurer] receives it in place; any other is reloaded. An update
 // that arrives while the plugin is loading is applied right after the load
 // (never lost); one that arrives while it is pending or failed is used for
-// its next load, which a failed fiber attempts at once.
+// its next load, which a failed fiber attempts at once. A config that
+// fails validation (see [ConfigValidator]) is refused with a
+// [*PluginError] whose Op is "validate": the fiber keeps its config and
+// its state, so an active plugin keeps running.
 func (f *Fiber) Update(config any) error {
 	if f.plugin == nil {
 		return fmt.Errorf("update: the root fiber has no plugin: %w", ErrNilPlugin)
+	}
+	if err := validateConfig(f.plugin, config); err != nil {
+		return &PluginError{Plugin: f.name, Op: "validate", Err: err}
 	}
 	f.mu.Lock()
 	// A fiber unloading for a reload or a withdrawn service keeps the

@@ -36,7 +36,7 @@ func TestFiberMovesThroughLifecycleStates(t *testing.T) {
 
 func TestFiberWaitingForServicesIsPending(t *testing.T) {
 	root := newRoot(t)
-	p := &bus.Func[struct{}]{ID: "waits", Deps: bus.Inject{Required: []string{"nobody/provides"}}}
+	p := &bus.Func[struct{}]{ID: "waits", Deps: bus.Inject{Required: []bus.ServiceKey{bus.NewService[any]("nobody/provides")}}}
 	f := apply(t, root.Context(), p, nil)
 	assert.Equal(t, bus.StatePending, f.State())
 	assert.Equal(t, "pending", f.State().String())

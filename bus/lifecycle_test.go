@@ -48,7 +48,7 @@ func TestRequiredServiceLostWhileLoadingSendsFiberBackToPending(t *testing.T) {
 			lose := tc.provide(t, root)
 			tr := &trace{}
 			applies := 0
-			user := &bus.Func[struct{}]{ID: "user", Deps: bus.Inject{Required: []string{svc.Name()}}, Run: func(c *bus.Context, _ struct{}) error {
+			user := &bus.Func[struct{}]{ID: "user", Deps: bus.Inject{Required: []bus.ServiceKey{svc}}, Run: func(c *bus.Context, _ struct{}) error {
 				applies++
 				s, err := svc.Get(c)
 				if err != nil {
@@ -94,7 +94,7 @@ func TestFailedFiberWithoutRequiredServiceWaitsInsteadOfReapplying(t *testing.T)
 		}
 		return nil
 	})
-	user.Deps = bus.Inject{Required: []string{svc.Name()}}
+	user.Deps = bus.Inject{Required: []bus.ServiceKey{svc}}
 	f, err := root.Context().Plugin(user, true)
 	require.ErrorIs(t, err, errBoom)
 	require.Equal(t, bus.StateFailed, f.State())
@@ -133,7 +133,7 @@ func TestDisposedContextRefusesReads(t *testing.T) {
 			var c *bus.Context
 			f := apply(t, root.Context(), &bus.Func[struct{}]{
 				ID:   "reader",
-				Deps: bus.Inject{Required: []string{svc.Name()}, Optional: []string{"test/tool/*"}},
+				Deps: bus.Inject{Required: []bus.ServiceKey{svc}, Optional: []bus.ServiceKey{bus.NewServiceSet[int]("test/tool/")}},
 				Run: func(pc *bus.Context, _ struct{}) error {
 					c = pc
 					return tc.read(pc)
@@ -153,7 +153,7 @@ func TestReadsStillWorkWhileFiberDisposes(t *testing.T) {
 	_, err := svc.Provide(root.Context(), &store{"pg"})
 	require.NoError(t, err)
 	var readErr error
-	f := apply(t, root.Context(), &bus.Func[struct{}]{ID: "reader", Deps: bus.Inject{Required: []string{svc.Name()}}, Run: func(c *bus.Context, _ struct{}) error {
+	f := apply(t, root.Context(), &bus.Func[struct{}]{ID: "reader", Deps: bus.Inject{Required: []bus.ServiceKey{svc}}, Run: func(c *bus.Context, _ struct{}) error {
 		return c.Effect(func() func() {
 			return func() { _, readErr = svc.Get(c) }
 		})

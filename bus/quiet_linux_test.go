@@ -52,7 +52,7 @@ func TestBusNeverWritesToStdoutOrStderr(t *testing.T) {
 		// The default logger discards; exercise every path that logs.
 		root := bus.New()
 		svc := bus.NewService[int]("test/quiet")
-		_, _ = root.Context().Plugin(&bus.Func[struct{}]{ID: "waits", Deps: bus.Inject{Required: []string{svc.Name()}}}, nil)
+		_, _ = root.Context().Plugin(&bus.Func[struct{}]{ID: "waits", Deps: bus.Inject{Required: []bus.ServiceKey{svc}}}, nil)
 		_, _ = root.Context().Plugin(plugin("fails", func(*bus.Context) error { panic("apply") }), nil)
 		_, _ = root.Context().Plugin(plugin("noisy", func(c *bus.Context) error {
 			c.Logger().Error("error through the plugin logger")

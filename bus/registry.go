@@ -7,7 +7,8 @@ import (
 )
 
 // Module is a plugin that can be loaded by name (from plugins.yaml).
-// Built-in plugins register their module at init time with [Register].
+// Built-in plugins register theirs at init time: most with [RegisterFunc],
+// plugin types of their own with [Register].
 type Module struct {
 	// Name is the name used in plugins.yaml, like "provider/openai".
 	Name string

@@ -94,7 +94,7 @@ func (r *Root) Pending() []Waiting {
 
 func (r *Root) missingLocked(f *Fiber) []string {
 	var missing []string
-	for _, name := range f.inject.Required {
+	for _, name := range f.inject.required {
 		if e, ok := r.services[name]; !ok || !e.published || e.withdrawing {
 			missing = append(missing, name)
 		}

@@ -6,6 +6,13 @@ import (
 	"strings"
 )
 
+// ServiceKey is what a plugin declares its dependencies with (see
+// [Inject], [Requires], [Optional]): a [Service], a [ServiceSet], or a key
+// type of a package's own that wraps one.
+type ServiceKey interface {
+	Name() string
+}
+
 // Service is a typed service key: the name plugins declare in [Inject]
 // and the type of the value behind it.
 type Service[T any] struct {
@@ -17,6 +24,28 @@ func NewService[T any](name string) Service[T] { return Service[T]{name: name} }
 
 // Name returns the service name.
 func (s Service[T]) Name() string { return s.name }
+
+// ServiceSet is the typed key of every service whose name starts with a
+// prefix and whose value is a T, like the tools ("tool/<name>"). Declared
+// as an Optional dependency, it lets a plugin read the current set with
+// [ServiceSet.Lookup] without being reloaded when the set changes.
+type ServiceSet[T any] struct {
+	prefix string
+}
+
+// NewServiceSet returns the key of the services named prefix+something.
+func NewServiceSet[T any](prefix string) ServiceSet[T] { return ServiceSet[T]{prefix: prefix} }
+
+// Name returns the name a plugin declares to read the set: the prefix
+// followed by "*".
+func (s ServiceSet[T]) Name() string { return s.prefix + "*" }
+
+// Key returns the key of the set's service called prefix+name.
+func (s ServiceSet[T]) Key(name string) Service[T] { return NewService[T](s.prefix + name) }
+
+// Lookup returns the set's available services, sorted by name (see
+// [Lookup]).
+func (s ServiceSet[T]) Lookup(c *Context) ([]Named[T], error) { return Lookup[T](c, s.prefix) }
 
 type serviceEntry struct {
 	value     any

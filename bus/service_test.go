@@ -17,9 +17,9 @@ type store struct{ name string }
 // records each value it was applied with ("missing" when absent) and each
 // disposal in tr.
 func dependent(t *testing.T, name string, svc bus.Service[*store], required bool, tr *trace) bus.Plugin {
-	deps := bus.Inject{Optional: []string{svc.Name()}}
+	deps := bus.Inject{Optional: []bus.ServiceKey{svc}}
 	if required {
-		deps = bus.Inject{Required: []string{svc.Name()}}
+		deps = bus.Inject{Required: []bus.ServiceKey{svc}}
 	}
 	return &bus.Func[struct{}]{ID: name, Deps: deps, Run: func(c *bus.Context, _ struct{}) error {
 		got := "missing"
@@ -101,7 +101,7 @@ func TestWithdrawnRequiredServiceDisposesDependentsFirstAndReappliesThem(t *test
 	svc := bus.NewService[*store]("test/db")
 	var available []bool
 	applies := 0
-	user := &bus.Func[struct{}]{ID: "user", Deps: bus.Inject{Required: []string{svc.Name()}}, Run: func(c *bus.Context, _ struct{}) error {
+	user := &bus.Func[struct{}]{ID: "user", Deps: bus.Inject{Required: []bus.ServiceKey{svc}}, Run: func(c *bus.Context, _ struct{}) error {
 		applies++
 		return c.Effect(func() func() {
 			return func() {
@@ -223,7 +223,7 @@ func TestLookupListsServicesByPrefix(t *testing.T) {
 	var got []bus.Named[int]
 	apply(t, root.Context(), &bus.Func[struct{}]{
 		ID:   "tools",
-		Deps: bus.Inject{Optional: []string{"test/tool/*"}},
+		Deps: bus.Inject{Optional: []bus.ServiceKey{bus.NewServiceSet[int]("test/tool/")}},
 		Run: func(c *bus.Context, _ struct{}) error {
 			var err error
 			got, err = bus.Lookup[int](c, "test/tool/")
@@ -239,9 +239,9 @@ func TestPendingListsWhatWaitingPluginsMiss(t *testing.T) {
 	cache := bus.NewService[*store]("test/cache")
 	_, err := cache.Provide(root.Context(), &store{"redis"})
 	require.NoError(t, err)
-	apply(t, root.Context(), &bus.Func[struct{}]{ID: "both", Deps: bus.Inject{Required: []string{db.Name(), cache.Name()}}}, nil)
-	apply(t, root.Context(), &bus.Func[struct{}]{ID: "cached", Deps: bus.Inject{Required: []string{cache.Name()}}}, nil)
-	apply(t, root.Context(), &bus.Func[struct{}]{ID: "db", Deps: bus.Inject{Required: []string{db.Name()}, Optional: []string{"test/x"}}}, nil)
+	apply(t, root.Context(), &bus.Func[struct{}]{ID: "both", Deps: bus.Inject{Required: []bus.ServiceKey{db, cache}}}, nil)
+	apply(t, root.Context(), &bus.Func[struct{}]{ID: "cached", Deps: bus.Inject{Required: []bus.ServiceKey{cache}}}, nil)
+	apply(t, root.Context(), &bus.Func[struct{}]{ID: "db", Deps: bus.Inject{Required: []bus.ServiceKey{db}, Optional: []bus.ServiceKey{bus.NewService[any]("test/x")}}}, nil)
 	assert.Equal(t, []bus.Waiting{
 		{Plugin: "both", Missing: []string{"test/db"}},
 		{Plugin: "db", Missing: []string{"test/db"}},
@@ -260,7 +260,7 @@ func TestPendingIsSafeDuringConcurrentLoads(t *testing.T) {
 	root := newRoot(t)
 	svc := bus.NewService[*store]("test/db")
 	for i := range 20 {
-		apply(t, root.Context(), &bus.Func[struct{}]{ID: fmt.Sprint("user", i), Deps: bus.Inject{Required: []string{svc.Name()}}}, nil)
+		apply(t, root.Context(), &bus.Func[struct{}]{ID: fmt.Sprint("user", i), Deps: bus.Inject{Required: []bus.ServiceKey{svc}}}, nil)
 	}
 	done := make(chan struct{})
 	go func() {

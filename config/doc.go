@@ -17,7 +17,9 @@
 // suggests the closest registered one), a value of the wrong type, a
 // missing required key and an unset ${VAR} are errors that start with
 // file:line:col. A config struct marks required keys with the struct tag
-// `vigil:"required"` and may validate itself with a Validate() error method.
+// `vigil:"required"` and may validate itself with a Validate() error method,
+// called here so that its error names the entry's position (the bus calls
+// it again when the plugin is applied, however it is applied).
 //
 // ${NAME} expands from the environment (NAME: letters, digits and _); $${
 // is a literal ${. A ${ without its closing } or with anything but a name

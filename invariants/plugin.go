@@ -37,36 +37,24 @@ func (c *Config) Validate() error {
 // Name is the plugin's registered name.
 const Name = "invariants"
 
-func init() {
-	bus.Register(bus.Module{
-		Name:        Name,
-		Description: "dev-mode checks: model-visible requests equal a fresh fold of the log; log and status rules",
-		Config:      func() any { return &Config{} },
-		New:         New,
-	})
-}
+// plugin is the registered plugin; New hands it out.
+var plugin = bus.RegisterFunc(Name, "dev-mode checks: model-visible requests equal a fresh fold of the log; log and status rules",
+	func(c *bus.Context, cfg Config) error {
+		mode := cfg.Mode
+		if mode == "" {
+			mode = ModeStrict
+		}
+		if mode == ModeOff {
+			return nil
+		}
+		return mount(c, mode)
+	},
+	bus.Optional(session.Sessions),
+)
 
 // New returns the invariants plugin. Apply it with a [Config] (or none,
 // for strict mode).
-func New() bus.Plugin {
-	return &bus.Func[*Config]{
-		ID:   Name,
-		Deps: bus.Inject{Optional: []string{session.Sessions.Name()}},
-		Run: func(c *bus.Context, cfg *Config) error {
-			mode := ModeStrict
-			if cfg != nil && cfg.Mode != "" {
-				if err := cfg.Validate(); err != nil {
-					return err
-				}
-				mode = cfg.Mode
-			}
-			if mode == ModeOff {
-				return nil
-			}
-			return mount(c, mode)
-		},
-	}
-}
+func New() bus.Plugin { return plugin }
 
 // checker is the state of one mounted plugin.
 type checker struct {

@@ -115,7 +115,7 @@ func (w *world) mount(t *testing.T, p bus.Plugin, cfg any) *bus.Fiber {
 func attacker(id string, run func(c *bus.Context) error) bus.Plugin {
 	return &bus.Func[any]{
 		ID:   id,
-		Deps: bus.Inject{Optional: []string{agentloop.ProviderService.Name(), session.Sessions.Name()}},
+		Deps: bus.Inject{Optional: []bus.ServiceKey{agentloop.ProviderService, session.Sessions}},
 		Run:  func(c *bus.Context, _ any) error { return run(c) },
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 // Plugin is the compaction plugin: it compacts before each turn, on
 // agent/prepare, with the provider of the turn about to run.
-var Plugin = bus.PluginFunc(Name, func(c *bus.Context, cfg Config) error {
+var Plugin = bus.RegisterFunc(Name, "summarizes older history between turns when a session grows past a threshold", func(c *bus.Context, cfg Config) error {
 	k, err := New(c, cfg)
 	if err != nil {
 		return err
@@ -30,12 +30,3 @@ var Plugin = bus.PluginFunc(Name, func(c *bus.Context, cfg Config) error {
 	})
 	return nil
 })
-
-func init() {
-	bus.Register(bus.Module{
-		Name:        Name,
-		Description: "summarizes older history between turns when a session grows past a threshold",
-		Config:      func() any { return &Config{} },
-		New:         func() bus.Plugin { return Plugin },
-	})
-}

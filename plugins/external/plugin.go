@@ -53,8 +53,12 @@ func (*Plugin) Name() string { return Name }
 // Inject implements bus.Injector: the Host service reads sessions
 // through the session manager, when there is one.
 func (*Plugin) Inject() bus.Inject {
-	return bus.Inject{Optional: []string{session.Sessions.Name()}}
+	return bus.Inject{Optional: []bus.ServiceKey{session.Sessions}}
 }
+
+// ValidateConfig implements bus.ConfigValidator: the bus checks the
+// config before Apply, whoever applies the plugin.
+func (*Plugin) ValidateConfig(config any) error { return bus.ValidateAs[Config](config) }
 
 // Apply implements bus.Plugin: it starts the process, checks the
 // handshake, configures the plugin, provides its tools and subscribes it
@@ -64,9 +68,6 @@ func (*Plugin) Inject() bus.Inject {
 func (p *Plugin) Apply(c *bus.Context, config any) error {
 	cfg, err := bus.ConfigAs[Config](config)
 	if err != nil {
-		return err
-	}
-	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	raw, _ := cfg.configJSON()
@@ -357,6 +358,7 @@ func (l *listeners) observe(ctx context.Context, ev *pluginpb.Event) error {
 }
 
 var (
-	_ bus.Plugin   = (*Plugin)(nil)
-	_ bus.Injector = (*Plugin)(nil)
+	_ bus.Plugin          = (*Plugin)(nil)
+	_ bus.Injector        = (*Plugin)(nil)
+	_ bus.ConfigValidator = (*Plugin)(nil)
 )

@@ -10,20 +10,14 @@ import (
 // Name is the plugin's name in plugins.yaml.
 const Name = "provider/anthropic"
 
-func init() {
-	bus.Register(bus.Module{
-		Name:        Name,
-		Description: "model provider for the Anthropic Messages API (Claude)",
-		Config:      func() any { return &Config{} },
-		New:         Plugin,
-	})
-}
+// plugin is the registered plugin; [Plugin] hands it out.
+var plugin = bus.RegisterFunc(Name, "model provider for the Anthropic Messages API (Claude)", run)
 
 // Plugin returns the provider/anthropic plugin. Applied with a *Config
 // (or Config), it validates it and provides the provider as
 // [agentloop.ProviderService], withdrawn when the plugin is disposed.
 func Plugin() bus.Plugin {
-	return &bus.Func[Config]{ID: Name, Run: run}
+	return plugin
 }
 
 func run(c *bus.Context, cfg Config) error {

@@ -78,5 +78,5 @@ func ExamplePlugin() {
 	fmt.Println(err)
 	// Output:
 	// openai <nil>
-	// plugin "provider/openai": apply: invalid config: model is required (for example gpt-4o-mini)
+	// plugin "provider/openai": validate: invalid config: model is required (for example gpt-4o-mini)
 }

@@ -10,20 +10,14 @@ import (
 // Name is the plugin's name in plugins.yaml.
 const Name = "provider/openai"
 
-func init() {
-	bus.Register(bus.Module{
-		Name:        Name,
-		Description: "model provider for OpenAI and OpenAI-compatible servers (DeepSeek, Ollama, vLLM, llama.cpp)",
-		Config:      func() any { return &Config{} },
-		New:         Plugin,
-	})
-}
+// plugin is the registered plugin; [Plugin] hands it out.
+var plugin = bus.RegisterFunc(Name, "model provider for OpenAI and OpenAI-compatible servers (DeepSeek, Ollama, vLLM, llama.cpp)", run)
 
 // Plugin returns the provider/openai plugin. Applied with a *Config (or
 // Config), it validates it and provides the provider as
 // [agentloop.ProviderService], withdrawn when the plugin is disposed.
 func Plugin() bus.Plugin {
-	return &bus.Func[Config]{ID: Name, Run: run}
+	return plugin
 }
 
 func run(c *bus.Context, cfg Config) error {

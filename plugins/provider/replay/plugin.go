@@ -46,13 +46,8 @@ func isPath(s string) bool {
 
 // Plugin is the provider/replay plugin. It reads a session id from the
 // store of the sessions service, when one is provided.
-var Plugin = &bus.Func[Config]{
-	ID:   Name,
-	Deps: bus.Inject{Optional: []string{session.Sessions.Name()}},
-	Run: func(c *bus.Context, cfg Config) error {
-		if err := cfg.Validate(); err != nil {
-			return err
-		}
+var Plugin = bus.RegisterFunc(Name, "serves the model streams recorded in a session log (no model, no key)",
+	func(c *bus.Context, cfg Config) error {
 		var (
 			rec *Recording
 			err error
@@ -87,13 +82,5 @@ var Plugin = &bus.Func[Config]{
 		_, err = agentloop.ProviderService.Provide(c, p)
 		return err
 	},
-}
-
-func init() {
-	bus.Register(bus.Module{
-		Name:        Name,
-		Description: "serves the model streams recorded in a session log (no model, no key)",
-		Config:      func() any { return &Config{} },
-		New:         func() bus.Plugin { return Plugin },
-	})
-}
+	bus.Optional(session.Sessions),
+)

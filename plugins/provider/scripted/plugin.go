@@ -9,7 +9,7 @@ import (
 const Name = "provider/scripted"
 
 // Plugin provides a scripted [Provider] as the provider service.
-var Plugin = bus.PluginFunc(Name, func(c *bus.Context, cfg Config) error {
+var Plugin = bus.RegisterFunc(Name, "a deterministic scripted model for demos and tests (no network, no key)", func(c *bus.Context, cfg Config) error {
 	p, err := New(cfg)
 	if err != nil {
 		return err
@@ -17,12 +17,3 @@ var Plugin = bus.PluginFunc(Name, func(c *bus.Context, cfg Config) error {
 	_, err = agentloop.ProviderService.Provide(c, p)
 	return err
 })
-
-func init() {
-	bus.Register(bus.Module{
-		Name:        Name,
-		Description: "a deterministic scripted model for demos and tests (no network, no key)",
-		Config:      func() any { return &Config{} },
-		New:         func() bus.Plugin { return Plugin },
-	})
-}

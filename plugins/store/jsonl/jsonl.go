@@ -20,7 +20,7 @@ type Config struct {
 }
 
 // Plugin is the store/jsonl plugin: one JSONL log file per session.
-var Plugin = bus.PluginFunc(Name, func(c *bus.Context, cfg Config) error {
+var Plugin = bus.RegisterFunc(Name, "sessions as one JSONL log file each, in a directory", func(c *bus.Context, cfg Config) error {
 	dir := cfg.Dir
 	if dir == "" {
 		dir = DefaultDir
@@ -32,12 +32,3 @@ var Plugin = bus.PluginFunc(Name, func(c *bus.Context, cfg Config) error {
 	_, err = storeplugin.Provide(c, store)
 	return err
 })
-
-func init() {
-	bus.Register(bus.Module{
-		Name:        Name,
-		Description: "sessions as one JSONL log file each, in a directory",
-		Config:      func() any { return &Config{} },
-		New:         func() bus.Plugin { return Plugin },
-	})
-}

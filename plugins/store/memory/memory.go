@@ -11,15 +11,7 @@ const Name = "store/memory"
 
 // Plugin is the store/memory plugin: sessions kept in memory for as long
 // as the plugin lives.
-var Plugin = bus.PluginFunc(Name, func(c *bus.Context, _ struct{}) error {
+var Plugin = bus.RegisterFunc(Name, "sessions kept in memory (tests, demos)", func(c *bus.Context, _ struct{}) error {
 	_, err := storeplugin.Provide(c, memstore.New())
 	return err
 })
-
-func init() {
-	bus.Register(bus.Module{
-		Name:        Name,
-		Description: "sessions kept in memory (tests, demos)",
-		New:         func() bus.Plugin { return Plugin },
-	})
-}

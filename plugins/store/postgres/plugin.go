@@ -52,10 +52,7 @@ func (c *Config) Validate() error {
 const openTimeout = 30 * time.Second
 
 // Plugin opens the store and provides it and a manager over it.
-var Plugin = bus.PluginFunc(Name, func(c *bus.Context, cfg Config) error {
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
+var Plugin = bus.RegisterFunc(Name, "sessions in PostgreSQL, shared by many processes (one turn at a time per session)", func(c *bus.Context, cfg Config) error {
 	opts := []pg.Option{pg.WithLogger(c.Logger())}
 	if cfg.Schema != "" {
 		opts = append(opts, pg.WithSchema(cfg.Schema))
@@ -78,12 +75,3 @@ var Plugin = bus.PluginFunc(Name, func(c *bus.Context, cfg Config) error {
 	_, err = storeplugin.Provide(c, store)
 	return err
 })
-
-func init() {
-	bus.Register(bus.Module{
-		Name:        Name,
-		Description: "sessions in PostgreSQL, shared by many processes (one turn at a time per session)",
-		Config:      func() any { return &Config{} },
-		New:         func() bus.Plugin { return Plugin },
-	})
-}

@@ -51,18 +51,10 @@ func (Tool) Execute(_ context.Context, args json.RawMessage) (string, error) {
 }
 
 // Plugin provides the calc tool service.
-var Plugin = bus.PluginFunc(Name, func(c *bus.Context, _ struct{}) error {
+var Plugin = bus.RegisterFunc(Name, "a pure arithmetic tool (calc)", func(c *bus.Context, _ struct{}) error {
 	_, err := agentloop.ProvideTool(c, Tool{})
 	return err
 })
-
-func init() {
-	bus.Register(bus.Module{
-		Name:        Name,
-		Description: "a pure arithmetic tool (calc)",
-		New:         func() bus.Plugin { return Plugin },
-	})
-}
 
 var (
 	_ agentloop.Tool            = Tool{}

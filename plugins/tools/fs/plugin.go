@@ -27,10 +27,7 @@ func (c *Config) Validate() error {
 }
 
 // Plugin provides the list_dir and read_file tool services.
-var Plugin = bus.PluginFunc(Name, func(c *bus.Context, cfg Config) error {
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
+var Plugin = bus.RegisterFunc(Name, "read-only file tools list_dir and read_file, confined to a root", func(c *bus.Context, cfg Config) error {
 	root := cfg.Root
 	if root == "" {
 		root = "."
@@ -50,12 +47,3 @@ var Plugin = bus.PluginFunc(Name, func(c *bus.Context, cfg Config) error {
 	}
 	return nil
 })
-
-func init() {
-	bus.Register(bus.Module{
-		Name:        Name,
-		Description: "read-only file tools list_dir and read_file, confined to a root",
-		Config:      func() any { return &Config{} },
-		New:         func() bus.Plugin { return Plugin },
-	})
-}

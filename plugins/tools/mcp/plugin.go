@@ -15,12 +15,9 @@ const Name = "tools/mcp"
 
 // Plugin connects to the MCP server its [Config] names and provides the
 // server's tools as tool services (see the package documentation).
-var Plugin bus.Plugin = bus.PluginFunc(Name, apply)
+var Plugin bus.Plugin = bus.RegisterFunc(Name, "the tools of an MCP server (stdio subprocess or streamable HTTP)", apply)
 
 func apply(c *bus.Context, cfg Config) error {
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
 	log := c.Logger().With("server", cfg.server())
 
 	// Everything the connection starts ends with ctx, which ends with the
@@ -73,13 +70,4 @@ func version() string {
 		return bi.Main.Version
 	}
 	return "devel"
-}
-
-func init() {
-	bus.Register(bus.Module{
-		Name:        Name,
-		Description: "the tools of an MCP server (stdio subprocess or streamable HTTP)",
-		Config:      func() any { return &Config{} },
-		New:         func() bus.Plugin { return Plugin },
-	})
 }
