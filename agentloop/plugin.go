@@ -2,6 +2,7 @@ package agentloop
 
 import (
 	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/session"
 )
 
 // PluginName is the registered name of the agent plugin.
@@ -9,13 +10,13 @@ const PluginName = "agent"
 
 // Plugin is the agent plugin: it runs the loop with the provider service
 // and every tool service, and provides [AgentService]. It requires the
-// "sessions" and "provider" services and reads "tool/*" at each step, so
-// tools may come and go without reloading it; a tool change shows in the
-// next step's request/header (reason change).
+// "session/manager" and "llm/provider" services and reads "tool/*" at
+// each step, so tools may come and go without reloading it; a tool change
+// shows in the next step's request/header (reason change).
 var Plugin = &bus.Func[Config]{
 	ID: PluginName,
 	Deps: bus.Inject{
-		Required: []string{"sessions", ProviderService.Name()},
+		Required: []string{session.Sessions.Name(), ProviderService.Name()},
 		Optional: []string{ToolServicePrefix + "*"},
 	},
 	Run: func(c *bus.Context, cfg Config) error {

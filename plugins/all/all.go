@@ -1,6 +1,6 @@
 // Package all registers every built-in plugin: import it for its side
-// effect, and every name in DESIGN.md's table of built-in plugins resolves
-// through bus.LookupModule.
+// effect, and every name in docs/architecture.md's table of built-in
+// plugins resolves through bus.LookupModule.
 //
 //	import _ "github.com/vigil-run/vigil/plugins/all"
 package all
