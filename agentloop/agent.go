@@ -79,7 +79,7 @@ func (c *Config) Validate() error {
 }
 
 // AgentService is the service the agent plugin provides.
-var AgentService = bus.NewService[*Agent]("agent")
+var AgentService = bus.NewService[*Agent]("agent/loop")
 
 // Agent runs turns of the agent loop on sessions. One Agent is one loop
 // instance: the first turn it runs on a session that already has a request
@@ -159,7 +159,7 @@ var agentSeq atomic.Int64
 // it reads the provider from [ProviderService] and the tools from every
 // service under [ToolServicePrefix] through c, at each step; c must be
 // allowed to read them (the root context, or a plugin that declares
-// "provider" and "tool/*").
+// "llm/provider" and "tool/*").
 func New(c *bus.Context, cfg Config, opts ...Option) *Agent {
 	a := &Agent{
 		c:        c,

@@ -10,9 +10,9 @@ const PluginName = "agent"
 
 // Plugin is the agent plugin: it runs the loop with the provider service
 // and every tool service, and provides [AgentService]. It requires the
-// "sessions" and "provider" services and reads "tool/*" at each step, so
-// tools may come and go without reloading it; a tool change shows in the
-// next step's request/header (reason change).
+// "session/manager" and "llm/provider" services and reads "tool/*" at
+// each step, so tools may come and go without reloading it; a tool change
+// shows in the next step's request/header (reason change).
 var Plugin = bus.RegisterFunc(PluginName, "the agent loop: turns and steps over the provider and every tool",
 	func(c *bus.Context, cfg Config) error {
 		a := New(c, cfg, WithName(PluginName))

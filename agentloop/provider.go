@@ -99,9 +99,9 @@ type Provider interface {
 type ProviderKey struct{ svc bus.Service[*guard] }
 
 // ProviderService is the service the one enabled provider plugin provides.
-var ProviderService = ProviderKey{svc: bus.NewService[*guard]("provider")}
+var ProviderService = ProviderKey{svc: bus.NewService[*guard]("llm/provider")}
 
-// Name returns the service name, "provider".
+// Name returns the service name, "llm/provider".
 func (k ProviderKey) Name() string { return k.svc.Name() }
 
 // Provide wraps p and provides the wrapper under the service's name, owned

@@ -15,11 +15,11 @@ var Created = bus.NewEvent[*Session]("session/created")
 var Committed = bus.NewEvent[*Commit]("session/event")
 
 // Sessions is the service under which the [Manager] is provided.
-var Sessions = bus.NewService[*Manager]("sessions")
+var Sessions = bus.NewService[*Manager]("session/manager")
 
 // StoreService is the service under which a store plugin (store/jsonl,
 // store/memory) provides the [Store] a Manager writes to.
-var StoreService = bus.NewService[Store]("store")
+var StoreService = bus.NewService[Store]("session/store")
 
 // Commit is the payload of [Committed]: one record of one session.
 type Commit struct {

@@ -1,8 +1,9 @@
 // Package adversarial_test attacks the guarantee that every request a
 // provider receives passed the check (or is a declared one-shot), with
-// in-process plugins that use public APIs only: one per side door of
-// issue 22. Each attack must be refused, with the provider never
-// receiving the forged content, and leave a stored log that verifies.
+// in-process plugins that use public APIs only: one per side door that
+// docs/architecture.md lists. Each attack must be refused, with the
+// provider never receiving the forged content, and leave a stored log
+// that verifies.
 package adversarial_test
 
 import (

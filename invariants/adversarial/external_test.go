@@ -37,7 +37,7 @@ func TestProtocolOffersNoCallThatReachesARequest(t *testing.T) {
 		return out
 	}
 	assert.Equal(t, []string{"Emit", "Log", "Messages"}, methods("Host"),
-		"what a plugin may ask the host; a new call must be judged against the side doors of issue 22")
+		"what a plugin may ask the host; a new call must be judged against the side doors docs/architecture.md lists")
 	assert.Equal(t, []string{"CallTool", "Configure", "Describe", "Dispose", "ListTools", "OnEvent", "Validate"}, methods("Plugin"))
 }
 

@@ -46,7 +46,7 @@
 //
 // The plugin calls the host back through the go-plugin broker: it emits
 // [Emitted] events, reads a live session's derived messages (through the
-// session manager, the "sessions" service) and logs. Its stderr is
+// session manager, the "session/manager" service) and logs. Its stderr is
 // re-emitted through the fiber's logger, JSON lines at their level.
 //
 // The fiber owns the process: disposing it (or reloading it) asks the
