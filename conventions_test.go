@@ -69,23 +69,28 @@ func goFiles(t *testing.T) map[string][]string {
 	return byDir
 }
 
+// modulePath is the import path of the module root.
+const modulePath = "github.com/vigil-run/vigil"
+
 // moduleKeys returns every key created in the module's non-test code. A
-// name must be a constant (a literal, or a string constant of the same or
-// a named package); a name that ends in a non-constant part is a family.
+// name must be a constant (a literal, or a string constant of the same
+// package or of a package of this module it imports); a name that ends
+// in a non-constant part is a family.
 func moduleKeys(t *testing.T) []key {
 	t.Helper()
 	fset := token.NewFileSet()
-	consts := map[string]map[string]string{} // package name → const → value
-	var files []*ast.File
-	for _, paths := range goFiles(t) {
+	type file struct {
+		dir string
+		ast *ast.File
+	}
+	var files []file
+	consts := map[string]map[string]string{} // directory → constant → value
+	for dir, paths := range goFiles(t) {
+		consts[dir] = map[string]string{}
 		for _, p := range paths {
 			f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
 			require.NoError(t, err)
-			files = append(files, f)
-			pkg := f.Name.Name
-			if consts[pkg] == nil {
-				consts[pkg] = map[string]string{}
-			}
+			files = append(files, file{dir, f})
 			for _, decl := range f.Decls {
 				gd, ok := decl.(*ast.GenDecl)
 				if !ok || gd.Tok != token.CONST {
@@ -96,7 +101,7 @@ func moduleKeys(t *testing.T) []key {
 					for i, n := range vs.Names {
 						if i < len(vs.Values) {
 							if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-								consts[pkg][n.Name], _ = strconv.Unquote(lit.Value)
+								consts[dir][n.Name], _ = strconv.Unquote(lit.Value)
 							}
 						}
 					}
@@ -105,41 +110,58 @@ func moduleKeys(t *testing.T) []key {
 		}
 	}
 
-	// value evaluates a name expression: its constant value, with whole set
-	// when every part of it is constant.
-	var value func(pkg string, e ast.Expr) (s string, whole bool)
-	value = func(pkg string, e ast.Expr) (string, bool) {
-		switch e := e.(type) {
-		case *ast.BasicLit:
-			if e.Kind == token.STRING {
-				s, err := strconv.Unquote(e.Value)
-				return s, err == nil
-			}
-		case *ast.Ident:
-			s, ok := consts[pkg][e.Name]
-			return s, ok
-		case *ast.SelectorExpr:
-			if x, ok := e.X.(*ast.Ident); ok {
-				s, ok := consts[x.Name][e.Sel.Name]
-				return s, ok
-			}
-		case *ast.BinaryExpr:
-			if e.Op == token.ADD {
-				l, ok := value(pkg, e.X)
-				if !ok {
-					return l, false
-				}
-				r, ok := value(pkg, e.Y)
-				return l + r, ok
-			}
-		}
-		return "", false
-	}
-
 	var keys []key
 	for _, f := range files {
-		pkg := f.Name.Name
-		ast.Inspect(f, func(n ast.Node) bool {
+		// imports maps the names this file gives the module's packages to
+		// their directories.
+		imports := map[string]string{}
+		for _, spec := range f.ast.Imports {
+			path, _ := strconv.Unquote(spec.Path.Value)
+			rel, ok := strings.CutPrefix(path, modulePath+"/")
+			if !ok {
+				continue
+			}
+			name := filepath.Base(rel)
+			if spec.Name != nil {
+				name = spec.Name.Name
+			}
+			imports[name] = filepath.FromSlash(rel)
+		}
+
+		// value evaluates a name expression: its constant value, with
+		// whole set when every part of it is constant.
+		var value func(e ast.Expr) (s string, whole bool)
+		value = func(e ast.Expr) (string, bool) {
+			switch e := e.(type) {
+			case *ast.BasicLit:
+				if e.Kind == token.STRING {
+					s, err := strconv.Unquote(e.Value)
+					return s, err == nil
+				}
+			case *ast.Ident:
+				s, ok := consts[f.dir][e.Name]
+				return s, ok
+			case *ast.SelectorExpr:
+				if x, ok := e.X.(*ast.Ident); ok {
+					s, ok := consts[imports[x.Name]][e.Sel.Name]
+					return s, ok
+				}
+			case *ast.ParenExpr:
+				return value(e.X)
+			case *ast.BinaryExpr:
+				if e.Op == token.ADD {
+					l, ok := value(e.X)
+					if !ok {
+						return l, false
+					}
+					r, ok := value(e.Y)
+					return l + r, ok
+				}
+			}
+			return "", false
+		}
+
+		ast.Inspect(f.ast, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
 			if !ok || len(call.Args) != 1 {
 				return true
@@ -154,11 +176,11 @@ func moduleKeys(t *testing.T) []key {
 			var name string
 			switch x := fun.(type) {
 			case *ast.SelectorExpr:
-				if id, ok := x.X.(*ast.Ident); ok && id.Name == "bus" {
+				if id, ok := x.X.(*ast.Ident); ok && imports[id.Name] == "bus" {
 					name = x.Sel.Name
 				}
 			case *ast.Ident:
-				if pkg == "bus" {
+				if f.dir == "bus" {
 					name = x.Name
 				}
 			}
@@ -166,8 +188,8 @@ func moduleKeys(t *testing.T) []key {
 			if !ok {
 				return true
 			}
-			s, whole := value(pkg, call.Args[0])
-			if s == "" && !whole && pkg == "bus" {
+			s, whole := value(call.Args[0])
+			if s == "" && !whole && f.dir == "bus" {
 				// The bus's own plumbing (ServiceSet.Key) names no key.
 				return true
 			}
