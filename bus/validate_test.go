@@ -38,13 +38,6 @@ type panicky struct{}
 
 func (panicky) Validate() error { panic("validate blew up") }
 
-// ownPlugin is a plugin type of its own (not a Func), without
-// ConfigValidator: the bus validates the config value it is handed.
-type ownPlugin struct{ applied int }
-
-func (p *ownPlugin) Name() string                  { return "own" }
-func (p *ownPlugin) Apply(*bus.Context, any) error { p.applied++; return nil }
-
 func TestApplyingValidatesConfigBeforeThePluginRuns(t *testing.T) {
 	cases := []struct {
 		name    string
