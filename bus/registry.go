@@ -2,7 +2,11 @@ package bus
 
 import (
 	"fmt"
+	"net/url"
+	"reflect"
+	"runtime"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -20,6 +24,10 @@ type Module struct {
 	Config func() any
 	// New returns the plugin to apply.
 	New func() Plugin
+	// Package is the import path of the Go package that implements the
+	// module, shown by `vigil plugins`. Left empty, [Register] fills in
+	// the package of the code that called it (outside this package).
+	Package string
 }
 
 var modules = struct {
@@ -33,12 +41,52 @@ func Register(m Module) {
 	if m.Name == "" || m.New == nil {
 		panic("bus: Register needs a name and a constructor")
 	}
+	if m.Package == "" {
+		m.Package = callerPackage()
+	}
 	modules.Lock()
 	defer modules.Unlock()
 	if _, ok := modules.byName[m.Name]; ok {
 		panic(fmt.Sprintf("bus: module %q registered twice", m.Name))
 	}
 	modules.byName[m.Name] = m
+}
+
+// busPackage is this package's import path.
+var busPackage = reflect.TypeOf(Module{}).PkgPath()
+
+// callerPackage is the import path of the innermost caller outside this
+// package: the package whose init registers a module, however many
+// helpers of this package it went through.
+func callerPackage() string {
+	pcs := make([]uintptr, 32)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	for {
+		f, more := frames.Next()
+		if p := funcPackage(f.Function); p != busPackage && p != "" {
+			return p
+		}
+		if !more {
+			return ""
+		}
+	}
+}
+
+// funcPackage returns the import path in a qualified function name such
+// as "example.com/a/b.init.0" or "example.com/a/b.(*T).M". The linker
+// escapes dots in the path's last element ("yaml%2ev3"), so the first dot
+// after the last slash ends the path.
+func funcPackage(name string) string {
+	slash := strings.LastIndexByte(name, '/')
+	dot := strings.IndexByte(name[slash+1:], '.')
+	if dot < 0 {
+		return ""
+	}
+	path := name[:slash+1+dot]
+	if p, err := url.PathUnescape(path); err == nil {
+		return p
+	}
+	return path
 }
 
 // LookupModule returns the module registered under name.

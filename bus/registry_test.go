@@ -21,6 +21,20 @@ var registered = bus.Module{
 func init() {
 	bus.Register(registered)
 	bus.Register(bus.Module{Name: "test/registry-other", New: registered.New})
+	bus.Register(bus.Module{Name: "test/registry-elsewhere", New: registered.New, Package: "example.com/elsewhere"})
+}
+
+func TestRegisterRecordsTheRegisteringPackage(t *testing.T) {
+	for name, want := range map[string]string{
+		// Registered from this test package's init.
+		"test/registry-found": "github.com/vigil-run/vigil/bus_test",
+		// A package given by the module is kept.
+		"test/registry-elsewhere": "example.com/elsewhere",
+	} {
+		m, ok := bus.LookupModule(name)
+		require.True(t, ok, name)
+		assert.Equal(t, want, m.Package, name)
+	}
 }
 
 func TestRegisteredModuleIsFoundByName(t *testing.T) {

@@ -37,6 +37,27 @@ func TestEveryBuiltinPluginIsRegistered(t *testing.T) {
 	}
 }
 
+// TestEveryPluginSitsAtItsName: the tree is the index. Every registered
+// plugin's package is plugins/<its name>, but for the three that live in
+// the core package they name.
+func TestEveryPluginSitsAtItsName(t *testing.T) {
+	const module = "github.com/vigil-run/vigil/"
+	core := map[string]string{
+		"agent":      module + "agentloop",
+		"invariants": module + "invariants",
+		"group":      module + "config",
+	}
+	ms := bus.Modules()
+	require.NotEmpty(t, ms)
+	for _, m := range ms {
+		want, ok := core[m.Name]
+		if !ok {
+			want = module + "plugins/" + m.Name
+		}
+		assert.Equal(t, want, m.Package, m.Name)
+	}
+}
+
 // apply applies the module called name with its zero config, changed by
 // set.
 func apply(t *testing.T, c *bus.Context, name string, set func(cfg any)) {

@@ -32,11 +32,12 @@ func cmdPlugins(_ context.Context, e *env, args []string) error {
 	}
 	type row struct {
 		Name        string `json:"name"`
+		Package     string `json:"package"`
 		Description string `json:"description"`
 	}
 	var rows []row
 	for _, m := range bus.Modules() {
-		rows = append(rows, row{m.Name, m.Description})
+		rows = append(rows, row{m.Name, m.Package, m.Description})
 	}
 	if *asJSON {
 		enc := json.NewEncoder(e.stdout)
@@ -45,7 +46,7 @@ func cmdPlugins(_ context.Context, e *env, args []string) error {
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\n", r.Name, r.Description)
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Name, r.Package, r.Description)
 	}
 	return tw.Flush()
 }
