@@ -70,7 +70,7 @@ func Complete(ctx context.Context, c *bus.Context, p Provider, sess *session.Ses
 			return Reply{}, fmt.Errorf("agentloop: one-shot request: source %d is not a seq of session %s", s, sess.ID())
 		}
 	}
-	built := Request{Session: sess.ID(), StepStart: -1, Header: CloneHeader(o.Header), Messages: CloneMessages(o.Messages)}
+	built := Request{Session: sess.ID(), StepStart: -1, Header: session.CloneHeader(o.Header), Messages: session.CloneMessages(o.Messages)}
 	digest := session.RequestDigest(built.Header, built.Messages)
 	sources := append([]int64(nil), o.Sources...)
 	req := mint(built, o.Purpose, digest, func() error {

@@ -22,51 +22,6 @@ func (r *Request) Digest() string {
 	return r.seal.digest
 }
 
-// CloneMessages returns a deep copy of msgs. The tool calls of all
-// messages share one new backing array (each message's slice capped), so
-// a copy costs two allocations whatever its length.
-func CloneMessages(msgs []session.Message) []session.Message {
-	if msgs == nil {
-		return nil
-	}
-	out := make([]session.Message, len(msgs))
-	copy(out, msgs)
-	n := 0
-	for i := range out {
-		n += len(out[i].ToolCalls)
-	}
-	if n == 0 {
-		return out
-	}
-	calls := make([]session.ToolCall, 0, n)
-	for i := range out {
-		if tc := out[i].ToolCalls; tc != nil {
-			start := len(calls)
-			calls = append(calls, tc...)
-			out[i].ToolCalls = calls[start:len(calls):len(calls)]
-		}
-	}
-	return out
-}
-
-// CloneHeader returns a deep copy of h.
-func CloneHeader(h session.Header) session.Header {
-	if h.Temperature != nil {
-		t := *h.Temperature
-		h.Temperature = &t
-	}
-	h.Stop = slices.Clone(h.Stop)
-	if h.Tools != nil {
-		tools := make([]session.ToolSpec, len(h.Tools))
-		for i, t := range h.Tools {
-			t.Parameters = bytes.Clone(t.Parameters)
-			tools[i] = t
-		}
-		h.Tools = tools
-	}
-	return h
-}
-
 // seal is the loop's mark on a request it sends: a loop-built step request
 // or a declared one-shot. Only this package can make one (the type and the
 // Request field are unexported), and it is bound to the one *Request it
@@ -227,7 +182,7 @@ func short(d string) string {
 func mint(built Request, purpose, digest string, log func() error) *Request {
 	built.seal = nil
 	r := &Request{Session: built.Session, Turn: built.Turn, Step: built.Step, StepStart: built.StepStart,
-		Header: CloneHeader(built.Header), Messages: CloneMessages(built.Messages)}
+		Header: session.CloneHeader(built.Header), Messages: session.CloneMessages(built.Messages)}
 	r.seal = &seal{req: r, purpose: purpose, built: built, digest: digest, log: log}
 	return r
 }

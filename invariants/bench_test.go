@@ -22,9 +22,9 @@ func benchRequest(tb testing.TB, messages int) ([]*session.Record, *agentloop.Re
 	b.turn++
 	b.add(session.Event{Type: session.TypeTurnStart, Turn: b.turn, Data: session.TurnStart{}})
 	b.add(session.Event{Type: session.TypeUserMessage, Turn: b.turn, Data: session.UserMessage{Content: "one more question"}})
-	msgs := agentloop.CloneMessages(b.fold.Messages())
+	msgs := session.CloneMessages(b.fold.Messages())
 	start := b.add(session.Event{Type: session.TypeStepStart, Turn: b.turn, Step: 1, Data: session.StepStart{}})
-	req := &agentloop.Request{Session: "bench", Turn: b.turn, Step: 1, StepStart: start.Seq(), Header: agentloop.CloneHeader(b.header), Messages: msgs}
+	req := &agentloop.Request{Session: "bench", Turn: b.turn, Step: 1, StepStart: start.Seq(), Header: session.CloneHeader(b.header), Messages: msgs}
 	if v := invariants.CheckRequest(b.records, req); v != nil {
 		tb.Fatalf("benchmark request does not pass: %s", v)
 	}

@@ -32,7 +32,7 @@ func TestHeaderDiffNamesWhatDiffers(t *testing.T) {
 			`request-header: model differs from the latest request/header (expected "m", actual "m2")`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sent := agentloop.CloneHeader(logged)
+			sent := session.CloneHeader(logged)
 			tc.change(&sent)
 			v := invariants.CompareRequest(nil, logged, &agentloop.Request{Header: sent})
 			require.NotNil(t, v)

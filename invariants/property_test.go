@@ -237,7 +237,7 @@ func TestPropertyCheckRequestMatchesFreshFold(t *testing.T) {
 			require.True(rt, ok)
 			require.Equal(rt, want, again, "DeriveRequest folds like DeriveMessages")
 			require.True(rt, session.HeaderEquals(b.header, h))
-			req := &agentloop.Request{Session: "gen", Turn: r.Turn(), Step: r.Step(), StepStart: r.Seq(), Header: b.header, Messages: agentloop.CloneMessages(want)}
+			req := &agentloop.Request{Session: "gen", Turn: r.Turn(), Step: r.Step(), StepStart: r.Seq(), Header: b.header, Messages: session.CloneMessages(want)}
 			if v := invariants.CheckRequest(b.records, req); v != nil {
 				rt.Fatalf("step at seq %d: %s", r.Seq(), v)
 			}
@@ -245,7 +245,7 @@ func TestPropertyCheckRequestMatchesFreshFold(t *testing.T) {
 				continue
 			}
 			k := rapid.IntRange(0, len(want)-1).Draw(rt, "message")
-			bad := agentloop.CloneMessages(want)
+			bad := session.CloneMessages(want)
 			if rapid.Bool().Draw(rt, "drop") {
 				bad = slices.Delete(bad, k, k+1)
 			} else {

@@ -158,7 +158,7 @@ func (s *Server) send(req sendRequest) (*sendResult, error) {
 		n := len(kept)
 		tamper = func(r *agentloop.Request) {
 			// This turn's messages follow what the forged log folds to.
-			r.Messages = append(agentloop.CloneMessages(own), r.Messages[min(n, len(r.Messages)):]...)
+			r.Messages = append(session.CloneMessages(own), r.Messages[min(n, len(r.Messages)):]...)
 		}
 	default:
 		if sess, err = s.continuation(ctx, base); err != nil {
@@ -280,7 +280,7 @@ func (e *edit) apply() (func(*agentloop.Request), string, error) {
 // viewOf copies a request.
 func viewOf(r *agentloop.Request) *requestView {
 	return &requestView{Turn: r.Turn, Step: r.Step, StepStart: r.StepStart,
-		Header: agentloop.CloneHeader(r.Header), Messages: agentloop.CloneMessages(r.Messages)}
+		Header: session.CloneHeader(r.Header), Messages: session.CloneMessages(r.Messages)}
 }
 
 // compare marks sent against the fold and header it must equal, in the

@@ -301,7 +301,7 @@ func deriveRequestFunc(records []*Record, before int, fn func(i int, m *Message)
 func DeriveHeader(records []*Record) (Header, bool) {
 	for i := len(records) - 1; i >= 0; i-- {
 		if p, ok := records[i].payload.(RequestHeader); ok {
-			return normalizeHeader(cloneHeader(p.Header)), true
+			return normalizeHeader(CloneHeader(p.Header)), true
 		}
 	}
 	return Header{}, false

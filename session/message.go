@@ -41,10 +41,10 @@ func (m *Message) Equal(o *Message) bool {
 	return true
 }
 
-// cloneMessages returns a deep copy of msgs in two allocations: the
+// CloneMessages returns a deep copy of msgs in two allocations: the
 // messages, and one array for all their tool calls (each message's slice
 // capped).
-func cloneMessages(msgs []Message) []Message {
+func CloneMessages(msgs []Message) []Message {
 	if msgs == nil {
 		return nil
 	}

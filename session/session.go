@@ -104,7 +104,7 @@ func (s *Session) Len() int {
 func (s *Session) Messages() []Message {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return cloneMessages(s.v.fold.Messages())
+	return CloneMessages(s.v.fold.Messages())
 }
 
 // Header returns the latest logged request header (normalized, see
@@ -112,7 +112,7 @@ func (s *Session) Messages() []Message {
 func (s *Session) Header() (Header, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return cloneHeader(s.header), s.hasHeader
+	return CloneHeader(s.header), s.hasHeader
 }
 
 // Append commits ev as the next record and returns it.

@@ -142,14 +142,14 @@ func clonePayload(v any) any {
 			return p
 		}
 	case RequestHeader:
-		p.Header = cloneHeader(p.Header)
+		p.Header = CloneHeader(p.Header)
 		return p
 	}
 	return v
 }
 
-// cloneHeader deep-copies h.
-func cloneHeader(h Header) Header {
+// CloneHeader returns a deep copy of h.
+func CloneHeader(h Header) Header {
 	if h.Temperature != nil {
 		t := *h.Temperature
 		h.Temperature = &t

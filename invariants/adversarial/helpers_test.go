@@ -42,7 +42,7 @@ func (r *recorder) Name() string { return r.p.Name() }
 func (r *recorder) Stream(ctx context.Context, req *agentloop.Request) (agentloop.Stream, error) {
 	r.mu.Lock()
 	r.got = append(r.got, agentloop.Request{Session: req.Session, Turn: req.Turn, Step: req.Step,
-		Header: agentloop.CloneHeader(req.Header), Messages: agentloop.CloneMessages(req.Messages)})
+		Header: session.CloneHeader(req.Header), Messages: session.CloneMessages(req.Messages)})
 	r.mu.Unlock()
 	return r.p.Stream(ctx, req)
 }
@@ -182,7 +182,7 @@ func count(recs []*session.Record, typ string) int {
 
 // forge returns a copy of msgs whose last user message is forged.
 func forge(msgs []session.Message) []session.Message {
-	out := agentloop.CloneMessages(msgs)
+	out := session.CloneMessages(msgs)
 	for i := len(out) - 1; i >= 0; i-- {
 		if out[i].Role == session.RoleUser {
 			out[i].Content = forged
