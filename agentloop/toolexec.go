@@ -131,6 +131,13 @@ func (a *Agent) runBatch(ctx context.Context, invs []*ToolInvocation) []ToolOutp
 			defer cancel()
 			grace = gctx.Done()
 		}
+		// A call that has already returned keeps its result even when the
+		// grace is over too: select alone would pick between them at random.
+		select {
+		case outs[i] = <-done:
+			continue
+		default:
+		}
 		select {
 		case outs[i] = <-done:
 		case <-grace:
