@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/vigil-run/vigil/bus"
-	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // Sentinel errors of [Agent.Run].
@@ -279,7 +279,7 @@ func (a *Agent) Close() error {
 }
 
 // claim marks sess busy in this agent and returns its state.
-func (a *Agent) claim(sess *session.Session, cancel context.CancelFunc) (key *int, st *sessionState, err error) {
+func (a *Agent) claim(sess *live.Session, cancel context.CancelFunc) (key *int, st *sessionState, err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st = a.sessions[sess.ID()]
@@ -296,7 +296,7 @@ func (a *Agent) claim(sess *session.Session, cancel context.CancelFunc) (key *in
 	return key, st, nil
 }
 
-func (a *Agent) release(sess *session.Session, key *int, headed bool) {
+func (a *Agent) release(sess *live.Session, key *int, headed bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st := a.sessions[sess.ID()]

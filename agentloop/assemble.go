@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // assembler joins streamed chunks into the assistant message they make:
@@ -16,7 +17,7 @@ type assembler struct {
 	ids             *callIDs // the ids the session's log uses (nil: none)
 	text, reasoning strings.Builder
 	calls           []indexedCall
-	usage           *Usage
+	usage           *session.Usage
 	finish          string
 }
 
@@ -94,7 +95,8 @@ func chunkData(c *Chunk) []session.AssistantChunk {
 		out = append(out, session.AssistantChunk{Text: c.Text})
 	}
 	if tc := c.ToolCall; tc != nil {
-		out = append(out, session.AssistantChunk{ToolCall: &session.ChunkToolCall{Index: tc.Index, ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments}})
+		tc := *tc // the record's own copy
+		out = append(out, session.AssistantChunk{ToolCall: &tc})
 	}
 	return out
 }
@@ -114,7 +116,7 @@ type callIDs struct {
 }
 
 // sync reads the records of sess appended since the last sync.
-func (c *callIDs) sync(sess *session.Session) {
+func (c *callIDs) sync(sess *live.Session) {
 	recs := sess.Records()
 	if c.ids == nil || c.n > len(recs) || c.n > 0 && recs[c.n-1] != c.last {
 		*c = callIDs{ids: make(map[string]struct{})}

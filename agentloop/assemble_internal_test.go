@@ -9,6 +9,7 @@ import (
 
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 	"github.com/vigil-run/vigil/session/memory"
 )
 
@@ -39,9 +40,9 @@ func TestCallIDsAssign(t *testing.T) {
 func TestCallIDsSync(t *testing.T) {
 	root := bus.New()
 	t.Cleanup(func() { _ = root.Dispose() })
-	mgr := session.NewManager(root.Context(), memory.New())
+	mgr := live.NewManager(root.Context(), memory.New())
 	ctx := context.Background()
-	newSession := func(evs ...session.Event) *session.Session {
+	newSession := func(evs ...session.Event) *live.Session {
 		s, err := mgr.Create(ctx)
 		require.NoError(t, err)
 		for _, ev := range evs {

@@ -13,6 +13,7 @@ import (
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	"github.com/vigil-run/vigil/plugins/tools/calc"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 	"github.com/vigil-run/vigil/session/memory"
 )
 
@@ -75,10 +76,10 @@ func benchStep(b *testing.B, mount func(*bus.Context) error) {
 			if mount != nil {
 				require.NoError(b, mount(c))
 			}
-			mgr := session.NewManager(c, memory.New())
+			mgr := live.NewManager(c, memory.New())
 			ctx := context.Background()
 			seed := seedEvents(n)
-			fresh := func() *session.Session {
+			fresh := func() *live.Session {
 				s, err := mgr.Seed(ctx, seed...)
 				require.NoError(b, err)
 				return s

@@ -14,13 +14,14 @@ import (
 	"github.com/vigil-run/vigil/plugins/provider/replay"
 	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/jsonl"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // reuser behaves like the OpenAI-compatible servers that number their
 // calls from call_0 in every response: after a user message it streams
 // the same tool-call deltas every time, after a tool result it answers in
 // text.
-type reuser struct{ deltas []agentloop.ToolCallDelta }
+type reuser struct{ deltas []session.ChunkToolCall }
 
 func (r reuser) Stream(_ context.Context, req *agentloop.Request) (agentloop.Stream, error) {
 	if m := req.Messages; len(m) > 0 && m[len(m)-1].Role == session.RoleTool {
@@ -69,12 +70,12 @@ func TestRepeatedCallIDsAreMadeUniqueInTheLog(t *testing.T) {
 	calc := funcTool{name: "calc", safe: true, fn: func(context.Context, json.RawMessage) (string, error) { return "2", nil }}
 	for _, tc := range []struct {
 		name   string
-		deltas []agentloop.ToolCallDelta
+		deltas []session.ChunkToolCall
 		chunks []string // ids on the chunks that carry one, over three turns
 		calls  []string // tool/call ids over three turns
 	}{{
 		name: "id on the first fragment",
-		deltas: []agentloop.ToolCallDelta{
+		deltas: []session.ChunkToolCall{
 			{Index: 0, ID: "call_0", Name: "calc", Arguments: `{"expr":`},
 			{Index: 0, Arguments: `"1+1"}`},
 		},
@@ -82,7 +83,7 @@ func TestRepeatedCallIDsAreMadeUniqueInTheLog(t *testing.T) {
 		calls:  []string{"call_0", "call_0_2_1_0", "call_0_3_1_0"},
 	}, {
 		name: "id on every fragment",
-		deltas: []agentloop.ToolCallDelta{
+		deltas: []session.ChunkToolCall{
 			{Index: 0, ID: "call_0", Name: "calc", Arguments: `{"expr":`},
 			{Index: 0, ID: "call_0", Arguments: `"1+1"}`},
 		},
@@ -90,7 +91,7 @@ func TestRepeatedCallIDsAreMadeUniqueInTheLog(t *testing.T) {
 		calls:  []string{"call_0", "call_0_2_1_0", "call_0_3_1_0"},
 	}, {
 		name: "one id at two indices",
-		deltas: []agentloop.ToolCallDelta{
+		deltas: []session.ChunkToolCall{
 			{Index: 0, ID: "call_0", Name: "calc", Arguments: `{}`},
 			{Index: 1, ID: "call_0", Name: "calc", Arguments: `{}`},
 		},
@@ -98,7 +99,7 @@ func TestRepeatedCallIDsAreMadeUniqueInTheLog(t *testing.T) {
 		calls:  []string{"call_0", "call_0_1_1_1", "call_0_2_1_0", "call_0_2_1_1", "call_0_3_1_0", "call_0_3_1_1"},
 	}, {
 		name:   "no id",
-		deltas: []agentloop.ToolCallDelta{{Index: 0, Name: "calc", Arguments: `{}`}},
+		deltas: []session.ChunkToolCall{{Index: 0, Name: "calc", Arguments: `{}`}},
 		chunks: []string{"call_1_1_0", "call_2_1_0", "call_3_1_0"},
 		calls:  []string{"call_1_1_0", "call_2_1_0", "call_3_1_0"},
 	}} {
@@ -167,9 +168,9 @@ func TestRepeatedCallIDsVerifyWithoutInvariants(t *testing.T) {
 	require.NoError(t, err)
 	root := bus.New()
 	t.Cleanup(func() { _ = root.Dispose() })
-	mgr := session.NewManager(root.Context(), store)
+	mgr := live.NewManager(root.Context(), store)
 	calc := funcTool{name: "calc", fn: func(context.Context, json.RawMessage) (string, error) { return "2", nil }}
-	a := agentloop.New(root.Context(), agentloop.Config{Model: "m"}, agentloop.WithProvider(reuser{[]agentloop.ToolCallDelta{{Index: 0, ID: "call_0", Name: "calc", Arguments: `{}`}}}), agentloop.WithTools(calc))
+	a := agentloop.New(root.Context(), agentloop.Config{Model: "m"}, agentloop.WithProvider(reuser{[]session.ChunkToolCall{{Index: 0, ID: "call_0", Name: "calc", Arguments: `{}`}}}), agentloop.WithTools(calc))
 	sess, err := mgr.Create(context.Background())
 	require.NoError(t, err)
 	for range 3 {

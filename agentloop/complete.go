@@ -7,6 +7,7 @@ import (
 
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // Reply is a whole model reply collected from a stream.
@@ -14,7 +15,7 @@ type Reply struct {
 	Content   string
 	Reasoning string
 	ToolCalls []session.ToolCall
-	Usage     *Usage
+	Usage     *session.Usage
 	Finish    string
 }
 
@@ -50,7 +51,7 @@ var ErrOneShotInTurn = errors.New("agentloop: a one-shot request inside an open 
 // and so is one with no session, no purpose, no message or a source that
 // is not a seq of the log. p may be the provider from [ProviderService]
 // or any other: Complete wraps it like every provider.
-func Complete(ctx context.Context, c *bus.Context, p Provider, sess *session.Session, o OneShot) (Reply, error) {
+func Complete(ctx context.Context, c *bus.Context, p Provider, sess *live.Session, o OneShot) (Reply, error) {
 	switch {
 	case sess == nil:
 		return Reply{}, errors.New("agentloop: one-shot request: no session to log it in")

@@ -9,6 +9,7 @@ import (
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	"github.com/vigil-run/vigil/plugins/tools/calc"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 	"github.com/vigil-run/vigil/session/memory"
 )
 
@@ -27,7 +28,7 @@ func ExampleAgent_Run() {
 	_, _ = agentloop.ProviderService.Provide(c, model)
 	_, _ = agentloop.ProvideTool(c, calc.Tool{})
 
-	sessions := session.NewManager(c, memory.New())
+	sessions := live.NewManager(c, memory.New())
 	sess, _ := sessions.Create(context.Background())
 	agent := agentloop.New(c, agentloop.Config{System: "Use the calculator."})
 
@@ -66,7 +67,7 @@ func ExampleComplete() {
 	root := bus.New()
 	defer root.Dispose()
 	c := root.Context()
-	sess, _ := session.NewManager(c, memory.New()).Seed(context.Background(),
+	sess, _ := live.NewManager(c, memory.New()).Seed(context.Background(),
 		session.Event{Type: session.TypeUserMessage, Data: session.UserMessage{Content: "What is six times seven?"}})
 	model, _ := scripted.New(scripted.Config{Script: []scripted.Reply{{Text: "Six times seven"}}})
 	reply, err := agentloop.Complete(context.Background(), c, model, sess, agentloop.OneShot{

@@ -15,6 +15,7 @@ import (
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 func TestCancelMidStreamKeepsDeliveredPrefix(t *testing.T) {
@@ -24,7 +25,7 @@ func TestCancelMidStreamKeepsDeliveredPrefix(t *testing.T) {
 	rec := &recorder{replies: []func(ctx context.Context) (agentloop.Stream, error){
 		func(ctx context.Context) (agentloop.Stream, error) {
 			return func(yield func(agentloop.Chunk, error) bool) {
-				for _, c := range []agentloop.Chunk{{Text: "Hello, "}, {Text: "wor"}, {ToolCall: &agentloop.ToolCallDelta{ID: "c1", Name: "calc", Arguments: `{"expr`}}} {
+				for _, c := range []agentloop.Chunk{{Text: "Hello, "}, {Text: "wor"}, {ToolCall: &session.ChunkToolCall{ID: "c1", Name: "calc", Arguments: `{"expr`}}} {
 					if !yield(c, nil) {
 						return
 					}
@@ -294,7 +295,7 @@ func TestVetoedAppendMidStepClosesTheStep(t *testing.T) {
 			e := newEnv(t)
 			policy := bus.PluginFunc("policy", func(c *bus.Context, _ struct{}) error {
 				bus.Veto.On(c, func(_ context.Context, d bus.Dispatch) error {
-					if c, ok := d.Payload.(*session.Commit); ok && c.Record.Type() == tc.typ {
+					if c, ok := d.Payload.(*live.Commit); ok && c.Record.Type() == tc.typ {
 						return tc.veto
 					}
 					return nil

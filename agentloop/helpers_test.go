@@ -19,6 +19,7 @@ import (
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	fstools "github.com/vigil-run/vigil/plugins/tools/fs"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 	"github.com/vigil-run/vigil/session/memory"
 )
 
@@ -29,7 +30,7 @@ type env struct {
 	t    testing.TB
 	root *bus.Root
 	c    *bus.Context
-	mgr  *session.Manager
+	mgr  *live.Manager
 }
 
 func newEnv(t testing.TB) *env { return newEnvWith(t, memory.New()) }
@@ -45,11 +46,11 @@ func newEnvWith(t testing.TB, store session.Store) *env {
 	clock := func() time.Time {
 		return time.Date(2026, 11, 29, 20, 0, 0, 0, time.UTC).Add(time.Duration(n.Add(1)) * time.Millisecond)
 	}
-	mgr := session.NewManager(c, store, session.WithClock(clock))
+	mgr := live.NewManager(c, store, live.WithClock(clock))
 	return &env{t: t, root: root, c: c, mgr: mgr}
 }
 
-func (e *env) session() *session.Session {
+func (e *env) session() *live.Session {
 	e.t.Helper()
 	s, err := e.mgr.Create(context.Background())
 	require.NoError(e.t, err)

@@ -12,9 +12,10 @@ import (
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/plugins/tools/calc"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
-func headers(t *testing.T, sess *session.Session) []string {
+func headers(t *testing.T, sess *live.Session) []string {
 	var out []string
 	for _, r := range ofType(sess.Records(), session.TypeRequestHeader) {
 		out = append(out, decode[session.RequestHeader](t, r).Reason)
@@ -213,7 +214,7 @@ func TestRefusedStatusChangeFailsTheRun(t *testing.T) {
 func TestAgentPluginWiresProviderToolsAndSessions(t *testing.T) {
 	e := newEnv(t)
 	c := e.c
-	_, err := session.Sessions.Provide(c, e.mgr)
+	_, err := live.Sessions.Provide(c, e.mgr)
 	require.NoError(t, err)
 	m, ok := bus.LookupModule(agentloop.PluginName)
 	require.True(t, ok)

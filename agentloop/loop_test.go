@@ -13,6 +13,7 @@ import (
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 func TestTurnWithDefaultScriptListsTheRealFolder(t *testing.T) {
@@ -230,7 +231,7 @@ func TestCompleteRefusesUndeclaredOneShots(t *testing.T) {
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		name string
-		sess *session.Session
+		sess *live.Session
 		o    agentloop.OneShot
 		want error
 	}{

@@ -2,7 +2,7 @@ package agentloop
 
 import (
 	"github.com/vigil-run/vigil/bus"
-	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // PluginName is the registered name of the agent plugin.
@@ -28,6 +28,6 @@ var Plugin = bus.RegisterFunc(PluginName, "the agent loop: turns and steps over 
 		_, err := AgentService.Provide(c, a)
 		return err
 	},
-	bus.Requires(session.Sessions, ProviderService),
+	bus.Requires(live.Sessions, ProviderService),
 	bus.Optional(ToolServices),
 )

@@ -3,6 +3,7 @@ package agentloop
 import (
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // Prepare is the payload of agent/prepare, which the loop emits before
@@ -14,7 +15,7 @@ import (
 type Prepare struct {
 	// Agent is the id of the agent about to run the turn.
 	Agent   string
-	Session *session.Session
+	Session *live.Session
 	// Provider is the provider the turn will use, for one-shot calls
 	// (see [Complete]).
 	Provider Provider

@@ -54,27 +54,15 @@ func (r *Request) Subject() any { return r.Session }
 type Chunk struct {
 	Text      string
 	Reasoning string
-	ToolCall  *ToolCallDelta
+	// ToolCall is a fragment of a streamed tool call, as the log's
+	// assistant/chunk records it: fragments with the same Index belong to
+	// one call; ID and Name arrive on the first.
+	ToolCall *session.ChunkToolCall
 	// Usage, when set, is the token usage of the whole reply so far.
-	Usage *Usage
+	Usage *session.Usage
 	// Finish, when set, is the reason the model stopped: "stop",
 	// "tool_calls", "length" or "error".
 	Finish string
-}
-
-// ToolCallDelta is a fragment of a streamed tool call. Fragments with the
-// same Index belong to one call; ID and Name arrive on the first.
-type ToolCallDelta struct {
-	Index     int    `json:"index"`
-	ID        string `json:"id,omitempty"`
-	Name      string `json:"name,omitempty"`
-	Arguments string `json:"arguments,omitempty"`
-}
-
-// Usage counts tokens.
-type Usage struct {
-	Input  int `json:"input"`
-	Output int `json:"output"`
 }
 
 // Stream is a model reply, yielded chunk by chunk. An error ends it.

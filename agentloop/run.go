@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // TurnResult describes a finished turn.
@@ -20,7 +21,7 @@ type TurnResult struct {
 	// Content is the content of the turn's last assistant message.
 	Content string
 	// Usage sums the usage the provider reported over the turn's steps.
-	Usage Usage
+	Usage session.Usage
 }
 
 // RunOption configures one [Agent.Run].
@@ -47,7 +48,7 @@ func OnChunk(fn func(Chunk)) RunOption {
 // and the cause: ctx's error for aborted, the provider's or listener's
 // error otherwise. A turn that completed or hit the step limit returns a
 // nil error.
-func (a *Agent) Run(ctx context.Context, sess *session.Session, prompt string, opts ...RunOption) (*TurnResult, error) {
+func (a *Agent) Run(ctx context.Context, sess *live.Session, prompt string, opts ...RunOption) (*TurnResult, error) {
 	var ro runOptions
 	for _, o := range opts {
 		o(&ro)
@@ -76,7 +77,7 @@ func (a *Agent) Run(ctx context.Context, sess *session.Session, prompt string, o
 // turn is the state of one turn in progress.
 type turn struct {
 	a    *Agent
-	sess *session.Session
+	sess *live.Session
 	// actx is the turn's context without its cancellation: the events
 	// that record an abort must still be appended after ctx is done.
 	actx    context.Context
@@ -102,7 +103,7 @@ func (t *turn) append(ev session.Event) (*session.Record, error) {
 
 // lastTurn returns the number of the session's last turn and whether it
 // is still open.
-func lastTurn(sess *session.Session) (int, bool) {
+func lastTurn(sess *live.Session) (int, bool) {
 	for r := range sess.Backward() {
 		switch r.Type() {
 		case session.TypeTurnEnd:

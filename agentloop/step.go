@@ -142,7 +142,8 @@ func (t *turn) step(ctx context.Context, n int) (stepOutcome, error) {
 	}
 	end := session.StepEnd{Finish: finish}
 	if u := asm.usage; u != nil {
-		end.Usage = &session.Usage{Input: u.Input, Output: u.Output}
+		u := *u
+		end.Usage = &u
 	}
 	if _, err := t.append(session.Event{Type: session.TypeStepEnd, Step: n, Data: end}); err != nil {
 		return stepOutcome{}, err

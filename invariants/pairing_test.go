@@ -10,6 +10,7 @@ import (
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // TestToolPairingRefusesAReusedCallID: the loop now logs unique ids for a
@@ -20,7 +21,7 @@ func TestToolPairingRefusesAReusedCallID(t *testing.T) {
 	call := session.ToolCall{ID: "call_0", Name: "calc", Arguments: `{}`}
 	// step appends one step asking for call and returns the seq of its
 	// assistant message.
-	step := func(t *testing.T, s *session.Session, turn int) int64 {
+	step := func(t *testing.T, s *live.Session, turn int) int64 {
 		t.Helper()
 		appendAll(t, s, turnStart(turn), user(turn, "compute"), stepStart(turn, 1),
 			session.Event{Type: session.TypeAssistantChunk, Turn: turn, Step: 1, Data: session.AssistantChunk{ToolCall: &session.ChunkToolCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments}}})

@@ -10,6 +10,7 @@ import (
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // Modes.
@@ -49,7 +50,7 @@ var plugin = bus.RegisterFunc(Name, "dev-mode checks: model-visible requests equ
 		}
 		return mount(c, mode)
 	},
-	bus.Optional(session.Sessions),
+	bus.Optional(live.Sessions),
 )
 
 // New returns the invariants plugin. Apply it with a [Config] (or none,
@@ -68,7 +69,7 @@ type checker struct {
 }
 
 type sessionState struct {
-	sess   *session.Session
+	sess   *live.Session
 	trace  *trace
 	staged map[*session.Record]struct{}
 }
@@ -76,7 +77,7 @@ type sessionState struct {
 func mount(c *bus.Context, mode string) error {
 	k := &checker{ctx: c, mode: mode, log: c.Logger(), sessions: map[string]*sessionState{}, status: map[string]string{}}
 	// Installed mid-session: rebuild the trace of every live session.
-	if mgr, err := session.Sessions.Get(c); err == nil {
+	if mgr, err := live.Sessions.Get(c); err == nil {
 		for _, s := range mgr.Live() {
 			k.rebuild(s)
 		}
@@ -86,8 +87,8 @@ func mount(c *bus.Context, mode string) error {
 	// runs every veto listener before any listener of the dispatch, so no
 	// llm/stream listener, whenever registered, runs before it.
 	bus.Veto.On(c, k.onDispatch, bus.Global)
-	session.Committed.On(c, k.onCommitted, bus.Global)
-	session.Created.On(c, k.onCreated, bus.Global)
+	live.Committed.On(c, k.onCommitted, bus.Global)
+	live.Created.On(c, k.onCreated, bus.Global)
 	agentloop.StatusEvent.On(c, k.onStatus, bus.Global)
 	return nil
 }
@@ -107,7 +108,7 @@ func (k *checker) refuse(ctx context.Context, v *Violation) error {
 
 // state returns the state of s, building its trace from its log the first
 // time the plugin meets it. Called with k.mu held.
-func (k *checker) state(s *session.Session) *sessionState {
+func (k *checker) state(s *live.Session) *sessionState {
 	st, ok := k.sessions[s.ID()]
 	if !ok || st.sess != s {
 		st = k.rebuildLocked(s)
@@ -115,13 +116,13 @@ func (k *checker) state(s *session.Session) *sessionState {
 	return st
 }
 
-func (k *checker) rebuild(s *session.Session) {
+func (k *checker) rebuild(s *live.Session) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.rebuildLocked(s)
 }
 
-func (k *checker) rebuildLocked(s *session.Session) *sessionState {
+func (k *checker) rebuildLocked(s *live.Session) *sessionState {
 	t, v := replay(s.Records())
 	if v != nil {
 		v.Session = s.ID()
@@ -133,7 +134,7 @@ func (k *checker) rebuildLocked(s *session.Session) *sessionState {
 }
 
 // onCreated replays seeded, forked and loaded sessions into a new trace.
-func (k *checker) onCreated(ctx context.Context, s *session.Session) error {
+func (k *checker) onCreated(ctx context.Context, s *live.Session) error {
 	k.mu.Lock()
 	t, v := replay(s.Records())
 	k.sessions[s.ID()] = &sessionState{sess: s, trace: t, staged: map[*session.Record]struct{}{}}
@@ -155,10 +156,10 @@ func (k *checker) onDispatch(ctx context.Context, d bus.Dispatch) error {
 		}
 		return nil
 	}
-	if d.Name != session.Committed.Name() {
+	if d.Name != live.Committed.Name() {
 		return nil
 	}
-	c, ok := d.Payload.(*session.Commit)
+	c, ok := d.Payload.(*live.Commit)
 	if !ok || c == nil || c.Record == nil || c.Session == nil {
 		return nil
 	}
@@ -177,7 +178,7 @@ func (k *checker) onDispatch(ctx context.Context, d bus.Dispatch) error {
 }
 
 // onCommitted applies the staged transition of the committed record.
-func (k *checker) onCommitted(ctx context.Context, c *session.Commit) error {
+func (k *checker) onCommitted(ctx context.Context, c *live.Commit) error {
 	k.mu.Lock()
 	st := k.state(c.Session)
 	if st.trace.next > c.Record.Seq() {

@@ -13,13 +13,14 @@ import (
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 	"github.com/vigil-run/vigil/session/memory"
 )
 
 // world is a bus with a session manager over a memory store.
 type world struct {
 	root *bus.Root
-	mgr  *session.Manager
+	mgr  *live.Manager
 }
 
 func newWorld(t *testing.T) *world {
@@ -27,7 +28,7 @@ func newWorld(t *testing.T) *world {
 	root := bus.New()
 	t.Cleanup(func() { _ = root.Dispose() })
 	clock := time.Date(2026, 11, 29, 20, 0, 0, 0, time.UTC)
-	mgr := session.NewManager(root.Context(), memory.New(), session.WithClock(func() time.Time { return clock }))
+	mgr := live.NewManager(root.Context(), memory.New(), live.WithClock(func() time.Time { return clock }))
 	return &world{root: root, mgr: mgr}
 }
 
@@ -38,7 +39,7 @@ func (w *world) mount(t *testing.T, mode string) *bus.Fiber {
 	return f
 }
 
-func appendAll(t *testing.T, s *session.Session, evs ...session.Event) {
+func appendAll(t *testing.T, s *live.Session, evs ...session.Event) {
 	t.Helper()
 	for _, ev := range evs {
 		_, err := s.Append(context.Background(), ev)
@@ -93,7 +94,7 @@ func TestLaterVetoLeavesTraceUntouched(t *testing.T) {
 	w.mount(t, invariants.ModeStrict)
 	veto := true
 	bus.Veto.On(w.root.Context(), func(_ context.Context, d bus.Dispatch) error {
-		if c, ok := d.Payload.(*session.Commit); ok && veto && c.Record.Type() == session.TypeTurnStart {
+		if c, ok := d.Payload.(*live.Commit); ok && veto && c.Record.Type() == session.TypeTurnStart {
 			return errors.New("not now")
 		}
 		return nil
@@ -119,7 +120,7 @@ func TestCommitWithoutStagedValidationIsStagingViolation(t *testing.T) {
 	// through internal/dispatch.
 	rec, err := session.NewRecord(1, time.Now(), user(1, "smuggled"))
 	require.NoError(t, err)
-	err = session.Committed.Observe(context.Background(), w.root.Context(), &session.Commit{Session: s, Record: rec})
+	err = live.Committed.Observe(context.Background(), w.root.Context(), &live.Commit{Session: s, Record: rec})
 	requireViolation(t, err, invariants.RuleStaging)
 }
 
@@ -141,7 +142,7 @@ func TestWarnModeReportsAndRefusesNothing(t *testing.T) {
 
 func TestOffModeRegistersNothing(t *testing.T) {
 	w := newWorld(t)
-	names := []string{bus.Veto.Name(), session.Committed.Name(), session.Created.Name(), agentloop.LLMStream.Name(), agentloop.StatusEvent.Name()}
+	names := []string{bus.Veto.Name(), live.Committed.Name(), live.Created.Name(), agentloop.LLMStream.Name(), agentloop.StatusEvent.Name()}
 	before := map[string]int{}
 	for _, n := range names {
 		before[n] = w.root.ListenerCount(n)
@@ -164,7 +165,7 @@ func TestHotReloadRebuildsTraceOfLiveSessions(t *testing.T) {
 	require.NoError(t, err)
 	appendAll(t, s, turnStart(1), user(1, "before the plugin"), stepStart(1, 1))
 	// Mounted mid-turn, mid-step: it depends on the sessions service.
-	_, err = session.Sessions.Provide(w.root.Context(), w.mgr)
+	_, err = live.Sessions.Provide(w.root.Context(), w.mgr)
 	require.NoError(t, err)
 	w.mount(t, invariants.ModeStrict)
 	appendAll(t, s, stepEnd(1, 1), turnEnd(1))

@@ -10,6 +10,7 @@ import (
 	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/plugins/provider/replay"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 	"github.com/vigil-run/vigil/session/memory"
 )
 
@@ -103,7 +104,7 @@ func (s *Server) replay(id string) (*replayResult, error) {
 	if _, err := c.Plugin(invariants.New(), &invariants.Config{Mode: invariants.ModeStrict}); err != nil {
 		return nil, err
 	}
-	rr, err := replay.Run(ctx, c, session.NewManager(c, memory.New()), orig.Records)
+	rr, err := replay.Run(ctx, c, live.NewManager(c, memory.New()), orig.Records)
 	if err != nil {
 		return nil, err
 	}

@@ -6,12 +6,13 @@ import (
 	"sync"
 
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // Session kinds, as the page labels them.
 const (
 	kindDemo   = "demo"   // the scripted session Play runs
-	kindFork   = "fork"   // a fork (session.Manager.Fork)
+	kindFork   = "fork"   // a fork (live.Manager.Fork)
 	kindForged = "forged" // a session seeded with a log minus one event
 )
 
@@ -96,7 +97,7 @@ func (v *view) json() sessionView {
 }
 
 // add starts showing s with the records it has now.
-func (h *hub) add(s *session.Session) {
+func (h *hub) add(s *live.Session) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {

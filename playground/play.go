@@ -9,7 +9,7 @@ import (
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	"github.com/vigil-run/vigil/plugins/tools/calc"
-	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // Player states.
@@ -187,7 +187,7 @@ func (s *Server) startDemo(mode int, state string) error {
 }
 
 // runDemo runs the demo's turns.
-func (s *Server) runDemo(ctx context.Context, sess *session.Session, agent *agentloop.Agent, done chan struct{}) {
+func (s *Server) runDemo(ctx context.Context, sess *live.Session, agent *agentloop.Agent, done chan struct{}) {
 	defer close(done)
 	defer func() {
 		if err := agent.Close(); err != nil {

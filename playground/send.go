@@ -12,6 +12,7 @@ import (
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	"github.com/vigil-run/vigil/plugins/tools/calc"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // Errors of the page's actions.
@@ -127,7 +128,7 @@ func (s *Server) send(req sendRequest) (*sendResult, error) {
 	}
 	res := &sendResult{Tamper: "none: the request is built from the log"}
 	var (
-		sess   *session.Session
+		sess   *live.Session
 		tamper func(*agentloop.Request)
 		err    error
 	)
@@ -240,7 +241,7 @@ func (s *Server) send(req sendRequest) (*sendResult, error) {
 
 // continuation returns the session the next turn of base runs on: a fork
 // of the demo at its last event shown, or a fork itself.
-func (s *Server) continuation(ctx context.Context, base *view) (*session.Session, error) {
+func (s *Server) continuation(ctx context.Context, base *view) (*live.Session, error) {
 	if base.kind != kindDemo {
 		if sess, ok := s.mgr.Get(base.info.ID); ok {
 			return sess, nil

@@ -15,7 +15,7 @@ import (
 	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/plugins/compaction"
 	"github.com/vigil-run/vigil/plugins/store/memory"
-	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // DefaultDelay is how long Play shows each event before the next commits.
@@ -41,7 +41,7 @@ type Server struct {
 	opts Options
 	root *bus.Root
 	c    *bus.Context
-	mgr  *session.Manager
+	mgr  *live.Manager
 	hub  *hub
 	mux  *http.ServeMux
 	gd   guard
@@ -89,7 +89,7 @@ func (s *Server) compose() error {
 	if _, err := s.c.Plugin(memory.Plugin, nil); err != nil {
 		return err
 	}
-	mgr, err := session.Sessions.Get(s.c)
+	mgr, err := live.Sessions.Get(s.c)
 	if err != nil {
 		return err
 	}
@@ -100,11 +100,11 @@ func (s *Server) compose() error {
 		return err
 	}
 	_, err = s.c.Plugin(bus.PluginFunc("playground", func(c *bus.Context, _ struct{}) error {
-		session.Created.On(c, func(_ context.Context, sess *session.Session) error {
+		live.Created.On(c, func(_ context.Context, sess *live.Session) error {
 			s.hub.add(sess)
 			return nil
 		})
-		session.Committed.On(c, func(_ context.Context, cm *session.Commit) error {
+		live.Committed.On(c, func(_ context.Context, cm *live.Commit) error {
 			s.pl.hold(cm.Session.ID())
 			s.hub.publish(cm.Session.ID(), cm.Record)
 			return nil

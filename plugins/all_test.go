@@ -15,6 +15,7 @@ import (
 	_ "github.com/vigil-run/vigil/plugins"
 	fstools "github.com/vigil-run/vigil/plugins/tools/fs"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 func TestEveryBuiltinPluginIsRegistered(t *testing.T) {
@@ -92,7 +93,7 @@ func TestDefaultCompositionRunsATurnOffline(t *testing.T) {
 	})
 	apply(t, c, "invariants", nil)
 
-	mgr, err := session.Sessions.Get(c)
+	mgr, err := live.Sessions.Get(c)
 	require.NoError(t, err)
 	a, err := agentloop.AgentService.Get(c)
 	require.NoError(t, err)

@@ -18,6 +18,7 @@ import (
 	"github.com/vigil-run/vigil/plugins/provider/anthropic"
 	fstools "github.com/vigil-run/vigil/plugins/tools/fs"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // messagesSSE renders Anthropic Messages stream events as a server-sent
@@ -74,7 +75,7 @@ func TestTurnOverAnthropicProvider(t *testing.T) {
 	apply(t, c, "tools/fs", func(cfg any) { cfg.(*fstools.Config).Root = dir })
 	apply(t, c, "agent", func(cfg any) { cfg.(*agentloop.Config).System = "You are terse." })
 
-	mgr, err := session.Sessions.Get(c)
+	mgr, err := live.Sessions.Get(c)
 	require.NoError(t, err)
 	a, err := agentloop.AgentService.Get(c)
 	require.NoError(t, err)

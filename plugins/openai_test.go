@@ -18,6 +18,7 @@ import (
 	"github.com/vigil-run/vigil/plugins/provider/openai"
 	fstools "github.com/vigil-run/vigil/plugins/tools/fs"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // sse renders OpenAI chat completion chunks as a server-sent event body.
@@ -61,7 +62,7 @@ func TestTurnOverOpenAIProvider(t *testing.T) {
 	apply(t, c, "tools/fs", func(cfg any) { cfg.(*fstools.Config).Root = dir })
 	apply(t, c, "agent", func(cfg any) { cfg.(*agentloop.Config).System = "You are terse." })
 
-	mgr, err := session.Sessions.Get(c)
+	mgr, err := live.Sessions.Get(c)
 	require.NoError(t, err)
 	a, err := agentloop.AgentService.Get(c)
 	require.NoError(t, err)

@@ -24,7 +24,7 @@ type Log struct {
 // Decode reads a JSONL session log: a header line, then one record per
 // line, each ending in a newline. Every line must be the canonical
 // encoding of what it holds (see [DecodeHeader] and [DecodeRecord]), and
-// every record is validated as [Session.Append] would (see [Validate]).
+// every record is validated as an append would be (see [Validate]).
 //
 // A last line without its newline is a write cut short by a crash: Decode
 // returns the log without it (with Torn set) together with a

@@ -1,14 +1,19 @@
-// Package session is the event-sourced conversation: an append-only,
-// immutable log of events per session, and the pure fold that derives the
-// messages a model is shown.
+// Package session is the log model of the event-sourced conversation: an
+// append-only, immutable log of events per session, its on-disk format,
+// the pure fold that derives the messages a model is shown, the header
+// fold, crash repair and the [Store] interface. It needs nothing of the
+// bus: a tool that reads logs, a store and an out-of-process plugin link
+// it alone. The live session on the bus (appends dispatched to plugins,
+// the manager that opens, forks and seeds sessions) is package
+// session/live, built on [LogState].
 //
 // # Records
 //
-// A [Session] is a log of [Record]s. [Session.Append] takes a candidate
-// [Event], assigns its seq (its index in the log) and time, and encodes
-// it once to its canonical JSON line; the record is those bytes (and the
-// payload decoded from them once), and nothing a caller holds can change
-// it. Records are shared freely: between sessions (a fork inherits its
+// A log is a list of [Record]s. Appending a candidate [Event] assigns its
+// seq (its index in the log) and time, and encodes it once to its
+// canonical JSON line ([NewRecord], [LogState.Stage]); the record is those
+// bytes (and the payload decoded from them once), and nothing a caller
+// holds can change it. Records are shared freely: between sessions (a fork inherits its
 // parent's), stores and readers.
 //
 // The format is public; [Decode] reads it and [Record.AppendLine] and
@@ -32,32 +37,30 @@
 // plugin-owned types are allowed when marked ignorable or registered with
 // [RegisterType].
 //
-// # Append
+// # Structure
 //
-// An append is a two-phase dispatch of [Committed] on the bus: the veto
-// phase ([bus.Veto] listeners, such as the invariants plugin) may refuse
-// the record, and then nothing is committed; after the commit, Committed
-// listeners observe the same *[Commit], and their failures are only
-// logged. Structural rules (seq order, known types, turn and step fields,
-// replace validity) are checked by the session itself, for appends, seeds,
-// forks and loads alike; turn and step nesting are the invariants
-// plugin's.
+// The structural rules (seq order, known types, turn and step fields,
+// replace validity) are this package's: [NewRecord] checks a record alone,
+// [Validate] and [LogState] a log, and every way a log is made (append,
+// seed, fork, load) goes through them. Turn and step nesting are the
+// invariants plugin's.
 //
 // # Fold
 //
 // The surface is the ordered list of surface events (user/message,
 // assistant/message, tool/result); a replace splices a range of it.
 // [DeriveMessages] projects it to [Message]s, one pure projection per
-// event; [Session.Messages] is the same fold, memoized incrementally.
+// event; [Fold] and [LogState.Messages] are the same fold, memoized
+// incrementally.
 // [DeriveHeader] gives the latest request header, and [RequestDigest] the
 // digest of a request that request/digest events record.
 //
 // # Stores and durability
 //
-// A [Store] persists logs; session/jsonl (one file per session) and
-// session/memory implement it, and session/sessiontest is the suite they
-// pass. A [Manager] creates, opens (repairing crash damage, see
-// [Closers]), forks and seeds sessions over a store and emits [Created].
-// An event is durable once [Session.Flush], or the append of the step/end
-// or turn/end that closes it, returned.
+// A [Store] persists logs; session/jsonl (one file per session),
+// session/memory and session/pgstore implement it, and
+// session/sessiontest is the suite they pass. [Closers] is the crash
+// repair rule: the events that close a turn a crash left open, appended
+// when a log is opened. An event is durable once the store's [Flusher]
+// returned for it; a live session flushes when a step or turn ends.
 package session

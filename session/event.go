@@ -78,7 +78,7 @@ type Surface struct {
 	End   int64  `json:"end,omitempty"`
 }
 
-// Event is a candidate for [Session.Append]: everything of a record except
+// Event is a candidate record (see [LogState.Stage]): everything of a record except
 // what the session assigns (seq and time). Data is a payload struct of
 // this package (value or pointer), a json.RawMessage or []byte of JSON,
 // any other value encoding/json can marshal (for plugin-owned types), or

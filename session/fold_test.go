@@ -6,8 +6,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/vigil-run/vigil/session"
 	"pgregory.net/rapid"
+
+	"github.com/vigil-run/vigil/session"
 )
 
 // records makes a log of events, seqs from 0.

@@ -8,22 +8,19 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/vigil-run/vigil/bus"
+
 	"github.com/vigil-run/vigil/session"
-	"github.com/vigil-run/vigil/session/memory"
 	"github.com/vigil-run/vigil/session/sessiontest"
 )
 
 var epoch = time.Date(2026, 11, 29, 20, 21, 24, 0, time.UTC)
 
-// harness is a bus, a store and a manager with a clock that advances a
-// millisecond per reading and ids s1, s2, ….
+// harness makes logs in memory, without a bus or a store, with a clock
+// that advances a millisecond per reading and ids s1, s2, …. (The live
+// sessions' harness is in session/live.)
 type harness struct {
-	t     *testing.T
-	ctx   context.Context
-	root  *bus.Root
-	store session.Store
-	m     *session.Manager
+	t   *testing.T
+	ctx context.Context
 
 	mu    sync.Mutex
 	ticks int
@@ -31,19 +28,7 @@ type harness struct {
 }
 
 func newHarness(t *testing.T) *harness {
-	return newHarnessWith(t, memory.New())
-}
-
-func newHarnessWith(t *testing.T, store session.Store) *harness {
-	h := &harness{t: t, ctx: context.Background(), root: bus.New(), store: store}
-	t.Cleanup(func() { _ = h.root.Dispose() })
-	h.m = h.manager()
-	return h
-}
-
-// manager returns another manager over the same bus and store.
-func (h *harness) manager() *session.Manager {
-	return session.NewManager(h.root.Context(), h.store, session.WithClock(h.now), session.WithIDs(h.newID))
+	return &harness{t: t, ctx: context.Background()}
 }
 
 func (h *harness) now() time.Time {
@@ -53,20 +38,34 @@ func (h *harness) now() time.Time {
 	return epoch.Add(time.Duration(h.ticks) * time.Millisecond)
 }
 
-func (h *harness) newID() string {
+// testLog is a log with its header, appended to as a live session is.
+type testLog struct {
+	*session.LogState
+	h    *harness
+	info session.Info
+}
+
+func (l *testLog) Info() session.Info { return l.info }
+
+func (l *testLog) Append(_ context.Context, ev session.Event) (*session.Record, error) {
+	staged, err := l.Stage(new(session.Record), session.LogTime(l.h.now()), &ev)
+	if err != nil {
+		return nil, err
+	}
+	return staged.Record(), l.Commit(staged)
+}
+
+func (h *harness) create() *testLog {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	h.ids++
-	return fmt.Sprintf("s%d", h.ids)
-}
-
-func (h *harness) create() *session.Session {
-	s, err := h.m.Create(h.ctx)
+	id := fmt.Sprintf("s%d", h.ids)
+	h.mu.Unlock()
+	st, err := session.NewLogState(nil)
 	require.NoError(h.t, err)
-	return s
+	return &testLog{LogState: st, h: h, info: session.Info{ID: id, Version: session.Version, Created: session.LogTime(h.now())}}
 }
 
-func (h *harness) appendAll(s *session.Session, evs ...session.Event) []*session.Record {
+func (h *harness) appendAll(s *testLog, evs ...session.Event) []*session.Record {
 	h.t.Helper()
 	out := make([]*session.Record, 0, len(evs))
 	for _, ev := range evs {

@@ -51,7 +51,7 @@ func AppendHeaderLine(dst []byte, info Info) []byte {
 }
 
 // ValidID reports whether id can name a session: 1 to 128 ASCII letters,
-// digits, '-' and '_' (a ULID, as the [Manager] makes, or a test name).
+// digits, '-' and '_' (a ULID, as the live manager makes, or a test name).
 // The restriction keeps ids safe as file names.
 func ValidID(id string) bool {
 	if id == "" || len(id) > 128 {

@@ -111,7 +111,7 @@ func DecodeData[T any](r *Record) (T, error) {
 }
 
 // NewRecord makes the record of ev at seq and time t, checking every rule
-// that concerns the event alone (see [Session.Append]): a known type,
+// that concerns the event alone: a known type,
 // turn and step where the type requires them, a surface field only on
 // surface events, sources before seq, a payload of the type's shape. Rules
 // that concern the log (seq order, replace endpoints) are checked when the

@@ -1,7 +1,5 @@
 package session
 
-import "fmt"
-
 // validator applies the structural rules of a log to records in order:
 // the rules of each record alone (checked by [NewRecord]) plus the seq
 // being the next index and a replace fitting the surface. Append, seeding,
@@ -16,11 +14,8 @@ type validator struct {
 // check validates r as the next record without changing anything and
 // returns the surface positions of a replace for apply.
 func (v *validator) check(r *Record) (ps, pe int, err error) {
-	switch {
-	case r.seq > v.next:
-		return 0, 0, fmt.Errorf("%w: seq %d, want %d", ErrSeqGap, r.seq, v.next)
-	case r.seq < v.next:
-		return 0, 0, fmt.Errorf("%w: seq %d, want %d", ErrDuplicateSeq, r.seq, v.next)
+	if err := checkSeq(v.next, r); err != nil {
+		return 0, 0, err
 	}
 	return v.fold.check(r)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/plugins/provider/replay"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 	"github.com/vigil-run/vigil/session/memory"
 )
 
@@ -85,7 +86,7 @@ func loadLog(ctx context.Context, e *env, cfg, arg string) (*session.Log, error)
 		return nil, err
 	}
 	defer h.close()
-	mgr, err := service(h, session.Sessions)
+	mgr, err := service(h, live.Sessions)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +104,7 @@ func replayLog(ctx context.Context, e *env, orig *session.Log) ([]replayedStep, 
 	if _, err := c.Plugin(invariants.New(), &invariants.Config{Mode: invariants.ModeStrict}); err != nil {
 		return nil, err
 	}
-	rr, err := replay.Run(ctx, c, session.NewManager(c, memory.New()), orig.Records)
+	rr, err := replay.Run(ctx, c, live.NewManager(c, memory.New()), orig.Records)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", orig.Info.ID, err)
 	}

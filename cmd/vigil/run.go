@@ -12,7 +12,7 @@ import (
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/session"
-	"github.com/vigil-run/vigil/session/pgstore"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // cmdRun runs one turn: the prompt from the arguments or stdin, the answer
@@ -69,12 +69,12 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 // runtime is what a turn needs from a running composition.
 type runtime struct {
 	h     *host
-	mgr   *session.Manager
+	mgr   *live.Manager
 	agent *agentloop.Agent
 }
 
 func (h *host) runtime() (*runtime, error) {
-	mgr, err := service(h, session.Sessions)
+	mgr, err := service(h, live.Sessions)
 	if err != nil {
 		return nil, err
 	}
@@ -90,11 +90,11 @@ func (h *host) runtime() (*runtime, error) {
 // lock) it holds the session's lease until done is called, so one turn
 // at a time runs per session across processes; with wait it waits for a
 // turn running elsewhere to end, saying so on stderr, with the holder.
-func (rt *runtime) session(ctx context.Context, e *env, id string, wait bool) (*session.Session, func(context.Context) error, error) {
-	s, done, err := pgstore.OpenLeased(ctx, rt.mgr, id, false)
+func (rt *runtime) session(ctx context.Context, e *env, id string, wait bool) (*live.Session, func(context.Context) error, error) {
+	s, done, err := live.OpenLeased(ctx, rt.mgr, id, false)
 	if wait && errors.Is(err, session.ErrLocked) {
 		fmt.Fprintf(e.stderr, "waiting for session %s: %v\n", id, err)
-		s, done, err = pgstore.OpenLeased(ctx, rt.mgr, id, true)
+		s, done, err = live.OpenLeased(ctx, rt.mgr, id, true)
 	}
 	switch {
 	case errors.Is(err, session.ErrNotFound):
@@ -115,7 +115,7 @@ func (rt *runtime) logPath(id string) string {
 
 // turn runs one turn, streaming text to stdout when stream is set and
 // showing tool activity and waits on stderr.
-func (rt *runtime) turn(ctx context.Context, e *env, sess *session.Session, prompt string, stream bool) (*agentloop.TurnResult, error) {
+func (rt *runtime) turn(ctx context.Context, e *env, sess *live.Session, prompt string, stream bool) (*agentloop.TurnResult, error) {
 	sp := newSpinner(e)
 	defer sp.stop()
 	wrote, midLine := false, false

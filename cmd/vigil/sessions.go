@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 func cmdSessions(ctx context.Context, e *env, args []string) error {
@@ -49,7 +50,7 @@ func cmdSessions(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer h.close()
-	mgr, err := service(h, session.Sessions)
+	mgr, err := service(h, live.Sessions)
 	if err != nil {
 		return err
 	}
@@ -129,7 +130,7 @@ func flagsFirst(args []string, bools map[string]bool) []string {
 // listSessions lists every readable session on stdout and names each
 // unreadable one on stderr, with its error; only with strict does an
 // unreadable one fail the command.
-func listSessions(ctx context.Context, e *env, mgr *session.Manager, asJSON, strict bool) error {
+func listSessions(ctx context.Context, e *env, mgr *live.Manager, asJSON, strict bool) error {
 	w := e.stdout
 	infos, err := mgr.Store().List(ctx)
 	unreadable := 0

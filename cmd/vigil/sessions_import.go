@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // sessionsImport reads session logs in the JSONL format (what `vigil
@@ -18,7 +19,7 @@ import (
 // torn last line (a crash) is dropped with a warning; a corrupt log is not
 // imported. Every log that can be imported is; the others' errors are
 // returned together.
-func sessionsImport(ctx context.Context, e *env, mgr *session.Manager, r io.Reader) error {
+func sessionsImport(ctx context.Context, e *env, mgr *live.Manager, r io.Reader) error {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return fmt.Errorf("read: %w", err)

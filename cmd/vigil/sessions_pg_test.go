@@ -15,6 +15,7 @@ import (
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/jsonl"
+	"github.com/vigil-run/vigil/session/live"
 	"github.com/vigil-run/vigil/session/pgstore/pgtest"
 	"github.com/vigil-run/vigil/session/sessiontest"
 )
@@ -43,13 +44,13 @@ func pgTestEnv(stdout, stderr interface{ Write([]byte) (int, error) }) *env {
 	return &env{stdin: strings.NewReader(""), stdout: stdout, stderr: stderr, getenv: func(string) string { return "" }}
 }
 
-func pgTestManager(t *testing.T, store session.Store) *session.Manager {
+func pgTestManager(t *testing.T, store session.Store) *live.Manager {
 	root := bus.New()
 	t.Cleanup(func() { _ = root.Dispose() })
 	n := 0
-	return session.NewManager(root.Context(), store,
-		session.WithClock(func() time.Time { return pgEpoch }),
-		session.WithIDs(func() string { n++; return fmt.Sprintf("imp%d", n) }))
+	return live.NewManager(root.Context(), store,
+		live.WithClock(func() time.Time { return pgEpoch }),
+		live.WithIDs(func() string { n++; return fmt.Sprintf("imp%d", n) }))
 }
 
 // jsonlWithLogs returns a jsonl store holding a two-turn session and a

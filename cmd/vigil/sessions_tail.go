@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // follower is implemented by stores that can stream a log as it grows
@@ -24,7 +25,7 @@ const tailPoll = 250 * time.Millisecond
 // appended, by this process or any other, until ctx is done (Ctrl-C),
 // which ends it without an error. Stores that cannot follow a log are
 // read again every quarter second.
-func sessionsTail(ctx context.Context, e *env, mgr *session.Manager, id string) error {
+func sessionsTail(ctx context.Context, e *env, mgr *live.Manager, id string) error {
 	store := mgr.Store()
 	log, err := store.Load(ctx, id)
 	if err != nil {

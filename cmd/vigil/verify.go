@@ -11,6 +11,7 @@ import (
 
 	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // cmdVerify runs the append rules and request-digest over stored logs:
@@ -98,7 +99,7 @@ func exportSession(ctx context.Context, e *env, cfg string, h **host, id string)
 			return nil, err
 		}
 	}
-	mgr, err := service(*h, session.Sessions)
+	mgr, err := service(*h, live.Sessions)
 	if err != nil {
 		return nil, err
 	}

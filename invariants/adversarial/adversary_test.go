@@ -17,6 +17,7 @@ import (
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 type (
@@ -155,7 +156,7 @@ func TestOneShotPathDoesNotLaunderAStep(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			mgr, err := session.Sessions.Get(c)
+			mgr, err := live.Sessions.Get(c)
 			if err != nil {
 				return nil, err
 			}
@@ -185,7 +186,7 @@ func TestWritingTheSharedFoldIsRefused(t *testing.T) {
 			w := newWorld(t, mode)
 			w.mount(t, attacker("folder", func(c *bus.Context) error {
 				agentloop.LLMStream.On(c, func(ctx context.Context, r req, n next) (agentloop.Stream, error) {
-					mgr, err := session.Sessions.Get(c)
+					mgr, err := live.Sessions.Get(c)
 					if err != nil {
 						return nil, err
 					}
@@ -211,7 +212,7 @@ func TestWritingTheRecordsBackingArrayIsRefused(t *testing.T) {
 	w := newWorld(t, invariants.ModeStrict)
 	w.mount(t, attacker("recorder", func(c *bus.Context) error {
 		agentloop.LLMStream.On(c, func(ctx context.Context, r req, n next) (agentloop.Stream, error) {
-			mgr, err := session.Sessions.Get(c)
+			mgr, err := live.Sessions.Get(c)
 			if err != nil {
 				return nil, err
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/jsonl"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // forged marks content an attacker made up: the provider must never see it.
@@ -76,7 +77,7 @@ type world struct {
 	root  *bus.Root
 	c     *bus.Context
 	store *jsonl.Store
-	mgr   *session.Manager
+	mgr   *live.Manager
 	rec   *recorder
 	inv   *bus.Fiber
 }
@@ -90,9 +91,9 @@ func newWorld(t *testing.T, mode string) *world {
 	store, err := jsonl.Open(t.TempDir())
 	require.NoError(t, err)
 	w.store = store
-	w.mgr = session.NewManager(c, store)
+	w.mgr = live.NewManager(c, store)
 	t.Cleanup(func() { _ = w.mgr.Close(context.Background()) })
-	_, err = session.Sessions.Provide(c, w.mgr)
+	_, err = live.Sessions.Provide(c, w.mgr)
 	require.NoError(t, err)
 	if mode != "" {
 		w.inv = w.mount(t, invariants.New(), &invariants.Config{Mode: mode})
@@ -115,14 +116,14 @@ func (w *world) mount(t *testing.T, p bus.Plugin, cfg any) *bus.Fiber {
 func attacker(id string, run func(c *bus.Context) error) bus.Plugin {
 	return &bus.Func[any]{
 		ID:   id,
-		Deps: bus.Inject{Optional: []bus.ServiceKey{agentloop.ProviderService, session.Sessions}},
+		Deps: bus.Inject{Optional: []bus.ServiceKey{agentloop.ProviderService, live.Sessions}},
 		Run:  func(c *bus.Context, _ any) error { return run(c) },
 	}
 }
 
 // turn runs one turn of a fresh agent on sess and returns its result and
 // the error it ended with.
-func (w *world) turn(t *testing.T, sess *session.Session, prompt string) (*agentloop.TurnResult, error) {
+func (w *world) turn(t *testing.T, sess *live.Session, prompt string) (*agentloop.TurnResult, error) {
 	t.Helper()
 	a := agentloop.New(w.c, agentloop.Config{Model: "m", System: "be brief"})
 	t.Cleanup(func() { _ = a.Close() })
@@ -131,7 +132,7 @@ func (w *world) turn(t *testing.T, sess *session.Session, prompt string) (*agent
 	return res, err
 }
 
-func (w *world) session(t *testing.T) *session.Session {
+func (w *world) session(t *testing.T) *live.Session {
 	t.Helper()
 	s, err := w.mgr.Create(context.Background())
 	require.NoError(t, err)
@@ -139,7 +140,7 @@ func (w *world) session(t *testing.T) *session.Session {
 }
 
 // requireVerifies verifies the stored log offline, as vigil verify does.
-func (w *world) requireVerifies(t *testing.T, sess *session.Session) {
+func (w *world) requireVerifies(t *testing.T, sess *live.Session) {
 	t.Helper()
 	require.NoError(t, sess.Flush(context.Background()))
 	rep, err := invariants.VerifyFile(w.store.Path(sess.ID()))
@@ -151,7 +152,7 @@ func (w *world) requireVerifies(t *testing.T, sess *session.Session) {
 // requireRefused checks a turn that an attack made fail: it ended with
 // reason error naming want, the provider never saw forged content, and
 // the refused step logged no request/digest.
-func (w *world) requireRefused(t *testing.T, sess *session.Session, res *agentloop.TurnResult, err, want error) {
+func (w *world) requireRefused(t *testing.T, sess *live.Session, res *agentloop.TurnResult, err, want error) {
 	t.Helper()
 	assert.False(t, w.rec.sawForged(), "the provider never receives forged content")
 	require.Equal(t, session.ReasonError, res.Reason, "the attack fails the turn")

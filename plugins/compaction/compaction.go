@@ -9,6 +9,7 @@ import (
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // Name is the plugin's registered name.
@@ -118,7 +119,7 @@ type Result struct {
 // messages with p, if the conversation passes a threshold. It must be
 // called outside any turn and outside the session's own dispatches. It
 // returns nil, nil when there is nothing to do.
-func (k *Compactor) Compact(ctx context.Context, sess *session.Session, p agentloop.Provider, hdr session.Header) (*Result, error) {
+func (k *Compactor) Compact(ctx context.Context, sess *live.Session, p agentloop.Provider, hdr session.Header) (*Result, error) {
 	msgs := sess.Messages()
 	if !k.Due(msgs) {
 		return nil, nil

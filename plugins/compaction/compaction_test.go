@@ -18,12 +18,13 @@ import (
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	fstools "github.com/vigil-run/vigil/plugins/tools/fs"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 	"github.com/vigil-run/vigil/session/memory"
 )
 
 type env struct {
 	c     *bus.Context
-	mgr   *session.Manager
+	mgr   *live.Manager
 	tools []agentloop.Tool
 	reqs  []*agentloop.Request
 }
@@ -35,7 +36,7 @@ func newEnv(t *testing.T, cfg *compaction.Config) *env {
 	c := root.Context()
 	_, err := c.Plugin(invariants.New(), nil)
 	require.NoError(t, err)
-	e := &env{c: c, mgr: session.NewManager(c, memory.New())}
+	e := &env{c: c, mgr: live.NewManager(c, memory.New())}
 	agentloop.LLMStream.On(c, func(ctx context.Context, req *agentloop.Request, next bus.Next[*agentloop.Request, agentloop.Stream]) (agentloop.Stream, error) {
 		e.reqs = append(e.reqs, req)
 		return next(ctx, req)

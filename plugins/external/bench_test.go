@@ -13,20 +13,21 @@ import (
 	"github.com/vigil-run/vigil/plugins/external"
 	"github.com/vigil-run/vigil/plugins/external/sdk"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 	"github.com/vigil-run/vigil/session/memory"
 )
 
 // roundTrip is one user/message record and the commit that dispatches it.
-func roundTrip(b *testing.B, c *bus.Context) (*session.Session, *session.Commit) {
+func roundTrip(b *testing.B, c *bus.Context) (*live.Session, *live.Commit) {
 	b.Helper()
-	mgr := session.NewManager(c, memory.New())
+	mgr := live.NewManager(c, memory.New())
 	sess, err := mgr.Create(context.Background())
 	require.NoError(b, err)
 	rec, err := session.NewRecord(0, time.Date(2026, 11, 29, 20, 0, 0, 0, time.UTC), session.Event{
 		Type: session.TypeUserMessage, Data: session.UserMessage{Content: "what is the distance to the moon in miles?"},
 	})
 	require.NoError(b, err)
-	return sess, &session.Commit{Session: sess, Record: rec}
+	return sess, &live.Commit{Session: sess, Record: rec}
 }
 
 // BenchmarkExternalEventRoundTrip measures one session event sent to an
@@ -43,7 +44,7 @@ func BenchmarkExternalEventRoundTrip(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if err := session.Committed.Check(ctx, sess.Context(), commit); err != nil {
+		if err := live.Committed.Check(ctx, sess.Context(), commit); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -64,10 +65,10 @@ func BenchmarkInProcessEventRoundTrip(b *testing.B) {
 	}
 	_, err := c.Plugin(bus.PluginFunc("inproc", func(c *bus.Context, _ struct{}) error {
 		bus.Veto.On(c, func(ctx context.Context, d bus.Dispatch) error {
-			if d.Name != session.Committed.Name() {
+			if d.Name != live.Committed.Name() {
 				return nil
 			}
-			cm, ok := d.Payload.(*session.Commit)
+			cm, ok := d.Payload.(*live.Commit)
 			if !ok || cm.Record.Type() != session.TypeUserMessage {
 				return nil
 			}
@@ -81,7 +82,7 @@ func BenchmarkInProcessEventRoundTrip(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if err := session.Committed.Check(ctx, sess.Context(), commit); err != nil {
+		if err := live.Committed.Check(ctx, sess.Context(), commit); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -29,17 +29,17 @@
 //   - provides each of its tools as an agentloop tool service, whose
 //     Execute is one CallTool round trip;
 //   - for a session/event subscription with observe, registers a
-//     session.Committed listener that sends each committed record (its
+//     live.Committed listener that sends each committed record (its
 //     canonical JSON line) of the subscribed types;
 //   - for one with veto, registers a bus.Veto listener that sends each
 //     record before it is committed; a veto fails the append with a
 //     [*VetoError], and a plugin that does not answer fails it too (a
 //     policy that cannot be consulted lets nothing through) unless the
 //     entry says fail: open;
-//   - for session/created, a session.Created observer.
+//   - for session/created, a live.Created observer.
 //
 // Observers are called synchronously, in commit order, like every
-// session.Committed listener: a slow plugin slows appends (each call at
+// live.Committed listener: a slow plugin slows appends (each call at
 // most by the timeout), and its failures are logged, never undo a commit.
 // Subscribing to the few types a plugin needs keeps the rest of the log
 // off the wire.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/vigil-run/vigil/bus"
 	pluginpb "github.com/vigil-run/vigil/plugins/external/proto"
-	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // hostService is the Host service one plugin calls back through the
@@ -39,7 +39,7 @@ func (h *hostService) Emit(ctx context.Context, req *pluginpb.EmitRequest) (*plu
 }
 
 func (h *hostService) Messages(_ context.Context, req *pluginpb.MessagesRequest) (*pluginpb.MessagesResponse, error) {
-	mgr, err := session.Sessions.Get(h.c)
+	mgr, err := live.Sessions.Get(h.c)
 	if err != nil {
 		if errors.Is(err, bus.ErrServiceMissing) {
 			return nil, status.Error(codes.Unavailable, "no session manager on the host")

@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/vigil-run/vigil/agentloop"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-run/vigil/agentloop"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -28,6 +29,7 @@ import (
 	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/plugins/external"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 	"github.com/vigil-run/vigil/session/memory"
 )
 
@@ -92,7 +94,7 @@ type host struct {
 	t    testing.TB
 	root *bus.Root
 	c    *bus.Context
-	mgr  *session.Manager
+	mgr  *live.Manager
 	logs *logBuffer
 }
 
@@ -113,8 +115,8 @@ func newHost(t testing.TB) *host {
 	clock := func() time.Time {
 		return time.Date(2026, 11, 29, 20, 0, 0, 0, time.UTC).Add(time.Duration(n.Add(1)) * time.Millisecond)
 	}
-	mgr := session.NewManager(c, memory.New(), session.WithClock(clock))
-	_, err = session.Sessions.Provide(c, mgr)
+	mgr := live.NewManager(c, memory.New(), live.WithClock(clock))
+	_, err = live.Sessions.Provide(c, mgr)
 	require.NoError(t, err)
 	return &host{t: t, root: root, c: c, mgr: mgr, logs: logs}
 }
@@ -133,7 +135,7 @@ func (h *host) mustLoad(cfg *external.Config) *bus.Fiber {
 	return f
 }
 
-func (h *host) session() *session.Session {
+func (h *host) session() *live.Session {
 	h.t.Helper()
 	s, err := h.mgr.Create(context.Background())
 	require.NoError(h.t, err)
@@ -141,7 +143,7 @@ func (h *host) session() *session.Session {
 }
 
 // jsonl renders a session's log as the JSONL file a store would hold.
-func jsonl(s *session.Session) []byte {
+func jsonl(s *live.Session) []byte {
 	b := session.AppendHeaderLine(nil, s.Info())
 	for _, r := range s.Records() {
 		b = r.AppendLine(b)
@@ -150,7 +152,7 @@ func jsonl(s *session.Session) []byte {
 }
 
 // verify requires the session's log to pass the offline invariants.
-func verify(t testing.TB, s *session.Session) {
+func verify(t testing.TB, s *live.Session) {
 	t.Helper()
 	rep, err := invariants.Verify(bytes.NewReader(jsonl(s)))
 	require.NoError(t, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/vigil-run/vigil/bus"
 	pluginpb "github.com/vigil-run/vigil/plugins/external/proto"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // Name is the plugin's registered name.
@@ -53,7 +54,7 @@ func (*Plugin) Name() string { return Name }
 // Inject implements bus.Injector: the Host service reads sessions
 // through the session manager, when there is one.
 func (*Plugin) Inject() bus.Inject {
-	return bus.Inject{Optional: []bus.ServiceKey{session.Sessions}}
+	return bus.Inject{Optional: []bus.ServiceKey{live.Sessions}}
 }
 
 // ValidateConfig implements bus.ConfigValidator: the bus checks the
@@ -179,10 +180,10 @@ func (s *typeSet) has(typ string) bool { return s.all || slices.Contains(s.types
 func (p *Plugin) guard(root *bus.Root, f *bus.Fiber, types typeSet, down *UnavailableError, log hclog.Logger) {
 	g, err := root.Context().Plugin(bus.PluginFunc(Name, func(gc *bus.Context, _ struct{}) error {
 		bus.Veto.On(gc, func(_ context.Context, d bus.Dispatch) error {
-			if d.Name != session.Committed.Name() {
+			if d.Name != live.Committed.Name() {
 				return nil
 			}
-			cm, ok := d.Payload.(*session.Commit)
+			cm, ok := d.Payload.(*live.Commit)
 			if !ok || cm == nil || cm.Record == nil {
 				return nil
 			}
@@ -282,10 +283,10 @@ func (l *listeners) subscribe(c *bus.Context, sub *pluginpb.Subscription) error 
 	case EventSession:
 		if sub.GetVeto() {
 			bus.Veto.On(c, func(ctx context.Context, d bus.Dispatch) error {
-				if d.Name != session.Committed.Name() {
+				if d.Name != live.Committed.Name() {
 					return nil
 				}
-				cm, ok := d.Payload.(*session.Commit)
+				cm, ok := d.Payload.(*live.Commit)
 				if !ok || cm == nil || cm.Record == nil || cm.Session == nil || !wants(cm.Record.Type()) {
 					return nil
 				}
@@ -293,7 +294,7 @@ func (l *listeners) subscribe(c *bus.Context, sub *pluginpb.Subscription) error 
 			})
 		}
 		if sub.GetObserve() {
-			session.Committed.On(c, func(ctx context.Context, cm *session.Commit) error {
+			live.Committed.On(c, func(ctx context.Context, cm *live.Commit) error {
 				if !wants(cm.Record.Type()) {
 					return nil
 				}
@@ -302,7 +303,7 @@ func (l *listeners) subscribe(c *bus.Context, sub *pluginpb.Subscription) error 
 		}
 	case EventCreated:
 		if sub.GetObserve() {
-			session.Created.On(c, func(ctx context.Context, s *session.Session) error {
+			live.Created.On(c, func(ctx context.Context, s *live.Session) error {
 				// An observer: a failing plugin does not fail the session.
 				if err := l.observe(ctx, &pluginpb.Event{Name: EventCreated, Session: s.ID()}); err != nil {
 					l.cn.log.Error("session/created observer failed", "session", s.ID(), "error", err)
@@ -316,7 +317,7 @@ func (l *listeners) subscribe(c *bus.Context, sub *pluginpb.Subscription) error 
 	return nil
 }
 
-func commitEvent(cm *session.Commit) *pluginpb.Event {
+func commitEvent(cm *live.Commit) *pluginpb.Event {
 	return &pluginpb.Event{
 		Name:    EventSession,
 		Session: cm.Session.ID(),
@@ -329,7 +330,7 @@ func commitEvent(cm *session.Commit) *pluginpb.Event {
 // validate asks the plugin about a record before it is committed. A
 // plugin that fails to answer refuses it: a policy that cannot be
 // consulted does not let events through, unless it fails open.
-func (l *listeners) validate(ctx context.Context, cm *session.Commit) error {
+func (l *listeners) validate(ctx context.Context, cm *live.Commit) error {
 	cctx, cancel := l.cn.callCtx(ctx)
 	defer cancel()
 	resp, err := l.cn.rpc.Validate(cctx, commitEvent(cm))

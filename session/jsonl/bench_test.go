@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/jsonl"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // batch is the group size of both benchmarks below: 63 chunks and the
@@ -42,9 +44,9 @@ func BenchmarkAppendJSONL(b *testing.B) {
 	b.Cleanup(func() { _ = store.Close() })
 	root := bus.New()
 	b.Cleanup(func() { _ = root.Dispose() })
-	m := session.NewManager(root.Context(), store)
+	m := live.NewManager(root.Context(), store)
 	evs := batchEvents()
-	var s *session.Session
+	var s *live.Session
 	b.ReportAllocs()
 	b.SetBytes(int64(lineLen(b)))
 	i := 0
@@ -134,14 +136,14 @@ func BenchmarkJSONLVersusFsync(b *testing.B) {
 	b.Cleanup(func() { _ = store.Close() })
 	root := bus.New()
 	b.Cleanup(func() { _ = root.Dispose() })
-	m := session.NewManager(root.Context(), store)
+	m := live.NewManager(root.Context(), store)
 	evs := batchEvents()
 	var data []byte
 	for _, r := range batchRecords(b) {
 		data = r.AppendLine(data)
 	}
 	var (
-		s                *session.Session
+		s                *live.Session
 		f                *os.File
 		jsonlT, baseT    time.Duration
 		batches, session int

@@ -156,7 +156,7 @@ func (s *Store) Fork(ctx context.Context, info session.Info, tail []*session.Rec
 		return fmt.Errorf("jsonl: fork %s: %w: parent %s has seqs 0..%d, not %d",
 			info.ID, session.ErrSeqGap, info.Parent.ID, len(parent.Records)-1, at)
 	}
-	if err := checkSeqs(at+1, tail); err != nil {
+	if err := session.CheckSeqs(at+1, tail); err != nil {
 		return fmt.Errorf("jsonl: fork %s: %w", info.ID, err)
 	}
 	buf := session.AppendHeaderLine(nil, info)
@@ -236,7 +236,7 @@ const lockPoll = 50 * time.Millisecond
 // file lock) for the caller, so that no other Store, in this process or
 // another, writes the session until release is called; the caller then
 // opens the session, and repairs an interrupted turn, under the lock (see
-// pgstore.OpenLeased). When another holds the lock, Lease fails with an
+// live.OpenLeased). When another holds the lock, Lease fails with an
 // error wrapping [session.ErrLocked] that names the holder (from the
 // session's <id>.lock file), or, with wait, waits for the lock until ctx
 // is done. A store that holds the writer already (it created the
@@ -486,20 +486,6 @@ func (s *Store) writer(id string) (*writer, error) {
 	}
 	s.writers[id] = w
 	return w, nil
-}
-
-// checkSeqs checks that records continue a log at next.
-func checkSeqs(next int64, records []*session.Record) error {
-	for i, r := range records {
-		want := next + int64(i)
-		switch {
-		case r.Seq() > want:
-			return fmt.Errorf("%w: seq %d, want %d", session.ErrSeqGap, r.Seq(), want)
-		case r.Seq() < want:
-			return fmt.Errorf("%w: seq %d, want %d", session.ErrDuplicateSeq, r.Seq(), want)
-		}
-	}
-	return nil
 }
 
 func syncDir(dir string) error {

@@ -117,17 +117,13 @@ func (w *writer) append(next int64, records []*session.Record) error {
 		w.mu.Unlock()
 		return fmt.Errorf("%w: log continues at %d, not %d", session.ErrConflict, n, next)
 	}
-	if err := checkSeqs(next, records); err != nil {
+	if err := session.CheckSeqs(next, records); err != nil {
 		w.mu.Unlock()
 		return err
 	}
-	sync := w.interval <= 0
+	sync := w.interval <= 0 || session.ClosesStep(records)
 	for _, r := range records {
 		w.buf = r.AppendLine(w.buf)
-		switch r.Type() {
-		case session.TypeStepEnd, session.TypeTurnEnd, session.TypeEndSeed:
-			sync = true
-		}
 	}
 	w.next += int64(len(records))
 	if !sync && !w.armed {

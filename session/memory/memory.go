@@ -56,24 +56,10 @@ func (s *Store) Append(ctx context.Context, id string, next int64, records []*se
 	if n := int64(len(l.records)); n != next {
 		return fmt.Errorf("memory: append %s: %w: log continues at %d, not %d", id, session.ErrConflict, n, next)
 	}
-	if err := checkSeqs(next, records); err != nil {
+	if err := session.CheckSeqs(next, records); err != nil {
 		return fmt.Errorf("memory: append %s: %w", id, err)
 	}
 	l.records = append(l.records, records...)
-	return nil
-}
-
-// checkSeqs checks that records continue a log at next.
-func checkSeqs(next int64, records []*session.Record) error {
-	for i, r := range records {
-		want := next + int64(i)
-		switch {
-		case r.Seq() > want:
-			return fmt.Errorf("%w: seq %d, want %d", session.ErrSeqGap, r.Seq(), want)
-		case r.Seq() < want:
-			return fmt.Errorf("%w: seq %d, want %d", session.ErrDuplicateSeq, r.Seq(), want)
-		}
-	}
 	return nil
 }
 
@@ -124,7 +110,7 @@ func (s *Store) Fork(ctx context.Context, info session.Info, tail []*session.Rec
 	if at < -1 || at >= int64(len(p.records)) {
 		return fmt.Errorf("memory: fork %s: %w: parent %s has seqs 0..%d, not %d", info.ID, session.ErrSeqGap, p.info.ID, len(p.records)-1, at)
 	}
-	if err := checkSeqs(at+1, tail); err != nil {
+	if err := session.CheckSeqs(at+1, tail); err != nil {
 		return fmt.Errorf("memory: fork %s: %w", info.ID, err)
 	}
 	recs := make([]*session.Record, 0, int(at+1)+len(tail))

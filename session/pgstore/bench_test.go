@@ -8,6 +8,7 @@ import (
 
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 	"github.com/vigil-run/vigil/session/pgstore"
 	"github.com/vigil-run/vigil/session/pgstore/pgtest"
 )
@@ -37,8 +38,8 @@ func benchAppend(b *testing.B, evs []session.Event, opts ...pgstore.Option) {
 	store := pgtest.Store(b, opts...)
 	root := bus.New()
 	b.Cleanup(func() { _ = root.Dispose() })
-	m := session.NewManager(root.Context(), store)
-	var s *session.Session
+	m := live.NewManager(root.Context(), store)
+	var s *live.Session
 	var err error
 	b.ReportAllocs()
 	i := 0

@@ -8,12 +8,13 @@ import (
 
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 	"github.com/vigil-run/vigil/session/pgstore"
 )
 
 // Running one turn of a shared session: take its lease (or learn that a
 // turn is running elsewhere), open it afresh, append, and let go.
-func ExampleOpenLeased() {
+func Example_leased() {
 	ctx := context.Background()
 	store, err := pgstore.Open(ctx, os.Getenv("VIGIL_POSTGRES_DSN"), pgstore.WithSchema("vigil"))
 	if err != nil {
@@ -23,9 +24,9 @@ func ExampleOpenLeased() {
 	defer store.Close()
 	root := bus.New()
 	defer root.Dispose()
-	mgr := session.NewManager(root.Context(), store)
+	mgr := live.NewManager(root.Context(), store)
 
-	sess, done, err := pgstore.OpenLeased(ctx, mgr, "01JDSESSION", false)
+	sess, done, err := live.OpenLeased(ctx, mgr, "01JDSESSION", false)
 	if errors.Is(err, pgstore.ErrBusy) {
 		fmt.Println("busy:", err) // names the holder and when its lease expires
 		return

@@ -12,6 +12,7 @@ import (
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 var epoch = time.Date(2026, 11, 29, 20, 21, 24, 0, time.UTC)
@@ -92,7 +93,7 @@ func turnRecords(records []*session.Record, prompt, answer string, call bool) []
 }
 
 // appendTurn appends a whole turn to sess.
-func appendTurn(ctx context.Context, sess *session.Session, prompt, answer string, call bool) error {
+func appendTurn(ctx context.Context, sess *live.Session, prompt, answer string, call bool) error {
 	for _, ev := range turnEvents(sess.Records(), prompt, answer, call) {
 		if _, err := sess.Append(ctx, ev); err != nil {
 			return err
@@ -120,6 +121,6 @@ func requireVerified(t *testing.T, data []byte) *invariants.Report {
 }
 
 // newManagerFor returns a manager with a fixed clock, for child processes.
-func newManagerFor(store session.Store) *session.Manager {
-	return session.NewManager(bus.New().Context(), store, session.WithClock(func() time.Time { return epoch }))
+func newManagerFor(store session.Store) *live.Manager {
+	return live.NewManager(bus.New().Context(), store, live.WithClock(func() time.Time { return epoch }))
 }

@@ -47,7 +47,7 @@ func busyError(id, holder string, left float64) error {
 // lives in the database with an expiry and is renewed in the background
 // every third of the TTL; if this process dies, it expires and the next
 // holder takes over (and should open the session afresh, which repairs
-// the interrupted turn; see [OpenLeased]).
+// the interrupted turn; see [live.OpenLeased] (package session/live)).
 //
 // When another holder has the lease, Lease returns an error wrapping
 // ErrBusy (and so [session.ErrLocked]) that names it, or, with wait,

@@ -3,15 +3,17 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
-	"github.com/hashicorp/go-hclog"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 	"github.com/vigil-run/vigil/session/memory"
 	"github.com/vigil-run/vigil/session/pgstore"
 	"github.com/vigil-run/vigil/session/pgstore/pgtest"
@@ -158,12 +160,12 @@ func TestOpenLeasedReloadsAStaleLiveCopy(t *testing.T) {
 
 	// Another process runs a turn meanwhile.
 	mb := newManager(t, b)
-	sb, done, err := pgstore.OpenLeased(ctx, mb, "s", false)
+	sb, done, err := live.OpenLeased(ctx, mb, "s", false)
 	require.NoError(t, err)
 	require.NoError(t, appendTurn(ctx, sb, "from b", "ok", false))
 	require.NoError(t, done(ctx))
 
-	sa, done, err := pgstore.OpenLeased(ctx, ma, "s", false)
+	sa, done, err := live.OpenLeased(ctx, ma, "s", false)
 	require.NoError(t, err)
 	require.NotSame(t, stale, sa)
 	require.Equal(t, sb.Len(), sa.Len())
@@ -177,7 +179,7 @@ func TestOpenLeasedReloadsAStaleLiveCopy(t *testing.T) {
 func TestOpenLeasedCreatesALeasedSession(t *testing.T) {
 	ctx := context.Background()
 	a, b := twoStores(t)
-	sess, done, err := pgstore.OpenLeased(ctx, newManager(t, a), "", false)
+	sess, done, err := live.OpenLeased(ctx, newManager(t, a), "", false)
 	require.NoError(t, err)
 	_, err = b.Lease(ctx, sess.ID(), false)
 	require.ErrorIs(t, err, pgstore.ErrBusy)
@@ -194,7 +196,7 @@ func TestOpenLeasedBusyLeavesNothingOpen(t *testing.T) {
 	require.NoError(t, err)
 	defer release()
 	m := newManager(t, a)
-	_, _, err = pgstore.OpenLeased(ctx, m, "s", false)
+	_, _, err = live.OpenLeased(ctx, m, "s", false)
 	require.ErrorIs(t, err, pgstore.ErrBusy)
 	require.Empty(t, m.Live())
 }
@@ -202,11 +204,11 @@ func TestOpenLeasedBusyLeavesNothingOpen(t *testing.T) {
 func TestOpenLeasedWorksWithoutLeases(t *testing.T) {
 	ctx := context.Background()
 	m := newManager(t, memory.New())
-	sess, done, err := pgstore.OpenLeased(ctx, m, "", false)
+	sess, done, err := live.OpenLeased(ctx, m, "", false)
 	require.NoError(t, err)
 	require.NoError(t, appendTurn(ctx, sess, "q", "a", false))
 	require.NoError(t, done(ctx))
-	again, done, err := pgstore.OpenLeased(ctx, m, sess.ID(), false)
+	again, done, err := live.OpenLeased(ctx, m, sess.ID(), false)
 	require.NoError(t, err)
 	require.Equal(t, sess.Len(), again.Len())
 	require.NoError(t, done(ctx))

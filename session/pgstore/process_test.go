@@ -20,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 	"github.com/vigil-run/vigil/session/pgstore"
 	"github.com/vigil-run/vigil/session/pgstore/pgtest"
 )
@@ -102,7 +103,7 @@ func child(role string) int {
 		// Run a turn under the lease: the whole turn when told to go, or
 		// (crash) half of it, then hang until killed.
 		m := newManagerFor(store)
-		sess, done, err := pgstore.OpenLeased(ctx, m, id, os.Getenv("WAIT") == "1")
+		sess, done, err := live.OpenLeased(ctx, m, id, os.Getenv("WAIT") == "1")
 		if errors.Is(err, pgstore.ErrBusy) {
 			fmt.Println("busy", err)
 			return 3
@@ -362,7 +363,7 @@ func TestAKilledHoldersLeaseExpiresAndTheNextLoadRepairsItsTurn(t *testing.T) {
 	store := pgtest.StoreIn(t, schema)
 	require.NoError(t, store.Create(ctx, session.Info{ID: "s", Created: epoch}))
 	m := newManager(t, store)
-	sess, done, err := pgstore.OpenLeased(ctx, m, "s", false)
+	sess, done, err := live.OpenLeased(ctx, m, "s", false)
 	require.NoError(t, err)
 	require.NoError(t, appendTurn(ctx, sess, "first", "ok", false))
 	require.NoError(t, done(ctx))
@@ -376,11 +377,11 @@ func TestAKilledHoldersLeaseExpiresAndTheNextLoadRepairsItsTurn(t *testing.T) {
 	killed := time.Now()
 
 	// The lease outlives its holder until it expires.
-	_, _, err = pgstore.OpenLeased(ctx, m, "s", false)
+	_, _, err = live.OpenLeased(ctx, m, "s", false)
 	require.ErrorIs(t, err, pgstore.ErrBusy)
 	require.ErrorContains(t, err, "a turn is running in C#")
 
-	sess, done, err = pgstore.OpenLeased(ctx, m, "s", true)
+	sess, done, err = live.OpenLeased(ctx, m, "s", true)
 	require.NoError(t, err)
 	require.Less(t, time.Since(killed), ttl+2*time.Second)
 

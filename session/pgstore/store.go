@@ -239,20 +239,6 @@ func (s *Store) insertSession(ctx context.Context, db execer, info session.Info,
 	return nil
 }
 
-// checkSeqs checks that records continue a log at next.
-func checkSeqs(next int64, records []*session.Record) error {
-	for i, r := range records {
-		want := next + int64(i)
-		switch {
-		case r.Seq() > want:
-			return fmt.Errorf("%w: seq %d, want %d", session.ErrSeqGap, r.Seq(), want)
-		case r.Seq() < want:
-			return fmt.Errorf("%w: seq %d, want %d", session.ErrDuplicateSeq, r.Seq(), want)
-		}
-	}
-	return nil
-}
-
 // lines returns the records' canonical lines, without newlines, sharing
 // one buffer.
 func lines(records []*session.Record) [][]byte {
@@ -268,18 +254,6 @@ func lines(records []*session.Record) [][]byte {
 		out[i] = buf[start : len(buf)-1 : len(buf)-1]
 	}
 	return out
-}
-
-// closesStep reports whether a batch holds an event that ends a step or a
-// turn, after which the session contract wants everything durable.
-func closesStep(records []*session.Record) bool {
-	for _, r := range records {
-		switch r.Type() {
-		case session.TypeStepEnd, session.TypeTurnEnd, session.TypeEndSeed:
-			return true
-		}
-	}
-	return false
 }
 
 // appendSQL appends a batch in one statement: the session row's length
@@ -315,7 +289,7 @@ func (s *Store) Append(ctx context.Context, id string, next int64, records []*se
 	if err := checkID(id); err != nil {
 		return fmt.Errorf("pgstore: append: %w", err)
 	}
-	if err := checkSeqs(next, records); err != nil {
+	if err := session.CheckSeqs(next, records); err != nil {
 		return fmt.Errorf("pgstore: append %s: %w", id, err)
 	}
 	if len(records) == 0 {
@@ -324,7 +298,7 @@ func (s *Store) Append(ctx context.Context, id string, next int64, records []*se
 		}
 		return nil
 	}
-	async := !s.durable && !closesStep(records)
+	async := !s.durable && !session.ClosesStep(records)
 	var moved, inserted, notified, cfg int64
 	err := s.queryRow(ctx, []any{&moved, &inserted, &notified, &cfg},
 		appendSQL, id, next, lines(records), s.leaseToken(id), async, s.channel)
@@ -498,7 +472,7 @@ func (s *Store) Fork(ctx context.Context, info session.Info, tail []*session.Rec
 		return fmt.Errorf("pgstore: fork: %w", err)
 	}
 	at := info.Parent.Seq
-	if err := checkSeqs(at+1, tail); err != nil {
+	if err := session.CheckSeqs(at+1, tail); err != nil {
 		return fmt.Errorf("pgstore: fork %s: %w", info.ID, err)
 	}
 	err := s.pool.with(ctx, func(c *pgx.Conn) error {

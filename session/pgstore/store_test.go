@@ -16,6 +16,7 @@ import (
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/jsonl"
+	"github.com/vigil-run/vigil/session/live"
 	"github.com/vigil-run/vigil/session/pgstore"
 	"github.com/vigil-run/vigil/session/pgstore/pgtest"
 	"github.com/vigil-run/vigil/session/sessiontest"
@@ -34,13 +35,13 @@ func TestStoreConformanceWithDurableAppends(t *testing.T) {
 }
 
 // newManager returns a manager with a fixed clock and ids s1, s2, …
-func newManager(t *testing.T, store session.Store) *session.Manager {
+func newManager(t *testing.T, store session.Store) *live.Manager {
 	root := bus.New()
 	t.Cleanup(func() { _ = root.Dispose() })
 	n := 0
-	return session.NewManager(root.Context(), store,
-		session.WithClock(func() time.Time { return epoch }),
-		session.WithIDs(func() string { n++; return fmt.Sprintf("s%d", n) }))
+	return live.NewManager(root.Context(), store,
+		live.WithClock(func() time.Time { return epoch }),
+		live.WithIDs(func() string { n++; return fmt.Sprintf("s%d", n) }))
 }
 
 func TestLogIsByteIdenticalToJSONL(t *testing.T) {

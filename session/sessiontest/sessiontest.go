@@ -19,8 +19,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // Run runs the suite against stores made by newStore.
@@ -385,7 +387,7 @@ func testManager(t *testing.T, s session.Store) {
 	ctx := context.Background()
 	root := bus.New()
 	t.Cleanup(func() { _ = root.Dispose() })
-	m := session.NewManager(root.Context(), s, session.WithClock(func() time.Time { return epoch }))
+	m := live.NewManager(root.Context(), s, live.WithClock(func() time.Time { return epoch }))
 	sess, err := m.Create(ctx)
 	require.NoError(t, err)
 	for _, r := range Turn(t, 0, 1) {
@@ -397,7 +399,7 @@ func testManager(t *testing.T, s session.Store) {
 	require.Len(t, want, 4)
 	require.NoError(t, sess.Close(ctx))
 
-	m2 := session.NewManager(root.Context(), s)
+	m2 := live.NewManager(root.Context(), s)
 	again, err := m2.Open(ctx, sess.ID())
 	require.NoError(t, err)
 	require.Equal(t, want, again.Messages())

@@ -44,6 +44,7 @@ import (
 	pluginpb "github.com/vigil-run/vigil/plugins/external/proto"
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 	"github.com/vigil-run/vigil/session/memory"
 )
 
@@ -107,7 +108,7 @@ func (l *logBuffer) String() string {
 type host struct {
 	root *bus.Root
 	c    *bus.Context
-	mgr  *session.Manager
+	mgr  *live.Manager
 	logs *logBuffer
 }
 
@@ -128,8 +129,8 @@ func newHost(t *testing.T) *host {
 	clock := func() time.Time {
 		return time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC).Add(time.Duration(n.Add(1)) * time.Millisecond)
 	}
-	mgr := session.NewManager(c, memory.New(), session.WithClock(clock))
-	_, err = session.Sessions.Provide(c, mgr)
+	mgr := live.NewManager(c, memory.New(), live.WithClock(clock))
+	_, err = live.Sessions.Provide(c, mgr)
 	require.NoError(t, err)
 	return &host{root: root, c: c, mgr: mgr, logs: logs}
 }
@@ -146,7 +147,7 @@ func ofType(recs []*session.Record, typ string) []*session.Record {
 
 // verify requires the session's log, as a store would hold it, to pass
 // the offline invariants.
-func verify(t *testing.T, s *session.Session) {
+func verify(t *testing.T, s *live.Session) {
 	t.Helper()
 	b := session.AppendHeaderLine(nil, s.Info())
 	for _, r := range s.Records() {

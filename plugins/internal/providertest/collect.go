@@ -24,7 +24,7 @@ func Collect(s agentloop.Stream) ([]agentloop.Chunk, error) {
 type Assembled struct {
 	Text, Reasoning string
 	ToolCalls       []session.ToolCall
-	Usage           *agentloop.Usage
+	Usage           *session.Usage
 	Finish          string
 }
 

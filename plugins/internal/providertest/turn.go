@@ -8,7 +8,7 @@ import (
 
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
-	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 	"github.com/vigil-run/vigil/session/memory"
 )
 
@@ -30,7 +30,7 @@ func RunTurn(t testing.TB, p agentloop.Provider, prompt string) Turn {
 	t.Cleanup(func() { _ = root.Dispose() })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	sess, err := session.NewManager(root.Context(), memory.New()).Create(ctx)
+	sess, err := live.NewManager(root.Context(), memory.New()).Create(ctx)
 	if err != nil {
 		t.Fatalf("providertest: creating a session: %v", err)
 	}

@@ -7,16 +7,17 @@ import (
 
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // closeTimeout bounds how long disposal waits for sessions to flush.
 const closeTimeout = 10 * time.Second
 
-// Provide provides store (as session.StoreService) and a manager over it
-// (as session.Sessions), owned by c's fiber: the body of every store
+// Provide provides store (as live.StoreService) and a manager over it
+// (as live.Sessions), owned by c's fiber: the body of every store
 // plugin. On dispose the manager's sessions are closed first, then the
 // store, if it is an io.Closer.
-func Provide(c *bus.Context, store session.Store, opts ...session.ManagerOption) (*session.Manager, error) {
+func Provide(c *bus.Context, store session.Store, opts ...live.ManagerOption) (*live.Manager, error) {
 	if cl, ok := store.(io.Closer); ok {
 		if err := c.Effect(func() func() {
 			return func() {
@@ -29,7 +30,7 @@ func Provide(c *bus.Context, store session.Store, opts ...session.ManagerOption)
 			return nil, err
 		}
 	}
-	mgr := session.NewManager(c, store, opts...)
+	mgr := live.NewManager(c, store, opts...)
 	if err := c.Effect(func() func() {
 		return func() {
 			ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
@@ -41,10 +42,10 @@ func Provide(c *bus.Context, store session.Store, opts ...session.ManagerOption)
 	}); err != nil {
 		return nil, err
 	}
-	if _, err := session.StoreService.Provide(c, store); err != nil {
+	if _, err := live.StoreService.Provide(c, store); err != nil {
 		return nil, err
 	}
-	if _, err := session.Sessions.Provide(c, mgr); err != nil {
+	if _, err := live.Sessions.Provide(c, mgr); err != nil {
 		return nil, err
 	}
 	return mgr, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/vigil-run/vigil/plugins/store/jsonl"
 	"github.com/vigil-run/vigil/plugins/store/memory"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 func apply(t *testing.T, r *bus.Root, name string, configure func(cfg any)) *bus.Fiber {
@@ -47,9 +48,9 @@ func TestStorePluginsProvideSessionsAndStore(t *testing.T) {
 			r := bus.New()
 			defer r.Dispose()
 			f := apply(t, r, tc.name, tc.configure)
-			mgr, err := session.Sessions.Get(r.Context())
+			mgr, err := live.Sessions.Get(r.Context())
 			require.NoError(t, err)
-			store, err := session.StoreService.Get(r.Context())
+			store, err := live.StoreService.Get(r.Context())
 			require.NoError(t, err)
 			assert.Same(t, store, mgr.Store())
 
@@ -60,7 +61,7 @@ func TestStorePluginsProvideSessionsAndStore(t *testing.T) {
 
 			// Disposing closes the sessions (flushing them) and the store.
 			require.NoError(t, f.Dispose())
-			_, err = session.Sessions.Get(r.Context())
+			_, err = live.Sessions.Get(r.Context())
 			require.ErrorIs(t, err, bus.ErrServiceMissing)
 			if !tc.durable {
 				return
@@ -68,7 +69,7 @@ func TestStorePluginsProvideSessionsAndStore(t *testing.T) {
 			_, err = os.Stat(filepath.Join(dir, s.ID()+".jsonl"))
 			require.NoError(t, err)
 			apply(t, r, tc.name, tc.configure)
-			mgr, err = session.Sessions.Get(r.Context())
+			mgr, err = live.Sessions.Get(r.Context())
 			require.NoError(t, err)
 			again, err := mgr.Open(ctx, s.ID())
 			require.NoError(t, err)
@@ -82,7 +83,7 @@ func TestJSONLDefaultsToDotVigil(t *testing.T) {
 	r := bus.New()
 	defer r.Dispose()
 	apply(t, r, jsonl.Name, nil)
-	mgr, err := session.Sessions.Get(r.Context())
+	mgr, err := live.Sessions.Get(r.Context())
 	require.NoError(t, err)
 	s, err := mgr.Create(context.Background())
 	require.NoError(t, err)

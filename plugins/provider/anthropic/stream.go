@@ -9,6 +9,7 @@ import (
 
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/plugins/internal/eventstream"
+	"github.com/vigil-run/vigil/session"
 )
 
 // iterate adapts the SDK stream to an agentloop.Stream.
@@ -80,7 +81,7 @@ func (d *decoder) decode(ev sdk.MessageStreamEventUnion) ([]agentloop.Chunk, err
 			// A call of a tool without parameters still carries a JSON
 			// object, so the loop can parse it.
 			b.args = true
-			return []agentloop.Chunk{{ToolCall: &agentloop.ToolCallDelta{Index: b.call, Arguments: "{}"}}}, nil
+			return []agentloop.Chunk{{ToolCall: &session.ChunkToolCall{Index: b.call, Arguments: "{}"}}}, nil
 		}
 	case "message_delta":
 		if r := ev.Delta.StopReason; r != "" {
@@ -124,7 +125,7 @@ func (d *decoder) start(ev sdk.MessageStreamEventUnion) ([]agentloop.Chunk, erro
 		}
 		b.call = d.calls
 		d.calls++
-		td := &agentloop.ToolCallDelta{Index: b.call, ID: cb.ID, Name: cb.Name}
+		td := &session.ChunkToolCall{Index: b.call, ID: cb.ID, Name: cb.Name}
 		// The API starts every call with an empty input and streams it;
 		// a server that sends the whole input up front is taken at its
 		// word.
@@ -161,7 +162,7 @@ func (d *decoder) delta(ev sdk.MessageStreamEventUnion) ([]agentloop.Chunk, erro
 	case "input_json_delta":
 		if ev.Delta.PartialJSON != "" {
 			b.args = true
-			return []agentloop.Chunk{{ToolCall: &agentloop.ToolCallDelta{Index: b.call, Arguments: ev.Delta.PartialJSON}}}, nil
+			return []agentloop.Chunk{{ToolCall: &session.ChunkToolCall{Index: b.call, Arguments: ev.Delta.PartialJSON}}}, nil
 		}
 	}
 	// signature_delta and citations_delta carry nothing the loop keeps.
@@ -177,7 +178,7 @@ func (d *decoder) end() (agentloop.Chunk, error) {
 		return agentloop.Chunk{}, fmt.Errorf("%w: message ended without a stop_reason", ErrMalformedStream)
 	}
 	return agentloop.Chunk{
-		Usage:  &agentloop.Usage{Input: d.input, Output: d.output},
+		Usage:  &session.Usage{Input: d.input, Output: d.output},
 		Finish: finishReason(d.stop, d.calls > 0),
 	}, nil
 }

@@ -31,7 +31,7 @@ func TestStreamYieldsTextDeltasThenUsageAndFinish(t *testing.T) {
 		assert.Nil(t, c.Usage)
 	}
 	// Input counts cache reads; output is message_delta's cumulative count.
-	assert.Equal(t, agentloop.Chunk{Usage: &agentloop.Usage{Input: 24, Output: 17}, Finish: "stop"}, chunks[14])
+	assert.Equal(t, agentloop.Chunk{Usage: &session.Usage{Input: 24, Output: 17}, Finish: "stop"}, chunks[14])
 	assert.Equal(t, "The capital of France is Paris. It’s known for the Eiffel Tower.", providertest.Assemble(chunks).Text)
 }
 
@@ -47,15 +47,15 @@ func TestStreamIndexesToolCallsByOrdinalNotBlock(t *testing.T) {
 		{ID: "toolu_01A09q90qw90lq917835lq9", Name: "get_time", Arguments: `{"tz": "Europe/Paris"}`},
 	}, got.ToolCalls)
 	assert.Equal(t, "tool_calls", got.Finish)
-	assert.Equal(t, &agentloop.Usage{Input: 612, Output: 104}, got.Usage)
+	assert.Equal(t, &session.Usage{Input: 612, Output: 104}, got.Usage)
 
-	var firsts []agentloop.ToolCallDelta
+	var firsts []session.ChunkToolCall
 	for _, c := range chunks {
 		if c.ToolCall != nil && c.ToolCall.ID != "" {
 			firsts = append(firsts, *c.ToolCall)
 		}
 	}
-	assert.Equal(t, []agentloop.ToolCallDelta{
+	assert.Equal(t, []session.ChunkToolCall{
 		{Index: 0, ID: "toolu_01T1x1fJ34qAmk2tNTrN7Up6", Name: "get_weather"},
 		{Index: 1, ID: "toolu_01A09q90qw90lq917835lq9", Name: "get_time"},
 	}, firsts, "id and name come first, without arguments")
@@ -93,7 +93,7 @@ func TestStreamYieldsThinkingAsReasoning(t *testing.T) {
 	got := providertest.Assemble(chunks)
 	assert.Equal(t, "The user asks 9.11 vs 9.9. Compare decimals: 0.90 > 0.11.", got.Reasoning)
 	assert.Equal(t, "9.9 is larger.", got.Text)
-	assert.Equal(t, &agentloop.Usage{Input: 48, Output: 61}, got.Usage)
+	assert.Equal(t, &session.Usage{Input: 48, Output: 61}, got.Usage)
 	for _, c := range chunks {
 		assert.NotContains(t, c.Reasoning, "EqQB", "signatures are not reasoning")
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/plugins/internal/eventstream"
+	"github.com/vigil-run/vigil/session"
 )
 
 // reasoningFields are the delta fields servers put reasoning text in:
@@ -32,7 +33,7 @@ type decoder struct {
 	calls   []callState    // by ordinal
 	last    int            // ordinal of the last fragment, for servers that send no index
 	finish  string         // the server's finish_reason
-	usage   *agentloop.Usage
+	usage   *session.Usage
 }
 
 type callState struct {
@@ -44,7 +45,7 @@ func (d *decoder) decode(c oai.ChatCompletionChunk) ([]agentloop.Chunk, error) {
 		return nil, fmt.Errorf("%w: choices is not an array", ErrMalformedStream)
 	}
 	if c.JSON.Usage.Valid() {
-		d.usage = &agentloop.Usage{Input: int(c.Usage.PromptTokens), Output: int(c.Usage.CompletionTokens)}
+		d.usage = &session.Usage{Input: int(c.Usage.PromptTokens), Output: int(c.Usage.CompletionTokens)}
 	}
 	var out []agentloop.Chunk
 	for _, ch := range c.Choices {
@@ -100,13 +101,13 @@ func reasoning(delta oai.ChatCompletionChunkChoiceDelta) (string, error) {
 // call, however often the server repeats them. A fragment that carries
 // nothing (some servers open the array with {}) is no call and is
 // skipped before it can be numbered.
-func (d *decoder) toolCall(tc oai.ChatCompletionChunkChoiceDeltaToolCall) *agentloop.ToolCallDelta {
+func (d *decoder) toolCall(tc oai.ChatCompletionChunkChoiceDeltaToolCall) *session.ChunkToolCall {
 	if tc.ID == "" && tc.Function.Name == "" && tc.Function.Arguments == "" {
 		return nil
 	}
 	o := d.ordinal(tc)
 	st := &d.calls[o]
-	td := &agentloop.ToolCallDelta{Index: o, Arguments: tc.Function.Arguments}
+	td := &session.ChunkToolCall{Index: o, Arguments: tc.Function.Arguments}
 	if tc.ID != "" && !st.id {
 		td.ID, st.id = tc.ID, true
 	}
@@ -169,7 +170,7 @@ func (d *decoder) end() ([]agentloop.Chunk, error) {
 			return nil, fmt.Errorf("%w: tool call %d has no name", ErrMalformedStream, i)
 		}
 		if !c.args {
-			out = append(out, agentloop.Chunk{ToolCall: &agentloop.ToolCallDelta{Index: i, Arguments: "{}"}})
+			out = append(out, agentloop.Chunk{ToolCall: &session.ChunkToolCall{Index: i, Arguments: "{}"}})
 		}
 	}
 	return append(out, agentloop.Chunk{Usage: d.usage, Finish: finishReason(d.finish, len(d.calls) > 0)}), nil

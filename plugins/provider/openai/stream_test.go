@@ -27,7 +27,7 @@ func TestStreamYieldsTextDeltasThenUsageAndFinish(t *testing.T) {
 		assert.Nil(t, c.Usage)
 		assert.Empty(t, c.Finish)
 	}
-	assert.Equal(t, agentloop.Chunk{Usage: &agentloop.Usage{Input: 24, Output: 15}, Finish: "stop"}, chunks[15])
+	assert.Equal(t, agentloop.Chunk{Usage: &session.Usage{Input: 24, Output: 15}, Finish: "stop"}, chunks[15])
 	got := providertest.Assemble(chunks)
 	assert.Equal(t, "The capital of France is Paris. It’s known for the Eiffel Tower.", got.Text)
 	assert.Empty(t, got.ToolCalls)
@@ -43,15 +43,15 @@ func TestStreamJoinsParallelToolCallFragments(t *testing.T) {
 	// The first fragment of each call carries its id and name; the rest
 	// carry only arguments.
 	require.NotNil(t, chunks[0].ToolCall)
-	assert.Equal(t, agentloop.ToolCallDelta{Index: 0, ID: "call_q8Zl0vXh2cTj7YwK1mN4bR6s", Name: "get_weather"}, *chunks[0].ToolCall)
-	assert.Equal(t, agentloop.ToolCallDelta{Index: 0, Arguments: `{"ci`}, *chunks[1].ToolCall)
+	assert.Equal(t, session.ChunkToolCall{Index: 0, ID: "call_q8Zl0vXh2cTj7YwK1mN4bR6s", Name: "get_weather"}, *chunks[0].ToolCall)
+	assert.Equal(t, session.ChunkToolCall{Index: 0, Arguments: `{"ci`}, *chunks[1].ToolCall)
 	got := providertest.Assemble(chunks)
 	assert.Equal(t, []session.ToolCall{
 		{ID: "call_q8Zl0vXh2cTj7YwK1mN4bR6s", Name: "get_weather", Arguments: `{"city": "Paris", "unit": "c"}`},
 		{ID: "call_Hn3pW5sK9dLx2QaE7vTz0uYb", Name: "get_time", Arguments: `{"tz": "Europe/Paris"}`},
 	}, got.ToolCalls)
 	assert.Equal(t, "tool_calls", got.Finish)
-	assert.Equal(t, &agentloop.Usage{Input: 88, Output: 51}, got.Usage)
+	assert.Equal(t, &session.Usage{Input: 88, Output: 51}, got.Usage)
 	assert.Empty(t, got.Text)
 }
 
@@ -65,7 +65,7 @@ func TestStreamYieldsDeepSeekReasoningContent(t *testing.T) {
 	got := providertest.Assemble(chunks)
 	assert.Equal(t, "The user asks 9.11 vs 9.9. Compare decimals: 0.90 > 0.11.", got.Reasoning)
 	assert.Equal(t, "9.9 is larger.", got.Text)
-	assert.Equal(t, &agentloop.Usage{Input: 18, Output: 64}, got.Usage)
+	assert.Equal(t, &session.Usage{Input: 18, Output: 64}, got.Usage)
 	assert.Equal(t, "stop", got.Finish)
 	// Reasoning comes first, and no chunk carries both kinds of text.
 	assert.NotEmpty(t, chunks[0].Reasoning)
@@ -88,7 +88,7 @@ func TestStreamNumbersToolCallsFromServersWithoutIndex(t *testing.T) {
 		{ID: "call_5f6a7b8c", Name: "read_file", Arguments: `{}`},
 	}, got.ToolCalls)
 	assert.Equal(t, "tool_calls", got.Finish, "calls win over a finish_reason of stop")
-	assert.Equal(t, &agentloop.Usage{Input: 152, Output: 31}, got.Usage)
+	assert.Equal(t, &session.Usage{Input: 152, Output: 31}, got.Usage)
 }
 
 // TestStreamToolCallEdgeCases: an index wins over an id, an empty

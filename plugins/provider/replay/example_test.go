@@ -9,6 +9,7 @@ import (
 	"github.com/vigil-run/vigil/plugins/provider/replay"
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 	"github.com/vigil-run/vigil/session/memory"
 )
 
@@ -17,8 +18,8 @@ import (
 // requests are the same.
 func ExampleListen() {
 	ctx := context.Background()
-	turn := func(c *bus.Context, p agentloop.Provider) *session.Session {
-		sess, _ := session.NewManager(c, memory.New()).Create(ctx)
+	turn := func(c *bus.Context, p agentloop.Provider) *live.Session {
+		sess, _ := live.NewManager(c, memory.New()).Create(ctx)
 		a := agentloop.New(c, agentloop.Config{System: "Be brief."}, agentloop.WithProvider(p), agentloop.WithTools())
 		_, _ = a.Run(ctx, sess, "Say hello.")
 		return sess
@@ -50,7 +51,7 @@ func ExampleListen() {
 	// recording used up: true
 }
 
-func digestsOf(s *session.Session) []string {
+func digestsOf(s *live.Session) []string {
 	var out []string
 	for _, r := range s.Records() {
 		if d, err := session.DecodeData[session.Digest](r); err == nil && r.Type() == session.TypeRequestDigest {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
-	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // Name is the plugin's registered name.
@@ -55,7 +55,7 @@ var Plugin = bus.RegisterFunc(Name, "serves the model streams recorded in a sess
 		if isPath(cfg.Session) {
 			rec, err = Load(cfg.Session)
 		} else {
-			mgr, gerr := session.Sessions.Get(c)
+			mgr, gerr := live.Sessions.Get(c)
 			if gerr != nil {
 				return errors.Join(errors.New("replay: a session id needs the sessions service"), gerr)
 			}
@@ -82,5 +82,5 @@ var Plugin = bus.RegisterFunc(Name, "serves the model streams recorded in a sess
 		_, err = agentloop.ProviderService.Provide(c, p)
 		return err
 	},
-	bus.Optional(session.Sessions),
+	bus.Optional(live.Sessions),
 )

@@ -16,7 +16,7 @@ type Step struct {
 	// Digest is the step's request/digest, "" when none was logged.
 	Digest string
 	Chunks []agentloop.Chunk
-	Usage  *agentloop.Usage
+	Usage  *session.Usage
 	Finish string
 	// Err is why the step's stream failed ("" when it did not): the error
 	// of the turn/end that followed a step that finished with "error".
@@ -66,7 +66,7 @@ func FromRecords(recs []*session.Record) (*Recording, error) {
 			}
 			ch := agentloop.Chunk{Text: c.Text, Reasoning: c.Reasoning}
 			if tc := c.ToolCall; tc != nil {
-				ch.ToolCall = &agentloop.ToolCallDelta{Index: tc.Index, ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments}
+				ch.ToolCall = &session.ChunkToolCall{Index: tc.Index, ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments}
 			}
 			cur.Chunks = append(cur.Chunks, ch)
 		case session.TypeStepEnd:
@@ -79,7 +79,7 @@ func FromRecords(recs []*session.Record) (*Recording, error) {
 			}
 			cur.Finish = e.Finish
 			if u := e.Usage; u != nil {
-				cur.Usage = &agentloop.Usage{Input: u.Input, Output: u.Output}
+				cur.Usage = &session.Usage{Input: u.Input, Output: u.Output}
 			}
 			if e.Finish == session.FinishError {
 				failed = append(failed, len(rec.Steps)-1)

@@ -20,6 +20,7 @@ import (
 	fstools "github.com/vigil-run/vigil/plugins/tools/fs"
 	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/jsonl"
+	"github.com/vigil-run/vigil/session/live"
 	"github.com/vigil-run/vigil/session/memory"
 )
 
@@ -28,7 +29,7 @@ var prompts = []string{"what is here?", "look again", "once more"}
 type world struct {
 	root  *bus.Root
 	c     *bus.Context
-	mgr   *session.Manager
+	mgr   *live.Manager
 	tools []agentloop.Tool
 	logs  *bytes.Buffer
 }
@@ -46,7 +47,7 @@ func newWorld(t *testing.T, store session.Store, dir string) *world {
 	f, err := fstools.Open(dir, 0)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = f.Close() })
-	return &world{root: root, c: c, mgr: session.NewManager(c, store), tools: f.Tools(), logs: logs}
+	return &world{root: root, c: c, mgr: live.NewManager(c, store), tools: f.Tools(), logs: logs}
 }
 
 type syncWriter struct {
@@ -68,7 +69,7 @@ func folder(t *testing.T) string {
 }
 
 // run runs the prompts with prov and returns the session.
-func (w *world) run(t *testing.T, prov agentloop.Provider, opts ...agentloop.Option) *session.Session {
+func (w *world) run(t *testing.T, prov agentloop.Provider, opts ...agentloop.Option) *live.Session {
 	t.Helper()
 	a := agentloop.New(w.c, agentloop.Config{System: "be helpful", Model: "m1"}, append([]agentloop.Option{agentloop.WithProvider(prov), agentloop.WithTools(w.tools...)}, opts...)...)
 	sess, err := w.mgr.Create(context.Background())
@@ -100,7 +101,7 @@ func surface(t *testing.T, recs []*session.Record) []session.Message {
 	return msgs
 }
 
-func record(t *testing.T, dir string) *session.Session {
+func record(t *testing.T, dir string) *live.Session {
 	w := newWorld(t, memory.New(), dir)
 	prov, err := scripted.New(scripted.Config{})
 	require.NoError(t, err)
@@ -267,7 +268,7 @@ func TestReplayPluginFromFileAndFromStore(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			w2 := newWorld(t, memory.New(), dir)
-			_, err := session.Sessions.Provide(w2.c, session.NewManager(w2.c, store))
+			_, err := live.Sessions.Provide(w2.c, live.NewManager(w2.c, store))
 			require.NoError(t, err)
 			m, ok := bus.LookupModule(replay.Name)
 			require.True(t, ok)

@@ -9,6 +9,7 @@ import (
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // StepComparison pairs one step's request digest in a recorded log with
@@ -24,7 +25,7 @@ type StepComparison struct {
 // Rerun is the result of [Run].
 type Rerun struct {
 	// Session is the session the log was run again on.
-	Session *session.Session
+	Session *live.Session
 	// Steps compares every step's request, in order.
 	Steps []StepComparison
 	// Errors are the errors the turns ended with, in order. A turn that
@@ -52,7 +53,7 @@ func (r *Rerun) Identical() bool {
 // the new log exactly as they did from the original: Steps compares their
 // digests. Mount the invariants plugin on c to have every request checked
 // against a fresh fold on the way.
-func Run(ctx context.Context, c *bus.Context, mgr *session.Manager, recorded []*session.Record) (*Rerun, error) {
+func Run(ctx context.Context, c *bus.Context, mgr *live.Manager, recorded []*session.Record) (*Rerun, error) {
 	header, ok := session.DeriveHeader(recorded)
 	if !ok {
 		return nil, fmt.Errorf("replay: the log has no request/header: nothing to replay")

@@ -154,9 +154,9 @@ func render(req *agentloop.Request, r reply) []agentloop.Chunk {
 		id := fmt.Sprintf("call_%d_%d_%d", req.Turn, req.Step, i)
 		args := r.args[i]
 		half := len(args) / 2
-		out = append(out, agentloop.Chunk{ToolCall: &agentloop.ToolCallDelta{Index: i, ID: id, Name: tc.Name, Arguments: args[:half]}})
+		out = append(out, agentloop.Chunk{ToolCall: &session.ChunkToolCall{Index: i, ID: id, Name: tc.Name, Arguments: args[:half]}})
 		if half < len(args) {
-			out = append(out, agentloop.Chunk{ToolCall: &agentloop.ToolCallDelta{Index: i, Arguments: args[half:]}})
+			out = append(out, agentloop.Chunk{ToolCall: &session.ChunkToolCall{Index: i, Arguments: args[half:]}})
 		}
 	}
 	finish := session.FinishStop
@@ -174,7 +174,7 @@ func render(req *agentloop.Request, r reply) []agentloop.Chunk {
 	for _, a := range r.args {
 		outLen += len(a)
 	}
-	out = append(out, agentloop.Chunk{Usage: &agentloop.Usage{Input: tokens(in), Output: tokens(outLen)}, Finish: finish})
+	out = append(out, agentloop.Chunk{Usage: &session.Usage{Input: tokens(in), Output: tokens(outLen)}, Finish: finish})
 	return out
 }
 

@@ -61,7 +61,7 @@ func TestScriptStreamsRepliesInSeveralChunks(t *testing.T) {
 	assert.Equal(t, 3, n)
 	assert.Equal(t, "think ", chunks[0].Reasoning)
 
-	var calls []agentloop.ToolCallDelta
+	var calls []session.ChunkToolCall
 	for _, c := range chunks {
 		if c.ToolCall != nil {
 			calls = append(calls, *c.ToolCall)

@@ -7,7 +7,7 @@
 //	    config:
 //	      dir: .vigil/sessions   # the default
 //
-// It provides the store as session.StoreService and a session.Manager over
-// it as session.Sessions; disposing the plugin closes every live session
+// It provides the store as live.StoreService and a live.Manager over
+// it as live.Sessions; disposing the plugin closes every live session
 // (flushing it) and then the store.
 package jsonl

@@ -9,8 +9,8 @@
 //	      schema: vigil                  # optional: keep the tables in their own schema
 //	      lease_ttl: 30s                 # optional: how long a crashed turn holds its session
 //
-// Like store/jsonl, it provides the store as session.StoreService and a
-// session.Manager over it as session.Sessions. The tables are created or
+// Like store/jsonl, it provides the store as live.StoreService and a
+// live.Manager over it as live.Sessions. The tables are created or
 // migrated when the plugin is applied (an unreachable database or a schema
 // from a newer Vigil fails the apply); disposing the plugin closes every
 // live session, then releases the store's turn leases and its

@@ -17,6 +17,7 @@ import (
 	"github.com/vigil-run/vigil/plugins/store/postgres"
 	_ "github.com/vigil-run/vigil/plugins/tools/calc"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 	pg "github.com/vigil-run/vigil/session/pgstore"
 	"github.com/vigil-run/vigil/session/pgstore/pgtest"
 )
@@ -61,16 +62,16 @@ func TestPluginRunsTurnsThatVerify(t *testing.T) {
 	schema := pgtest.Schema(t)
 	root := compose(t, schema, "")
 	c := root.Context()
-	store, err := session.StoreService.Get(c)
+	store, err := live.StoreService.Get(c)
 	require.NoError(t, err)
 	require.IsType(t, &pg.Store{}, store)
-	mgr, err := session.Sessions.Get(c)
+	mgr, err := live.Sessions.Get(c)
 	require.NoError(t, err)
 	agent, err := agentloop.AgentService.Get(c)
 	require.NoError(t, err)
 
 	// Two turns, each the way the CLI runs one: under the lease.
-	sess, done, err := pg.OpenLeased(ctx, mgr, "", false)
+	sess, done, err := live.OpenLeased(ctx, mgr, "", false)
 	require.NoError(t, err)
 	id := sess.ID()
 	res, err := agent.Run(ctx, sess, "What is six times seven?")
@@ -78,7 +79,7 @@ func TestPluginRunsTurnsThatVerify(t *testing.T) {
 	require.Equal(t, session.ReasonCompleted, res.Reason)
 	require.NoError(t, done(ctx))
 
-	sess, done, err = pg.OpenLeased(ctx, mgr, id, false)
+	sess, done, err = live.OpenLeased(ctx, mgr, id, false)
 	require.NoError(t, err)
 	res, err = agent.Run(ctx, sess, "And again?")
 	require.NoError(t, err)
@@ -123,7 +124,7 @@ func TestPluginFailsToApplyWithoutADatabase(t *testing.T) {
 	_, err := root.Context().Plugin(postgres.Plugin, &postgres.Config{DSN: "postgres://u:secret@127.0.0.1:1/x?sslmode=disable&connect_timeout=1"})
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), "secret")
-	_, err = session.Sessions.Get(root.Context())
+	_, err = live.Sessions.Get(root.Context())
 	require.ErrorIs(t, err, bus.ErrServiceMissing)
 }
 

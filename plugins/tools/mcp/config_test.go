@@ -19,6 +19,7 @@ import (
 	"github.com/vigil-run/vigil/plugins/tools/mcp"
 	"github.com/vigil-run/vigil/plugins/tools/mcp/internal/testserver"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 
 	_ "github.com/vigil-run/vigil/invariants"
 	_ "github.com/vigil-run/vigil/plugins/provider/scripted"
@@ -122,7 +123,7 @@ plugins:
 
 	h.agent, err = agentloop.AgentService.Get(h.c)
 	require.NoError(t, err)
-	h.mgr, err = session.Sessions.Get(h.c)
+	h.mgr, err = live.Sessions.Get(h.c)
 	require.NoError(t, err)
 	s := h.session()
 	h.turn(context.Background(), s, "echo on both", session.ReasonCompleted)

@@ -26,6 +26,7 @@ import (
 	"github.com/vigil-run/vigil/plugins/tools/mcp"
 	"github.com/vigil-run/vigil/plugins/tools/mcp/internal/testserver"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // host is a bus with the invariants plugin in strict mode, sessions in
@@ -37,7 +38,7 @@ type host struct {
 	c     *bus.Context
 	logs  *syncBuffer
 	agent *agentloop.Agent
-	mgr   *session.Manager
+	mgr   *live.Manager
 }
 
 func newHost(t *testing.T, script ...scripted.Reply) *host {
@@ -52,7 +53,7 @@ func newHost(t *testing.T, script ...scripted.Reply) *host {
 	mount(t, c, agentloop.Plugin, &agentloop.Config{MaxSteps: 4})
 	a, err := agentloop.AgentService.Get(c)
 	require.NoError(t, err)
-	mgr, err := session.Sessions.Get(c)
+	mgr, err := live.Sessions.Get(c)
 	require.NoError(t, err)
 	return &host{t: t, root: root, c: c, logs: logs, agent: a, mgr: mgr}
 }
@@ -71,7 +72,7 @@ func (h *host) mcp(cfg *mcp.Config) *bus.Fiber {
 	return mount(h.t, h.c, mcp.Plugin, cfg)
 }
 
-func (h *host) session() *session.Session {
+func (h *host) session() *live.Session {
 	h.t.Helper()
 	s, err := h.mgr.Create(context.Background())
 	require.NoError(h.t, err)
@@ -79,7 +80,7 @@ func (h *host) session() *session.Session {
 }
 
 // turn runs one turn and requires it to end with reason.
-func (h *host) turn(ctx context.Context, s *session.Session, prompt, reason string) *agentloop.TurnResult {
+func (h *host) turn(ctx context.Context, s *live.Session, prompt, reason string) *agentloop.TurnResult {
 	h.t.Helper()
 	res, err := h.agent.Run(ctx, s, prompt)
 	require.NotNil(h.t, res, "turn did not start: %v", err)
@@ -173,7 +174,7 @@ func readPid(t *testing.T, dir, name string) int {
 }
 
 // ofType returns the records of type typ.
-func ofType(s *session.Session, typ string) []*session.Record {
+func ofType(s *live.Session, typ string) []*session.Record {
 	var out []*session.Record
 	for _, r := range s.Records() {
 		if r.Type() == typ {
@@ -191,7 +192,7 @@ func decode[T any](t *testing.T, r *session.Record) T {
 }
 
 // results returns the session's tool results.
-func results(t *testing.T, s *session.Session) []session.ToolResult {
+func results(t *testing.T, s *live.Session) []session.ToolResult {
 	var out []session.ToolResult
 	for _, r := range ofType(s, session.TypeToolResult) {
 		out = append(out, decode[session.ToolResult](t, r))
@@ -201,7 +202,7 @@ func results(t *testing.T, s *session.Session) []session.ToolResult {
 
 // verify renders the session's log as stored and checks it offline with
 // the invariants rules.
-func verify(t *testing.T, s *session.Session) {
+func verify(t *testing.T, s *live.Session) {
 	t.Helper()
 	buf := session.AppendHeaderLine(nil, s.Info())
 	for _, r := range s.Records() {

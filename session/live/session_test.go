@@ -1,4 +1,4 @@
-package session_test
+package live_test
 
 import (
 	"context"
@@ -8,8 +8,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 func TestAppendAssignsSeqAndTimeFromClock(t *testing.T) {
@@ -56,9 +58,9 @@ func TestAppendVetoCommitsNothing(t *testing.T) {
 	s := h.create()
 	veto := errors.New("no")
 	var observed int
-	session.Committed.On(h.root.Context(), func(ctx context.Context, c *session.Commit) error { observed++; return nil })
+	live.Committed.On(h.root.Context(), func(ctx context.Context, c *live.Commit) error { observed++; return nil })
 	dispose := bus.Veto.On(h.root.Context(), func(ctx context.Context, d bus.Dispatch) error {
-		if d.Name == session.Committed.Name() {
+		if d.Name == live.Committed.Name() {
 			return veto
 		}
 		return nil
@@ -82,16 +84,16 @@ func TestAppendVetoCommitsNothing(t *testing.T) {
 func TestAppendPassesSameCommitToCheckAndObserve(t *testing.T) {
 	h := newHarness(t)
 	s := h.create()
-	var checked, observed []*session.Commit
+	var checked, observed []*live.Commit
 	bus.Veto.On(h.root.Context(), func(ctx context.Context, d bus.Dispatch) error {
-		if c, ok := d.Payload.(*session.Commit); ok {
+		if c, ok := d.Payload.(*live.Commit); ok {
 			// Before the commit: the record is not in the session yet.
 			assert.Equal(t, int(c.Record.Seq()), c.Session.Len())
 			checked = append(checked, c)
 		}
 		return nil
 	})
-	session.Committed.On(h.root.Context(), func(ctx context.Context, c *session.Commit) error {
+	live.Committed.On(h.root.Context(), func(ctx context.Context, c *live.Commit) error {
 		assert.Equal(t, int(c.Record.Seq())+1, c.Session.Len(), "observers run after the commit")
 		assert.Same(t, c.Record, c.Session.Records()[c.Record.Seq()])
 		observed = append(observed, c)
@@ -111,10 +113,10 @@ func TestAppendPassesSameCommitToCheckAndObserve(t *testing.T) {
 func TestObserverFailureDoesNotUndoCommit(t *testing.T) {
 	h := newHarness(t)
 	s := h.create()
-	session.Committed.On(h.root.Context(), func(ctx context.Context, c *session.Commit) error { return errors.New("observer broke") })
-	session.Committed.On(h.root.Context(), func(ctx context.Context, c *session.Commit) error { panic("observer panicked") })
+	live.Committed.On(h.root.Context(), func(ctx context.Context, c *live.Commit) error { return errors.New("observer broke") })
+	live.Committed.On(h.root.Context(), func(ctx context.Context, c *live.Commit) error { panic("observer panicked") })
 	var later int
-	session.Committed.On(h.root.Context(), func(ctx context.Context, c *session.Commit) error { later++; return nil })
+	live.Committed.On(h.root.Context(), func(ctx context.Context, c *live.Commit) error { later++; return nil })
 	r, err := s.Append(h.ctx, user("a"))
 	require.NoError(t, err)
 	assert.Equal(t, int64(0), r.Seq())
@@ -130,7 +132,7 @@ func TestAppendFromOwnListenerIsReentrant(t *testing.T) {
 			other := h.create()
 			var inner, otherErr, closeErr error
 			once := sync.Once{}
-			fn := func(ctx context.Context, c *session.Commit) error {
+			fn := func(ctx context.Context, c *live.Commit) error {
 				if c.Session != s {
 					return nil
 				}
@@ -143,13 +145,13 @@ func TestAppendFromOwnListenerIsReentrant(t *testing.T) {
 			}
 			if phase == "veto" {
 				bus.Veto.On(h.root.Context(), func(ctx context.Context, d bus.Dispatch) error {
-					if c, ok := d.Payload.(*session.Commit); ok {
+					if c, ok := d.Payload.(*live.Commit); ok {
 						return fn(ctx, c)
 					}
 					return nil
 				})
 			} else {
-				session.Committed.On(h.root.Context(), fn)
+				live.Committed.On(h.root.Context(), fn)
 			}
 			_, err := s.Append(h.ctx, user("outer"))
 			require.NoError(t, err)
@@ -167,7 +169,7 @@ func TestConcurrentAppendsWhileObservedAreSerialized(t *testing.T) {
 	s := h.create()
 	var mu sync.Mutex
 	var seen []int64
-	session.Committed.On(h.root.Context(), func(ctx context.Context, c *session.Commit) error {
+	live.Committed.On(h.root.Context(), func(ctx context.Context, c *live.Commit) error {
 		_ = c.Session.Messages() // reading the observed session does not deadlock
 		mu.Lock()
 		seen = append(seen, c.Record.Seq())
@@ -198,7 +200,7 @@ func TestScopedListenersSeeOnlyTheirSession(t *testing.T) {
 	h := newHarness(t)
 	a, b := h.create(), h.create()
 	var got []string
-	session.Committed.On(a.Context(), func(ctx context.Context, c *session.Commit) error {
+	live.Committed.On(a.Context(), func(ctx context.Context, c *live.Commit) error {
 		got = append(got, c.Session.ID())
 		return nil
 	})

@@ -1,6 +1,9 @@
-package session
+package live
 
-import "github.com/vigil-run/vigil/bus"
+import (
+	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/session"
+)
 
 // Created is emitted for every session a [Manager] makes available: new,
 // seeded, forked and loaded. Listeners may read the whole log; an error
@@ -19,12 +22,12 @@ var Sessions = bus.NewService[*Manager]("session/manager")
 
 // StoreService is the service under which a store plugin (store/jsonl,
 // store/memory) provides the [Store] a Manager writes to.
-var StoreService = bus.NewService[Store]("session/store")
+var StoreService = bus.NewService[session.Store]("session/store")
 
 // Commit is the payload of [Committed]: one record of one session.
 type Commit struct {
 	Session *Session
-	Record  *Record
+	Record  *session.Record
 }
 
 // Subject implements [bus.Subjecter]: a commit is about its session.

@@ -1,4 +1,4 @@
-package pgstore
+package live
 
 import (
 	"context"
@@ -8,15 +8,11 @@ import (
 	"github.com/vigil-run/vigil/session"
 )
 
-// Leaser is [session.Leaser], implemented by [Store] and by the jsonl
-// store.
-type Leaser = session.Leaser
-
 // OpenLeased makes session id ready for one turn run under its lease:
 //
-//  1. when mgr's store is a [Leaser], it takes the lease (waiting for it
-//     with wait; else a busy session is an error wrapping [ErrBusy] and
-//     [session.ErrLocked]);
+//  1. when mgr's store is a [session.Leaser] (jsonl, PostgreSQL), it
+//     takes the lease (waiting for it with wait; else a busy session is an
+//     error wrapping [session.ErrLocked] that names the holder);
 //  2. it closes a live copy of the session this manager had (another
 //     process may have appended since it was loaded) and opens the
 //     session afresh, which repairs a turn that a crashed holder left
@@ -26,9 +22,9 @@ type Leaser = session.Leaser
 // and closes the session, then releases the lease; call it when the turn
 // is over. Stores without leases (memory) get the same open and close,
 // without a lease.
-func OpenLeased(ctx context.Context, mgr *session.Manager, id string, wait bool) (sess *session.Session, done func(context.Context) error, err error) {
+func OpenLeased(ctx context.Context, mgr *Manager, id string, wait bool) (sess *Session, done func(context.Context) error, err error) {
 	release := func() {}
-	leaser, _ := mgr.Store().(Leaser)
+	leaser, _ := mgr.Store().(session.Leaser)
 	if id == "" {
 		if sess, err = mgr.Create(ctx); err != nil {
 			return nil, nil, err
@@ -48,7 +44,7 @@ func OpenLeased(ctx context.Context, mgr *session.Manager, id string, wait bool)
 		if live, ok := mgr.Get(id); ok {
 			if err := live.Close(ctx); err != nil {
 				release()
-				return nil, nil, fmt.Errorf("pgstore: close the stale copy of %s: %w", id, err)
+				return nil, nil, fmt.Errorf("session: close the stale copy of %s: %w", id, err)
 			}
 		}
 		if sess, err = mgr.Open(ctx, id); err != nil {
@@ -62,5 +58,3 @@ func OpenLeased(ctx context.Context, mgr *session.Manager, id string, wait bool)
 	}
 	return sess, done, nil
 }
-
-var _ Leaser = (*Store)(nil)

@@ -1,4 +1,4 @@
-package session_test
+package live_test
 
 import (
 	"testing"

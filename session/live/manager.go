@@ -1,4 +1,4 @@
-package session
+package live
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/oklog/ulid/v2"
 	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/session"
 )
 
 // Manager makes sessions available: it creates, opens (with crash repair),
@@ -20,7 +21,7 @@ import (
 // methods are safe for concurrent use.
 type Manager struct {
 	c     *bus.Context
-	store Store
+	store session.Store
 	clock func() time.Time
 	newID func() string
 	log   hclog.Logger
@@ -55,7 +56,7 @@ func WithIDs(newID func() string) ManagerOption {
 // NewManager returns a manager of the sessions in store that dispatches
 // on c's bus (sessions dispatch on contexts scoped to themselves, owned by
 // c's fiber).
-func NewManager(c *bus.Context, store Store, opts ...ManagerOption) *Manager {
+func NewManager(c *bus.Context, store session.Store, opts ...ManagerOption) *Manager {
 	m := &Manager{c: c, store: store, clock: time.Now, log: c.Logger(), live: map[string]*Session{}}
 	for _, o := range opts {
 		o(m)
@@ -69,7 +70,7 @@ func NewManager(c *bus.Context, store Store, opts ...ManagerOption) *Manager {
 }
 
 // Store returns the manager's store.
-func (m *Manager) Store() Store { return m.store }
+func (m *Manager) Store() session.Store { return m.store }
 
 // Live returns the sessions made available and not closed, sorted by id.
 func (m *Manager) Live() []*Session {
@@ -98,13 +99,13 @@ func (m *Manager) watched() bool {
 	return r.ListenerCount(Committed.Name()) > 0 || r.ListenerCount(bus.Veto.Name()) > 0
 }
 
-func (m *Manager) now() time.Time { return logTime(m.clock()) }
+func (m *Manager) now() time.Time { return session.LogTime(m.clock()) }
 
 // Create makes a new, empty session.
 func (m *Manager) Create(ctx context.Context) (*Session, error) {
-	info := Info{ID: m.newID(), Version: Version, Created: m.now()}
-	if !ValidID(info.ID) {
-		return nil, fmt.Errorf("session: create: %w: %q", ErrInvalidID, info.ID)
+	info := session.Info{ID: m.newID(), Version: session.Version, Created: m.now()}
+	if !session.ValidID(info.ID) {
+		return nil, fmt.Errorf("session: create: %w: %q", session.ErrInvalidID, info.ID)
 	}
 	if err := m.store.Create(ctx, info); err != nil {
 		return nil, fmt.Errorf("session: create %s: %w", info.ID, err)
@@ -120,8 +121,8 @@ func (m *Manager) Open(ctx context.Context, id string) (*Session, error) {
 	if s, ok := m.Get(id); ok {
 		return s, nil
 	}
-	if !ValidID(id) {
-		return nil, fmt.Errorf("session: open: %w: %q", ErrInvalidID, id)
+	if !session.ValidID(id) {
+		return nil, fmt.Errorf("session: open: %w: %q", session.ErrInvalidID, id)
 	}
 	log, err := m.store.Load(ctx, id)
 	if err != nil {
@@ -132,10 +133,10 @@ func (m *Manager) Open(ctx context.Context, id string) (*Session, error) {
 	}
 	// The session's list is its own: the store keeps whatever it returned.
 	records := slices.Clone(log.Records)
-	if err := Validate(records); err != nil {
+	if err := session.Validate(records); err != nil {
 		return nil, fmt.Errorf("session: open %s: %w", id, err)
 	}
-	closers, err := repairRecords(records, m.now())
+	closers, err := session.RepairRecords(records, m.now())
 	if err != nil {
 		return nil, fmt.Errorf("session: open %s: %w", id, err)
 	}
@@ -154,7 +155,7 @@ func (m *Manager) Open(ctx context.Context, id string) (*Session, error) {
 // names the parent and at. A boundary inside an open turn is an
 // ErrOpenTurn error; the parent is never changed.
 func (m *Manager) Fork(ctx context.Context, id string, at int64) (*Session, error) {
-	var records []*Record
+	var records []*session.Record
 	if s, ok := m.Get(id); ok {
 		records = s.Records()
 	} else {
@@ -165,19 +166,19 @@ func (m *Manager) Fork(ctx context.Context, id string, at int64) (*Session, erro
 		records = log.Records
 	}
 	if at < -1 || at >= int64(len(records)) {
-		return nil, fmt.Errorf("session: fork %s at %d: %w: the log has seqs 0..%d", id, at, ErrNotFound, len(records)-1)
+		return nil, fmt.Errorf("session: fork %s at %d: %w: the log has seqs 0..%d", id, at, session.ErrNotFound, len(records)-1)
 	}
 	prefix := records[:at+1]
-	if st := scanTurns(prefix); st.turn != 0 {
-		return nil, fmt.Errorf("session: fork %s at %d: %w (turn %d)", id, at, ErrOpenTurn, st.turn)
+	if st := session.OpenTurn(prefix); st != 0 {
+		return nil, fmt.Errorf("session: fork %s at %d: %w (turn %d)", id, at, session.ErrOpenTurn, st)
 	}
 	now := m.now()
-	info := Info{ID: m.newID(), Version: Version, Created: now, Parent: &Parent{ID: id, Seq: at}}
-	seed, err := newRecord(at+1, now, &Event{Type: TypeEndSeed})
+	info := session.Info{ID: m.newID(), Version: session.Version, Created: now, Parent: &session.Parent{ID: id, Seq: at}}
+	seed, err := session.NewRecord(at+1, now, session.Event{Type: session.TypeEndSeed})
 	if err != nil {
 		return nil, err
 	}
-	if err := m.store.Fork(ctx, info, []*Record{seed}); err != nil {
+	if err := m.store.Fork(ctx, info, []*session.Record{seed}); err != nil {
 		return nil, fmt.Errorf("session: fork %s at %d: %w", id, at, err)
 	}
 	return m.publish(ctx, info, append(slices.Clone(prefix), seed))
@@ -194,11 +195,11 @@ func (m *Manager) Rewind(ctx context.Context, id string, at int64) (*Session, er
 // [Session.Append], and must not end inside an open turn (ErrOpenTurn).
 // They are not dispatched as Committed: listeners see them in the log when
 // [Created] is emitted.
-func (m *Manager) Seed(ctx context.Context, events ...Event) (*Session, error) {
+func (m *Manager) Seed(ctx context.Context, events ...session.Event) (*Session, error) {
 	now := m.now()
-	records := make([]*Record, 0, len(events)+1)
+	records := make([]*session.Record, 0, len(events)+1)
 	for i := range events {
-		r, err := newRecord(int64(i), now, &events[i])
+		r, err := session.NewRecord(int64(i), now, events[i])
 		if err != nil {
 			return nil, fmt.Errorf("session: seed: %w", err)
 		}
@@ -209,23 +210,23 @@ func (m *Manager) Seed(ctx context.Context, events ...Event) (*Session, error) {
 
 // SeedRecords is [Manager.Seed] with records made elsewhere (another log,
 // [NewRecord]), which keep their times. Their seqs must start at 0.
-func (m *Manager) SeedRecords(ctx context.Context, records []*Record) (*Session, error) {
+func (m *Manager) SeedRecords(ctx context.Context, records []*session.Record) (*Session, error) {
 	return m.seed(ctx, slices.Clone(records), m.now())
 }
 
-func (m *Manager) seed(ctx context.Context, records []*Record, now time.Time) (*Session, error) {
-	if err := Validate(records); err != nil {
+func (m *Manager) seed(ctx context.Context, records []*session.Record, now time.Time) (*Session, error) {
+	if err := session.Validate(records); err != nil {
 		return nil, fmt.Errorf("session: seed: %w", err)
 	}
-	if st := scanTurns(records); st.turn != 0 {
-		return nil, fmt.Errorf("session: seed: %w (turn %d)", ErrOpenTurn, st.turn)
+	if st := session.OpenTurn(records); st != 0 {
+		return nil, fmt.Errorf("session: seed: %w (turn %d)", session.ErrOpenTurn, st)
 	}
-	end, err := newRecord(int64(len(records)), now, &Event{Type: TypeEndSeed})
+	end, err := session.NewRecord(int64(len(records)), now, session.Event{Type: session.TypeEndSeed})
 	if err != nil {
 		return nil, err
 	}
 	records = append(records, end)
-	info := Info{ID: m.newID(), Version: Version, Created: now}
+	info := session.Info{ID: m.newID(), Version: session.Version, Created: now}
 	if err := m.store.Create(ctx, info); err != nil {
 		return nil, fmt.Errorf("session: seed %s: %w", info.ID, err)
 	}
@@ -236,7 +237,7 @@ func (m *Manager) seed(ctx context.Context, records []*Record, now time.Time) (*
 }
 
 // publish makes the live session, emits Created and adds it to Live.
-func (m *Manager) publish(ctx context.Context, info Info, records []*Record) (*Session, error) {
+func (m *Manager) publish(ctx context.Context, info session.Info, records []*session.Record) (*Session, error) {
 	s, err := newSession(m, info, records)
 	if err != nil {
 		return nil, err
@@ -244,13 +245,13 @@ func (m *Manager) publish(ctx context.Context, info Info, records []*Record) (*S
 	m.mu.Lock()
 	if _, dup := m.live[info.ID]; dup {
 		m.mu.Unlock()
-		return nil, fmt.Errorf("session %s: %w: already live", info.ID, ErrExists)
+		return nil, fmt.Errorf("session %s: %w: already live", info.ID, session.ErrExists)
 	}
 	m.live[info.ID] = s
 	m.mu.Unlock()
 	if err := Created.Emit(ctx, m.c, s); err != nil {
 		m.forget(s)
-		if r, ok := m.store.(Releaser); ok {
+		if r, ok := m.store.(session.Releaser); ok {
 			err = errors.Join(err, r.Release(info.ID))
 		}
 		return nil, fmt.Errorf("session %s: created: %w", info.ID, err)

@@ -1,4 +1,4 @@
-package session
+package live
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/session"
 )
 
 // Session is a live, append-only log. Its methods are safe for concurrent
@@ -16,30 +17,24 @@ import (
 // listeners, so a listener may read the session it is observing.
 type Session struct {
 	m    *Manager
-	info Info
+	info session.Info
 	c    *bus.Context
 
-	appendMu sync.Mutex // serializes Append, held across its dispatch
-	closed   bool       // guarded by appendMu
-	one      [1]*Record // the batch handed to the store, guarded by appendMu
+	appendMu sync.Mutex         // serializes Append, held across its dispatch
+	closed   bool               // guarded by appendMu
+	one      [1]*session.Record // the batch handed to the store, guarded by appendMu
 
-	mu        sync.RWMutex // guards what follows
-	records   []*Record
-	v         validator // the seq counter and the memoized fold
-	header    Header
-	hasHeader bool
+	mu  sync.RWMutex      // guards log
+	log *session.LogState // the records, the seq counter, the memoized fold and header
 }
 
 // newSession makes the live session of a valid log.
-func newSession(m *Manager, info Info, records []*Record) (*Session, error) {
-	s := &Session{m: m, info: info, records: records}
-	s.v.fold.surface = make([]*Record, 0, len(records)/2+8)
-	for _, r := range records {
-		if err := s.v.add(r); err != nil {
-			return nil, fmt.Errorf("session %s: %w", info.ID, err)
-		}
+func newSession(m *Manager, info session.Info, records []*session.Record) (*Session, error) {
+	log, err := session.NewLogState(records)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", info.ID, err)
 	}
-	s.header, s.hasHeader = DeriveHeader(records)
+	s := &Session{m: m, info: info, log: log}
 	id := info.ID
 	s.c = m.c.Scope(func(subject any) bool { return subject == id })
 	return s, nil
@@ -53,7 +48,7 @@ func (s *Session) ID() string { return s.info.ID }
 func (s *Session) Subject() any { return s.info.ID }
 
 // Info returns the session's header.
-func (s *Session) Info() Info {
+func (s *Session) Info() session.Info {
 	info := s.info
 	if info.Parent != nil {
 		p := *info.Parent
@@ -69,20 +64,20 @@ func (s *Session) Context() *bus.Context { return s.c }
 
 // Records returns the log: a copy of the session's list, so writing it
 // changes nothing but the copy. The records are immutable and shared.
-func (s *Session) Records() []*Record {
+func (s *Session) Records() []*session.Record {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return slices.Clone(s.records)
+	return slices.Clone(s.log.Records())
 }
 
 // Backward returns an iterator over the log's records from the latest to
 // the first, as the log stood when Backward was called. It copies nothing:
 // it hands out the immutable records, never the session's list.
-func (s *Session) Backward() iter.Seq[*Record] {
+func (s *Session) Backward() iter.Seq[*session.Record] {
 	s.mu.RLock()
-	recs := s.records[:len(s.records):len(s.records)]
+	recs := s.log.Records()
 	s.mu.RUnlock()
-	return func(yield func(*Record) bool) {
+	return func(yield func(*session.Record) bool) {
 		for i := len(recs) - 1; i >= 0; i-- {
 			if !yield(recs[i]) {
 				return
@@ -95,24 +90,25 @@ func (s *Session) Backward() iter.Seq[*Record] {
 func (s *Session) Len() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return len(s.records)
+	return s.log.Len()
 }
 
 // Messages returns the memoized fold of the log: equal to
 // DeriveMessages(s.Records()). It is a deep copy, owned by the caller:
 // writing it changes nothing the session or anyone else holds.
-func (s *Session) Messages() []Message {
+func (s *Session) Messages() []session.Message {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return CloneMessages(s.v.fold.Messages())
+	return session.CloneMessages(s.log.Messages())
 }
 
 // Header returns the latest logged request header (normalized, see
 // [DeriveHeader]) and whether there is one.
-func (s *Session) Header() (Header, bool) {
+func (s *Session) Header() (session.Header, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return CloneHeader(s.header), s.hasHeader
+	h, ok := s.log.Header()
+	return session.CloneHeader(h), ok
 }
 
 // Append commits ev as the next record and returns it.
@@ -134,9 +130,9 @@ func (s *Session) Header() (Header, bool) {
 // ErrReentrantAppend error. (An append from a listener with an unrelated
 // context, or one that waits for another goroutine appending to the same
 // session, deadlocks: the session's appends are serial; don't.)
-func (s *Session) Append(ctx context.Context, ev Event) (*Record, error) {
+func (s *Session) Append(ctx context.Context, ev session.Event) (*session.Record, error) {
 	if ctx.Value(dispatchKey{s}) != nil {
-		return nil, fmt.Errorf("session %s: append %s: %w", s.info.ID, ev.Type, ErrReentrantAppend)
+		return nil, fmt.Errorf("session %s: append %s: %w", s.info.ID, ev.Type, session.ErrReentrantAppend)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("session %s: append %s: %w", s.info.ID, ev.Type, err)
@@ -144,18 +140,17 @@ func (s *Session) Append(ctx context.Context, ev Event) (*Record, error) {
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
 	if s.closed {
-		return nil, fmt.Errorf("session %s: append %s: %w", s.info.ID, ev.Type, ErrClosed)
+		return nil, fmt.Errorf("session %s: append %s: %w", s.info.ID, ev.Type, session.ErrClosed)
 	}
 	// The record and its commit are one allocation.
 	st := new(struct {
-		rec    Record
+		rec    session.Record
 		commit Commit
 	})
 	rec, commit := &st.rec, &st.commit
-	if err := rec.build(s.v.next, logTime(s.m.clock()), &ev); err != nil {
-		return nil, fmt.Errorf("session %s: append: %w", s.info.ID, err)
-	}
-	ps, pe, err := s.v.check(rec)
+	// The log changes only under appendMu, held here: staging reads it
+	// without mu.
+	staged, err := s.log.Stage(rec, session.LogTime(s.m.clock()), &ev)
 	if err != nil {
 		return nil, fmt.Errorf("session %s: append: %w", s.info.ID, err)
 	}
@@ -166,21 +161,20 @@ func (s *Session) Append(ctx context.Context, ev Event) (*Record, error) {
 		ctx = context.WithValue(ctx, dispatchKey{s}, true)
 	}
 	if err := Committed.Check(ctx, s.c, commit); err != nil {
-		return nil, fmt.Errorf("session %s: append %s: %w", s.info.ID, rec.typ, err)
+		return nil, fmt.Errorf("session %s: append %s: %w", s.info.ID, rec.Type(), err)
 	}
 	s.one[0] = rec
-	err = s.m.store.Append(ctx, s.info.ID, rec.seq, s.one[:])
+	err = s.m.store.Append(ctx, s.info.ID, rec.Seq(), s.one[:])
 	s.one[0] = nil
 	if err != nil {
-		return nil, fmt.Errorf("session %s: append %s: %w", s.info.ID, rec.typ, err)
+		return nil, fmt.Errorf("session %s: append %s: %w", s.info.ID, rec.Type(), err)
 	}
 	s.mu.Lock()
-	s.records = append(s.records, rec)
-	s.v.apply(rec, ps, pe)
-	if p, ok := rec.payload.(RequestHeader); ok {
-		s.header, s.hasHeader = normalizeHeader(p.Header), true
-	}
+	err = s.log.Commit(staged)
 	s.mu.Unlock()
+	if err != nil { // cannot happen: appendMu is held from Stage to Commit
+		return nil, fmt.Errorf("session %s: append %s: %w", s.info.ID, rec.Type(), err)
+	}
 	// The commit happened; observers run even if ctx is cancelled now.
 	if ctx.Done() != nil {
 		ctx = context.WithoutCancel(ctx)
@@ -192,7 +186,7 @@ func (s *Session) Append(ctx context.Context, ev Event) (*Record, error) {
 // Flush returns once every record appended so far is durable (for stores
 // that buffer; see [Flusher]).
 func (s *Session) Flush(ctx context.Context) error {
-	if f, ok := s.m.store.(Flusher); ok {
+	if f, ok := s.m.store.(session.Flusher); ok {
 		if err := f.Flush(ctx, s.info.ID); err != nil {
 			return fmt.Errorf("session %s: flush: %w", s.info.ID, err)
 		}
@@ -207,7 +201,7 @@ func (s *Session) Flush(ctx context.Context) error {
 // ErrReentrantAppend error.
 func (s *Session) Close(ctx context.Context) error {
 	if ctx.Value(dispatchKey{s}) != nil {
-		return fmt.Errorf("session %s: close: %w", s.info.ID, ErrReentrantAppend)
+		return fmt.Errorf("session %s: close: %w", s.info.ID, session.ErrReentrantAppend)
 	}
 	s.appendMu.Lock()
 	if s.closed {
@@ -218,7 +212,7 @@ func (s *Session) Close(ctx context.Context) error {
 	s.appendMu.Unlock()
 	err := s.Flush(ctx)
 	s.m.forget(s)
-	if r, ok := s.m.store.(Releaser); ok {
+	if r, ok := s.m.store.(session.Releaser); ok {
 		if e := r.Release(s.info.ID); e != nil && err == nil {
 			err = fmt.Errorf("session %s: release: %w", s.info.ID, e)
 		}

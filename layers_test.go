@@ -1,0 +1,126 @@
+package vigil_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The layers of docs/architecture.md, checked on the packages' imports.
+
+const module = "github.com/vigil-run/vigil"
+
+// goList runs go list with args in the module and returns its lines.
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	out, err := cmd.Output()
+	if ee, ok := err.(*exec.ExitError); ok {
+		t.Fatalf("go list %s: %v\n%s", strings.Join(args, " "), err, ee.Stderr)
+	}
+	require.NoError(t, err)
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+// pluginRoot returns the plugin package a path under plugins/ belongs to
+// ("plugins/tools/mcp" for plugins/tools/mcp/internal/testserver), or ""
+// for a path outside any plugin (plugins itself, plugins/internal/…).
+func pluginRoot(p string) string {
+	parts := strings.Split(p, "/")
+	if parts[0] != "plugins" || len(parts) < 2 || parts[1] == "internal" {
+		return ""
+	}
+	switch parts[1] {
+	case "provider", "tools", "store": // the areas of the plugin names
+		if len(parts) < 3 {
+			return ""
+		}
+		return strings.Join(parts[:3], "/")
+	}
+	return strings.Join(parts[:2], "/")
+}
+
+// allowed reports whether package p (a path inside the module) may import
+// package q of the module.
+func allowed(p, q string) bool {
+	in := func(pkgs ...string) bool {
+		for _, x := range pkgs {
+			if q == x || strings.HasSuffix(x, "/") && strings.HasPrefix(q, x) {
+				return true
+			}
+		}
+		return false
+	}
+	// The core: layers 1 to 4, the stores among them.
+	core := []string{"bus", "session", "session/", "agentloop", "invariants"}
+	switch {
+	case p == "bus" || strings.HasPrefix(p, "bus/"):
+		return strings.HasPrefix(q, "bus/")
+	case p == "session/live", p == "session/sessiontest":
+		return in("bus", "session", "session/live")
+	case p == "session" || strings.HasPrefix(p, "session/"):
+		// The pure log and the stores: no bus, no live session.
+		return in("session") || strings.HasPrefix(q, p+"/") || strings.HasPrefix(p, q+"/")
+	case p == "agentloop":
+		return in("bus", "session", "session/live")
+	case p == "invariants":
+		return in("bus", "session", "session/live", "agentloop")
+	case p == "plugins/external/proto":
+		return false
+	case p == "plugins/external/sdk":
+		return in("plugins/external/proto", "session")
+	case strings.HasPrefix(p, "examples/plugins/"):
+		return in("plugins/external/sdk", "plugins/external/proto", "session")
+	case strings.HasPrefix(p, "plugins/internal/"):
+		return in(core...) || in("plugins/internal/")
+	case pluginRoot(p) != "":
+		// A plugin: the core, what plugins share, its own tree, and the
+		// wire a plugin process speaks; never another plugin.
+		return in(core...) || in("plugins/internal/") || pluginRoot(q) == pluginRoot(p) ||
+			(pluginRoot(p) == "plugins/external" && in("plugins/external/proto", "plugins/external/sdk"))
+	case p == "config":
+		return in("bus")
+	}
+	return true // the linking and composing layers and the programs
+}
+
+func TestImportsPointDown(t *testing.T) {
+	lines := goList(t, "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...")
+	require.NotEmpty(t, lines)
+	for _, line := range lines {
+		fields := strings.Fields(line)
+		p := strings.TrimPrefix(strings.TrimPrefix(fields[0], module), "/")
+		for _, imp := range fields[1:] {
+			if imp != module && !strings.HasPrefix(imp, module+"/") {
+				continue
+			}
+			q := strings.TrimPrefix(strings.TrimPrefix(imp, module), "/")
+			assert.True(t, allowed(p, q), "%s imports %s, which its layer may not (docs/architecture.md)", p, q)
+		}
+	}
+}
+
+// TestExamplePluginsLinkOnlyTheSDKAndThePureLog: an out-of-process plugin
+// written with the SDK links no package of the module but the SDK, the
+// protocol and the pure log, whatever those import in turn.
+func TestExamplePluginsLinkOnlyTheSDKAndThePureLog(t *testing.T) {
+	mains := goList(t, "-f", "{{if eq .Name \"main\"}}{{.ImportPath}}{{end}}", "./examples/plugins/...")
+	var n int
+	for _, m := range mains {
+		if m == "" {
+			continue
+		}
+		n++
+		for _, dep := range goList(t, "-deps", m) {
+			if dep == m || !strings.HasPrefix(dep, module+"/") {
+				continue
+			}
+			q := strings.TrimPrefix(dep, module+"/")
+			assert.Contains(t, []string{"plugins/external/sdk", "plugins/external/proto", "session"}, q, "%s links %s", m, q)
+		}
+	}
+	assert.Positive(t, n, "the example plugins are main packages")
+}
