@@ -1,0 +1,59 @@
+package vigil
+
+import (
+	"context"
+
+	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
+)
+
+// NewSession creates an empty session in the composition's store and
+// returns its id, for a turn (or [Runtime.Run]) to continue.
+func (r *Runtime) NewSession(ctx context.Context) (string, error) {
+	mgr, err := r.Manager()
+	if err != nil {
+		return "", err
+	}
+	sess, done, err := live.OpenLeased(ctx, mgr, "", false)
+	if err != nil {
+		return "", err
+	}
+	return sess.ID(), done(context.WithoutCancel(ctx))
+}
+
+// Sessions lists the headers of the stored sessions. When some stored
+// logs cannot be read, the others are returned with a
+// *session.ListError naming those.
+func (r *Runtime) Sessions(ctx context.Context) ([]session.Info, error) {
+	mgr, err := r.Manager()
+	if err != nil {
+		return nil, err
+	}
+	return mgr.Store().List(ctx)
+}
+
+// Session loads the stored log of session id: its header and records
+// (session.DeriveMessages folds them into the conversation).
+func (r *Runtime) Session(ctx context.Context, id string) (*session.Log, error) {
+	mgr, err := r.Manager()
+	if err != nil {
+		return nil, err
+	}
+	return mgr.Store().Load(ctx, id)
+}
+
+// Fork creates a session that inherits the records of session id up to
+// and including seq at (-1 for none of them) and returns its id; its
+// header names id and at as its parent. A boundary inside an open turn is
+// session.ErrOpenTurn.
+func (r *Runtime) Fork(ctx context.Context, id string, at int64) (string, error) {
+	mgr, err := r.Manager()
+	if err != nil {
+		return "", err
+	}
+	s, err := mgr.Fork(ctx, id, at)
+	if err != nil {
+		return "", err
+	}
+	return s.ID(), s.Close(ctx)
+}

@@ -1,0 +1,166 @@
+package vigil
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/config"
+	"github.com/vigil-run/vigil/session/live"
+)
+
+// A Source is where [Open] takes a composition from: [File], [Compose],
+// or any function returning a loaded file (config.LoadOnly, to apply a
+// part of one).
+type Source func() (*config.File, error)
+
+// File is the composition in the plugins.yaml at path, decoded strictly
+// with ${VAR} expanded from the environment (see package config).
+func File(path string) Source {
+	return func() (*config.File, error) { return config.Load(path) }
+}
+
+// composedName names a composition of Go values in errors.
+const composedName = "vigil.Compose"
+
+// Compose is a composition of Go values, applied in order as the entries
+// of a plugins.yaml would be. Every name must be registered (its package
+// linked).
+func Compose(entries ...config.Entry) Source {
+	return func() (*config.File, error) {
+		es, err := checkEntries(entries, map[string]bool{})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", composedName, err)
+		}
+		return &config.File{Path: composedName, Entries: es}, nil
+	}
+}
+
+// checkEntries refuses what the loader refuses in a file, an unknown
+// plugin name and two entries with one id, and returns a copy of entries
+// with every id set (the caller's slice is left as it is).
+func checkEntries(entries []config.Entry, ids map[string]bool) ([]config.Entry, error) {
+	out := make([]config.Entry, len(entries))
+	for i := range entries {
+		out[i] = entries[i]
+		e := &out[i]
+		if e.ID == "" {
+			e.ID = e.Name
+		}
+		if ids[e.ID] {
+			return nil, fmt.Errorf("%w %q; give one entry an id", config.ErrDuplicateID, e.ID)
+		}
+		ids[e.ID] = true
+		if e.Name == config.GroupName {
+			children, ok := e.Config.([]config.Entry)
+			if !ok && e.Config != nil {
+				return nil, fmt.Errorf("%s: a group's config is a []config.Entry, got %T", e.ID, e.Config)
+			}
+			var err error
+			if e.Config, err = checkEntries(children, ids); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if _, ok := bus.LookupModule(e.Name); !ok {
+			return nil, fmt.Errorf("%w %q (is its package imported?)", config.ErrUnknownPlugin, e.Name)
+		}
+	}
+	return out, nil
+}
+
+// Plugin is one entry of a [Compose]: the registered plugin name and its
+// config (the plugin's config struct, or a pointer to it; nil for the
+// zero config). Its id, for reloads and errors, is the name; set the
+// entry's ID to use one plugin twice.
+func Plugin(name string, cfg any) config.Entry {
+	return config.Entry{ID: name, Name: name, Config: cfg}
+}
+
+// An Option configures [Open].
+type Option func(*options)
+
+type options struct {
+	logger hclog.Logger
+}
+
+// WithLogger makes the runtime log to l (the default logs nothing).
+func WithLogger(l hclog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// Runtime is an open composition: a bus with the plugins applied.
+type Runtime struct {
+	root *bus.Root
+	comp *config.Composition
+	name string
+
+	mu      sync.Mutex
+	running map[string]chan struct{} // closed when the session's turn here ends
+}
+
+// Open loads the composition and applies it. A source that fails to load,
+// a plugin that fails to apply and a plugin left waiting for a service
+// no plugin provides ([ErrWaiting]) are errors; nothing stays applied
+// then.
+func Open(ctx context.Context, src Source, opts ...Option) (*Runtime, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	f, err := src()
+	if err != nil {
+		return nil, err
+	}
+	var bopts []bus.Option
+	if o.logger != nil {
+		bopts = append(bopts, bus.WithLogger(o.logger))
+	}
+	root := bus.New(bopts...)
+	comp, err := config.Apply(root.Context(), f)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("%s: %w", f.Path, err), root.Dispose())
+	}
+	if waiting := root.Pending(); len(waiting) > 0 {
+		return nil, errors.Join(&WaitingError{Source: f.Path, Waiting: waiting}, root.Dispose())
+	}
+	return &Runtime{root: root, comp: comp, name: f.Path, running: map[string]chan struct{}{}}, nil
+}
+
+// Close disposes every plugin, last applied first: sessions are flushed
+// and closed, stores closed. Calling it again does nothing.
+func (r *Runtime) Close() error { return r.root.Dispose() }
+
+// Context is the bus context of the runtime's root, for what this
+// package does not wrap: services (bus.Service.Get) and events.
+func (r *Runtime) Context() *bus.Context { return r.root.Context() }
+
+// Composition is the applied composition, for reloads (config.Watch,
+// Composition.Reload).
+func (r *Runtime) Composition() *config.Composition { return r.comp }
+
+// Manager is the session manager of the composition's store, an error
+// matching [ErrNoService] when no plugin provides one.
+func (r *Runtime) Manager() (*live.Manager, error) { return service(r, live.Sessions) }
+
+// Agent is the composition's agent, an error matching [ErrNoService] when
+// no plugin provides one. A reload may replace it: ask again per turn.
+func (r *Runtime) Agent() (*agentloop.Agent, error) { return service(r, agentloop.AgentService) }
+
+func service[T any](r *Runtime, s bus.Service[T]) (T, error) {
+	v, err := s.Get(r.root.Context())
+	if err != nil {
+		var zero T
+		if errors.Is(err, bus.ErrServiceMissing) {
+			return zero, &missingError{source: r.name, service: s.Name(), err: err}
+		}
+		return zero, err
+	}
+	return v, nil
+}
