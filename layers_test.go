@@ -83,6 +83,9 @@ func allowed(p, q string) bool {
 			(pluginRoot(p) == "plugins/external" && in("plugins/external/proto", "plugins/external/sdk"))
 	case p == "config":
 		return in("bus")
+	case p == "":
+		// The face: the core and config, no plugin (the program picks).
+		return in(core...) || in("config")
 	}
 	return true // the linking and composing layers and the programs
 }
