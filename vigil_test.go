@@ -167,26 +167,34 @@ func TestFileListsLoadsAndForksStoredSessions(t *testing.T) {
 	assert.ErrorIs(t, err, vigil.ErrNotFound)
 }
 
-func TestTurnOnABusySessionIsErrBusyUnlessItWaits(t *testing.T) {
-	ctx := context.Background()
-	rt := open(t, memoryAgent(scripted.Reply{Text: "a b"}))
-	id, err := rt.NewSession(ctx)
-	require.NoError(t, err)
-
-	inTurn, release := make(chan struct{}), make(chan struct{})
-	first := make(chan error, 1)
+// holdTurn starts a turn on session id that stops at its first chunk
+// until release is called, and returns once the turn is there; first
+// receives the turn's error.
+func holdTurn(ctx context.Context, rt *vigil.Runtime, id string) (release func(), first <-chan error) {
+	inTurn, held := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
 	go func() {
 		once := false
 		_, err := rt.Turn(ctx, vigil.TurnOptions{Session: id, Prompt: "first", OnChunk: func(agentloop.Chunk) {
 			if !once {
 				once = true
 				close(inTurn)
-				<-release
+				<-held
 			}
 		}})
-		first <- err
+		done <- err
 	}()
 	<-inTurn
+	return func() { close(held) }, done
+}
+
+func TestTurnOnABusySessionIsErrBusyUnlessItWaits(t *testing.T) {
+	ctx := context.Background()
+	rt := open(t, memoryAgent(scripted.Reply{Text: "a b"}))
+	id, err := rt.NewSession(ctx)
+	require.NoError(t, err)
+
+	release, first := holdTurn(ctx, rt, id)
 	_, err = rt.Turn(ctx, vigil.TurnOptions{Session: id, Prompt: "second"})
 	require.ErrorIs(t, err, vigil.ErrBusy)
 
@@ -196,7 +204,7 @@ func TestTurnOnABusySessionIsErrBusyUnlessItWaits(t *testing.T) {
 		assert.NoError(t, err)
 		waited <- res
 	}()
-	close(release)
+	release()
 	require.NoError(t, <-first)
 	res := <-waited
 	require.NotNil(t, res)
@@ -220,23 +228,10 @@ func TestTurnOnASessionLeasedElsewhereIsErrBusy(t *testing.T) {
 	id, err := a.NewSession(ctx)
 	require.NoError(t, err)
 
-	inTurn, release := make(chan struct{}), make(chan struct{})
-	first := make(chan error, 1)
-	go func() {
-		once := false
-		_, err := a.Turn(ctx, vigil.TurnOptions{Session: id, Prompt: "first", OnChunk: func(agentloop.Chunk) {
-			if !once {
-				once = true
-				close(inTurn)
-				<-release
-			}
-		}})
-		first <- err
-	}()
-	<-inTurn
+	release, first := holdTurn(ctx, a, id)
 	_, err = b.Turn(ctx, vigil.TurnOptions{Session: id, Prompt: "second"})
 	assert.ErrorIs(t, err, vigil.ErrBusy)
-	close(release)
+	release()
 	require.NoError(t, <-first)
 	res, err := b.Turn(ctx, vigil.TurnOptions{Session: id, Prompt: "second"})
 	require.NoError(t, err)

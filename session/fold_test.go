@@ -23,22 +23,6 @@ func records(t testing.TB, evs ...session.Event) []*session.Record {
 	return out
 }
 
-func user(s string) session.Event {
-	return session.Event{Type: session.TypeUserMessage, Data: session.UserMessage{Content: s}}
-}
-
-func assistant(content string, calls ...session.ToolCall) session.Event {
-	return session.Event{Type: session.TypeAssistantMessage, Turn: 1, Step: 1, Data: session.AssistantMessage{Content: content, ToolCalls: calls}}
-}
-
-func result(id, content string) session.Event {
-	return session.Event{Type: session.TypeToolResult, Turn: 1, Step: 1, Data: session.ToolResult{ID: id, Name: "f", Content: content}}
-}
-
-func replace(start, end int64, content string, sources ...int64) session.Event {
-	return session.Event{Type: session.TypeUserMessage, Surface: &session.Surface{Op: session.OpReplace, Start: start, End: end}, Sources: sources, Data: session.UserMessage{Content: content}}
-}
-
 func TestDeriveMessagesProjectsEachSurfaceEvent(t *testing.T) {
 	call := session.ToolCall{ID: "c1", Name: "f", Arguments: `{"x":1}`}
 	tests := []struct {

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/sessiontest"
 )
 
 // What a session hands out is the caller's: writing it changes nothing
@@ -15,14 +16,14 @@ func TestRecordsAndMessagesAreCopies(t *testing.T) {
 	h := newHarness(t)
 	s := h.create()
 	call := session.ToolCall{ID: "c1", Name: "calc", Arguments: `{"x":1}`}
-	h.appendAll(s, user("hello"),
+	h.appendAll(s, sessiontest.User("hello"),
 		session.Event{Type: session.TypeTurnStart, Turn: 1},
 		session.Event{Type: session.TypeStepStart, Turn: 1, Step: 1},
 		session.Event{Type: session.TypeAssistantMessage, Turn: 1, Step: 1, Data: session.AssistantMessage{ToolCalls: []session.ToolCall{call}}})
 	want := s.Messages()
 
 	recs := s.Records()
-	fake, err := session.NewRecord(0, recs[0].Time(), user("forged"))
+	fake, err := session.NewRecord(0, recs[0].Time(), sessiontest.User("forged"))
 	require.NoError(t, err)
 	recs[0] = fake
 	msgs := s.Messages()

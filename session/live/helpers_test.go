@@ -3,8 +3,6 @@ package live_test
 import (
 	"context"
 	"flag"
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +15,8 @@ import (
 	"github.com/vigil-run/vigil/session/sessiontest"
 )
 
+var update = flag.Bool("update", false, "rewrite golden files")
+
 var epoch = time.Date(2026, 11, 29, 20, 21, 24, 0, time.UTC)
 
 // harness is a bus, a store and a manager with a clock that advances a
@@ -27,10 +27,7 @@ type harness struct {
 	root  *bus.Root
 	store session.Store
 	m     *live.Manager
-
-	mu    sync.Mutex
-	ticks int
-	ids   int
+	tick  *sessiontest.Ticker
 }
 
 func newHarness(t *testing.T) *harness {
@@ -38,7 +35,7 @@ func newHarness(t *testing.T) *harness {
 }
 
 func newHarnessWith(t *testing.T, store session.Store) *harness {
-	h := &harness{t: t, ctx: context.Background(), root: bus.New(), store: store}
+	h := &harness{t: t, ctx: context.Background(), root: bus.New(), store: store, tick: &sessiontest.Ticker{Epoch: epoch}}
 	t.Cleanup(func() { _ = h.root.Dispose() })
 	h.m = h.manager()
 	return h
@@ -46,21 +43,7 @@ func newHarnessWith(t *testing.T, store session.Store) *harness {
 
 // manager returns another manager over the same bus and store.
 func (h *harness) manager() *live.Manager {
-	return live.NewManager(h.root.Context(), h.store, live.WithClock(h.now), live.WithIDs(h.newID))
-}
-
-func (h *harness) now() time.Time {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.ticks++
-	return epoch.Add(time.Duration(h.ticks) * time.Millisecond)
-}
-
-func (h *harness) newID() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.ids++
-	return fmt.Sprintf("s%d", h.ids)
+	return live.NewManager(h.root.Context(), h.store, live.WithClock(h.tick.Now), live.WithIDs(h.tick.ID))
 }
 
 func (h *harness) create() *live.Session {
@@ -71,50 +54,13 @@ func (h *harness) create() *live.Session {
 
 func (h *harness) appendAll(s *live.Session, evs ...session.Event) []*session.Record {
 	h.t.Helper()
-	out := make([]*session.Record, 0, len(evs))
-	for _, ev := range evs {
-		r, err := s.Append(h.ctx, ev)
-		require.NoError(h.t, err)
-		out = append(out, r)
-	}
-	return out
+	return sessiontest.AppendAll(h.t, h.ctx, s, evs...)
 }
 
-// turnEvents is one complete turn (see sessiontest.Turn) as events for a
-// log continuing at next.
-func turnEvents(t testing.TB, next int64, turn int) []session.Event {
-	recs := sessiontest.Turn(t, next, turn)
-	evs := make([]session.Event, len(recs))
-	for i, r := range recs {
-		evs[i] = session.Event{Type: r.Type(), Turn: r.Turn(), Step: r.Step(), Sources: r.Sources(), Data: r.Data()}
-	}
-	return evs
+// userLine is the line of a user/message record at seq, stamped epoch
+// plus seq milliseconds.
+func userLine(t *testing.T, seq int64, text string) string {
+	r, err := session.NewRecord(seq, epoch.Add(time.Duration(seq)*time.Millisecond), sessiontest.User(text))
+	require.NoError(t, err)
+	return string(r.AppendLine(nil))
 }
-
-func user(s string) session.Event {
-	return session.Event{Type: session.TypeUserMessage, Data: session.UserMessage{Content: s}}
-}
-
-func assistant(content string, calls ...session.ToolCall) session.Event {
-	return session.Event{Type: session.TypeAssistantMessage, Turn: 1, Step: 1, Data: session.AssistantMessage{Content: content, ToolCalls: calls}}
-}
-
-func result(id, content string) session.Event {
-	return session.Event{Type: session.TypeToolResult, Turn: 1, Step: 1, Data: session.ToolResult{ID: id, Name: "f", Content: content}}
-}
-
-func replace(start, end int64, content string, sources ...int64) session.Event {
-	return session.Event{Type: session.TypeUserMessage, Surface: &session.Surface{Op: session.OpReplace, Start: start, End: end}, Sources: sources, Data: session.UserMessage{Content: content}}
-}
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-const header = `{"type":"session","version":1,"id":"s1","created":"2026-11-29T20:21:24.000Z"}`
-
-func line(s string) string { return s + "\n" }
-
-var (
-	l0 = `{"seq":0,"type":"user/message","time":"2026-11-29T20:21:24.000Z","data":{"content":"a"}}`
-	l1 = `{"seq":1,"type":"user/message","time":"2026-11-29T20:21:24.001Z","data":{"content":"b"}}`
-	l2 = `{"seq":2,"type":"user/message","time":"2026-11-29T20:21:24.002Z","data":{"content":"c"}}`
-)

@@ -17,6 +17,7 @@ import (
 	"github.com/vigil-run/vigil/session/jsonl"
 	"github.com/vigil-run/vigil/session/live"
 	"github.com/vigil-run/vigil/session/memory"
+	"github.com/vigil-run/vigil/session/sessiontest"
 )
 
 func TestManagerEmitsCreatedForEveryWaySessionsAppear(t *testing.T) {
@@ -27,10 +28,10 @@ func TestManagerEmitsCreatedForEveryWaySessionsAppear(t *testing.T) {
 		return nil
 	})
 	s := h.create()
-	h.appendAll(s, turnEvents(t, 0, 1)...)
+	h.appendAll(s, sessiontest.TurnEvents(t, 0, 1)...)
 	_, err := h.m.Fork(h.ctx, s.ID(), 16)
 	require.NoError(t, err)
-	_, err = h.m.Seed(h.ctx, user("seeded"))
+	_, err = h.m.Seed(h.ctx, sessiontest.User("seeded"))
 	require.NoError(t, err)
 	_, err = h.manager().Open(h.ctx, s.ID())
 	require.NoError(t, err)
@@ -67,8 +68,8 @@ func TestManagerDefaultIDsAreULIDs(t *testing.T) {
 func TestForkCopiesPrefixAndEndsSeed(t *testing.T) {
 	h := newHarness(t)
 	s := h.create()
-	h.appendAll(s, turnEvents(t, 0, 1)...)
-	h.appendAll(s, turnEvents(t, 17, 2)...)
+	h.appendAll(s, sessiontest.TurnEvents(t, 0, 1)...)
+	h.appendAll(s, sessiontest.TurnEvents(t, 17, 2)...)
 	f, err := h.m.Fork(h.ctx, s.ID(), 16)
 	require.NoError(t, err)
 	assert.Equal(t, &session.Parent{ID: s.ID(), Seq: 16}, f.Info().Parent)
@@ -84,7 +85,7 @@ func TestForkCopiesPrefixAndEndsSeed(t *testing.T) {
 	assert.Equal(t, 34, s.Len(), "the parent is unchanged")
 
 	// The fork goes on independently, from seq 18.
-	r, err := f.Append(h.ctx, user("new"))
+	r, err := f.Append(h.ctx, sessiontest.User("new"))
 	require.NoError(t, err)
 	assert.Equal(t, int64(18), r.Seq())
 
@@ -99,7 +100,7 @@ func TestForkCopiesPrefixAndEndsSeed(t *testing.T) {
 func TestForkRefusesBadBoundaries(t *testing.T) {
 	h := newHarness(t)
 	s := h.create()
-	h.appendAll(s, turnEvents(t, 0, 1)...)
+	h.appendAll(s, sessiontest.TurnEvents(t, 0, 1)...)
 	for _, at := range []int64{0, 1, 5, 11, 15} {
 		_, err := h.m.Fork(h.ctx, s.ID(), at)
 		require.ErrorIs(t, err, session.ErrOpenTurn, "at %d", at)
@@ -121,9 +122,9 @@ func TestSeedValidatesLikeAppend(t *testing.T) {
 		err  error
 	}{
 		{"unknown type", []session.Event{{Type: "memo/x"}}, session.ErrUnknownType},
-		{"invalid replace", []session.Event{user("a"), replace(0, 0, "x")}, session.ErrInvalidReplace},
+		{"invalid replace", []session.Event{sessiontest.User("a"), sessiontest.Replace(0, 0, "x")}, session.ErrInvalidReplace},
 		{"missing step", []session.Event{{Type: session.TypeStepStart, Turn: 1}}, session.ErrInvalidEvent},
-		{"open turn", []session.Event{{Type: session.TypeTurnStart, Turn: 1}, user("a")}, session.ErrOpenTurn},
+		{"open turn", []session.Event{{Type: session.TypeTurnStart, Turn: 1}, sessiontest.User("a")}, session.ErrOpenTurn},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,7 +134,7 @@ func TestSeedValidatesLikeAppend(t *testing.T) {
 	}
 	assert.Empty(t, h.m.Live())
 
-	s, err := h.m.Seed(h.ctx, turnEvents(t, 0, 1)...)
+	s, err := h.m.Seed(h.ctx, sessiontest.TurnEvents(t, 0, 1)...)
 	require.NoError(t, err)
 	require.Equal(t, 18, s.Len())
 	assert.Equal(t, session.TypeEndSeed, s.Records()[17].Type())
@@ -209,16 +210,18 @@ func TestOpenRepairsInterruptedTurns(t *testing.T) {
 }
 
 func TestOpenRefusesDamagedLogs(t *testing.T) {
+	header := string(session.AppendHeaderLine(nil, session.Info{ID: "s1", Version: session.Version, Created: epoch}))
+	first, third := userLine(t, 0, "a"), userLine(t, 2, "c")
 	tests := []struct {
 		name string
 		file string
 		err  error
 		line int
 	}{
-		{"corrupt middle line", line(header) + line(l0) + line(`{"seq":1,"ty`) + line(l2), session.ErrMalformed, 3},
-		{"seq gap", line(header) + line(l0) + line(l2), session.ErrSeqGap, 3},
-		{"wrong version", line(`{"type":"session","version":7,"id":"s1","created":"2026-11-29T20:21:24Z"}`), session.ErrVersion, 0},
-		{"unknown type", line(header) + line(`{"seq":0,"type":"memo/x","time":"2026-11-29T20:21:24.000Z","data":{}}`), session.ErrUnknownType, 0},
+		{"corrupt middle line", header + first + "{\"seq\":1,\"ty\n" + third, session.ErrMalformed, 3},
+		{"seq gap", header + first + third, session.ErrSeqGap, 3},
+		{"wrong version", `{"type":"session","version":7,"id":"s1","created":"2026-11-29T20:21:24Z"}` + "\n", session.ErrVersion, 0},
+		{"unknown type", header + `{"seq":0,"type":"memo/x","time":"2026-11-29T20:21:24.000Z","data":{}}` + "\n", session.ErrUnknownType, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

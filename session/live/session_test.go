@@ -12,12 +12,13 @@ import (
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/live"
+	"github.com/vigil-run/vigil/session/sessiontest"
 )
 
 func TestAppendAssignsSeqAndTimeFromClock(t *testing.T) {
 	h := newHarness(t)
 	s := h.create()
-	recs := h.appendAll(s, user("a"), user("b"))
+	recs := h.appendAll(s, sessiontest.User("a"), sessiontest.User("b"))
 	assert.Equal(t, int64(0), recs[0].Seq())
 	assert.Equal(t, int64(1), recs[1].Seq())
 	assert.True(t, recs[0].Time().Before(recs[1].Time()))
@@ -29,7 +30,7 @@ func TestAppendAssignsSeqAndTimeFromClock(t *testing.T) {
 func TestAppendRefusesInvalidEventsAndCommitsNothing(t *testing.T) {
 	h := newHarness(t)
 	s := h.create()
-	h.appendAll(s, user("a"))
+	h.appendAll(s, sessiontest.User("a"))
 	tests := []struct {
 		name string
 		ev   session.Event
@@ -37,7 +38,7 @@ func TestAppendRefusesInvalidEventsAndCommitsNothing(t *testing.T) {
 	}{
 		{"unknown type", session.Event{Type: "memo/x"}, session.ErrUnknownType},
 		{"missing step", session.Event{Type: session.TypeAssistantChunk, Turn: 1}, session.ErrInvalidEvent},
-		{"replace off the surface", replace(0, 0, "x"), session.ErrInvalidReplace},
+		{"replace off the surface", sessiontest.Replace(0, 0, "x"), session.ErrInvalidReplace},
 		{"replace with uncited shadowed event", session.Event{Type: session.TypeUserMessage, Surface: &session.Surface{Op: session.OpReplace}, Data: session.UserMessage{}}, session.ErrInvalidReplace},
 		{"non-JSON payload", session.Event{Type: session.TypeUserMessage, Data: []byte("{")}, session.ErrInvalidPayload},
 	}
@@ -48,7 +49,7 @@ func TestAppendRefusesInvalidEventsAndCommitsNothing(t *testing.T) {
 			assert.Equal(t, 1, s.Len())
 		})
 	}
-	r, err := s.Append(h.ctx, user("b"))
+	r, err := s.Append(h.ctx, sessiontest.User("b"))
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), r.Seq(), "no seq was used up")
 }
@@ -65,7 +66,7 @@ func TestAppendVetoCommitsNothing(t *testing.T) {
 		}
 		return nil
 	})
-	_, err := s.Append(h.ctx, user("a"))
+	_, err := s.Append(h.ctx, sessiontest.User("a"))
 	require.ErrorIs(t, err, veto)
 	assert.Zero(t, s.Len())
 	assert.Empty(t, s.Messages())
@@ -75,7 +76,7 @@ func TestAppendVetoCommitsNothing(t *testing.T) {
 	assert.Empty(t, log.Records, "the store has nothing either")
 
 	dispose()
-	r, err := s.Append(h.ctx, user("a"))
+	r, err := s.Append(h.ctx, sessiontest.User("a"))
 	require.NoError(t, err)
 	assert.Equal(t, int64(0), r.Seq())
 	assert.Equal(t, 1, observed)
@@ -99,7 +100,7 @@ func TestAppendPassesSameCommitToCheckAndObserve(t *testing.T) {
 		observed = append(observed, c)
 		return nil
 	})
-	recs := h.appendAll(s, user("a"), user("b"))
+	recs := h.appendAll(s, sessiontest.User("a"), sessiontest.User("b"))
 	require.Len(t, checked, 2)
 	require.Len(t, observed, 2)
 	for i := range recs {
@@ -117,7 +118,7 @@ func TestObserverFailureDoesNotUndoCommit(t *testing.T) {
 	live.Committed.On(h.root.Context(), func(ctx context.Context, c *live.Commit) error { panic("observer panicked") })
 	var later int
 	live.Committed.On(h.root.Context(), func(ctx context.Context, c *live.Commit) error { later++; return nil })
-	r, err := s.Append(h.ctx, user("a"))
+	r, err := s.Append(h.ctx, sessiontest.User("a"))
 	require.NoError(t, err)
 	assert.Equal(t, int64(0), r.Seq())
 	assert.Equal(t, 1, s.Len())
@@ -137,8 +138,8 @@ func TestAppendFromOwnListenerIsReentrant(t *testing.T) {
 					return nil
 				}
 				once.Do(func() {
-					_, inner = s.Append(ctx, user("inner"))
-					_, otherErr = other.Append(ctx, user("other session is fine"))
+					_, inner = s.Append(ctx, sessiontest.User("inner"))
+					_, otherErr = other.Append(ctx, sessiontest.User("other session is fine"))
 					closeErr = s.Close(ctx)
 				})
 				return nil
@@ -153,7 +154,7 @@ func TestAppendFromOwnListenerIsReentrant(t *testing.T) {
 			} else {
 				live.Committed.On(h.root.Context(), fn)
 			}
-			_, err := s.Append(h.ctx, user("outer"))
+			_, err := s.Append(h.ctx, sessiontest.User("outer"))
 			require.NoError(t, err)
 			require.ErrorIs(t, inner, session.ErrReentrantAppend)
 			require.ErrorIs(t, closeErr, session.ErrReentrantAppend)
@@ -180,7 +181,7 @@ func TestConcurrentAppendsWhileObservedAreSerialized(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 50 {
-				_, err := s.Append(h.ctx, user("x"))
+				_, err := s.Append(h.ctx, sessiontest.User("x"))
 				assert.NoError(t, err)
 			}
 		})
@@ -204,8 +205,8 @@ func TestScopedListenersSeeOnlyTheirSession(t *testing.T) {
 		got = append(got, c.Session.ID())
 		return nil
 	})
-	h.appendAll(a, user("1"))
-	h.appendAll(b, user("2"))
+	h.appendAll(a, sessiontest.User("1"))
+	h.appendAll(b, sessiontest.User("2"))
 	assert.Equal(t, []string{a.ID()}, got)
 }
 
@@ -214,11 +215,11 @@ func TestAppendRefusesCancelledContextAndClosedSession(t *testing.T) {
 	s := h.create()
 	ctx, cancel := context.WithCancel(h.ctx)
 	cancel()
-	_, err := s.Append(ctx, user("a"))
+	_, err := s.Append(ctx, sessiontest.User("a"))
 	require.ErrorIs(t, err, context.Canceled)
 	require.NoError(t, s.Close(h.ctx))
 	require.NoError(t, s.Close(h.ctx), "closing twice is fine")
-	_, err = s.Append(h.ctx, user("a"))
+	_, err = s.Append(h.ctx, sessiontest.User("a"))
 	require.ErrorIs(t, err, session.ErrClosed)
 	assert.Empty(t, h.m.Live())
 }
@@ -243,7 +244,7 @@ func TestSessionHeaderIsLatestSnapshot(t *testing.T) {
 func TestSessionInfoIsACopy(t *testing.T) {
 	h := newHarness(t)
 	s := h.create()
-	h.appendAll(s, user("a"))
+	h.appendAll(s, sessiontest.User("a"))
 	f, err := h.m.Fork(h.ctx, s.ID(), 0)
 	require.NoError(t, err)
 	info := f.Info()
