@@ -242,7 +242,7 @@ window.__controls = { sent: 0, settled: 0 };
 const fetch0 = window.fetch;
 window.fetch = function (input, init) {
   const p = fetch0.apply(this, arguments);
-  if (!String(input).endsWith('/api/control')) return p;
+  if (!String(input).includes('/api/control')) return p;
   window.__controls.sent++;
   const settled = () => setTimeout(() => { window.__controls.settled++; }, 0);
   return p.then((res) => {
@@ -264,9 +264,14 @@ func lateAnswers(pg *Server, op string) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		v, err := pg.visitorOf(r)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
 		rec := httptest.NewRecorder()
 		pg.ServeHTTP(rec, r)
-		events, cancel := pg.hub.subscribe()
+		events, cancel := v.hub.subscribe()
 		defer cancel()
 		for f := range events {
 			if st, ok := playOf(f); ok && st != statePlaying {

@@ -17,7 +17,7 @@ import (
 // with the Host and Origin headers a DNS-rebinding page or a page of
 // another site would make the browser send, and those of the page itself.
 func TestGuardRefusesOtherSites(t *testing.T) {
-	pg := newPlayground(t, Options{Hosts: []string{"demo.lan", "192.168.1.20"}})
+	pg := newVisited(t, Options{Hosts: []string{"demo.lan", "192.168.1.20"}})
 	srv := httptest.NewServer(pg)
 	t.Cleanup(srv.Close)
 	_, p, err := net.SplitHostPort(srv.Listener.Addr().String())
