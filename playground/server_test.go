@@ -110,6 +110,7 @@ func TestStateShowsTheInFlightRequestWhileAStepIsOpen(t *testing.T) {
 	st := derive(recs[:step2+3])
 	require.NotNil(t, st.Next)
 	assert.True(t, st.Next.InFlight)
+	assert.True(t, st.Next.TurnOpen)
 	assert.Equal(t, step2, st.Next.StepStart)
 	assert.Equal(t, 1, st.Next.Turn)
 	assert.Equal(t, 2, st.Next.Step)
@@ -119,9 +120,16 @@ func TestStateShowsTheInFlightRequestWhileAStepIsOpen(t *testing.T) {
 	for i := range want {
 		assert.True(t, want[i].Equal(&st.Next.Messages[i].Message))
 	}
+	// Between two steps of a turn no request is in flight, but the turn
+	// is open: there is nothing to send yet.
+	between := derive(recs[:step2])
+	assert.False(t, between.Next.InFlight)
+	assert.True(t, between.Next.TurnOpen)
+	assert.False(t, derive(recs).Next.TurnOpen, "the demo's turns have ended")
 	empty := derive(nil)
 	assert.Equal(t, int64(-1), empty.Seq)
 	assert.Nil(t, empty.Next.Header)
+	assert.False(t, empty.Next.TurnOpen)
 }
 
 func TestStepLetsExactlyOneEventThrough(t *testing.T) {
