@@ -334,7 +334,10 @@ func (p tab) events() string {
 	return p.eval(`String(document.querySelectorAll('#log .ev').length)`)
 }
 
-func (p tab) status() string { p.t.Helper(); return p.eval(`document.querySelector('#status').textContent`) }
+func (p tab) status() string {
+	p.t.Helper()
+	return p.eval(`document.querySelector('#status').textContent`)
+}
 
 // send describes the send button: "disabled: why" or "enabled".
 func (p tab) send() string {
