@@ -204,6 +204,7 @@ func TestBrowserPlaysThenRefusesTheForgedRequest(t *testing.T) {
 
 	// The forged session is shown; verify names what the deletion broke.
 	assert.Contains(t, text(`#tabs .tab[aria-selected="true"]`), "demo−31")
+	assert.Regexp(t, `^forged demo−31 · \d+ events · the demo is done$`, text(`#status`), "the status line names the session shown")
 	do(
 		chromedp.KeyEvent("v"),
 		until(`(document.querySelector('#result .verdict') || {textContent: ''}).textContent.includes('Verify')`),
