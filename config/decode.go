@@ -473,13 +473,13 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value) error {
 	return nil
 }
 
-// isStrings reports whether t is a string, or a slice, array or pointer
-// of them: the types a path field may have.
+// isStrings reports whether t is a string, or a slice or pointer of
+// them: the types a path field may have.
 func isStrings(t reflect.Type) bool {
 	switch t.Kind() {
 	case reflect.String:
 		return true
-	case reflect.Pointer, reflect.Slice, reflect.Array:
+	case reflect.Pointer, reflect.Slice:
 		return isStrings(t.Elem())
 	}
 	return false
