@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -20,6 +21,11 @@ type decoder struct {
 	lookup func(string) (string, bool)
 	// only, when set, selects the entries applied (see LoadOnly).
 	only func(name string) bool
+	// dir is the absolute directory of the file, against which relative
+	// values of path fields resolve; "" keeps them as written (Parse).
+	dir string
+	// path is set while a field tagged `vigil:"path"` is decoded.
+	path bool
 
 	// aliasDepth is how many aliases the walk is inside; expanded counts
 	// the nodes aliases added to the walk so far (see alias).
@@ -246,6 +252,11 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value) error {
 		if err != nil {
 			return err
 		}
+		if d.path {
+			if s, err = d.resolve(n, s); err != nil {
+				return err
+			}
+		}
 		v.SetString(s)
 		return nil
 	case reflect.Bool:
@@ -368,6 +379,9 @@ type fieldInfo struct {
 	key      string
 	index    []int
 	required bool
+	// path marks a file or directory name (`vigil:"path"`): a relative
+	// value resolves against the file's directory (see resolve).
+	path bool
 }
 
 func structFields(t reflect.Type) []fieldInfo {
@@ -392,7 +406,8 @@ func structFields(t reflect.Type) []fieldInfo {
 		if name == "" {
 			name = strings.ToLower(f.Name)
 		}
-		out = append(out, fieldInfo{key: name, index: []int{i}, required: hasOpt(f.Tag.Get("vigil"), "required")})
+		vt := f.Tag.Get("vigil")
+		out = append(out, fieldInfo{key: name, index: []int{i}, required: hasOpt(vt, "required"), path: hasOpt(vt, "path")})
 	}
 	return out
 }
@@ -436,7 +451,17 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value) error {
 			return d.errAt(k, ErrType, "key %q given twice", k.Value)
 		}
 		seen[fi.key] = true
-		if err := d.decode(val, v.FieldByIndex(fi.index)); err != nil {
+		fv := v.FieldByIndex(fi.index)
+		if fi.path && !isStrings(fv.Type()) {
+			// A plugin's mistake, not the file's: say so rather than
+			// resolve inside a value that holds more than names.
+			return d.errAt(k, ErrType, "key %q is marked as a path but %s holds no string", k.Value, fv.Type())
+		}
+		outer := d.path
+		d.path = fi.path
+		err := d.decode(val, fv)
+		d.path = outer
+		if err != nil {
 			return err
 		}
 	}
@@ -446,6 +471,45 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value) error {
 		}
 	}
 	return nil
+}
+
+// isStrings reports whether t is a string, or a slice or pointer of
+// them: the types a path field may have.
+func isStrings(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.String:
+		return true
+	case reflect.Pointer, reflect.Slice:
+		return isStrings(t.Elem())
+	}
+	return false
+}
+
+// resolve makes the value of a path field independent of the working
+// directory: a relative path is joined to the file's directory; an empty
+// or absolute one is kept; a leading ~ or ~/ is the user's home
+// directory, as in a shell (~user is refused rather than taken as a
+// folder named "~user"). Without a directory (Parse) a relative path is
+// kept as written.
+func (d *decoder) resolve(n *yaml.Node, p string) (string, error) {
+	if p == "" {
+		return p, nil
+	}
+	if p[0] == '~' {
+		rest := p[1:]
+		if rest != "" && !os.IsPathSeparator(rest[0]) {
+			return "", d.errAt(n, ErrInvalid, "cannot use %q as a path: only ~ and ~/ (your home directory) are expanded, write ~user's path out", short(p))
+		}
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", d.errAt(n, ErrInvalid, "cannot expand ~ in %q: %v", short(p), err)
+		}
+		return filepath.Join(home, rest), nil
+	}
+	if filepath.IsAbs(p) || d.dir == "" {
+		return p, nil
+	}
+	return filepath.Join(d.dir, p), nil
 }
 
 // envLookup is the default variable lookup.

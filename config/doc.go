@@ -21,6 +21,23 @@
 // called here so that its error names the entry's position (the bus calls
 // it again when the plugin is applied, however it is applied).
 //
+// # Paths
+//
+// A config field tagged `vigil:"path"` (a string, or a list or pointer of
+// strings) names a file or directory: store/jsonl's dir, tools/fs's root,
+// tools/mcp's dir, external's path, provider/replay's file. When the file
+// is loaded from disk ([Load], [LoadOnly], reloads), a relative value
+// resolves against the absolute directory of plugins.yaml, not the
+// working directory, so the same file means the same folders from
+// wherever vigil runs. An absolute value and an empty one (the plugin's
+// default, which stays relative to the working directory) are kept. A
+// leading ~ or ~/ is the user's home directory, as in a shell (a bare ~
+// is YAML's null: quote it); ~user is an error. ${VAR} expands first.
+// Other strings are opaque: commands and arguments (tools/mcp's command
+// and args, external's args) reach the plugin as written. [Parse] has no
+// directory and keeps relative paths as written, and a composition built
+// from Go values is applied as given.
+//
 // ${NAME} expands from the environment (NAME: letters, digits and _); $${
 // is a literal ${. A ${ without its closing } or with anything but a name
 // inside is an error, not text.

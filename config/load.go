@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -53,7 +54,8 @@ const (
 )
 
 // Load reads and decodes the file at path, expanding ${VAR} from the
-// environment.
+// environment. Relative values of path fields resolve against the
+// file's directory (see the package doc).
 func Load(path string) (*File, error) {
 	return load(path, nil)
 }
@@ -80,25 +82,33 @@ func load(path string, only func(string) bool) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return parse(path, data, envLookup, only)
+	// Absolute, so that the resolved paths do not depend on the working
+	// directory either when a plugin uses them.
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return parse(path, dir, data, envLookup, only)
 }
 
 // Parse decodes a plugins.yaml held in data; name is used in error
-// positions. lookup resolves ${VAR}; nil means the environment.
+// positions. lookup resolves ${VAR}; nil means the environment. Data has
+// no directory, so relative values of path fields are kept as written
+// (only ~ is expanded).
 func Parse(name string, data []byte, lookup func(string) (string, bool)) (*File, error) {
 	if lookup == nil {
 		lookup = envLookup
 	}
-	return parse(name, data, lookup, nil)
+	return parse(name, "", data, lookup, nil)
 }
 
-func parse(name string, data []byte, lookup func(string) (string, bool), only func(string) bool) (*File, error) {
+func parse(name, dir string, data []byte, lookup func(string) (string, bool), only func(string) bool) (*File, error) {
 	if len(data) > MaxFileSize {
 		line := 1 + bytes.Count(data[:MaxFileSize], []byte("\n"))
 		col := MaxFileSize - bytes.LastIndexByte(data[:MaxFileSize], '\n')
 		return nil, &Error{File: name, Line: line, Col: col, Msg: fmt.Sprintf("the file is larger than %d bytes (1 MiB)", MaxFileSize), Err: ErrTooLarge}
 	}
-	d := &decoder{file: name, lookup: lookup, only: only}
+	d := &decoder{file: name, dir: dir, lookup: lookup, only: only}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, syntaxError(name, err)

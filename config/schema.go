@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/vigil-run/vigil/bus"
@@ -87,7 +88,12 @@ func addFields(t reflect.Type, props map[string]any, required *[]string) {
 	for _, f := range structFields(t) {
 		sf := t.FieldByIndex(f.index)
 		s := typeSchema(sf.Type)
-		if doc := sf.Tag.Get("doc"); doc != "" {
+		doc := sf.Tag.Get("doc")
+		if f.path {
+			// Editors show it: the rule is not visible in the value.
+			doc = strings.TrimSpace(doc + " (a path: relative to the directory of plugins.yaml; ~ is your home)")
+		}
+		if doc != "" {
 			s["description"] = doc
 		}
 		props[f.key] = s

@@ -15,10 +15,13 @@ import (
 )
 
 // fork forks a session shown at seq at.
-func (s *Server) fork(id string, at int64) (*sessionView, error) {
-	s.act.Lock()
-	defer s.act.Unlock()
-	base, ok := s.hub.records(id)
+func (v *visitor) fork(id string, at int64) (*sessionView, error) {
+	if err := v.lock(); err != nil {
+		return nil, err
+	}
+	defer v.act.Unlock()
+	s := v.srv
+	base, ok := v.hub.records(id)
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", errNotShown, id)
 	}
@@ -29,9 +32,9 @@ func (s *Server) fork(id string, at int64) (*sessionView, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.hub.describe(child.ID(), kindFork, fmt.Sprintf("%s@%d", base.label, at), fmt.Sprintf("a fork of %s at seq %d", base.label, at))
-	v, _ := s.hub.snapshot(child.ID())
-	return &v, nil
+	s.track(v, child, kindFork, fmt.Sprintf("%s@%d", base.label, at), fmt.Sprintf("a fork of %s at seq %d", base.label, at))
+	sv, _ := v.hub.snapshot(child.ID())
+	return &sv, nil
 }
 
 // verifyResult is what `vigil verify` says of the stored log.
@@ -44,10 +47,13 @@ type verifyResult struct {
 // verify runs the offline rules (the append rules and request-digest)
 // over the session's log as stored, encoded as the JSONL file a store
 // would write.
-func (s *Server) verify(id string) (*verifyResult, error) {
-	s.act.Lock()
-	defer s.act.Unlock()
-	if _, ok := s.hub.records(id); !ok {
+func (v *visitor) verify(id string) (*verifyResult, error) {
+	if err := v.lock(); err != nil {
+		return nil, err
+	}
+	defer v.act.Unlock()
+	s := v.srv
+	if _, ok := v.hub.records(id); !ok {
 		return nil, fmt.Errorf("%w: %q", errNotShown, id)
 	}
 	log, err := s.mgr.Store().Load(s.base, id)
@@ -81,10 +87,13 @@ type replayResult struct {
 // replay runs every turn of the session's stored log again, as `vigil
 // replay` does (see replay.Run): on a fresh runtime with the invariants
 // plugin strict; then it compares every step's request digest.
-func (s *Server) replay(id string) (*replayResult, error) {
-	s.act.Lock()
-	defer s.act.Unlock()
-	if _, ok := s.hub.records(id); !ok {
+func (v *visitor) replay(id string) (*replayResult, error) {
+	if err := v.lock(); err != nil {
+		return nil, err
+	}
+	defer v.act.Unlock()
+	s := v.srv
+	if _, ok := v.hub.records(id); !ok {
 		return nil, fmt.Errorf("%w: %q", errNotShown, id)
 	}
 	ctx, cancel := context.WithTimeout(s.base, turnTimeout)

@@ -204,6 +204,7 @@ func TestBrowserPlaysThenRefusesTheForgedRequest(t *testing.T) {
 
 	// The forged session is shown; verify names what the deletion broke.
 	assert.Contains(t, text(`#tabs .tab[aria-selected="true"]`), "demo−31")
+	assert.Regexp(t, `^forged demo−31 · \d+ events · the demo is done$`, text(`#status`), "the status line names the session shown")
 	do(
 		chromedp.KeyEvent("v"),
 		until(`(document.querySelector('#result .verdict') || {textContent: ''}).textContent.includes('Verify')`),
@@ -242,7 +243,7 @@ window.__controls = { sent: 0, settled: 0 };
 const fetch0 = window.fetch;
 window.fetch = function (input, init) {
   const p = fetch0.apply(this, arguments);
-  if (!String(input).endsWith('/api/control')) return p;
+  if (!String(input).includes('/api/control')) return p;
   window.__controls.sent++;
   const settled = () => setTimeout(() => { window.__controls.settled++; }, 0);
   return p.then((res) => {
@@ -264,9 +265,14 @@ func lateAnswers(pg *Server, op string) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		v, err := pg.visitorOf(r)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
 		rec := httptest.NewRecorder()
 		pg.ServeHTTP(rec, r)
-		events, cancel := pg.hub.subscribe()
+		events, cancel := v.hub.subscribe()
 		defer cancel()
 		for f := range events {
 			if st, ok := playOf(f); ok && st != statePlaying {
@@ -305,3 +311,102 @@ func playOf(frame []byte) (string, bool) {
 }
 
 func quoteJS(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }
+
+// tab drives one browser tab in a test.
+type tab struct {
+	t   *testing.T
+	ctx context.Context
+}
+
+func (p tab) do(steps ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	require.NoError(p.t, chromedp.Do(p.ctx, steps...))
+}
+
+func (p tab) eval(expr string) string {
+	p.t.Helper()
+	v, err := chromedp.Run(p.ctx, chromedp.Evaluate[string](expr))
+	require.NoError(p.t, err)
+	return v
+}
+
+func (p tab) events() string {
+	p.t.Helper()
+	return p.eval(`String(document.querySelectorAll('#log .ev').length)`)
+}
+
+func (p tab) status() string {
+	p.t.Helper()
+	return p.eval(`document.querySelector('#status').textContent`)
+}
+
+// send describes the send button: "disabled: why" or "enabled".
+func (p tab) send() string {
+	p.t.Helper()
+	return p.eval(`(() => { const b = document.querySelector('#send'); return b.disabled ? 'disabled: ' + b.title : 'enabled'; })()`)
+}
+
+func until(expr string) chromedp.Action[chromedp.Void] {
+	return chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(20*time.Second))
+}
+
+// TestBrowserEveryTabHasItsOwnDemo opens the playground in two tabs of
+// one browser: each plays its own demo, the status line says what the
+// tab shows, and "Send next request" waits for something to send.
+func TestBrowserEveryTabHasItsOwnDemo(t *testing.T) {
+	ctx := browser(t)
+	pg := newPlayground(t, Options{Delay: time.Hour})
+	srv := httptest.NewServer(pg)
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { _ = pg.Close() }) // ends the pages' event streams first
+
+	a := tab{t, ctx}
+	a.do(
+		chromedp.Navigate(srv.URL),
+		until(`document.querySelector('#status').textContent.startsWith('idle')`),
+	)
+	assert.Equal(t, "disabled: Nothing to send: play or step the demo first", a.send())
+	a.do(
+		chromedp.KeyEvent(kb.ArrowRight), until(`document.querySelectorAll('#log .ev').length === 1`),
+		chromedp.KeyEvent(kb.ArrowRight), until(`document.querySelectorAll('#log .ev').length === 2`),
+		chromedp.KeyEvent(kb.ArrowRight), until(`document.querySelectorAll('#log .ev').length === 3`),
+	)
+	assert.Equal(t, "demo paused · 3 events — → for the next one", a.status())
+	assert.Equal(t, "disabled: Nothing to send: a turn is running; step or play it to its end", a.send())
+
+	// A second tab: a demo of its own, not the first tab's.
+	bctx, bcancel := chromedp.NewContext(ctx)
+	t.Cleanup(bcancel)
+	b := tab{t, bctx}
+	b.do(
+		chromedp.Navigate(srv.URL),
+		until(`document.querySelector('#status').textContent.startsWith('idle')`),
+	)
+	assert.Equal(t, "0", b.events(), "a new tab shows no other tab's session")
+	assert.Equal(t, "0", b.eval(`String(document.querySelectorAll('#tabs .tab').length)`))
+	assert.Equal(t, "idle — press Space to play, → to step", b.status())
+	assert.Equal(t, "disabled: Nothing to send: play or step the demo first", b.send())
+	b.do(chromedp.KeyEvent(kb.ArrowRight), until(`document.querySelectorAll('#log .ev').length === 1`))
+	assert.Equal(t, "demo paused · 1 events — → for the next one", b.status())
+
+	// The first tab runs its demo to the end; the second is left as it is.
+	a.do(
+		chromedp.KeyEvent("e"),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-play="done"]`)),
+		until(`document.querySelectorAll('#log .ev').length === 47`),
+	)
+	assert.Equal(t, "demo done · 47 events — now break it", a.status())
+	assert.Equal(t, "enabled", a.send())
+	assert.Equal(t, "1", b.events())
+	assert.Equal(t, "paused", b.eval(`document.body.dataset.play`))
+
+	// A fork in view: the status line names it, not the demo.
+	a.do(
+		chromedp.KeyEvent(kb.ArrowUp), // the last event: the second turn's turn/end
+		chromedp.KeyEvent("f"),
+		until(`(document.querySelector('#tabs .tab[aria-selected="true"]') || {dataset: {}}).dataset.kind === 'fork'`),
+	)
+	assert.Equal(t, "fork demo@46 · 48 events · the demo is done", a.status())
+	assert.Equal(t, "enabled", a.send())
+	assert.Equal(t, "1", b.events())
+}

@@ -8,12 +8,27 @@
 //
 // A [Server] owns one bus root with the invariants plugin (strict), the
 // store/memory plugin (which provides the session manager) and the
-// compaction plugin, scoped to the demo session. Play creates the demo
+// compaction plugin, scoped to the demo sessions. Play creates a demo
 // session and runs its turns with a scripted model and the calc tool; each
 // committed event reaches the page over server-sent events, one by one,
 // with the fold of the log up to it (session.DeriveMessages) and the next
-// request (the latest request/header and the fold the loop will send). The
-// page never folds anything itself.
+// request (the latest request/header and the fold the loop will send), and
+// whether a turn is open (then there is nothing to send yet). The page
+// never folds anything itself.
+//
+// # Visitors
+//
+// Every page load is a visitor: the page asks for one (POST /api/visitor,
+// answered with a random id) and names it in every request after
+// (?visitor=ID). A visitor has its own demo session, player and
+// experiments, and its event stream carries only those; two tabs, or two
+// people, never see or drive each other's sessions. The runtime is
+// shared. A visitor without an open event stream that made no request for
+// 15 minutes is disposed (its demo stopped, its sessions closed), and at
+// most 64 are kept: a new one evicts the least recently seen visitor
+// without an open page, or is refused (503) when every one has a page
+// open. A request naming a visitor the server does not keep gets 404, and
+// the page starts over with a new visitor.
 //
 // Pacing is done in the runtime, not in the page: a session/event observer
 // of the demo session holds each commit until the page's clock (play) or
@@ -21,7 +36,7 @@
 //
 // # Being the bad actor
 //
-// Nothing the page does writes to the demo session. Sending the next
+// Nothing the page does writes to a demo session. Sending the next
 // request runs a real turn on a fork:
 //
 //   - Deleting an event seeds a new session with the log minus that event

@@ -14,7 +14,8 @@ import (
 )
 
 // The playground's page drives it over a small JSON API; so can a
-// program. Here: play the demo to its end, delete the second question
+// program. Here: become a visitor (every page load is one, with a demo of
+// its own), play the demo to its end, delete the second question
 // from a copy of its log, send the next request as a loop that kept its
 // own message list would, and read the invariants plugin's verdict.
 func Example() {
@@ -46,13 +47,17 @@ func Example() {
 		_ = json.NewDecoder(resp.Body).Decode(out)
 	}
 
+	var me struct{ Visitor string }
+	call("POST", "/api/visitor", struct{}{}, &me)
+	as := "?visitor=" + me.Visitor
+
 	var play struct{ Session string }
-	call("POST", "/api/control", map[string]string{"op": "finish"}, &play)
+	call("POST", "/api/control"+as, map[string]string{"op": "finish"}, &play)
 	var demo struct{ Records []json.RawMessage }
 	for deadline := time.Now().Add(10 * time.Second); len(demo.Records) < 47 && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 		demo.Records = nil
-		call("GET", "/api/sessions/"+play.Session, nil, &demo)
+		call("GET", "/api/sessions/"+play.Session+as, nil, &demo)
 	}
 	fmt.Println(len(demo.Records), "events; seq 31 is", string(demo.Records[31][strings.Index(string(demo.Records[31]), `"data"`):]))
 
@@ -61,7 +66,7 @@ func Example() {
 		Violation struct{ Rule, Message string }
 		Compare   []struct{ Mark string }
 	}
-	call("POST", "/api/send", map[string]any{"session": play.Session, "delete": 31}, &res)
+	call("POST", "/api/send"+as, map[string]any{"session": play.Session, "delete": 31}, &res)
 	fmt.Println(res.Stage, res.Violation.Rule+":", res.Violation.Message)
 	marks := make([]string, len(res.Compare))
 	for i, c := range res.Compare {

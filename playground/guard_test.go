@@ -17,7 +17,7 @@ import (
 // with the Host and Origin headers a DNS-rebinding page or a page of
 // another site would make the browser send, and those of the page itself.
 func TestGuardRefusesOtherSites(t *testing.T) {
-	pg := newPlayground(t, Options{Hosts: []string{"demo.lan", "192.168.1.20"}})
+	pg := newVisited(t, Options{Hosts: []string{"demo.lan", "192.168.1.20"}})
 	srv := httptest.NewServer(pg)
 	t.Cleanup(srv.Close)
 	_, p, err := net.SplitHostPort(srv.Listener.Addr().String())
@@ -35,6 +35,7 @@ func TestGuardRefusesOtherSites(t *testing.T) {
 		{name: "rebinding page plays", method: "POST", path: "/api/control", host: "evil.example" + port, origin: "http://evil.example" + port, status: 403, error: "is not served here"},
 		{name: "a name ending like localhost", method: "GET", path: "/", host: "localhost.evil.example" + port, status: 403, error: "is not served here"},
 		{name: "a subdomain of localhost", method: "GET", path: "/", host: "evil.localhost" + port, status: 403, error: "is not served here"},
+		{name: "another page makes a visitor", method: "POST", path: "/api/visitor", host: "127.0.0.1" + port, origin: "http://evil.example", status: 403, error: "may not act"},
 		{name: "another page posts a control", method: "POST", path: "/api/control", host: "127.0.0.1" + port, origin: "http://evil.example", status: 403, error: `origin "http://evil.example" may not act`},
 		{name: "another page posts a send", method: "POST", path: "/api/send", host: "127.0.0.1" + port, origin: "http://evil.example", status: 403, error: "may not act"},
 		{name: "another page posts a fork", method: "POST", path: "/api/fork", host: "localhost" + port, origin: "https://evil.example", status: 403, error: "may not act"},

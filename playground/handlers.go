@@ -25,6 +25,7 @@ func (s *Server) routes() {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /", http.FileServerFS(static))
+	mux.HandleFunc("POST /api/visitor", s.handleVisitor)
 	mux.HandleFunc("GET /api/events", s.handleEvents)
 	mux.HandleFunc("GET /api/sessions/{id}", s.handleSession)
 	mux.HandleFunc("POST /api/control", s.handleControl)
@@ -44,13 +45,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // writeError maps err to a status: 404 for a session the page does not
-// show, 400 for bad arguments, 409 for what the runtime refused (a fork
+// show or a visitor the playground does not keep, 503 when it keeps too
+// many, 400 for bad arguments, 409 for what the runtime refused (a fork
 // inside an open turn, a seq the log does not have), 500 otherwise.
 func writeError(w http.ResponseWriter, err error) {
 	status := http.StatusInternalServerError
 	switch {
-	case errors.Is(err, errNotShown):
+	case errors.Is(err, errNotShown), errors.Is(err, errNoVisitor):
 		status = http.StatusNotFound
+	case errors.Is(err, errFull):
+		status = http.StatusServiceUnavailable
 	case errors.Is(err, errInvalid), errors.Is(err, ErrUnknownOp):
 		status = http.StatusBadRequest
 	case errorsIsAny(err, session.ErrOpenTurn, session.ErrNotFound, session.ErrClosed):
@@ -76,23 +80,56 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
+// handleVisitor makes a visitor: the page asks for one when it loads, and
+// names it (?visitor=ID) in every request after.
+func (s *Server) handleVisitor(w http.ResponseWriter, r *http.Request) {
+	var body struct{}
+	if !decode(w, r, &body) {
+		return
+	}
+	v, err := s.newVisitor()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"visitor": v.id})
+}
+
+// visitorFor returns the visitor r names, or answers 404.
+func (s *Server) visitorFor(w http.ResponseWriter, r *http.Request) (*visitor, bool) {
+	v, err := s.visitorOf(r)
+	if err != nil {
+		writeError(w, err)
+		return nil, false
+	}
+	return v, true
+}
+
 func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
-	v, ok := s.hub.snapshot(r.PathValue("id"))
+	v, ok := s.visitorFor(w, r)
+	if !ok {
+		return
+	}
+	sv, ok := v.hub.snapshot(r.PathValue("id"))
 	if !ok {
 		writeError(w, errNotShown)
 		return
 	}
-	writeJSON(w, http.StatusOK, v)
+	writeJSON(w, http.StatusOK, sv)
 }
 
 func (s *Server) handleControl(w http.ResponseWriter, r *http.Request) {
+	v, ok := s.visitorFor(w, r)
+	if !ok {
+		return
+	}
 	var body struct {
 		Op string `json:"op"`
 	}
 	if !decode(w, r, &body) {
 		return
 	}
-	st, err := s.control(strings.TrimSpace(body.Op))
+	st, err := v.control(strings.TrimSpace(body.Op))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -101,11 +138,15 @@ func (s *Server) handleControl(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
+	v, ok := s.visitorFor(w, r)
+	if !ok {
+		return
+	}
 	var body sendRequest
 	if !decode(w, r, &body) {
 		return
 	}
-	res, err := s.send(body)
+	res, err := v.send(body)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -114,6 +155,10 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) {
+	v, ok := s.visitorFor(w, r)
+	if !ok {
+		return
+	}
 	var body struct {
 		Session string `json:"session"`
 		Seq     *int64 `json:"seq"`
@@ -125,12 +170,12 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errors.Join(errInvalid, errors.New("seq is required")))
 		return
 	}
-	v, err := s.fork(body.Session, *body.Seq)
+	sv, err := v.fork(body.Session, *body.Seq)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"session": v})
+	writeJSON(w, http.StatusOK, map[string]any{"session": sv})
 }
 
 type sessionBody struct {
@@ -138,11 +183,15 @@ type sessionBody struct {
 }
 
 func (s *Server) handleReplay(w http.ResponseWriter, r *http.Request) {
+	v, ok := s.visitorFor(w, r)
+	if !ok {
+		return
+	}
 	var body sessionBody
 	if !decode(w, r, &body) {
 		return
 	}
-	res, err := s.replay(body.Session)
+	res, err := v.replay(body.Session)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -151,11 +200,15 @@ func (s *Server) handleReplay(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) {
+	v, ok := s.visitorFor(w, r)
+	if !ok {
+		return
+	}
 	var body sessionBody
 	if !decode(w, r, &body) {
 		return
 	}
-	res, err := s.verify(body.Session)
+	res, err := v.verify(body.Session)
 	if err != nil {
 		writeError(w, err)
 		return

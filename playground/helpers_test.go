@@ -27,6 +27,40 @@ func newPlayground(t *testing.T, opts Options) *Server {
 	return s
 }
 
+// visited is a playground as one visitor sees it: its requests name the
+// visitor, and the visitor's hub and player are at hand.
+type visited struct {
+	*Server
+	*visitor
+}
+
+// ServeHTTP serves r as the visitor's.
+func (v visited) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	q.Set("visitor", v.id)
+	r.URL.RawQuery = q.Encode()
+	v.Server.ServeHTTP(w, r)
+}
+
+// visit makes a visitor of s, as the page does when it loads.
+func visit(t *testing.T, s *Server) visited {
+	t.Helper()
+	id := decodeBody[map[string]string](t, post(t, s, "/api/visitor", struct{}{}), http.StatusOK)["visitor"]
+	require.NotEmpty(t, id)
+	s.vmu.Lock()
+	v := s.visitors[id]
+	s.vmu.Unlock()
+	require.NotNil(t, v)
+	return visited{s, v}
+}
+
+// newVisited returns a playground closed when the test ends, seen by one
+// visitor.
+func newVisited(t *testing.T, opts Options) visited {
+	t.Helper()
+	return visit(t, newPlayground(t, opts))
+}
+
 // post sends a JSON action to the playground's handler.
 func post(t *testing.T, h http.Handler, path string, body any) *httptest.ResponseRecorder {
 	t.Helper()
@@ -49,7 +83,7 @@ func decodeBody[T any](t *testing.T, rec *httptest.ResponseRecorder, status int)
 }
 
 // finishDemo runs the demo to its end and returns its session id.
-func finishDemo(t *testing.T, s *Server) string {
+func finishDemo(t *testing.T, s visited) string {
 	t.Helper()
 	ps := decodeBody[playState](t, post(t, s, "/api/control", map[string]string{"op": opFinish}), http.StatusOK)
 	require.NotEmpty(t, ps.Session)
@@ -59,7 +93,7 @@ func finishDemo(t *testing.T, s *Server) string {
 }
 
 // recordsOf returns the records of a session the page shows.
-func recordsOf(t *testing.T, s *Server, id string) []*session.Record {
+func recordsOf(t *testing.T, s visited, id string) []*session.Record {
 	t.Helper()
 	v, ok := s.hub.records(id)
 	require.True(t, ok, "session %s is not shown", id)
@@ -67,7 +101,7 @@ func recordsOf(t *testing.T, s *Server, id string) []*session.Record {
 }
 
 // seqOf returns the seq of the only record of the session that matches.
-func seqOf(t *testing.T, s *Server, id string, match func(*session.Record) bool) int64 {
+func seqOf(t *testing.T, s visited, id string, match func(*session.Record) bool) int64 {
 	t.Helper()
 	var found []int64
 	for _, r := range recordsOf(t, s, id) {
@@ -107,9 +141,10 @@ type sseEvent struct {
 	data []byte
 }
 
+// dialEvents opens the event stream at url (…/api/events?visitor=ID).
 func dialEvents(t *testing.T, url string) *sse {
 	t.Helper()
-	resp, err := http.Get(url + "/api/events")
+	resp, err := http.Get(url)
 	require.NoError(t, err)
 	t.Cleanup(func() { resp.Body.Close() })
 	require.Equal(t, http.StatusOK, resp.StatusCode)

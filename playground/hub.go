@@ -16,9 +16,10 @@ const (
 	kindForged = "forged" // a session seeded with a log minus one event
 )
 
-// hub holds the sessions the page shows, with the records published so far
-// (for the demo session, those the pacer let through), and streams every
-// change to the page's subscribers as server-sent events.
+// hub holds the sessions a visitor's page shows, with the records
+// published so far (for the demo session, those the pacer let through),
+// and streams every change to the page's subscribers as server-sent
+// events.
 type hub struct {
 	mu     sync.Mutex
 	order  []string
@@ -96,8 +97,9 @@ func (v *view) json() sessionView {
 		Records: rawRecords(v.records), State: derive(v.records)}
 }
 
-// add starts showing s with the records it has now.
-func (h *hub) add(s *live.Session) {
+// add starts showing s, with the records it has now, as kind with a
+// label and a note.
+func (h *hub) add(s *live.Session, kind, label, note string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -106,21 +108,9 @@ func (h *hub) add(s *live.Session) {
 	if _, ok := h.views[s.ID()]; ok {
 		return
 	}
-	v := &view{info: s.Info(), kind: kindFork, label: s.ID(), records: s.Records()}
+	v := &view{info: s.Info(), kind: kind, label: label, note: note, records: s.Records()}
 	h.views[s.ID()] = v
 	h.order = append(h.order, s.ID())
-	h.broadcastLocked(frame("session", v.json()))
-}
-
-// describe names a session shown.
-func (h *hub) describe(id, kind, label, note string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	v, ok := h.views[id]
-	if !ok {
-		return
-	}
-	v.kind, v.label, v.note = kind, label, note
 	h.broadcastLocked(frame("session", v.json()))
 }
 

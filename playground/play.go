@@ -91,8 +91,8 @@ func (p *player) snapshot() (state string, pace *pacer) {
 }
 
 // setState records a state of the current run and announces it.
-func (s *Server) setState(state string, err error) {
-	p := &s.pl
+func (v *visitor) setState(state string, err error) {
+	p := &v.pl
 	p.mu.Lock()
 	p.state = state
 	ps := playState{State: state, Session: p.id}
@@ -100,69 +100,64 @@ func (s *Server) setState(state string, err error) {
 	if err != nil {
 		ps.Error = err.Error()
 	}
-	s.hub.setPlay(ps)
+	v.hub.setPlay(ps)
 }
 
 // control applies a play control and returns the player's state.
-func (s *Server) control(op string) (playState, error) {
-	s.act.Lock()
-	defer s.act.Unlock()
-	state, pace := s.pl.snapshot()
+func (v *visitor) control(op string) (playState, error) {
+	if err := v.lock(); err != nil {
+		return playState{}, err
+	}
+	defer v.act.Unlock()
+	state, pace := v.pl.snapshot()
 	var err error
 	switch op {
 	case opPlay:
 		switch state {
 		case stateIdle:
-			err = s.startDemo(paceAuto, statePlaying)
+			err = v.startDemo(paceAuto, statePlaying)
 		case statePaused:
 			pace.set(paceAuto)
-			s.setState(statePlaying, nil)
+			v.setState(statePlaying, nil)
 		}
 	case opPause:
 		if state == statePlaying {
 			pace.set(paceManual)
-			s.setState(statePaused, nil)
+			v.setState(statePaused, nil)
 		}
 	case opStep:
 		switch state {
 		case stateIdle:
-			if err = s.startDemo(paceManual, statePaused); err == nil {
-				_, pace = s.pl.snapshot()
+			if err = v.startDemo(paceManual, statePaused); err == nil {
+				_, pace = v.pl.snapshot()
 				pace.step()
 			}
 		case statePlaying, statePaused:
 			pace.step()
-			s.setState(statePaused, nil)
+			v.setState(statePaused, nil)
 		}
 	case opFinish:
 		switch state {
 		case stateIdle:
-			err = s.startDemo(paceFast, statePlaying)
+			err = v.startDemo(paceFast, statePlaying)
 		case statePlaying, statePaused:
 			pace.set(paceFast)
-			s.setState(statePlaying, nil)
+			v.setState(statePlaying, nil)
 		}
 	case opReset:
-		s.pl.stop()
-		// The sessions are closed, not kept live: a long demo does not
-		// accumulate every experiment's session.
-		for _, id := range s.hub.reset() {
-			if sess, ok := s.mgr.Get(id); ok {
-				if err := sess.Close(s.base); err != nil {
-					s.opts.Logger.Warn("closing a session", "session", id, "error", err)
-				}
-			}
-		}
-		s.setState(stateIdle, nil)
+		v.pl.stop()
+		v.closeSessions()
+		v.setState(stateIdle, nil)
 	default:
-		return s.hub.playState(), fmt.Errorf("%w %q", ErrUnknownOp, op)
+		return v.hub.playState(), fmt.Errorf("%w %q", ErrUnknownOp, op)
 	}
-	return s.hub.playState(), err
+	return v.hub.playState(), err
 }
 
-// startDemo creates the demo session and runs its turns in the
-// background, paced from mode. s.act is held.
-func (s *Server) startDemo(mode int, state string) error {
+// startDemo creates the visitor's demo session and runs its turns in the
+// background, paced from mode. v.act is held.
+func (v *visitor) startDemo(mode int, state string) error {
+	s := v.srv
 	ctx, cancel := context.WithCancel(s.base)
 	sess, err := s.mgr.Create(ctx)
 	if err != nil {
@@ -176,18 +171,19 @@ func (s *Server) startDemo(mode int, state string) error {
 	}
 	agent := agentloop.New(s.c, agentConfig, agentloop.WithProvider(model), agentloop.WithTools(calc.Tool{}), agentloop.WithName("demo"))
 	done := make(chan struct{})
-	p := &s.pl
+	p := &v.pl
 	p.mu.Lock()
 	p.id, p.ctx, p.cancel, p.pace, p.done = sess.ID(), ctx, cancel, newPacer(s.opts.Delay, mode), done
 	p.mu.Unlock()
-	s.hub.describe(sess.ID(), kindDemo, "demo", "the scripted session: a tool call, then a compaction")
-	s.setState(state, nil)
-	go s.runDemo(ctx, sess, agent, done)
+	s.track(v, sess, kindDemo, "demo", "the scripted session: a tool call, then a compaction")
+	v.setState(state, nil)
+	go v.runDemo(ctx, sess, agent, done)
 	return nil
 }
 
 // runDemo runs the demo's turns.
-func (s *Server) runDemo(ctx context.Context, sess *live.Session, agent *agentloop.Agent, done chan struct{}) {
+func (v *visitor) runDemo(ctx context.Context, sess *live.Session, agent *agentloop.Agent, done chan struct{}) {
+	s := v.srv
 	defer close(done)
 	defer func() {
 		if err := agent.Close(); err != nil {
@@ -203,16 +199,16 @@ func (s *Server) runDemo(ctx context.Context, sess *live.Session, agent *agentlo
 	if ctx.Err() != nil {
 		return // reset or closed: stop has taken over the state
 	}
-	s.pl.mu.Lock()
-	current := s.pl.done == done
-	s.pl.mu.Unlock()
+	v.pl.mu.Lock()
+	current := v.pl.done == done
+	v.pl.mu.Unlock()
 	if !current {
 		return
 	}
 	if err != nil {
 		s.opts.Logger.Error("the demo failed", "error", err)
-		s.setState(stateFailed, err)
+		v.setState(stateFailed, err)
 		return
 	}
-	s.setState(stateDone, nil)
+	v.setState(stateDone, nil)
 }

@@ -110,12 +110,15 @@ type check struct {
 // as asked, and reports what the invariants plugin made of its request.
 // The demo session itself is never written: a delete seeds a new session,
 // anything else forks the demo, or continues a fork in place.
-func (s *Server) send(req sendRequest) (*sendResult, error) {
-	s.act.Lock()
-	defer s.act.Unlock()
+func (v *visitor) send(req sendRequest) (*sendResult, error) {
+	if err := v.lock(); err != nil {
+		return nil, err
+	}
+	defer v.act.Unlock()
+	s := v.srv
 	ctx, cancel := context.WithTimeout(s.base, turnTimeout)
 	defer cancel()
-	base, ok := s.hub.records(req.Session)
+	base, ok := v.hub.records(req.Session)
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", errNotShown, req.Session)
 	}
@@ -154,7 +157,7 @@ func (s *Server) send(req sendRequest) (*sendResult, error) {
 			res.Stage, res.Error, res.Violation = stageSeed, err.Error(), violationOf(err)
 			return res, nil
 		}
-		s.hub.describe(sess.ID(), kindForged, fmt.Sprintf("%s−%d", base.label, d),
+		s.track(v, sess, kindForged, fmt.Sprintf("%s−%d", base.label, d),
 			fmt.Sprintf("%s without seq %d (%s), renumbered", base.label, d, typ))
 		n := len(kept)
 		tamper = func(r *agentloop.Request) {
@@ -162,7 +165,7 @@ func (s *Server) send(req sendRequest) (*sendResult, error) {
 			r.Messages = append(session.CloneMessages(own), r.Messages[min(n, len(r.Messages)):]...)
 		}
 	default:
-		if sess, err = s.continuation(ctx, base); err != nil {
+		if sess, err = v.continuation(ctx, base); err != nil {
 			res.Stage, res.Error, res.Violation = stageFork, err.Error(), violationOf(err)
 			return res, nil
 		}
@@ -233,15 +236,16 @@ func (s *Server) send(req sendRequest) (*sendResult, error) {
 	if runErr != nil {
 		res.Error = runErr.Error()
 	}
-	if v, ok := s.hub.snapshot(sess.ID()); ok {
-		res.Session = &v
+	if sv, ok := v.hub.snapshot(sess.ID()); ok {
+		res.Session = &sv
 	}
 	return res, nil
 }
 
 // continuation returns the session the next turn of base runs on: a fork
 // of the demo at its last event shown, or a fork itself.
-func (s *Server) continuation(ctx context.Context, base *view) (*live.Session, error) {
+func (v *visitor) continuation(ctx context.Context, base *view) (*live.Session, error) {
+	s := v.srv
 	if base.kind != kindDemo {
 		if sess, ok := s.mgr.Get(base.info.ID); ok {
 			return sess, nil
@@ -253,7 +257,7 @@ func (s *Server) continuation(ctx context.Context, base *view) (*live.Session, e
 	if err != nil {
 		return nil, err
 	}
-	s.hub.describe(sess.ID(), kindFork, fmt.Sprintf("%s@%d", base.label, at), fmt.Sprintf("a fork of %s at seq %d", base.label, at))
+	s.track(v, sess, kindFork, fmt.Sprintf("%s@%d", base.label, at), fmt.Sprintf("a fork of %s at seq %d", base.label, at))
 	return sess, nil
 }
 

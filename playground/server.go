@@ -42,19 +42,20 @@ type Server struct {
 	root *bus.Root
 	c    *bus.Context
 	mgr  *live.Manager
-	hub  *hub
 	mux  *http.ServeMux
 	gd   guard
 
 	// base is cancelled by Close: it bounds every run.
 	base   context.Context
 	cancel context.CancelFunc
+	swept  chan struct{} // closed when the janitor has returned
 
-	// act serializes the page's actions (play control, send, fork,
-	// replay, verify): one experiment at a time keeps their results
-	// readable.
-	act sync.Mutex
-	pl  player
+	// vmu guards the visitors, the sessions they own and closed.
+	vmu      sync.Mutex
+	visitors map[string]*visitor
+	owners   map[string]*visitor // session id → the visitor it is shown to
+	closed   bool
+	now      func() time.Time
 }
 
 // New builds the runtime — the invariants plugin in strict mode, the
@@ -67,7 +68,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
-	s := &Server{opts: opts, hub: newHub(), gd: newGuard(opts.Hosts)}
+	s := &Server{opts: opts, gd: newGuard(opts.Hosts), visitors: map[string]*visitor{}, owners: map[string]*visitor{}, now: time.Now, swept: make(chan struct{})}
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.root = bus.New(bus.WithLogger(opts.Logger))
 	s.c = s.root.Context()
@@ -76,6 +77,7 @@ func New(opts Options) (*Server, error) {
 		return nil, errors.Join(fmt.Errorf("playground: %w", err), s.root.Dispose())
 	}
 	s.routes()
+	go s.janitor(s.swept)
 	return s, nil
 }
 
@@ -94,19 +96,19 @@ func (s *Server) compose() error {
 		return err
 	}
 	s.mgr = mgr
-	// Only the demo compacts: a fork must keep the log the page compares.
-	demoOnly := s.c.Scope(func(subject any) bool { id, ok := subject.(string); return ok && s.pl.isDemo(id) })
+	// Only the demos compact: a fork must keep the log the page compares.
+	demoOnly := s.c.Scope(func(subject any) bool { id, ok := subject.(string); return ok && s.isDemo(id) })
 	if _, err := demoOnly.Plugin(compaction.Plugin, compactionConfig); err != nil {
 		return err
 	}
+	// A commit goes to the visitor its session is shown to (see track),
+	// held first by that visitor's pacer when it is the visitor's demo.
 	_, err = s.c.Plugin(bus.PluginFunc("playground", func(c *bus.Context, _ struct{}) error {
-		live.Created.On(c, func(_ context.Context, sess *live.Session) error {
-			s.hub.add(sess)
-			return nil
-		})
 		live.Committed.On(c, func(_ context.Context, cm *live.Commit) error {
-			s.pl.hold(cm.Session.ID())
-			s.hub.publish(cm.Session.ID(), cm.Record)
+			if v := s.ownerOf(cm.Session.ID()); v != nil {
+				v.pl.hold(cm.Session.ID())
+				v.hub.publish(cm.Session.ID(), cm.Record)
+			}
 			return nil
 		})
 		return nil
@@ -114,14 +116,32 @@ func (s *Server) compose() error {
 	return err
 }
 
-// Close stops the demo, ends the page's event streams and disposes the
-// runtime.
+// Close stops every visitor's demo, ends the pages' event streams and
+// disposes the runtime.
 func (s *Server) Close() error {
-	s.act.Lock()
-	defer s.act.Unlock()
-	s.pl.stop()
+	s.vmu.Lock()
+	if s.closed {
+		s.vmu.Unlock()
+		return nil
+	}
+	s.closed = true
+	vs := make([]*visitor, 0, len(s.visitors))
+	for _, v := range s.visitors {
+		vs = append(vs, v)
+	}
+	s.visitors, s.owners = map[string]*visitor{}, map[string]*visitor{}
+	s.vmu.Unlock()
+	for _, v := range vs {
+		// The sessions are left to the runtime's disposal.
+		v.act.Lock()
+		if !v.gone.Swap(true) {
+			v.pl.stop()
+			v.hub.close()
+		}
+		v.act.Unlock()
+	}
 	s.cancel()
-	s.hub.close()
+	<-s.swept
 	return s.root.Dispose()
 }
 

@@ -20,10 +20,10 @@ import (
 )
 
 func TestPageIsEmbeddedAndLoadsNothingFromElsewhere(t *testing.T) {
-	s := newPlayground(t, Options{})
+	s := newVisited(t, Options{})
 	for _, tc := range []struct{ path, ctype, contains string }{
 		{"/", "text/html", `<script src="app.js">`},
-		{"/app.js", "javascript", "new EventSource('/api/events')"},
+		{"/app.js", "javascript", "new EventSource(withVisitor('/api/events'))"},
 		{"/style.css", "text/css", "--k-user"},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
@@ -50,11 +50,11 @@ func TestPageIsEmbeddedAndLoadsNothingFromElsewhere(t *testing.T) {
 }
 
 func TestEventsStreamTheDemoOneRecordAtATimeWithItsFold(t *testing.T) {
-	s := newPlayground(t, Options{})
+	s := newVisited(t, Options{})
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { require.NoError(t, s.Close()) }) // ends the stream before srv.Close waits for it
-	events := dialEvents(t, srv.URL)
+	events := dialEvents(t, srv.URL+"/api/events")
 	var hi hello
 	require.NoError(t, json.Unmarshal(events.until("hello").data, &hi))
 	assert.Empty(t, hi.Sessions)
@@ -103,13 +103,14 @@ func TestEventsStreamTheDemoOneRecordAtATimeWithItsFold(t *testing.T) {
 }
 
 func TestStateShowsTheInFlightRequestWhileAStepIsOpen(t *testing.T) {
-	s := newPlayground(t, Options{})
+	s := newVisited(t, Options{})
 	id := finishDemo(t, s)
 	recs := recordsOf(t, s, id)
 	step2 := seqOf(t, s, id, ofType(session.TypeStepStart, 1, 2))
 	st := derive(recs[:step2+3])
 	require.NotNil(t, st.Next)
 	assert.True(t, st.Next.InFlight)
+	assert.True(t, st.Next.TurnOpen)
 	assert.Equal(t, step2, st.Next.StepStart)
 	assert.Equal(t, 1, st.Next.Turn)
 	assert.Equal(t, 2, st.Next.Step)
@@ -119,13 +120,20 @@ func TestStateShowsTheInFlightRequestWhileAStepIsOpen(t *testing.T) {
 	for i := range want {
 		assert.True(t, want[i].Equal(&st.Next.Messages[i].Message))
 	}
+	// Between two steps of a turn no request is in flight, but the turn
+	// is open: there is nothing to send yet.
+	between := derive(recs[:step2])
+	assert.False(t, between.Next.InFlight)
+	assert.True(t, between.Next.TurnOpen)
+	assert.False(t, derive(recs).Next.TurnOpen, "the demo's turns have ended")
 	empty := derive(nil)
 	assert.Equal(t, int64(-1), empty.Seq)
 	assert.Nil(t, empty.Next.Header)
+	assert.False(t, empty.Next.TurnOpen)
 }
 
 func TestStepLetsExactlyOneEventThrough(t *testing.T) {
-	s := newPlayground(t, Options{Delay: time.Hour})
+	s := newVisited(t, Options{Delay: time.Hour})
 	shown := func() int {
 		ps := s.hub.playState()
 		if ps.Session == "" {
@@ -156,11 +164,11 @@ func TestStepLetsExactlyOneEventThrough(t *testing.T) {
 }
 
 func TestResetStopsTheDemoAndForgetsItsSessions(t *testing.T) {
-	s := newPlayground(t, Options{Delay: time.Hour})
+	s := newVisited(t, Options{Delay: time.Hour})
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
-	events := dialEvents(t, srv.URL)
+	events := dialEvents(t, srv.URL+"/api/events")
 	events.until("hello")
 	decodeBody[playState](t, post(t, s, "/api/control", map[string]string{"op": opPlay}), http.StatusOK)
 	events.until("session")
@@ -177,7 +185,7 @@ func TestResetStopsTheDemoAndForgetsItsSessions(t *testing.T) {
 }
 
 func TestSendShowsWhatTheInvariantsPluginMadeOfTheRequest(t *testing.T) {
-	s := newPlayground(t, Options{})
+	s := newVisited(t, Options{})
 	demo := finishDemo(t, s)
 	day := seqOf(t, s, demo, userMessage("And in a single day?"))
 	toolResult := seqOf(t, s, demo, ofType(session.TypeToolResult, 1, 1))
@@ -263,7 +271,7 @@ func TestSendShowsWhatTheInvariantsPluginMadeOfTheRequest(t *testing.T) {
 }
 
 func TestSendContinuesAForkInPlace(t *testing.T) {
-	s := newPlayground(t, Options{})
+	s := newVisited(t, Options{})
 	demo := finishDemo(t, s)
 	end1 := seqOf(t, s, demo, ofType(session.TypeTurnEnd, 1, 0))
 	fk := decodeBody[map[string]sessionView](t, post(t, s, "/api/fork", map[string]any{"session": demo, "seq": end1}), http.StatusOK)["session"]
@@ -289,7 +297,7 @@ func TestSendContinuesAForkInPlace(t *testing.T) {
 }
 
 func TestReplayAndVerifyVouchForTheLogs(t *testing.T) {
-	s := newPlayground(t, Options{})
+	s := newVisited(t, Options{})
 	demo := finishDemo(t, s)
 	day := seqOf(t, s, demo, userMessage("And in a single day?"))
 	forged := decodeBody[sendResult](t, post(t, s, "/api/send", sendRequest{Session: demo, Delete: &day}), http.StatusOK)
@@ -333,7 +341,7 @@ func TestReplayAndVerifyVouchForTheLogs(t *testing.T) {
 }
 
 func TestActionsRefuseWhatMakesNoSense(t *testing.T) {
-	s := newPlayground(t, Options{})
+	s := newVisited(t, Options{})
 	demo := finishDemo(t, s)
 	one := int64(1)
 	far := int64(1000)
@@ -371,7 +379,7 @@ func TestActionsRefuseWhatMakesNoSense(t *testing.T) {
 		assert.Equal(t, stateDone, s.hub.playState().State, "a form from another page drives nothing")
 	})
 	t.Run("a send while the demo is in a turn", func(t *testing.T) {
-		p := newPlayground(t, Options{Delay: time.Hour})
+		p := newVisited(t, Options{Delay: time.Hour})
 		ps := decodeBody[playState](t, post(t, p, "/api/control", map[string]string{"op": opStep}), http.StatusOK)
 		require.Eventually(t, func() bool { v, ok := p.hub.records(ps.Session); return ok && len(v.records) == 1 }, 5*time.Second, time.Millisecond)
 		res := decodeBody[sendResult](t, post(t, p, "/api/send", sendRequest{Session: ps.Session}), http.StatusOK)
@@ -381,7 +389,7 @@ func TestActionsRefuseWhatMakesNoSense(t *testing.T) {
 }
 
 func TestWithoutRenumbersAndRemapsWhatCitesTheDeletedEvent(t *testing.T) {
-	s := newPlayground(t, Options{})
+	s := newVisited(t, Options{})
 	demo := finishDemo(t, s)
 	recs := recordsOf(t, s, demo)
 	summary := seqOf(t, s, demo, func(r *session.Record) bool { return r.Surface().Op == session.OpReplace })
@@ -434,7 +442,12 @@ func TestServeStopsWhenTheContextIsDone(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	assert.Contains(t, string(body), "Vigil playground")
-	events := dialEvents(t, url)
+	var vis map[string]string
+	resp, err = http.Post(url+"/api/visitor", "application/json", strings.NewReader("{}"))
+	require.NoError(t, err)
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&vis))
+	resp.Body.Close()
+	events := dialEvents(t, url+"/api/events?visitor="+vis["visitor"])
 	events.until("hello")
 
 	cancel()

@@ -34,6 +34,9 @@ type messageView struct {
 // message, which the page shows apart.
 type nextView struct {
 	InFlight bool `json:"in_flight"`
+	// TurnOpen: a turn has started and not ended, so no next turn can be
+	// sent yet (the page disables its send button).
+	TurnOpen bool `json:"turn_open"`
 	Turn     int  `json:"turn"`
 	Step     int  `json:"step"`
 	// StepStart is the seq of the open step's step/start, -1 between steps.
@@ -58,6 +61,9 @@ func derive(records []*session.Record) stateView {
 		switch r.Type() {
 		case session.TypeTurnStart:
 			lastTurn = r.Turn()
+			next.TurnOpen = true
+		case session.TypeTurnEnd:
+			next.TurnOpen = false
 		case session.TypeStepStart:
 			open = r.Seq()
 		case session.TypeStepEnd:

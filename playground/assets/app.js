@@ -1,9 +1,14 @@
 // The playground page. It folds nothing itself: every message, surface and
 // next request it shows was derived by the Go runtime and arrived over
 // server-sent events (/api/events) or as the answer to an action.
+//
+// Each page load is a visitor of its own (POST /api/visitor): its own demo
+// session and experiments, named by ?visitor= in every request after.
 'use strict';
 
 const S = {
+  visitor: null,       // this page's visitor id
+  connected: false,    // the event stream has said hello
   sessions: new Map(), // id → {id, kind, label, note, parent, records, state}
   order: [],           // ids, oldest first
   view: null,          // id of the session shown
@@ -48,8 +53,13 @@ function h(spec, attrs, ...kids) {
 const q = (s) => JSON.stringify(s ?? '');
 const short = (s, n = 90) => (s.length > n ? s.slice(0, n - 1) + '…' : s);
 
+// withVisitor names this page's visitor in a request's URL.
+function withVisitor(path) {
+  return `${path}?visitor=${encodeURIComponent(S.visitor || '')}`;
+}
+
 async function api(path, body) {
-  const res = await fetch(path, {
+  const res = await fetch(path === '/api/visitor' ? path : withVisitor(path), {
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify(body || {}),
@@ -158,10 +168,28 @@ function showSession(id) {
 
 // ---- the event stream -------------------------------------------------------
 
+// start gets this page a visitor of its own, then follows its events. It
+// runs again when the server no longer knows the visitor (it was idle too
+// long, or the server restarted): the page then starts over, honestly
+// empty, rather than show what the server forgot.
+async function start() {
+  S.connected = false;
+  renderControls();
+  try {
+    S.visitor = (await api('/api/visitor')).visitor;
+  } catch (err) {
+    $('#status').textContent = `no playground: ${err.message} — retrying…`;
+    setTimeout(start, 2000);
+    return;
+  }
+  connect();
+}
+
 function connect() {
-  const es = new EventSource('/api/events');
+  const es = new EventSource(withVisitor('/api/events'));
   es.addEventListener('hello', (e) => {
     const d = JSON.parse(e.data);
+    S.connected = true;
     S.sessions.clear();
     S.order = [];
     for (const sv of d.sessions) upsert(sv);
@@ -203,7 +231,17 @@ function connect() {
     S.result = null;
     render();
   });
-  es.onerror = () => { $('#status').textContent = 'reconnecting…'; };
+  es.onerror = () => {
+    S.connected = false;
+    renderControls();
+    // CLOSED: the server refused the stream (an unknown visitor); the
+    // browser will not retry, so start over. Otherwise it reconnects
+    // itself, to the same visitor.
+    if (es.readyState === EventSource.CLOSED) {
+      es.close();
+      setTimeout(start, 1000);
+    }
+  };
 }
 
 // ---- rendering --------------------------------------------------------------
@@ -226,20 +264,46 @@ function renderControls() {
   play.disabled = st === 'done' || st === 'failed';
   $('#step').disabled = st === 'done' || st === 'failed';
   $('#finish').disabled = st === 'done' || st === 'failed';
-  const s = S.play.session && S.sessions.get(S.play.session);
-  const n = s ? s.records.length : 0;
-  const text = {
-    idle: 'idle — press Space to play, → to step',
-    playing: `playing · ${n} events`,
-    paused: `paused · ${n} events — → for the next one`,
-    done: `done · ${n} events — now break it`,
-    failed: `failed: ${S.play.error || ''}`,
-  }[st] || st;
-  $('#status').textContent = text;
-  $('#send').disabled = S.busy || !current();
+  $('#status').textContent = statusText();
+  const why = unsendable();
+  const send = $('#send');
+  send.disabled = S.busy || why !== '';
+  send.title = why ? `Nothing to send: ${why}` : 'Send the next request (Enter)';
   $('#fork').disabled = S.busy || S.selected == null;
   $('#replay').disabled = S.busy || !current();
   $('#verify').disabled = S.busy || !current();
+}
+
+// statusText says what the page shows: the session in view (which may be
+// a fork, not the demo) and the demo's player.
+function statusText() {
+  if (!S.connected) return S.visitor ? 'reconnecting…' : 'connecting…';
+  const st = S.play.state;
+  if (st === 'failed') return `the demo failed: ${S.play.error || ''}`;
+  const s = current();
+  const demo = S.play.session && S.sessions.get(S.play.session);
+  if (!s || s === demo) {
+    const n = demo ? demo.records.length : 0;
+    return {
+      idle: 'idle — press Space to play, → to step',
+      playing: `demo playing · ${n} events`,
+      paused: `demo paused · ${n} events — → for the next one`,
+      done: `demo done · ${n} events — now break it`,
+    }[st] || st;
+  }
+  const player = { idle: 'not started', playing: 'playing', paused: 'paused', done: 'done' }[st] || st;
+  return `${s.kind} ${s.label} · ${s.records.length} events · the demo is ${player}`;
+}
+
+// unsendable says why the session in view has no next request to send,
+// or '' when it has one.
+function unsendable() {
+  const s = current();
+  if (!s || !s.records.length) return 'play or step the demo first';
+  const next = s.state && s.state.next;
+  if (!next) return 'the log does not fold';
+  if (next.turn_open) return 'a turn is running; step or play it to its end';
+  return '';
 }
 
 function renderTabs() {
@@ -676,7 +740,7 @@ async function run(kind, fn) {
 
 function send() {
   const s = current();
-  if (!s) return;
+  if (!s || S.busy || unsendable()) return;
   const body = { session: s.id, prompt: $('#prompt').value };
   const st = S.staged && S.staged.session === s.id ? S.staged : null;
   if (st && st.kind === 'delete') body.delete = st.seq;
@@ -775,4 +839,4 @@ function wire() {
 
 wire();
 render();
-connect();
+start();

@@ -28,12 +28,14 @@ const (
 
 // Config configures one external plugin.
 type Config struct {
-	// Path is the plugin executable.
-	Path string `yaml:"path" vigil:"required" doc:"the plugin executable"`
+	// Path is the plugin executable. In plugins.yaml a relative path is
+	// relative to the file's directory.
+	Path string `yaml:"path" vigil:"required,path" doc:"the plugin executable"`
 	// SHA256, when set, is the hex SHA-256 of the executable; a binary
 	// with another checksum is not started.
 	SHA256 string `yaml:"sha256" doc:"hex SHA-256 the executable must have"`
-	// Args are the process's arguments after the path.
+	// Args are the process's arguments after the path, handed over as
+	// written.
 	Args []string `yaml:"args" doc:"arguments after the path"`
 	// Env lists the environment the plugin gets: "NAME" passes the host's
 	// value of NAME (when set), "NAME=value" sets one. Nothing else of the

@@ -1,11 +1,9 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
@@ -15,11 +13,17 @@ import (
 // Name is the plugin's registered name.
 const Name = "provider/replay"
 
-// Config is the plugin's config.
+// Config is the plugin's config: the log to replay is File or Session.
+// They are two fields, not one guessed from its value, so that a file's
+// path can resolve against the directory of plugins.yaml while an id
+// stays an id.
 type Config struct {
-	// Session is the log to replay: a path to a .jsonl log file, or the id
-	// of a session in the store of the sessions service.
-	Session string `yaml:"session"`
+	// File is the path of a .jsonl log file. In plugins.yaml a relative
+	// path is relative to the file's directory.
+	File string `yaml:"file" vigil:"path" doc:"a .jsonl session log to replay"`
+	// Session is the id of a session in the store of the sessions
+	// service.
+	Session string `yaml:"session" doc:"the id of a stored session to replay"`
 	// Verify refuses requests whose digest differs from the recorded one.
 	Verify bool `yaml:"verify"`
 	// Listen mounts the replay as a short-circuiting llm/stream listener
@@ -29,19 +33,13 @@ type Config struct {
 
 // Validate checks the config.
 func (c *Config) Validate() error {
-	if c.Session == "" {
-		return errors.New("session is required: a log file path or a session id")
+	switch {
+	case c.File == "" && c.Session == "":
+		return errors.New("file or session is required: a log file path or a session id")
+	case c.File != "" && c.Session != "":
+		return errors.New("file and session are exclusive: replay one log")
 	}
 	return nil
-}
-
-// isPath reports whether s names a file rather than a session id.
-func isPath(s string) bool {
-	if strings.HasSuffix(s, ".jsonl") || strings.ContainsRune(s, filepath.Separator) || strings.ContainsRune(s, '/') {
-		return true
-	}
-	_, err := os.Stat(s)
-	return err == nil
 }
 
 // Plugin is the provider/replay plugin. It reads a session id from the
@@ -52,8 +50,8 @@ var Plugin = bus.RegisterFunc(Name, "serves the model streams recorded in a sess
 			rec *Recording
 			err error
 		)
-		if isPath(cfg.Session) {
-			rec, err = Load(cfg.Session)
+		if cfg.File != "" {
+			rec, err = Load(cfg.File)
 		} else {
 			mgr, gerr := live.Sessions.Get(c)
 			if gerr != nil {
@@ -69,7 +67,7 @@ var Plugin = bus.RegisterFunc(Name, "serves the model streams recorded in a sess
 		if err := c.Effect(func() func() {
 			return func() {
 				if err := p.Check(); err != nil {
-					c.Logger().Error("replay incomplete", "session", cfg.Session, "error", err)
+					c.Logger().Error("replay incomplete", "session", cmp.Or(cfg.File, cfg.Session), "error", err)
 				}
 			}
 		}); err != nil {

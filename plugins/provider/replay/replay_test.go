@@ -261,9 +261,9 @@ func TestReplayPluginFromFileAndFromStore(t *testing.T) {
 		name string
 		cfg  replay.Config
 	}{
-		{"file", replay.Config{Session: store.Path(orig.ID()), Verify: true}},
+		{"file", replay.Config{File: store.Path(orig.ID()), Verify: true}},
 		{"session id", replay.Config{Session: orig.ID(), Verify: true}},
-		{"listener", replay.Config{Session: store.Path(orig.ID()), Listen: true}},
+		{"listener", replay.Config{File: store.Path(orig.ID()), Listen: true}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -312,7 +312,7 @@ func TestReplayPluginLogsAnIncompleteReplayAtDispose(t *testing.T) {
 	require.NoError(t, orig.Close(context.Background()))
 
 	w2 := newWorld(t, memory.New(), dir)
-	f, err := w2.c.Plugin(replay.Plugin, &replay.Config{Session: store.Path(orig.ID())})
+	f, err := w2.c.Plugin(replay.Plugin, &replay.Config{File: store.Path(orig.ID())})
 	require.NoError(t, err)
 	require.NoError(t, f.Dispose())
 	assert.Contains(t, w2.logs.String(), "replay incomplete")
@@ -323,8 +323,10 @@ func TestReplayPluginConfigErrors(t *testing.T) {
 	r := bus.New()
 	defer r.Dispose()
 	_, err := r.Context().Plugin(replay.Plugin, &replay.Config{})
-	assert.ErrorContains(t, err, "session is required")
-	_, err = r.Context().Plugin(replay.Plugin, &replay.Config{Session: "/no/such/file.jsonl"})
+	assert.ErrorContains(t, err, "file or session is required")
+	_, err = r.Context().Plugin(replay.Plugin, &replay.Config{File: "a.jsonl", Session: "01JDXXXXXXXXXXXXXXXXXXXXXX"})
+	assert.ErrorContains(t, err, "exclusive")
+	_, err = r.Context().Plugin(replay.Plugin, &replay.Config{File: "/no/such/file.jsonl"})
 	assert.ErrorIs(t, err, os.ErrNotExist)
 	_, err = r.Context().Plugin(replay.Plugin, &replay.Config{Session: "01JDXXXXXXXXXXXXXXXXXXXXXX"})
 	assert.ErrorIs(t, err, bus.ErrServiceMissing)

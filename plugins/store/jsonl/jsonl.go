@@ -15,8 +15,9 @@ const DefaultDir = ".vigil/sessions"
 // Config is the config of store/jsonl.
 type Config struct {
 	// Dir holds one <session id>.jsonl file per session; it is created
-	// when missing. Default .vigil/sessions.
-	Dir string `yaml:"dir"`
+	// when missing. Default .vigil/sessions. In plugins.yaml a relative
+	// dir is relative to the file's directory.
+	Dir string `yaml:"dir" vigil:"path"`
 }
 
 // Plugin is the store/jsonl plugin: one JSONL log file per session.

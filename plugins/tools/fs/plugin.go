@@ -12,8 +12,9 @@ const Name = "tools/fs"
 
 // Config is the plugin's config.
 type Config struct {
-	// Root is the directory the tools are confined to. Default ".".
-	Root string `yaml:"root"`
+	// Root is the directory the tools are confined to. Default ".". In
+	// plugins.yaml a relative root is relative to the file's directory.
+	Root string `yaml:"root" vigil:"path"`
 	// MaxBytes bounds what read_file returns. Default 64 KiB.
 	MaxBytes int `yaml:"max_bytes"`
 }

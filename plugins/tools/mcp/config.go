@@ -18,14 +18,19 @@ var ErrConfig = errors.New("tools/mcp: invalid config")
 // Config is the plugin's config: either Command (stdio) or URL
 // (streamable HTTP).
 type Config struct {
-	// Command starts the server as a subprocess spoken to over stdio.
+	// Command starts the server as a subprocess spoken to over stdio. It
+	// is used as written, as os/exec does: a bare name is looked up on
+	// PATH, a relative path is relative to Dir (or, without Dir, to the
+	// working directory).
 	Command string `yaml:"command"`
-	// Args are the command's arguments.
+	// Args are the command's arguments, handed over as written (the
+	// server decides what they mean).
 	Args []string `yaml:"args"`
 	// Env adds to (or overrides) the host's environment for the command.
 	Env map[string]string `yaml:"env"`
-	// Dir is the command's working directory; empty is the host's.
-	Dir string `yaml:"dir"`
+	// Dir is the command's working directory; empty is the host's. In
+	// plugins.yaml a relative dir is relative to the file's directory.
+	Dir string `yaml:"dir" vigil:"path"`
 
 	// URL is the endpoint of a server spoken to over streamable HTTP.
 	URL string `yaml:"url"`
