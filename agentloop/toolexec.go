@@ -10,7 +10,9 @@ import (
 	"github.com/vigil-run/vigil/session"
 )
 
-// Error codes of tool results the loop produces itself.
+// Error codes of tool results the loop produces itself: a tool/result's
+// error code in the log (docs/log-format.md lists them), for readers of
+// logs and for tool/execute listeners that branch on an outcome.
 const (
 	// CodeUnknownTool: the model called a tool that is not offered.
 	CodeUnknownTool = "UNKNOWN_TOOL"
