@@ -268,17 +268,3 @@ func CheckRequest(records []*session.Record, req *agentloop.Request) *Violation 
 	}
 	return orphanedToolResult(sent)
 }
-
-// CompareRequest is the comparison pass of [CheckRequest] against an
-// already folded expectation: messages position by position, then the
-// header, then orphaned tool results. It allocates nothing unless it finds
-// a violation.
-func CompareRequest(want []session.Message, header session.Header, req *agentloop.Request) *Violation {
-	if v := requestReconstruction(want, req.Messages); v != nil {
-		return v
-	}
-	if v := requestHeader(header, true, req.Header); v != nil {
-		return v
-	}
-	return orphanedToolResult(req.Messages)
-}
