@@ -35,7 +35,8 @@ func (c *Config) Validate() error {
 	return fmt.Errorf("mode must be strict, warn or off, got %q", c.Mode)
 }
 
-// Name is the plugin's registered name.
+// Name is the plugin's registered name, as plugins.yaml and vigil.Plugin
+// spell it.
 const Name = "invariants"
 
 // plugin is the registered plugin; New hands it out.

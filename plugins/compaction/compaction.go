@@ -12,7 +12,8 @@ import (
 	"github.com/vigil-run/vigil/session/live"
 )
 
-// Name is the plugin's registered name.
+// Name is the plugin's registered name, as plugins.yaml and vigil.Plugin
+// spell it.
 const Name = "compaction"
 
 // Defaults when the config sets no threshold.
