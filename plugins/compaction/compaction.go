@@ -31,7 +31,9 @@ const DefaultPrompt = "Summarize the conversation below for your own future refe
 // request/oneshot.
 const Purpose = "compaction"
 
-// SummaryPrefix starts the user message that replaces the summarized range.
+// SummaryPrefix starts the user message that replaces the summarized
+// range, for a reader of the log that tells a summary from what the user
+// wrote.
 const SummaryPrefix = "Summary of the earlier conversation:\n\n"
 
 // Config is the plugin's config.
