@@ -95,14 +95,6 @@ func user(s string) session.Event {
 	return session.Event{Type: session.TypeUserMessage, Data: session.UserMessage{Content: s}}
 }
 
-func assistant(content string, calls ...session.ToolCall) session.Event {
-	return session.Event{Type: session.TypeAssistantMessage, Turn: 1, Step: 1, Data: session.AssistantMessage{Content: content, ToolCalls: calls}}
-}
-
-func result(id, content string) session.Event {
-	return session.Event{Type: session.TypeToolResult, Turn: 1, Step: 1, Data: session.ToolResult{ID: id, Name: "f", Content: content}}
-}
-
 func replace(start, end int64, content string, sources ...int64) session.Event {
 	return session.Event{Type: session.TypeUserMessage, Surface: &session.Surface{Op: session.OpReplace, Start: start, End: end}, Sources: sources, Data: session.UserMessage{Content: content}}
 }
@@ -115,6 +107,5 @@ func line(s string) string { return s + "\n" }
 
 var (
 	l0 = `{"seq":0,"type":"user/message","time":"2026-11-29T20:21:24.000Z","data":{"content":"a"}}`
-	l1 = `{"seq":1,"type":"user/message","time":"2026-11-29T20:21:24.001Z","data":{"content":"b"}}`
 	l2 = `{"seq":2,"type":"user/message","time":"2026-11-29T20:21:24.002Z","data":{"content":"c"}}`
 )
