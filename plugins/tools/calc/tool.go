@@ -16,7 +16,8 @@ import (
 const Name = "tools/calc"
 
 // CodeInvalid marks a tool result for an expression that cannot be
-// evaluated.
+// evaluated: the tool/result's error code in the log, for readers of logs
+// and for tool/execute listeners.
 const CodeInvalid = "INVALID_EXPRESSION"
 
 // Tool is the calc tool. The zero value is ready to use.
