@@ -78,7 +78,8 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// AgentService is the service the agent plugin provides.
+// AgentService is the service the agent plugin provides, for hosts
+// (package vigil, cmd/vigil) that run turns.
 var AgentService = bus.NewService[*Agent]("agent/loop")
 
 // Agent runs turns of the agent loop on sessions. One Agent is one loop

@@ -51,7 +51,8 @@ type ToolOutput struct {
 
 // ToolExecute is the tool/execute waterfall. Its innermost fallback runs
 // the invocation's Tool. Listeners may observe, replace or refuse a call;
-// whatever they return is logged as the tool/result.
+// whatever they return is logged as the tool/result. The loop runs it
+// once per tool call.
 var ToolExecute = bus.NewWaterfall[*ToolInvocation, ToolOutput]("tool/execute")
 
 // executeTool is the fallback of tool/execute.
