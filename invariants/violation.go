@@ -87,7 +87,8 @@ func (e *InvariantError) Error() string {
 	return s
 }
 
-// ViolationEvent is the invariant/violation event emitted in warn mode.
+// ViolationEvent is the invariant/violation event emitted in warn mode,
+// for a monitor of warn mode (nothing built in listens).
 var ViolationEvent = bus.NewEvent[*Violation]("invariant/violation")
 
 // Excerpts are bounded so a violation on a huge request stays readable.
