@@ -78,7 +78,8 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// AgentService is the service the agent plugin provides.
+// AgentService is the service the agent plugin provides, for hosts
+// (package vigil, cmd/vigil) that run turns.
 var AgentService = bus.NewService[*Agent]("agent/loop")
 
 // Agent runs turns of the agent loop on sessions. One Agent is one loop
@@ -200,10 +201,12 @@ func New(c *bus.Context, cfg Config, opts ...Option) *Agent {
 // ID returns the agent instance's id, as announced on agent/status.
 func (a *Agent) ID() string { return a.id }
 
-// Config returns the agent's config with defaults filled in.
+// Config returns the agent's config with defaults filled in, for a host
+// that shows what the agent runs with.
 func (a *Agent) Config() Config { return a.cfg }
 
-// Status returns the agent's current status.
+// Status returns the agent's current status, for a host that shows it
+// (agent/status announces every change).
 func (a *Agent) Status() Status {
 	a.statusMu.Lock()
 	defer a.statusMu.Unlock()

@@ -5,7 +5,8 @@ import (
 	"github.com/vigil-run/vigil/session/live"
 )
 
-// PluginName is the registered name of the agent plugin.
+// PluginName is the registered name of the agent plugin, as plugins.yaml and
+// vigil.Plugin spell it.
 const PluginName = "agent"
 
 // Plugin is the agent plugin: it runs the loop with the provider service
@@ -13,6 +14,7 @@ const PluginName = "agent"
 // "session/manager" and "llm/provider" services and reads "tool/*" at
 // each step, so tools may come and go without reloading it; a tool change
 // shows in the next step's request/header (reason change).
+// A Go program or test may apply it with bus.Context.Plugin.
 var Plugin = bus.RegisterFunc(PluginName, "the agent loop: turns and steps over the provider and every tool",
 	func(c *bus.Context, cfg Config) error {
 		a := New(c, cfg, WithName(PluginName))

@@ -26,5 +26,7 @@ type Prepare struct {
 // Subject implements bus.Subjecter: the event is about the session.
 func (p *Prepare) Subject() any { return p.Session.ID() }
 
-// TurnPrepare is the agent/prepare event.
+// TurnPrepare is the agent/prepare event, emitted by [Agent.Run] before
+// each turn and outside it, for plugins that append to the session first
+// (compaction).
 var TurnPrepare = bus.NewEvent[*Prepare]("agent/prepare")

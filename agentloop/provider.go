@@ -86,7 +86,8 @@ type Provider interface {
 // is always the wrapper around the provider (see [Provider]).
 type ProviderKey struct{ svc bus.Service[*guard] }
 
-// ProviderService is the service the one enabled provider plugin provides.
+// ProviderService is the service the one enabled provider plugin
+// provides; the agent plugin requires it.
 var ProviderService = ProviderKey{svc: bus.NewService[*guard]("llm/provider")}
 
 // Name returns the service name, "llm/provider".
@@ -113,7 +114,9 @@ func (k ProviderKey) Get(c *bus.Context) (Provider, error) {
 
 // LLMStream is the llm/stream waterfall. Its innermost fallback is the
 // configured provider, reached only with the request exactly as it was
-// sealed.
+// sealed. A step and a one-shot ([Complete]) run it; the invariants
+// plugin checks requests in its veto phase, and provider/replay answers
+// them as a listener.
 var LLMStream = bus.NewWaterfall[*Request, Stream]("llm/stream")
 
 // ProviderError is an error from a model provider. Retryable marks errors

@@ -31,4 +31,5 @@ func (s StatusChange) Subject() any { return s.Agent }
 
 // StatusEvent is the agent/status event. A listener that returns an error
 // refuses the transition: the turn that wanted to start fails with it.
+// The [Agent] emits it; the invariants plugin checks the transitions.
 var StatusEvent = bus.NewEvent[StatusChange]("agent/status")

@@ -10,7 +10,9 @@ import (
 	"github.com/vigil-run/vigil/session"
 )
 
-// Error codes of tool results the loop produces itself.
+// Error codes of tool results the loop produces itself: a tool/result's
+// error code in the log (docs/log-format.md lists them), for readers of
+// logs and for tool/execute listeners that branch on an outcome.
 const (
 	// CodeUnknownTool: the model called a tool that is not offered.
 	CodeUnknownTool = "UNKNOWN_TOOL"
@@ -49,7 +51,8 @@ type ToolOutput struct {
 
 // ToolExecute is the tool/execute waterfall. Its innermost fallback runs
 // the invocation's Tool. Listeners may observe, replace or refuse a call;
-// whatever they return is logged as the tool/result.
+// whatever they return is logged as the tool/result. The loop runs it
+// once per tool call.
 var ToolExecute = bus.NewWaterfall[*ToolInvocation, ToolOutput]("tool/execute")
 
 // executeTool is the fallback of tool/execute.

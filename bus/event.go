@@ -202,6 +202,8 @@ func (d Dispatch) Subject() any { return subjectOf(d.Payload) }
 // Veto is the internal/dispatch event. Its listeners run before the
 // listeners of every other event (and before the commit of a session
 // event); an error vetoes the dispatch and is returned to the emitter.
+// It is for plugins that check what others do before anything acts on it
+// (invariants, an external plugin that validates).
 var Veto = NewEvent[Dispatch]("internal/dispatch")
 
 var vetoID = Veto.id

@@ -181,3 +181,44 @@ func ExampleValidator() {
 	// listening on 8080
 	// active
 }
+
+// HelloConfig is the config of the example hello plugin.
+type HelloConfig struct {
+	Name string `yaml:"name"`
+}
+
+// Hello is registered at init, as a plugin package registers its plugin:
+// one statement builds the plugin and adds it to the module registry,
+// where plugins.yaml and vigil.Plugin find it by name.
+var Hello = bus.RegisterFunc("example/hello", "says hello to its config's name",
+	func(c *bus.Context, cfg HelloConfig) error {
+		fmt.Println("hello,", cfg.Name)
+		return nil
+	})
+
+// Loading a registered plugin by name, as the config loader does: the
+// module's Config is the value an entry's config decodes into, and New
+// the plugin to apply it to. A Go program may apply Hello itself too.
+func ExampleRegisterFunc() {
+	root := bus.New()
+	defer root.Dispose()
+
+	m, ok := bus.LookupModule("example/hello")
+	if !ok {
+		fmt.Println("not registered")
+		return
+	}
+	fmt.Println(m.Name, "from", m.Package+":", m.Description)
+	cfg := m.Config().(*HelloConfig) // the loader decodes the entry here
+	cfg.Name = "Ada"
+	if _, err := root.Context().Plugin(m.New(), cfg); err != nil {
+		fmt.Println(err)
+	}
+	if _, err := root.Context().Plugin(Hello, HelloConfig{Name: "Grace"}); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// example/hello from github.com/vigil-run/vigil/bus_test: says hello to its config's name
+	// hello, Ada
+	// hello, Grace
+}

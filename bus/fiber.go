@@ -119,13 +119,6 @@ func (f *Fiber) Generation() uint64 {
 	return f.gen
 }
 
-// Missing lists the required services the fiber is waiting for.
-func (f *Fiber) Missing() []string {
-	f.root.mu.Lock()
-	defer f.root.mu.Unlock()
-	return f.root.missingLocked(f)
-}
-
 func (f *Fiber) setState(s State) {
 	f.state = s
 	f.stateSnapshot.Store(int32(s))

@@ -35,7 +35,7 @@ func TestPluginLogsThroughSubLoggerNamedAfterIt(t *testing.T) {
 	out := &syncBuffer{}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "vigil", Output: out, Level: hclog.Info})
 	root := newRoot(t, bus.WithLogger(logger))
-	assert.Same(t, logger, root.Logger())
+	assert.Same(t, logger, root.Context().Logger())
 	apply(t, root.Context(), plugin("tools/fs", func(c *bus.Context) error {
 		c.Logger().Info("hello")
 		return nil

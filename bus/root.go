@@ -56,9 +56,6 @@ func New(opts ...Option) *Root {
 // through it live until the root is disposed.
 func (r *Root) Context() *Context { return r.fiber.ctx }
 
-// Logger returns the root logger.
-func (r *Root) Logger() hclog.Logger { return r.logger }
-
 // Dispose disposes every fiber, last applied first, then refuses further
 // dispatches with [ErrDisposed]. Calling it again does nothing.
 func (r *Root) Dispose() error {

@@ -236,7 +236,8 @@ func (c *Composition) Err() error {
 	return errors.Join(c.group.errs...)
 }
 
-// File returns the file the composition was last applied or reloaded from.
+// File returns the file the composition was last applied or reloaded
+// from, for a host that shows or diffs what is in force before a Reload.
 func (c *Composition) File() *File { return c.file }
 
 // Fiber returns the fiber of the entry with the given id, searching nested

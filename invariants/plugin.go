@@ -35,7 +35,8 @@ func (c *Config) Validate() error {
 	return fmt.Errorf("mode must be strict, warn or off, got %q", c.Mode)
 }
 
-// Name is the plugin's registered name.
+// Name is the plugin's registered name, as plugins.yaml and vigil.Plugin
+// spell it.
 const Name = "invariants"
 
 // plugin is the registered plugin; New hands it out.
@@ -267,18 +268,4 @@ func CheckRequest(records []*session.Record, req *agentloop.Request) *Violation 
 		return v
 	}
 	return orphanedToolResult(sent)
-}
-
-// CompareRequest is the comparison pass of [CheckRequest] against an
-// already folded expectation: messages position by position, then the
-// header, then orphaned tool results. It allocates nothing unless it finds
-// a violation.
-func CompareRequest(want []session.Message, header session.Header, req *agentloop.Request) *Violation {
-	if v := requestReconstruction(want, req.Messages); v != nil {
-		return v
-	}
-	if v := requestHeader(header, true, req.Header); v != nil {
-		return v
-	}
-	return orphanedToolResult(req.Messages)
 }

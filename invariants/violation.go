@@ -9,7 +9,9 @@ import (
 	"github.com/vigil-run/vigil/bus"
 )
 
-// Rule ids.
+// Rule ids: a [Violation]'s Rule, as `vigil verify` prints it and the
+// invariant/violation event carries it, for monitors and tests that
+// branch on which rule broke.
 const (
 	RuleSeqOrder              = "seq-order"
 	RuleTurnNesting           = "turn-nesting"
@@ -27,7 +29,8 @@ const (
 	RuleRequestDigest         = "request-digest"
 )
 
-// Code is the code of every [InvariantError].
+// Code is the code of every [InvariantError], for a caller that reports
+// a refusal by its code as it reports tool and plugin errors.
 const Code = "INVARIANT"
 
 // Violation is one broken rule.
@@ -84,7 +87,8 @@ func (e *InvariantError) Error() string {
 	return s
 }
 
-// ViolationEvent is the invariant/violation event emitted in warn mode.
+// ViolationEvent is the invariant/violation event emitted in warn mode,
+// for a monitor of warn mode (nothing built in listens).
 var ViolationEvent = bus.NewEvent[*Violation]("invariant/violation")
 
 // Excerpts are bounded so a violation on a huge request stays readable.

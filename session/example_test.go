@@ -1,7 +1,9 @@
 package session_test
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/vigil-run/vigil/session"
@@ -37,4 +39,29 @@ func ExampleDeriveMessages() {
 	// after seq 2: 3 messages, last tool: "a.txt"
 	// after seq 3: 4 messages, last assistant: "One file: a.txt."
 	// after seq 4: 1 messages, last user: "Summary: the directory holds a.txt."
+}
+
+// Reading a log as an external tool does: the header line, then one
+// record per line. A last line without its newline is a write a crash cut
+// short; Decode drops it, says so, and returns the rest.
+func ExampleDecode() {
+	file := `{"type":"session","version":1,"id":"01JDEXAMPLE","created":"2026-11-29T20:21:24.000Z"}
+{"seq":0,"type":"turn/start","time":"2026-11-29T20:21:24.100Z","turn":1,"data":{}}
+{"seq":1,"type":"user/message","time":"2026-11-29T20:21:24.101Z","turn":1,"data":{"content":"hello"}}
+{"seq":2,"type":"step/start","time":"2026-11-29T20:21:24.102Z","turn":1,"st`
+
+	log, err := session.Decode(strings.NewReader(file))
+	fmt.Println("torn:", errors.Is(err, session.ErrTornTail))
+	fmt.Println(log.Info.ID, log.Info.Created.Format(time.RFC3339))
+	for _, r := range log.Records {
+		fmt.Println(r.Seq(), r.Type())
+	}
+	msgs, _ := session.DeriveMessages(log.Records)
+	fmt.Printf("%s: %s\n", msgs[0].Role, msgs[0].Content)
+	// Output:
+	// torn: true
+	// 01JDEXAMPLE 2026-11-29T20:21:24Z
+	// 0 turn/start
+	// 1 user/message
+	// user: hello
 }

@@ -44,11 +44,12 @@ type testLog struct {
 func (l *testLog) Info() session.Info { return l.info }
 
 func (l *testLog) Append(_ context.Context, ev session.Event) (*session.Record, error) {
-	staged, err := l.Stage(new(session.Record), session.LogTime(l.h.tick.Now()), &ev)
+	rec := new(session.Record)
+	staged, err := l.Stage(rec, session.LogTime(l.h.tick.Now()), &ev)
 	if err != nil {
 		return nil, err
 	}
-	return staged.Record(), l.Commit(staged)
+	return rec, l.Commit(staged)
 }
 
 func (h *harness) create() *testLog {

@@ -42,9 +42,6 @@ type Staged struct {
 	ps, pe int // the surface positions a replace covers
 }
 
-// Record returns the staged record.
-func (s Staged) Record() *Record { return s.rec }
-
 // Stage builds into rec (which must be zero and not yet shared) the record
 // of ev as the log's next, at log time t (see [LogTime]), and checks that
 // it satisfies the rules of [NewRecord] and fits the log (a replace must

@@ -68,28 +68,16 @@ var coreKinds = map[string]*kind{
 // registered holds the plugin-owned types readers must understand.
 var registered sync.Map // string -> struct{}
 
-// RegisterType declares a plugin-owned event type that is not ignorable:
-// a process that registered it appends and loads events of that type
-// without the ignorable flag. Call it at init time. Registering a core
+// RegisterType declares a plugin-owned event type that is not ignorable,
+// for plugin authors whose events a reader must understand: a process
+// that registered it appends and loads events of that type without the
+// ignorable flag. Call it at init time. Registering a core
 // type name panics (a programming error in the taxonomy).
 func RegisterType(name string) {
 	if _, ok := coreKinds[name]; ok {
 		panic(fmt.Sprintf("session: RegisterType(%q): a core type", name))
 	}
 	registered.Store(name, struct{}{})
-}
-
-// IsCoreType reports whether name is one of the core event types.
-func IsCoreType(name string) bool {
-	_, ok := coreKinds[name]
-	return ok
-}
-
-// IsSurfaceType reports whether events of type name are surface events:
-// user/message, assistant/message and tool/result.
-func IsSurfaceType(name string) bool {
-	k := coreKinds[name]
-	return k != nil && k.surface
 }
 
 func known(name string) bool {

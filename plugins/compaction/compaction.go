@@ -12,7 +12,8 @@ import (
 	"github.com/vigil-run/vigil/session/live"
 )
 
-// Name is the plugin's registered name.
+// Name is the plugin's registered name, as plugins.yaml and vigil.Plugin
+// spell it.
 const Name = "compaction"
 
 // Defaults when the config sets no threshold.
@@ -30,7 +31,9 @@ const DefaultPrompt = "Summarize the conversation below for your own future refe
 // request/oneshot.
 const Purpose = "compaction"
 
-// SummaryPrefix starts the user message that replaces the summarized range.
+// SummaryPrefix starts the user message that replaces the summarized
+// range, for a reader of the log that tells a summary from what the user
+// wrote.
 const SummaryPrefix = "Summary of the earlier conversation:\n\n"
 
 // Config is the plugin's config.

@@ -18,4 +18,8 @@
 // The summary stands in for the range in every later request; the
 // original events stay in the log, so a fork or an audit still sees them.
 // A failed summary is logged as a warning and the turn runs uncompacted.
+//
+// The plugin is a [Compactor] on agent/prepare. A host that compacts on
+// demand (a chat's /compact command) uses one directly: [New], then
+// [Compactor.Compact] on the session between turns.
 package compaction

@@ -10,6 +10,7 @@ import (
 
 // Plugin is the compaction plugin: it compacts before each turn, on
 // agent/prepare, with the provider of the turn about to run.
+// A Go program or test may apply it with bus.Context.Plugin.
 var Plugin = bus.RegisterFunc(Name, "summarizes older history between turns when a session grows past a threshold", func(c *bus.Context, cfg Config) error {
 	k, err := New(c, cfg)
 	if err != nil {

@@ -16,7 +16,8 @@ import (
 	"github.com/vigil-run/vigil/session/live"
 )
 
-// Name is the plugin's registered name.
+// Name is the plugin's registered name, as plugins.yaml and vigil.Plugin
+// spell it.
 const Name = "external"
 
 // Event names a plugin may subscribe to.

@@ -10,7 +10,9 @@ import (
 	"github.com/vigil-run/vigil/session"
 )
 
-// Tool error codes of calls that never got the plugin's answer.
+// Tool error codes of calls that never got the plugin's answer: a
+// tool/result's error code in the log, for readers of logs and for
+// tool/execute listeners that branch on an outcome.
 const (
 	// CodeTimeout: the plugin did not answer within the timeout.
 	CodeTimeout = "PLUGIN_TIMEOUT"

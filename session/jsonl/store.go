@@ -19,7 +19,8 @@ import (
 )
 
 // DefaultSyncInterval is how long an append may wait to be written and
-// fsynced when nothing closes its step sooner.
+// fsynced when nothing closes its step sooner, unless [WithSyncInterval]
+// says otherwise.
 const DefaultSyncInterval = 10 * time.Millisecond
 
 const ext = ".jsonl"
@@ -115,9 +116,6 @@ func isTempName(name string) bool {
 	}
 	return true
 }
-
-// Dir returns the store's directory.
-func (s *Store) Dir() string { return s.dir }
 
 // Path returns the file of session id.
 func (s *Store) Path(id string) string { return filepath.Join(s.dir, id+ext) }

@@ -153,7 +153,8 @@ func (m *Manager) Open(ctx context.Context, id string) (*Session, error) {
 // Fork makes a new session whose log is the log of id up to and including
 // seq at (-1: nothing), followed by a session/end-seed event. Its header
 // names the parent and at. A boundary inside an open turn is an
-// ErrOpenTurn error; the parent is never changed.
+// ErrOpenTurn error; the parent is never changed. Forking at an earlier
+// boundary is how a session is rewound.
 func (m *Manager) Fork(ctx context.Context, id string, at int64) (*Session, error) {
 	var records []*session.Record
 	if s, ok := m.Get(id); ok {
@@ -182,12 +183,6 @@ func (m *Manager) Fork(ctx context.Context, id string, at int64) (*Session, erro
 		return nil, fmt.Errorf("session: fork %s at %d: %w", id, at, err)
 	}
 	return m.publish(ctx, info, append(slices.Clone(prefix), seed))
-}
-
-// Rewind is [Manager.Fork]: a session is rewound by forking it at an
-// earlier boundary; the original is never destroyed.
-func (m *Manager) Rewind(ctx context.Context, id string, at int64) (*Session, error) {
-	return m.Fork(ctx, id, at)
 }
 
 // Seed makes a new session whose log is events (stamped now, seqs from 0)

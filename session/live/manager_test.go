@@ -91,7 +91,7 @@ func TestForkCopiesPrefixAndEndsSeed(t *testing.T) {
 
 	// Forking a stored session that is not live works the same.
 	m2 := h.manager()
-	f2, err := m2.Rewind(h.ctx, s.ID(), -1)
+	f2, err := m2.Fork(h.ctx, s.ID(), -1)
 	require.NoError(t, err)
 	require.Len(t, f2.Records(), 1)
 	assert.Equal(t, session.TypeEndSeed, f2.Records()[0].Type())

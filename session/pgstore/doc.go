@@ -53,7 +53,10 @@
 // append are one statement, but under READ COMMITTED a lease taken while
 // such an append is in flight may not stop it; the seq check still does,
 // since the lease holder loads the log after taking the lease.)
-// [live.OpenLeased] (package session/live) is the whole protocol for a caller that runs turns.
+// [live.OpenLeased] (package session/live) is the whole protocol for a
+// caller that runs turns; its Example runs it on the JSONL store, whose
+// lease is a file lock (this package has no runnable Examples: they
+// would need a server).
 //
 // # Following a log
 //

@@ -25,6 +25,13 @@ const pollInterval = 2 * time.Second
 // a connection of its own). It ends when ctx is done, without an error,
 // or at the first error: an unknown session ([session.ErrNotFound]), a
 // record that does not decode, a lost connection.
+//
+//	for r, err := range store.Follow(ctx, id, 0) {
+//		if err != nil {
+//			return err
+//		}
+//		fmt.Println(r) // the canonical JSONL line
+//	}
 func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[*session.Record, error] {
 	return func(yield func(*session.Record, error) bool) {
 		fail := func(err error) {

@@ -38,7 +38,8 @@ var migrations = []string{
 }
 
 // SchemaVersion is the version of the tables this package reads and
-// writes.
+// writes, for an operator's tool that compares a database with this build
+// (vigil_schema holds the database's).
 var SchemaVersion = len(migrations)
 
 // migrate creates or upgrades the tables in the connection's current

@@ -20,7 +20,8 @@ import (
 )
 
 // DefaultLeaseTTL is how long a turn lease outlives its holder's last
-// renewal; a crashed holder's lease is taken over after at most this long.
+// renewal when [WithLeaseTTL] is not given; a crashed holder's lease is
+// taken over after at most this long.
 const DefaultLeaseTTL = 30 * time.Second
 
 // Store keeps session logs in PostgreSQL. It is safe for concurrent use,
@@ -73,7 +74,8 @@ func WithDurableAppends() Option { return func(o *options) { o.durable = true } 
 func WithLogger(l hclog.Logger) Option { return func(o *options) { o.log = l } }
 
 // WithHolder sets the name this store's leases carry (default: host name,
-// pid and a random suffix), which [ErrBusy] errors show to others.
+// pid and a random suffix), for a host that wants the [ErrBusy] errors
+// other holders get to name it in its own terms.
 func WithHolder(name string) Option { return func(o *options) { o.holder = name } }
 
 // Open connects to the database at dsn (a libpq URL or key=value string,
@@ -141,11 +143,10 @@ func defaultHolder() string {
 	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
-// Schema returns the PostgreSQL schema that holds the store's tables.
+// Schema returns the PostgreSQL schema that holds the store's tables,
+// for a host that reports where its sessions live: without [WithSchema]
+// it is the connection's search path's, resolved by Open.
 func (s *Store) Schema() string { return s.schema }
-
-// Holder returns the name the store's leases carry.
-func (s *Store) Holder() string { return s.holder }
 
 // Close releases the leases the store holds and closes its connections.
 func (s *Store) Close() error {

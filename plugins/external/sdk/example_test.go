@@ -10,32 +10,42 @@ import (
 	"github.com/vigil-run/vigil/session"
 )
 
-// A tool plugin: main is Serve around a Plugin value.
+// A tool plugin is a Plugin value, and its binary's main is one call:
+// sdk.Serve(p). Here the host's side is played by hand: Configure with
+// the entry's config, then a call of the tool with the model's arguments.
 func ExampleServe() {
 	type Config struct {
 		Greeting string `json:"greeting"`
 	}
-	greeting := "hello"
 	type args struct {
 		Name string `json:"name"`
 	}
-	main := func() {
-		sdk.Serve(&sdk.Plugin[Config]{
-			Name: "greeter",
-			Configure: func(_ context.Context, _ *sdk.Host, c Config) error {
-				if c.Greeting != "" {
-					greeting = c.Greeting
-				}
-				return nil
-			},
-			Tools: []sdk.Tool{sdk.NewTool("greet", "greets someone",
-				json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
-				func(_ context.Context, a args) (string, error) {
-					return greeting + ", " + a.Name, nil
-				})},
-		})
+	greeting := "hello"
+	p := &sdk.Plugin[Config]{
+		Name: "greeter",
+		Configure: func(_ context.Context, _ *sdk.Host, c Config) error {
+			if c.Greeting != "" {
+				greeting = c.Greeting
+			}
+			return nil
+		},
+		Tools: []sdk.Tool{sdk.NewTool("greet", "greets someone",
+			json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
+			func(_ context.Context, a args) (string, error) {
+				return greeting + ", " + a.Name, nil
+			})},
 	}
-	_ = main // a plugin binary calls it from its own main
+	// func main() { sdk.Serve(p) }
+
+	ctx := context.Background()
+	_ = p.Configure(ctx, nil, Config{Greeting: "bonjour"})
+	for _, call := range []string{`{"name":"Ada"}`, `{"nom":"Ada"}`} {
+		out, err := p.Tools[0].Run(ctx, json.RawMessage(call))
+		fmt.Printf("%s: %q, %v\n", call, out, err)
+	}
+	// Output:
+	// {"name":"Ada"}: "bonjour, Ada", <nil>
+	// {"nom":"Ada"}: "", INVALID_ARGUMENTS: json: unknown field "nom"
 }
 
 // A policy plugin: Validate sees each tool/call before it is committed

@@ -77,7 +77,8 @@ func NewTool[A any](name, description string, parameters json.RawMessage, run fu
 	}
 }
 
-// Tool error codes the SDK produces itself.
+// Tool error codes the SDK produces itself, for a plugin's own tests
+// (the host logs them in the tool/result).
 const (
 	// CodeInvalidArguments: the arguments do not decode into the tool's type.
 	CodeInvalidArguments = "INVALID_ARGUMENTS"

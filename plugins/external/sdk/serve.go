@@ -73,7 +73,8 @@ func newGRPCServer(opts []grpc.ServerOption) *grpc.Server {
 }
 
 // Handshake returns the go-plugin handshake of the protocol version this
-// SDK speaks.
+// SDK speaks, for a plugin served by other means than [Serve] (a test's
+// misbehaving plugin serves go-plugin itself).
 func Handshake() plugin.HandshakeConfig {
 	return plugin.HandshakeConfig{
 		ProtocolVersion:  pluginpb.ProtocolVersion,

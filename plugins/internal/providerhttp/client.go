@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// HeaderTimeout bounds the wait for response headers; the body of a
+// headerTimeout bounds the wait for response headers; the body of a
 // stream may take much longer.
-const HeaderTimeout = 10 * time.Minute
+const headerTimeout = 10 * time.Minute
 
 // DefaultClient is the client a provider sends requests with unless told
 // otherwise: the default transport with a response-header timeout and no
@@ -19,7 +19,7 @@ const HeaderTimeout = 10 * time.Minute
 func DefaultClient() *http.Client {
 	if t, ok := http.DefaultTransport.(*http.Transport); ok {
 		t = t.Clone()
-		t.ResponseHeaderTimeout = HeaderTimeout
+		t.ResponseHeaderTimeout = headerTimeout
 		return &http.Client{Transport: t}
 	}
 	return &http.Client{Transport: http.DefaultTransport}

@@ -39,7 +39,7 @@ func Fail(ctx context.Context, provider, key string, err error, delivered bool, 
 	if errors.As(err, &syn) || errors.As(err, &typ) {
 		err = fmt.Errorf("%w: %w", ErrMalformedStream, err)
 	}
-	var status *StatusError
+	var status *statusError
 	var netErr net.Error
 	switch {
 	case ctx.Err() != nil:
@@ -51,8 +51,8 @@ func Fail(ctx context.Context, provider, key string, err error, delivered bool, 
 		pe.Err = err
 	case errors.As(err, &status):
 		pe.Status = status.Code
-		pe.Retryable = !delivered && ShouldRetry(status.Code, status.Header)
-		pe.RetryAfter = RetryAfter(status.Header)
+		pe.Retryable = !delivered && shouldRetry(status.Code, status.Header)
+		pe.RetryAfter = retryAfter(status.Header)
 		pe.Err = err
 	case event != nil:
 		code, msg, retryable, ok := event(err)
@@ -72,7 +72,7 @@ func Fail(ctx context.Context, provider, key string, err error, delivered bool, 
 	default:
 		pe.Err = err
 	}
-	pe.Err = Scrub(pe.Err, key)
+	pe.Err = scrub(pe.Err, key)
 	return pe
 }
 
@@ -82,10 +82,10 @@ func RetryableStatus(code int) bool {
 	return code == http.StatusTooManyRequests || code >= 500
 }
 
-// ShouldRetry reports whether a request that failed with code and header
+// shouldRetry reports whether a request that failed with code and header
 // may be sent again. The server's x-should-retry ("true" or "false")
 // overrides the status, as the official SDKs let it.
-func ShouldRetry(code int, header http.Header) bool {
+func shouldRetry(code int, header http.Header) bool {
 	switch v := strings.TrimSpace(header.Get("X-Should-Retry")); {
 	case strings.EqualFold(v, "true"):
 		return true
@@ -95,9 +95,9 @@ func ShouldRetry(code int, header http.Header) bool {
 	return RetryableStatus(code)
 }
 
-// RetryAfter reads how long the server asks us to wait: retry-after-ms,
+// retryAfter reads how long the server asks us to wait: retry-after-ms,
 // else retry-after in seconds or as an HTTP date.
-func RetryAfter(h http.Header) time.Duration {
+func retryAfter(h http.Header) time.Duration {
 	if v := h.Get("Retry-After-Ms"); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
 			return time.Duration(ms * float64(time.Millisecond))
@@ -121,18 +121,18 @@ func RetryAfter(h http.Header) time.Duration {
 	return 0
 }
 
-// StatusError is a response with an error status. The providers read
+// statusError is a response with an error status. The providers read
 // these themselves (see CheckStatus) because servers disagree on the
 // shape of the body: {"error":{"message":…}} from OpenAI, llama.cpp and
 // Anthropic, {"error":"…"} from Ollama, {"message":…} or {"detail":…}
 // from vLLM and proxies.
-type StatusError struct {
+type statusError struct {
 	Code   int
 	Header http.Header
 	Msg    string
 }
 
-func (e *StatusError) Error() string { return e.Msg }
+func (e *statusError) Error() string { return e.Msg }
 
 // maxErrorBody bounds how much of an error response is read.
 const maxErrorBody = 64 << 10
@@ -141,7 +141,7 @@ const maxErrorBody = 64 << 10
 type Middleware = func(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error)
 
 // CheckStatus returns SDK middleware that turns an error status into a
-// *StatusError before the SDK parses the body. key is scrubbed from the
+// *statusError before the SDK parses the body. key is scrubbed from the
 // message, so a body that echoes the credential does not leak it.
 func CheckStatus(key string) Middleware {
 	return func(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
@@ -151,14 +151,14 @@ func CheckStatus(key string) Middleware {
 		}
 		defer res.Body.Close()
 		body, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
-		return nil, &StatusError{Code: res.StatusCode, Header: res.Header, Msg: ErrorMessage(res.StatusCode, body, key)}
+		return nil, &statusError{Code: res.StatusCode, Header: res.Header, Msg: errorMessage(res.StatusCode, body, key)}
 	}
 }
 
-// ErrorMessage finds the message in an error body, or falls back to the
+// errorMessage finds the message in an error body, or falls back to the
 // status text and the start of the body (a proxy's page, say). No part of
 // key of minKeyPart characters or more is left in it.
-func ErrorMessage(code int, body []byte, key string) string {
+func errorMessage(code int, body []byte, key string) string {
 	// The body may have been cut by the read limit: scrub its edges too.
 	text := scrubEdges(scrubText(string(body), key), key)
 	var shape struct {
@@ -253,9 +253,9 @@ type messageError struct {
 func (e *messageError) Error() string { return e.msg }
 func (e *messageError) Unwrap() error { return e.err }
 
-// Scrub returns err with every occurrence of key in its text replaced.
+// scrub returns err with every occurrence of key in its text replaced.
 // The cause stays reachable through Unwrap for errors.Is and errors.As.
-func Scrub(err error, key string) error {
+func scrub(err error, key string) error {
 	if err == nil || key == "" {
 		return err
 	}

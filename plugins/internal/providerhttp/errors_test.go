@@ -28,7 +28,7 @@ func TestRetryAfter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := RetryAfter(tt.header)
+			got := retryAfter(tt.header)
 			assert.GreaterOrEqual(t, got, tt.min)
 			assert.LessOrEqual(t, got, tt.max)
 		})
@@ -53,17 +53,17 @@ func TestErrorMessageReadsEveryShape(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, ErrorMessage(tt.code, []byte(tt.body), ""))
+			assert.Equal(t, tt.want, errorMessage(tt.code, []byte(tt.body), ""))
 		})
 	}
 }
 
 func TestScrubKeepsTheCauseAndDropsTheKey(t *testing.T) {
 	cause := errors.New("auth failed for sk-secret")
-	err := Scrub(cause, "sk-secret")
+	err := scrub(cause, "sk-secret")
 	assert.Equal(t, "auth failed for [redacted]", err.Error())
 	assert.ErrorIs(t, err, cause)
-	assert.Same(t, cause, Scrub(cause, ""))
+	assert.Same(t, cause, scrub(cause, ""))
 }
 
 func TestErrorMessageLeavesNoPartOfTheKey(t *testing.T) {
@@ -81,7 +81,7 @@ func TestErrorMessageLeavesNoPartOfTheKey(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, ErrorMessage(http.StatusUnauthorized, []byte(tt.body), key))
+			assert.Equal(t, tt.want, errorMessage(http.StatusUnauthorized, []byte(tt.body), key))
 		})
 	}
 }
@@ -107,6 +107,6 @@ func TestShouldRetry(t *testing.T) {
 		if tt.header != "" {
 			h.Set("X-Should-Retry", tt.header)
 		}
-		assert.Equal(t, tt.want, ShouldRetry(tt.code, h), "%d with x-should-retry %q", tt.code, tt.header)
+		assert.Equal(t, tt.want, shouldRetry(tt.code, h), "%d with x-should-retry %q", tt.code, tt.header)
 	}
 }

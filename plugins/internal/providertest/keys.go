@@ -21,16 +21,16 @@ func EchoPage(t testing.TB, status int, key string, offset int) Reply {
 	return Reply{Status: status, Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte(page)}
 }
 
-// KeyPart is the shortest part of a key that must not appear in text.
-const KeyPart = 8
+// keyPart is the shortest part of a key that must not appear in text.
+const keyPart = 8
 
-// AssertNoKeyPart fails the test if s contains KeyPart or more
+// AssertNoKeyPart fails the test if s contains keyPart (8) or more
 // consecutive characters of key.
 func AssertNoKeyPart(t testing.TB, s, key string) {
 	t.Helper()
-	for i := 0; i+KeyPart <= len(key); i++ {
-		if strings.Contains(s, key[i:i+KeyPart]) {
-			t.Errorf("text leaks %q of the key (offset %d): %s", key[i:i+KeyPart], i, s)
+	for i := 0; i+keyPart <= len(key); i++ {
+		if strings.Contains(s, key[i:i+keyPart]) {
+			t.Errorf("text leaks %q of the key (offset %d): %s", key[i:i+keyPart], i, s)
 			return
 		}
 	}

@@ -128,7 +128,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(status)
 	flusher, _ := w.(http.Flusher)
 	if w.Header().Get("Content-Type") == "text/event-stream" {
-		for _, ev := range Events(rep.Body) {
+		for _, ev := range events(rep.Body) {
 			if _, err := w.Write(ev); err != nil {
 				return
 			}
@@ -147,9 +147,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// Events splits a server-sent event stream after each blank line, keeping
+// events splits a server-sent event stream after each blank line, keeping
 // every byte.
-func Events(sse []byte) [][]byte {
+func events(sse []byte) [][]byte {
 	var out [][]byte
 	for len(sse) > 0 {
 		i := bytes.Index(sse, []byte("\n\n"))

@@ -7,7 +7,8 @@ import (
 	"github.com/vigil-run/vigil/bus"
 )
 
-// Name is the plugin's name in plugins.yaml.
+// Name is the plugin's registered name, as plugins.yaml and vigil.Plugin
+// spell it.
 const Name = "provider/anthropic"
 
 // plugin is the registered plugin; [Plugin] hands it out.

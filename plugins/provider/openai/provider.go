@@ -30,9 +30,11 @@ type options struct {
 	client *http.Client
 }
 
-// WithHTTPClient sets the HTTP client requests are sent with. The default
-// is a client of its own with a ten-minute response-header timeout and no
-// overall timeout, since a stream may legitimately run for minutes.
+// WithHTTPClient sets the HTTP client requests are sent with, for a
+// program that brings its own transport (a proxy, a test server). The
+// default is a client of its own with a ten-minute response-header
+// timeout and no overall timeout, since a stream may legitimately run for
+// minutes.
 func WithHTTPClient(c *http.Client) Option {
 	return func(o *options) { o.client = c }
 }

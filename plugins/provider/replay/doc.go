@@ -21,4 +21,8 @@
 // plugin's check still runs first (it is in the dispatch's veto phase);
 // since no provider receives those requests, their steps log no
 // request/digest.
+//
+// The plugin reads the recording named by its config. The Go API
+// ([Load], [LoadSession], [FromRecords], [New], [Listen]) is for a
+// program or a test that replays a log it holds without a plugins.yaml.
 package replay

@@ -10,7 +10,8 @@ import (
 	"github.com/vigil-run/vigil/session/live"
 )
 
-// Name is the plugin's registered name.
+// Name is the plugin's registered name, as plugins.yaml and vigil.Plugin
+// spell it.
 const Name = "provider/replay"
 
 // Config is the plugin's config: the log to replay is File or Session.
@@ -44,6 +45,7 @@ func (c *Config) Validate() error {
 
 // Plugin is the provider/replay plugin. It reads a session id from the
 // store of the sessions service, when one is provided.
+// A Go program or test may apply it with bus.Context.Plugin.
 var Plugin = bus.RegisterFunc(Name, "serves the model streams recorded in a session log (no model, no key)",
 	func(c *bus.Context, cfg Config) error {
 		var (

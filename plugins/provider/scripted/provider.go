@@ -15,7 +15,8 @@ import (
 // script that does not repeat.
 var ErrScriptExhausted = errors.New("provider/scripted: script exhausted")
 
-// ProviderName is the provider's name in request headers.
+// ProviderName is the provider's name in request headers, for a reader
+// of the log or a test that recognizes a scripted run.
 const ProviderName = "scripted"
 
 // Provider is the scripted model. It is safe for concurrent use; replies
@@ -63,7 +64,8 @@ func (p *Provider) Calls() int {
 }
 
 // Remaining returns how many scripted replies are left (0 for the default
-// script and for a repeating one).
+// script and for a repeating one), for a test that checks its script was
+// used up.
 func (p *Provider) Remaining() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()

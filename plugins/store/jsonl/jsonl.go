@@ -6,7 +6,8 @@ import (
 	jsonlstore "github.com/vigil-run/vigil/session/jsonl"
 )
 
-// Name is the registered name of the JSONL store plugin.
+// Name is the registered name of the JSONL store plugin, as plugins.yaml
+// and vigil.Plugin spell it.
 const Name = "store/jsonl"
 
 // DefaultDir is where store/jsonl keeps sessions when no dir is given.
@@ -21,6 +22,7 @@ type Config struct {
 }
 
 // Plugin is the store/jsonl plugin: one JSONL log file per session.
+// A Go program or test may apply it with bus.Context.Plugin.
 var Plugin = bus.RegisterFunc(Name, "sessions as one JSONL log file each, in a directory", func(c *bus.Context, cfg Config) error {
 	dir := cfg.Dir
 	if dir == "" {

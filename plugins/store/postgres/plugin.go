@@ -10,7 +10,8 @@ import (
 	pg "github.com/vigil-run/vigil/session/pgstore"
 )
 
-// Name is the plugin's registered name.
+// Name is the plugin's registered name, as plugins.yaml and vigil.Plugin
+// spell it.
 const Name = "store/postgres"
 
 // Config is the plugin's config.
@@ -52,6 +53,7 @@ func (c *Config) Validate() error {
 const openTimeout = 30 * time.Second
 
 // Plugin opens the store and provides it and a manager over it.
+// A Go program or test may apply it with bus.Context.Plugin.
 var Plugin = bus.RegisterFunc(Name, "sessions in PostgreSQL, shared by many processes (one turn at a time per session)", func(c *bus.Context, cfg Config) error {
 	opts := []pg.Option{pg.WithLogger(c.Logger())}
 	if cfg.Schema != "" {

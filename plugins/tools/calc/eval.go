@@ -7,12 +7,12 @@ import (
 	"strconv"
 )
 
-// Errors of [Eval], matched with errors.Is.
+// Errors of eval, matched with errors.Is (the tool shows their text).
 var (
-	ErrSyntax         = errors.New("calc: syntax error")
-	ErrDivisionByZero = errors.New("calc: division by zero")
-	ErrNotFinite      = errors.New("calc: result is not finite")
-	ErrTooComplex     = errors.New("calc: expression too complex")
+	errSyntax         = errors.New("calc: syntax error")
+	errDivisionByZero = errors.New("calc: division by zero")
+	errNotFinite      = errors.New("calc: result is not finite")
+	errTooComplex     = errors.New("calc: expression too complex")
 )
 
 const (
@@ -20,10 +20,10 @@ const (
 	maxDepth = 64
 )
 
-// Eval evaluates an arithmetic expression.
-func Eval(expr string) (float64, error) {
+// eval evaluates an arithmetic expression.
+func eval(expr string) (float64, error) {
 	if len(expr) > maxLen {
-		return 0, fmt.Errorf("%w: longer than %d bytes", ErrTooComplex, maxLen)
+		return 0, fmt.Errorf("%w: longer than %d bytes", errTooComplex, maxLen)
 	}
 	p := &parser{s: expr}
 	v, err := p.expr(0)
@@ -35,7 +35,7 @@ func Eval(expr string) (float64, error) {
 		return 0, p.errorf("unexpected %q", p.s[p.i])
 	}
 	if math.IsInf(v, 0) || math.IsNaN(v) {
-		return 0, ErrNotFinite
+		return 0, errNotFinite
 	}
 	return v, nil
 }
@@ -54,7 +54,7 @@ type parser struct {
 }
 
 func (p *parser) errorf(format string, args ...any) error {
-	return fmt.Errorf("%w at offset %d: %s", ErrSyntax, p.i, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w at offset %d: %s", errSyntax, p.i, fmt.Sprintf(format, args...))
 }
 
 func (p *parser) space() {
@@ -74,7 +74,7 @@ func (p *parser) peek() byte {
 func (p *parser) enter() error {
 	p.depth++
 	if p.depth > maxDepth {
-		return fmt.Errorf("%w: nested deeper than %d", ErrTooComplex, maxDepth)
+		return fmt.Errorf("%w: nested deeper than %d", errTooComplex, maxDepth)
 	}
 	return nil
 }
@@ -127,12 +127,12 @@ func (p *parser) term() (float64, error) {
 				v *= w
 			case '/':
 				if w == 0 {
-					return 0, ErrDivisionByZero
+					return 0, errDivisionByZero
 				}
 				v /= w
 			case '%':
 				if w == 0 {
-					return 0, ErrDivisionByZero
+					return 0, errDivisionByZero
 				}
 				v = math.Mod(v, w)
 			}

@@ -11,11 +11,13 @@ import (
 	"github.com/vigil-run/vigil/session"
 )
 
-// Name is the plugin's registered name.
+// Name is the plugin's registered name, as plugins.yaml and vigil.Plugin
+// spell it.
 const Name = "tools/calc"
 
 // CodeInvalid marks a tool result for an expression that cannot be
-// evaluated.
+// evaluated: the tool/result's error code in the log, for readers of logs
+// and for tool/execute listeners.
 const CodeInvalid = "INVALID_EXPRESSION"
 
 // Tool is the calc tool. The zero value is ready to use.
@@ -43,7 +45,7 @@ func (Tool) Execute(_ context.Context, args json.RawMessage) (string, error) {
 	if err := dec.Decode(&a); err != nil {
 		return "", &agentloop.ToolError{Code: CodeInvalid, Message: "arguments must be {\"expression\": string}: " + err.Error()}
 	}
-	v, err := Eval(a.Expression)
+	v, err := eval(a.Expression)
 	if err != nil {
 		return "", &agentloop.ToolError{Code: CodeInvalid, Message: err.Error()}
 	}
@@ -51,6 +53,7 @@ func (Tool) Execute(_ context.Context, args json.RawMessage) (string, error) {
 }
 
 // Plugin provides the calc tool service.
+// A Go program or test may apply it with bus.Context.Plugin.
 var Plugin = bus.RegisterFunc(Name, "a pure arithmetic tool (calc)", func(c *bus.Context, _ struct{}) error {
 	_, err := agentloop.ProvideTool(c, Tool{})
 	return err

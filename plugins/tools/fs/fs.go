@@ -17,7 +17,9 @@ import (
 	"github.com/vigil-run/vigil/session"
 )
 
-// Error codes of the tool results this package produces.
+// Error codes of the tool results this package produces: a tool/result's
+// error code in the log, for readers of logs and for tool/execute
+// listeners that branch on an outcome.
 const (
 	// CodeEscape marks a path that leads outside the root.
 	CodeEscape = "PATH_ESCAPE"

@@ -7,7 +7,8 @@ import (
 	"github.com/vigil-run/vigil/bus"
 )
 
-// Name is the plugin's registered name.
+// Name is the plugin's registered name, as plugins.yaml and vigil.Plugin
+// spell it.
 const Name = "tools/fs"
 
 // Config is the plugin's config.
@@ -28,6 +29,7 @@ func (c *Config) Validate() error {
 }
 
 // Plugin provides the list_dir and read_file tool services.
+// A Go program or test may apply it with bus.Context.Plugin.
 var Plugin = bus.RegisterFunc(Name, "read-only file tools list_dir and read_file, confined to a root", func(c *bus.Context, cfg Config) error {
 	root := cfg.Root
 	if root == "" {

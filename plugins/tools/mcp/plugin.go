@@ -10,11 +10,13 @@ import (
 	"github.com/vigil-run/vigil/bus"
 )
 
-// Name is the plugin's registered name.
+// Name is the plugin's registered name, as plugins.yaml and vigil.Plugin
+// spell it.
 const Name = "tools/mcp"
 
 // Plugin connects to the MCP server its [Config] names and provides the
 // server's tools as tool services (see the package documentation).
+// A Go program or test may apply it with bus.Context.Plugin.
 var Plugin bus.Plugin = bus.RegisterFunc(Name, "the tools of an MCP server (stdio subprocess or streamable HTTP)", apply)
 
 func apply(c *bus.Context, cfg Config) error {

@@ -14,7 +14,9 @@ import (
 	"github.com/vigil-run/vigil/session"
 )
 
-// Error codes of the tool results of MCP calls that did not succeed.
+// Error codes of the tool results of MCP calls that did not succeed: a
+// tool/result's error code in the log, for readers of logs and for
+// tool/execute listeners that branch on an outcome.
 const (
 	// CodeToolError: the server ran the tool and reported an error
 	// (isError); the message is the result's content.

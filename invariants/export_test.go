@@ -1,0 +1,19 @@
+package invariants
+
+import (
+	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/session"
+)
+
+// CompareRequest, for the tests, runs the request rules of [CheckRequest]
+// against an already folded expectation: messages position by position,
+// then the header, then orphaned tool results.
+func CompareRequest(want []session.Message, header session.Header, req *agentloop.Request) *Violation {
+	if v := requestReconstruction(want, req.Messages); v != nil {
+		return v
+	}
+	if v := requestHeader(header, true, req.Header); v != nil {
+		return v
+	}
+	return orphanedToolResult(req.Messages)
+}
