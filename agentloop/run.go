@@ -169,7 +169,7 @@ func (t *turn) finish(reason string, cause error) (*TurnResult, error) {
 	t.res.Reason = reason
 	// Only a turn cut short can have left a step open.
 	if reason != session.ReasonCompleted && reason != session.ReasonMaxSteps {
-		if closers := session.Closers(t.sess.Records()); len(closers) > 1 {
+		if closers := session.CloseTail(t.sess.Records()); len(closers) > 1 {
 			for _, ev := range closers[:len(closers)-1] {
 				if res, ok := ev.Data.(session.ToolResult); ok && res.Error != nil && cause != nil {
 					e := *res.Error
