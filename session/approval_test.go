@@ -14,7 +14,9 @@ import (
 // suspendedStep is turn 1, step 1 asking for calls a (asked), b (run)
 // and c (asked): the tail a loop leaves when it suspends.
 func suspendedStep() []session.Event {
-	call := func(id, name, args string) session.ToolCall { return session.ToolCall{ID: id, Name: name, Arguments: args} }
+	call := func(id, name, args string) session.ToolCall {
+		return session.ToolCall{ID: id, Name: name, Arguments: args}
+	}
 	in := func(ev session.Event) session.Event { ev.Turn, ev.Step = 1, 1; return ev }
 	return []session.Event{
 		{Type: session.TypeApprovalPolicy, Data: session.ApprovalPolicy{By: "approvals", Default: session.ActionAllow, Rules: []session.ApprovalRule{{Tool: "read_*", Action: session.ActionAsk, Reason: "reads need a yes"}}}},
@@ -22,7 +24,7 @@ func suspendedStep() []session.Event {
 		user("q"),
 		{Type: session.TypeStepStart, Turn: 1, Step: 1},
 		assistant("", call("a", "read_file", `{"path":"x"}`), call("b", "calc", "{}"), call("c", "read_dir", "{}")), // 4
-		in(session.Event{Type: session.TypeToolCall, Data: call("a", "read_file", `{"path":"x"}`)}),                  // 5
+		in(session.Event{Type: session.TypeToolCall, Data: call("a", "read_file", `{"path":"x"}`)}),                 // 5
 		in(session.Event{Type: session.TypeApprovalRequest, Data: session.ApprovalRequest{ID: "a", By: "approvals", Reason: "reads need a yes"}}),
 		in(session.Event{Type: session.TypeToolCall, Data: call("b", "calc", "{}")}), // 7
 		in(session.Event{Type: session.TypeToolStart, Data: session.ToolStart{ID: "b"}}),
