@@ -54,13 +54,16 @@ func (e *SuspendedError) Is(target error) bool {
 // ApprovalQuery is the payload of [ToolApprove]: one tool call of a step,
 // about to be logged and run.
 type ApprovalQuery struct {
-	Session    string
+	// Session is the session of the call. A listener may append to it
+	// (the approvals plugin logs the policy it answers with, so that the
+	// log holds the policy in force for every call).
+	Session    *live.Session
 	Turn, Step int
 	Call       session.ToolCall
 }
 
 // Subject implements bus.Subjecter: the query is about its session.
-func (q *ApprovalQuery) Subject() any { return q.Session }
+func (q *ApprovalQuery) Subject() any { return q.Session.ID() }
 
 // Verdict is an answer to an [ApprovalQuery]. The zero Verdict is no
 // answer (the next listener is asked; when none answers, the call runs).
@@ -94,7 +97,7 @@ func (e *AskError) Error() string { return "approval required: " + e.Reason }
 
 // approve asks ToolApprove about call: the verdict, or a fatal error.
 func (t *turn) approve(ctx context.Context, step int, call session.ToolCall) (Verdict, error) {
-	v, err := ToolApprove.Bail(ctx, t.a.c, &ApprovalQuery{Session: t.sess.ID(), Turn: t.n, Step: step, Call: call})
+	v, err := ToolApprove.Bail(ctx, t.a.c, &ApprovalQuery{Session: t.sess, Turn: t.n, Step: step, Call: call})
 	var ask *AskError
 	switch {
 	case errors.As(err, &ask):

@@ -63,7 +63,12 @@ func apply(c *bus.Context, cfg Config) error {
 		return err
 	}
 	policy := m.Policy()
-	agentloop.ToolApprove.On(c, func(_ context.Context, q *agentloop.ApprovalQuery) (agentloop.Verdict, error) {
+	agentloop.ToolApprove.On(c, func(ctx context.Context, q *agentloop.ApprovalQuery) (agentloop.Verdict, error) {
+		// The policy that answers is the one the log holds in force, even
+		// when the config changed in the middle of a turn.
+		if err := logPolicy(ctx, q.Session, policy); err != nil {
+			return agentloop.Verdict{}, err
+		}
 		action, reason := m.Match(q.Call.Name, q.Call.Arguments)
 		return agentloop.Verdict{Action: action, By: Name, Reason: reason}, nil
 	})
