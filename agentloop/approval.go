@@ -28,15 +28,22 @@ var ErrNotReady = errors.New("agentloop: calls still wait for a decision")
 // SuspendedError names the calls a suspended session waits for.
 type SuspendedError struct {
 	Session string
-	// Calls are the calls without a decision.
+	// Calls are the calls without a decision; when every call is decided
+	// (Decided set), the decided calls that wait for [Agent.Resume].
 	Calls []session.PendingCall
-	// ready: the refusal of Resume while some are undecided.
+	// Decided: every call has its decision; the turn waits to be resumed.
+	Decided bool
+	// notReady: the refusal of Resume while some are undecided.
 	notReady bool
 }
 
 func (e *SuspendedError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "agentloop: session %s waits for a decision on %d tool call(s):", e.Session, len(e.Calls))
+	if e.Decided {
+		fmt.Fprintf(&b, "agentloop: session %s has a suspended turn whose %d decided tool call(s) wait to be resumed:", e.Session, len(e.Calls))
+	} else {
+		fmt.Fprintf(&b, "agentloop: session %s waits for a decision on %d tool call(s):", e.Session, len(e.Calls))
+	}
 	for i, c := range e.Calls {
 		if i > 0 {
 			b.WriteByte(',')
@@ -212,6 +219,9 @@ func refuseSuspended(sess *live.Session) error {
 	s := session.Suspended(sess.Records())
 	if s == nil {
 		return nil
+	}
+	if s.Ready() {
+		return &SuspendedError{Session: sess.ID(), Calls: s.Calls, Decided: true}
 	}
 	return &SuspendedError{Session: sess.ID(), Calls: s.Undecided()}
 }

@@ -126,6 +126,11 @@ func TestAskSuspendsTheTurnAndADecisionInAnotherProcessCompletesIt(t *testing.T)
 	var de *session.DecidedError
 	require.ErrorAs(t, err, &de)
 	assert.Equal(t, "ann", de.Decision.By)
+	_, err = b.Run(ctx, s2, "something else")
+	var se *agentloop.SuspendedError
+	require.ErrorAs(t, err, &se)
+	assert.True(t, se.Decided)
+	assert.Contains(t, err.Error(), "wait to be resumed")
 	verifyFile(t, store2.Path(sess.ID()))
 	require.NoError(t, s2.Close(ctx))
 	require.NoError(t, store2.Close())
@@ -266,4 +271,53 @@ func TestAVetoListenerMayAnswerAsk(t *testing.T) {
 			tc.check(t, res, err)
 		})
 	}
+}
+
+func TestDecideRefusesAnUnknownOrNotPendingCallAndLogsNothing(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	askFor(e, "ask")
+	echo := func(name string) agentloop.Tool {
+		return funcTool{name: name, fn: func(context.Context, json.RawMessage) (string, error) { return "x", nil }}
+	}
+	a := agentloop.New(e.c, agentloop.Config{}, agentloop.WithProvider(script(t, scripted.Reply{ToolCalls: []scripted.ToolCall{{Name: "run"}, {Name: "ask"}}})), agentloop.WithTools(echo("run"), echo("ask")))
+	sess := e.session()
+	res, err := a.Run(ctx, sess, "go")
+	require.ErrorIs(t, err, agentloop.ErrSuspended)
+	ran := decode[session.ToolCall](t, ofType(sess.Records(), session.TypeToolCall)[0])
+	n := sess.Len()
+	for _, tc := range []struct {
+		id   string
+		want error
+	}{{"nope", session.ErrUnknownCall}, {ran.ID, session.ErrNotPending}} {
+		_, err := agentloop.Decide(ctx, sess, tc.id, agentloop.Decision{Allow: true})
+		assert.ErrorIs(t, err, tc.want, tc.id)
+	}
+	assert.Equal(t, n, sess.Len())
+	_, err = a.Resume(ctx, sess)
+	assert.ErrorIs(t, err, agentloop.ErrNotReady)
+	assert.Len(t, res.Pending, 1)
+}
+
+// TestACancelledTurnDoesNotSuspend: a turn cancelled while its step ran
+// the calls that need no decision answers the asked ones TOOL_NOT_STARTED
+// and ends aborted instead of waiting.
+func TestACancelledTurnDoesNotSuspend(t *testing.T) {
+	e := newEnv(t)
+	askFor(e, "ask")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cancelling := funcTool{name: "run", fn: func(context.Context, json.RawMessage) (string, error) { cancel(); return "x", nil }}
+	asked := funcTool{name: "ask", fn: func(context.Context, json.RawMessage) (string, error) { return "x", nil }}
+	a := agentloop.New(e.c, agentloop.Config{}, agentloop.WithProvider(script(t, scripted.Reply{ToolCalls: []scripted.ToolCall{{Name: "run"}, {Name: "ask"}}})), agentloop.WithTools(cancelling, asked))
+	sess := e.session()
+	res, err := a.Run(ctx, sess, "go")
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, session.ReasonAborted, res.Reason)
+	results := ofType(sess.Records(), session.TypeToolResult)
+	require.Len(t, results, 2)
+	r := decode[session.ToolResult](t, results[1])
+	require.NotNil(t, r.Error)
+	assert.Equal(t, session.CodeToolNotStarted, r.Error.Code)
+	assert.Nil(t, session.Suspended(sess.Records()))
 }

@@ -201,3 +201,35 @@ func memoryStore(t *testing.T) session.Store {
 	t.Helper()
 	return memory.New()
 }
+
+// TestAPolicyChangedDuringATurnIsLoggedBeforeItDecides: a config change
+// while a turn is suspended is not logged into the open turn at once, but
+// before the first call it decides, so the log's policy in force is the
+// one that answered.
+func TestAPolicyChangedDuringATurnIsLoggedBeforeItDecides(t *testing.T) {
+	ctx := context.Background()
+	p := newProc(t, memoryStore(t), policy)
+	sess, err := p.mgr.Create(ctx)
+	require.NoError(t, err)
+	a := p.agent(
+		scripted.Reply{ToolCalls: []scripted.ToolCall{{Name: "read_file"}}},
+		scripted.Reply{ToolCalls: []scripted.ToolCall{{Name: "list_dir"}}},
+		scripted.Reply{Text: "done"})
+	res, err := a.Run(ctx, sess, "go")
+	require.ErrorIs(t, err, agentloop.ErrSuspended)
+	stricter := &approvals.Config{Default: "ask"}
+	require.NoError(t, p.fiber.Update(stricter))
+	assert.Len(t, ofType(sess.Records(), session.TypeApprovalPolicy), 1, "not logged into the open turn on mount")
+	_, err = agentloop.Decide(ctx, sess, res.Pending[0].Call.ID, agentloop.Decision{Allow: true})
+	require.NoError(t, err)
+	res, err = a.Resume(ctx, sess)
+	require.ErrorIs(t, err, agentloop.ErrSuspended, "list_dir asks under the new policy")
+	require.Len(t, res.Pending, 1)
+	assert.Equal(t, "list_dir", res.Pending[0].Call.Name)
+	pols := ofType(sess.Records(), session.TypeApprovalPolicy)
+	require.Len(t, pols, 2)
+	got, err := session.DecodeData[session.ApprovalPolicy](pols[1])
+	require.NoError(t, err)
+	assert.Equal(t, stricter.Policy(), got)
+	assert.Less(t, pols[1].Seq(), res.Pending[0].CallSeq)
+}
