@@ -242,3 +242,44 @@ func TestAToolStartWithoutDecisionIsRefusedAtAppend(t *testing.T) {
 	require.ErrorAs(t, err, &ie)
 	assert.Contains(t, ie.Violation.Message, "second approval/decision")
 }
+
+// TestADecisionCitesOnlyASessionScopedAllow: "always for this session"
+// is logged as an allowing decision of scope session; a later decision
+// resting on it cites it, and nothing else.
+func TestADecisionCitesOnlyASessionScopedAllow(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name      string
+		first     session.ApprovalDecision
+		violation bool
+	}{
+		{"session scope", session.ApprovalDecision{Allow: true, Scope: session.ScopeSession}, false},
+		{"call scope", session.ApprovalDecision{Allow: true}, true},
+		{"a session-scoped denial", session.ApprovalDecision{Allow: false, Scope: session.ScopeSession}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w, dispose := newApprovalWorld(t)
+			defer dispose()
+			sess, err := w.mgr.Create(ctx)
+			require.NoError(t, err)
+			a := w.agent(t, scripted.Reply{ToolCalls: []scripted.ToolCall{{Name: "read_file"}}}, scripted.Reply{ToolCalls: []scripted.ToolCall{{Name: "read_file"}}})
+			res, err := a.Run(ctx, sess, "go")
+			require.ErrorIs(t, err, agentloop.ErrSuspended)
+			first, err := agentloop.Decide(ctx, sess, res.Pending[0].Call.ID, agentloop.Decision{Allow: tc.first.Allow, Scope: tc.first.Scope})
+			require.NoError(t, err)
+			res, err = a.Resume(ctx, sess)
+			require.ErrorIs(t, err, agentloop.ErrSuspended)
+			ev, err := session.CheckDecision(sess.Records(), res.Pending[0].Call.ID, session.ApprovalDecision{Allow: true, By: "session-rule", Cites: first.Seq()})
+			require.NoError(t, err)
+			_, err = sess.Append(ctx, ev)
+			if !tc.violation {
+				require.NoError(t, err)
+				return
+			}
+			var ie *invariants.InvariantError
+			require.ErrorAs(t, err, &ie)
+			assert.Contains(t, ie.Violation.Message, "no session-scoped allowing decision")
+		})
+	}
+}

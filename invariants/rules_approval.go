@@ -14,6 +14,9 @@ type approvals struct {
 	owed []string
 	// asked are the open step's calls with an approval/request.
 	asked []string
+	// sessionScoped are the seqs of the allowing decisions with scope
+	// session, which later decisions may cite.
+	sessionScoped map[int64]bool
 }
 
 type approvalCall struct {
@@ -25,7 +28,9 @@ type approvalCall struct {
 	answered  bool
 }
 
-func newApprovals() approvals { return approvals{calls: map[string]*approvalCall{}} }
+func newApprovals() approvals {
+	return approvals{calls: map[string]*approvalCall{}, sessionScoped: map[int64]bool{}}
+}
 
 // approvalBeforeRun: a tool/start for a call with an approval/request
 // follows an allowing approval/decision for it; a decision answers a
@@ -37,7 +42,8 @@ func newApprovals() approvals { return approvals{calls: map[string]*approvalCall
 // allowing decision; a decided call runs (or is answered denied) only
 // once every request of its step has a decision; a request by the
 // policy's author is one the policy asks for; an APPROVAL_DENIED result
-// answers a call someone denied.
+// answers a call someone denied; a decision that cites one cites an
+// allowing decision of scope session.
 func approvalBeforeRun(t *trace, r *session.Record) *Violation {
 	a := &t.appr
 	switch r.Type() {
@@ -117,6 +123,8 @@ func approvalBeforeRun(t *trace, r *session.Record) *Violation {
 			return violation(RuleApprovalBeforeRun, r.Seq(), "approval/decision for %q outside the step of its request", d.ID)
 		case !t.suspended():
 			return violation(RuleApprovalBeforeRun, r.Seq(), "approval/decision for %q before its step was suspended (a call of the step without a result has no approval/request)", d.ID)
+		case d.Cites != 0 && !a.sessionScoped[d.Cites]:
+			return violation(RuleApprovalBeforeRun, r.Seq(), "approval/decision for %q cites seq %d, which is no session-scoped allowing decision", d.ID, d.Cites)
 		}
 	}
 	return nil
@@ -178,6 +186,9 @@ func (a *approvals) apply(r *session.Record) {
 	case session.TypeApprovalDecision:
 		if d, err := session.DecodeData[session.ApprovalDecision](r); err == nil && a.calls[d.ID] != nil {
 			a.calls[d.ID].decided, a.calls[d.ID].allow = true, d.Allow
+			if d.Allow && d.Scope == session.ScopeSession {
+				a.sessionScoped[r.Seq()] = true
+			}
 		}
 	}
 }
