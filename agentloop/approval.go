@@ -100,7 +100,12 @@ type AskError struct {
 	By, Reason string
 }
 
-func (e *AskError) Error() string { return "approval required: " + e.Reason }
+func (e *AskError) Error() string {
+	if e.Reason == "" {
+		return "approval required"
+	}
+	return "approval required: " + e.Reason
+}
 
 // approve asks ToolApprove about call: the verdict, or a fatal error.
 func (t *turn) approve(ctx context.Context, step int, call session.ToolCall) (Verdict, error) {
