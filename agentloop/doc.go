@@ -85,6 +85,20 @@
 // would, its calls answered TOOL_NOT_STARTED with that cause. A veto that
 // matches [ErrInvariant] (the invariants plugin's) ends it with error.
 //
+// # Approvals
+//
+// Before a step logs its calls, it asks the tool/approve hook
+// ([ToolApprove]) about each: allow (or no answer) runs it; deny logs it
+// with a POLICY_DENIED result the model sees; ask logs it with an
+// approval/request (a veto listener may answer ask too, with an
+// [*AskError]). The calls that need no decision run, then the step is
+// suspended: the log is flushed, the turn left open, and Run returns
+// Reason "suspended", the pending calls and a [*SuspendedError]. Loading
+// such a log repairs nothing (session.Suspended). [Decide] logs an
+// approval/decision for one pending call, in any process;
+// [Agent.Resume], once all are decided, runs the allowed calls, answers
+// the denied ones APPROVAL_DENIED with the reason, and continues the turn.
+//
 // Cancelling the turn cancels the context of the tools running. A tool
 // that has not returned Config.ToolGrace (default 3s) later is abandoned:
 // its goroutine is left to finish on its own, its call is answered with a

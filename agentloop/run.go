@@ -22,6 +22,9 @@ type TurnResult struct {
 	Content string
 	// Usage sums the usage the provider reported over the turn's steps.
 	Usage session.Usage
+	// Pending are the calls a suspended turn (Reason "suspended") waits
+	// for, in the order of their approval requests.
+	Pending []session.PendingCall
 }
 
 // RunOption configures one [Agent.Run].
@@ -47,8 +50,20 @@ func OnChunk(fn func(Chunk)) RunOption {
 // refused). A turn that ended aborted or with an error returns its result
 // and the cause: ctx's error for aborted, the provider's or listener's
 // error otherwise. A turn that completed or hit the step limit returns a
-// nil error.
+// nil error. A turn whose step waits for approvals (see [ToolApprove])
+// is left open, its log flushed: Run returns its result, with Reason
+// "suspended" and the Pending calls, and a [*SuspendedError] matching
+// [ErrSuspended]; a new Run on that session is refused with such an error
+// until the calls are decided ([Decide]) and the turn resumed
+// ([Agent.Resume]).
 func (a *Agent) Run(ctx context.Context, sess *live.Session, prompt string, opts ...RunOption) (*TurnResult, error) {
+	return a.withTurn(ctx, sess, opts, func(ctx context.Context, t *turn) (*TurnResult, error) {
+		return t.run(ctx, prompt)
+	})
+}
+
+// withTurn runs body on a turn of sess claimed for this agent.
+func (a *Agent) withTurn(ctx context.Context, sess *live.Session, opts []RunOption, body func(context.Context, *turn) (*TurnResult, error)) (*TurnResult, error) {
 	var ro runOptions
 	for _, o := range opts {
 		o(&ro)
@@ -71,7 +86,7 @@ func (a *Agent) Run(ctx context.Context, sess *live.Session, prompt string, opts
 	if closed {
 		cancel()
 	}
-	return t.run(ctx, prompt)
+	return body(ctx, t)
 }
 
 // turn is the state of one turn in progress.
@@ -121,9 +136,12 @@ func (t *turn) run(ctx context.Context, prompt string) (*TurnResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A turn left open (by another writer) is not ours to continue, nor
-	// to compact under.
+	// A turn left open (by another writer, or suspended on approvals) is
+	// not ours to continue, nor to compact under.
 	if last, open := lastTurn(t.sess); open {
+		if err := refuseSuspended(t.sess); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("agentloop: turn %d of session %s: %w", last, t.sess.ID(), session.ErrOpenTurn)
 	}
 	if err := TurnPrepare.Emit(ctx, a.c, &Prepare{Agent: a.id, Session: t.sess, Provider: prov, Header: a.header(prov, tools)}); err != nil {
@@ -143,13 +161,21 @@ func (t *turn) run(ctx context.Context, prompt string) (*TurnResult, error) {
 			return t.finish(failReason(err), err)
 		}
 	}
-	for step := 1; ; step++ {
+	return t.steps(ctx, 1)
+}
+
+// steps runs the turn's steps from first on and ends the turn.
+func (t *turn) steps(ctx context.Context, first int) (*TurnResult, error) {
+	a := t.a
+	for step := first; ; step++ {
 		out, err := t.step(ctx, step)
 		t.res.Steps = step
 		if err != nil {
 			return t.finish(failReason(err), err)
 		}
 		switch {
+		case out.suspended:
+			return t.suspend()
 		case out.reason != "":
 			return t.finish(out.reason, out.err)
 		case !out.toolCalls:
@@ -169,7 +195,7 @@ func (t *turn) finish(reason string, cause error) (*TurnResult, error) {
 	t.res.Reason = reason
 	// Only a turn cut short can have left a step open.
 	if reason != session.ReasonCompleted && reason != session.ReasonMaxSteps {
-		if closers := session.Closers(t.sess.Records()); len(closers) > 1 {
+		if closers := session.CloseTail(t.sess.Records()); len(closers) > 1 {
 			for _, ev := range closers[:len(closers)-1] {
 				if res, ok := ev.Data.(session.ToolResult); ok && res.Error != nil && cause != nil {
 					e := *res.Error

@@ -11,6 +11,7 @@ import (
 // failed) is returned separately by step.
 type stepOutcome struct {
 	toolCalls bool   // the model asked for tools and they ran
+	suspended bool   // the step waits for approvals: it stays open
 	reason    string // non-empty: the turn ends with this reason
 	err       error  // the cause of reason
 }
@@ -127,8 +128,12 @@ func (t *turn) step(ctx context.Context, n int) (stepOutcome, error) {
 			return stepOutcome{}, err
 		}
 	} else if out.toolCalls {
-		if err := t.runTools(ctx, n, msg.ToolCalls, tools); err != nil {
+		suspended, err := t.runGated(ctx, n, msg.ToolCalls, tools)
+		if err != nil {
 			return stepOutcome{}, err
+		}
+		if suspended {
+			return stepOutcome{suspended: true}, nil
 		}
 		if ctx.Err() != nil {
 			out = stepOutcome{reason: session.ReasonAborted, err: context.Cause(ctx)}

@@ -5,7 +5,8 @@
 // changes behaviour except to refuse. It is mounted in tests and demos.
 //
 //   - Append rules (seq-order, turn-nesting, step-nesting, step-scope,
-//     tool-pairing, turn-enclosure, surface-replace, assistant-assembly) run
+//     tool-pairing, turn-enclosure, surface-replace, assistant-assembly,
+//     approval-before-run) run
 //     in internal/dispatch, before an event commits. A valid event's trace
 //     transition is staged under the identity of the exact record; it is
 //     applied only when that same record reaches the plugin's session/event

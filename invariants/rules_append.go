@@ -84,7 +84,8 @@ func stepNesting(t *trace, r *session.Record) *Violation {
 func stepScoped(typ string) bool {
 	switch typ {
 	case session.TypeAssistantChunk, session.TypeAssistantMessage, session.TypeToolCall,
-		session.TypeToolStart, session.TypeToolResult, session.TypeRequestDigest:
+		session.TypeToolStart, session.TypeToolResult, session.TypeRequestDigest,
+		session.TypeApprovalRequest, session.TypeApprovalDecision:
 		return true
 	}
 	return false

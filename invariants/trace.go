@@ -21,6 +21,7 @@ type trace struct {
 	chunks   map[int64]session.AssistantChunk // the open step's chunks
 	cited    map[int64]bool                   // chunks an assistant message cites
 	surface  []int64                          // seqs on the surface, in order
+	appr     approvals                        // what approval-before-run knows
 }
 
 type callInfo struct {
@@ -31,7 +32,7 @@ type callInfo struct {
 }
 
 func newTrace() *trace {
-	return &trace{calls: map[string]callInfo{}, msgCalls: map[string]bool{}, chunks: map[int64]session.AssistantChunk{}, cited: map[int64]bool{}}
+	return &trace{calls: map[string]callInfo{}, msgCalls: map[string]bool{}, chunks: map[int64]session.AssistantChunk{}, cited: map[int64]bool{}, appr: newApprovals()}
 }
 
 // validate runs every append rule against r, without changing t.
@@ -54,11 +55,13 @@ var appendRules = []func(*trace, *session.Record) *Violation{
 	toolPairing,
 	surfaceReplace,
 	assistantAssembly,
+	approvalBeforeRun,
 }
 
 // apply advances t past r, which passed validate.
 func (t *trace) apply(r *session.Record) {
 	t.next = r.Seq() + 1
+	t.appr.apply(r)
 	switch r.Type() {
 	case session.TypeTurnStart:
 		t.turn, t.turnOpen, t.step = r.Turn(), true, 0

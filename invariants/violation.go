@@ -27,6 +27,9 @@ const (
 	RuleRequestHeader         = "request-header"
 	RuleOrphanedToolResult    = "orphaned-tool-result"
 	RuleRequestDigest         = "request-digest"
+	// RuleApprovalBeforeRun: no tool runs without the decision its
+	// approval request, or the approval policy in force, required.
+	RuleApprovalBeforeRun = "approval-before-run"
 )
 
 // Code is the code of every [InvariantError], for a caller that reports

@@ -235,6 +235,23 @@ func appendPayload(dst []byte, v any) ([]byte, bool) {
 		dst = append(dst, '{')
 		dst = appendStringField(dst, "id", p.ID, false)
 		return append(dst, '}'), true
+	case ApprovalRequest:
+		dst = append(dst, '{')
+		dst = appendStringField(dst, "id", p.ID, false)
+		dst = appendStringField(dst, "by", p.By, true)
+		dst = appendStringField(dst, "reason", p.Reason, true)
+		return append(dst, '}'), true
+	case ApprovalDecision:
+		dst = append(dst, '{')
+		dst = appendStringField(dst, "id", p.ID, false)
+		dst = append(appendKey(dst, "allow"), strconv.FormatBool(p.Allow)...)
+		dst = appendStringField(dst, "by", p.By, true)
+		dst = appendStringField(dst, "reason", p.Reason, true)
+		dst = appendStringField(dst, "scope", p.Scope, true)
+		if p.Cites != 0 {
+			dst = appendIntField(dst, "cites", p.Cites)
+		}
+		return append(dst, '}'), true
 	}
 	return dst, false
 }

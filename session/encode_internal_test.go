@@ -48,7 +48,7 @@ func genPayload(t *rapid.T) any {
 		}
 		return out
 	}
-	switch rapid.IntRange(0, 13).Draw(t, "kind") {
+	switch rapid.IntRange(0, 15).Draw(t, "kind") {
 	case 0:
 		return TurnStart{}
 	case 1:
@@ -87,6 +87,10 @@ func genPayload(t *rapid.T) any {
 		return Compaction{ID: opt("id")}
 	case 12:
 		return EndSeed{}
+	case 13:
+		return ApprovalRequest{ID: opt("id"), By: opt("by"), Reason: opt("reason")}
+	case 14:
+		return ApprovalDecision{ID: opt("id"), Allow: rapid.Bool().Draw(t, "allow"), By: opt("by"), Reason: opt("reason"), Scope: opt("scope"), Cites: rapid.Int64().Draw(t, "cites")}
 	default:
 		// Zero tool call list versus empty: both omitted.
 		return AssistantMessage{ToolCalls: []ToolCall{}}

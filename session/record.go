@@ -237,6 +237,8 @@ func checkPayload(seq int64, typ string, p any) error {
 		for _, c := range v.ToolCalls {
 			bad = bad || c.ID == "" || c.Name == ""
 		}
+	case ApprovalRequest, ApprovalDecision, ApprovalPolicy:
+		return checkApproval(seq, typ, p)
 	}
 	if bad {
 		return fmt.Errorf("%w: seq %d: %s", ErrNoCallID, seq, typ)

@@ -29,7 +29,21 @@ import (
 // and verify would refuse it). Such a call can only come from a log
 // written before call ids were made unique per session, by a provider
 // that repeats them.
+//
+// A step suspended on approvals (see [Suspended]) is not a crash: its
+// tail waits for decisions, or, once decided, resumes, so Closers returns
+// nil for it. [CloseTail] closes it regardless.
 func Closers(records []*Record) []Event {
+	if Suspended(records) != nil {
+		return nil
+	}
+	return CloseTail(records)
+}
+
+// CloseTail is [Closers] for a tail that must end now even if it is
+// suspended on approvals: a loop whose turn failed closes its open step
+// with it, whatever the step waited for.
+func CloseTail(records []*Record) []Event {
 	st := scanTurns(records)
 	if st.turn == 0 {
 		return nil

@@ -63,6 +63,9 @@ var coreKinds = map[string]*kind{
 	TypeCompactionStart:  kindOf[Compaction](scopeAny, false),
 	TypeCompactionEnd:    kindOf[Compaction](scopeAny, false),
 	TypeEndSeed:          kindOf[EndSeed](scopeNone, false),
+	TypeApprovalRequest:  kindOf[ApprovalRequest](scopeStep, false),
+	TypeApprovalDecision: kindOf[ApprovalDecision](scopeStep, false),
+	TypeApprovalPolicy:   kindOf[ApprovalPolicy](scopeOptTurn, false),
 }
 
 // registered holds the plugin-owned types readers must understand.
@@ -132,6 +135,10 @@ func clonePayload(v any) any {
 	case RequestHeader:
 		p.Header = CloneHeader(p.Header)
 		return p
+	case ApprovalPolicy:
+		if p.Rules != nil {
+			return clonePolicy(p)
+		}
 	}
 	return v
 }

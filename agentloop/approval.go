@@ -1,0 +1,353 @@
+package agentloop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
+)
+
+// ReasonSuspended is the TurnResult.Reason of a turn whose step waits for
+// approvals. It is no turn/end reason: the turn stays open in the log.
+const ReasonSuspended = "suspended"
+
+// ErrSuspended is matched (errors.Is) by the error of a turn that
+// suspended on approvals and by the refusal of a new prompt on a
+// suspended session; the error is a [*SuspendedError] naming the calls.
+var ErrSuspended = errors.New("agentloop: waiting for approval")
+
+// ErrNotReady is matched by [Agent.Resume] on a session whose suspended
+// step still has undecided calls (the error is a [*SuspendedError]).
+var ErrNotReady = errors.New("agentloop: calls still wait for a decision")
+
+// SuspendedError names the calls a suspended session waits for.
+type SuspendedError struct {
+	Session string
+	// Calls are the calls without a decision; when every call is decided
+	// (Decided set), the decided calls that wait for [Agent.Resume].
+	Calls []session.PendingCall
+	// Decided: every call has its decision; the turn waits to be resumed.
+	Decided bool
+	// notReady: the refusal of Resume while some are undecided.
+	notReady bool
+}
+
+func (e *SuspendedError) Error() string {
+	var b strings.Builder
+	if e.Decided {
+		fmt.Fprintf(&b, "agentloop: session %s has a suspended turn whose %d decided tool call(s) wait to be resumed:", e.Session, len(e.Calls))
+	} else {
+		fmt.Fprintf(&b, "agentloop: session %s waits for a decision on %d tool call(s):", e.Session, len(e.Calls))
+	}
+	for i, c := range e.Calls {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, " %s (%s %s)", c.Call.ID, c.Call.Name, c.Call.Arguments)
+	}
+	return b.String()
+}
+
+// Is matches ErrSuspended, and ErrNotReady for Resume's refusal.
+func (e *SuspendedError) Is(target error) bool {
+	return target == ErrSuspended || (e.notReady && target == ErrNotReady)
+}
+
+// ApprovalQuery is the payload of [ToolApprove]: one tool call of a step,
+// about to be logged and run.
+type ApprovalQuery struct {
+	// Session is the session of the call. A listener may append to it
+	// (the approvals plugin logs the policy it answers with, so that the
+	// log holds the policy in force for every call).
+	Session    *live.Session
+	Turn, Step int
+	Call       session.ToolCall
+}
+
+// Subject implements bus.Subjecter: the query is about its session.
+func (q *ApprovalQuery) Subject() any { return q.Session.ID() }
+
+// Verdict is an answer to an [ApprovalQuery]. The zero Verdict is no
+// answer (the next listener is asked; when none answers, the call runs).
+type Verdict struct {
+	// Action is session.ActionAllow, ActionDeny or ActionAsk.
+	Action string
+	// By names who decided (logged as the request's by); Reason is shown
+	// to the person asked, or to the model for a denial.
+	By, Reason string
+}
+
+// ToolApprove is the tool/approve hook the loop consults for each tool
+// call of a step before it logs the calls (first answer wins; see
+// [Verdict]). Allow runs the call; deny logs it and answers it with a
+// POLICY_DENIED result the model sees; ask logs it with an
+// approval/request and suspends the step once the calls that need no
+// decision have run. A [bus.Veto] listener of the dispatch, or a
+// listener, may also answer ask by returning an [*AskError]; any other
+// veto ends the turn blocked.
+var ToolApprove = bus.NewHook[*ApprovalQuery, Verdict]("tool/approve")
+
+// AskError is the error a veto or hook listener returns to answer a
+// tool call with ask rather than refuse it.
+type AskError struct {
+	// By names who asks (default: the listener's plugin); Reason is shown
+	// to the person asked.
+	By, Reason string
+}
+
+func (e *AskError) Error() string {
+	if e.Reason == "" {
+		return "approval required"
+	}
+	return "approval required: " + e.Reason
+}
+
+// approve asks ToolApprove about call: the verdict, or a fatal error.
+func (t *turn) approve(ctx context.Context, step int, call session.ToolCall) (Verdict, error) {
+	v, err := ToolApprove.Bail(ctx, t.a.c, &ApprovalQuery{Session: t.sess, Turn: t.n, Step: step, Call: call})
+	var ask *AskError
+	switch {
+	case errors.As(err, &ask):
+		v = Verdict{Action: session.ActionAsk, By: ask.By, Reason: ask.Reason}
+		if pe := (*bus.PluginError)(nil); v.By == "" && errors.As(err, &pe) {
+			v.By = pe.Plugin
+		}
+		return v, nil
+	case err != nil:
+		if be := vetoed(ToolApprove.Name(), err); be != nil {
+			return Verdict{}, be
+		}
+		return Verdict{}, fmt.Errorf("agentloop: %s: %w", ToolApprove.Name(), err)
+	}
+	switch v.Action {
+	case "", session.ActionAllow, session.ActionDeny, session.ActionAsk:
+		return v, nil
+	}
+	return Verdict{}, fmt.Errorf("agentloop: %s: unknown action %q for call %s", ToolApprove.Name(), v.Action, call.ID)
+}
+
+// runGated runs the calls of step n as their verdicts say. It reports
+// whether the step is suspended: some call was answered ask and the turn
+// was not cancelled meanwhile.
+func (t *turn) runGated(ctx context.Context, n int, calls []session.ToolCall, tools []Tool) (suspended bool, err error) {
+	verdicts := make([]Verdict, len(calls))
+	gated := false
+	for i, c := range calls {
+		if verdicts[i], err = t.approve(ctx, n, c); err != nil {
+			return false, err
+		}
+		gated = gated || (verdicts[i].Action != "" && verdicts[i].Action != session.ActionAllow)
+	}
+	if !gated {
+		return false, t.runTools(ctx, n, calls, tools)
+	}
+	// Runs of allowed calls keep the loop's batching; the others are
+	// logged in their place, so the log keeps the model's call order.
+	var asked []session.PendingCall
+	for i := 0; i < len(calls); {
+		if act := verdicts[i].Action; act == "" || act == session.ActionAllow {
+			j := i + 1
+			for j < len(calls) && (verdicts[j].Action == "" || verdicts[j].Action == session.ActionAllow) {
+				j++
+			}
+			if err := t.runTools(ctx, n, calls[i:j], tools); err != nil {
+				return false, err
+			}
+			i = j
+			continue
+		}
+		c, v := calls[i], verdicts[i]
+		i++
+		rec, err := t.append(session.Event{Type: session.TypeToolCall, Step: n, Data: c})
+		if err != nil {
+			return false, err
+		}
+		if v.Action == session.ActionDeny {
+			msg := "the approval policy denies this call"
+			if v.Reason != "" {
+				msg += ": " + v.Reason
+			}
+			res := session.ToolResult{ID: c.ID, Name: c.Name, Error: &session.ToolResultError{Code: session.CodePolicyDenied, Message: msg}}
+			if _, err := t.append(session.Event{Type: session.TypeToolResult, Step: n, Sources: []int64{rec.Seq()}, Data: res}); err != nil {
+				return false, err
+			}
+			continue
+		}
+		req := session.ApprovalRequest{ID: c.ID, By: v.By, Reason: v.Reason}
+		rq, err := t.append(session.Event{Type: session.TypeApprovalRequest, Step: n, Data: req})
+		if err != nil {
+			return false, err
+		}
+		asked = append(asked, session.PendingCall{Call: c, CallSeq: rec.Seq(), Request: req, RequestSeq: rq.Seq()})
+	}
+	if len(asked) == 0 {
+		return false, nil
+	}
+	if ctx.Err() != nil {
+		// A cancelled turn does not wait: its asked calls never run.
+		for _, p := range asked {
+			if err := t.answer(n, p, &session.ToolResultError{Code: session.CodeToolNotStarted, Message: "the turn was aborted before a decision"}); err != nil {
+				return false, err
+			}
+		}
+		return false, nil
+	}
+	t.res.Pending = asked
+	return true, nil
+}
+
+// answer logs the result of pending call p without running it.
+func (t *turn) answer(n int, p session.PendingCall, e *session.ToolResultError) error {
+	res := session.ToolResult{ID: p.Call.ID, Name: p.Call.Name, Error: e}
+	_, err := t.append(session.Event{Type: session.TypeToolResult, Step: n, Sources: []int64{p.CallSeq}, Data: res})
+	return err
+}
+
+// suspend ends the run of a turn whose step waits for decisions: the
+// log is made durable, the turn left open.
+func (t *turn) suspend() (*TurnResult, error) {
+	t.res.Reason = ReasonSuspended
+	if err := t.sess.Flush(t.actx); err != nil {
+		return &t.res, fmt.Errorf("agentloop: suspend: %w", err)
+	}
+	return &t.res, &SuspendedError{Session: t.sess.ID(), Calls: t.res.Pending}
+}
+
+// refuseSuspended returns the refusal of a new turn on a session whose
+// open turn is suspended, nil when it is not.
+func refuseSuspended(sess *live.Session) error {
+	s := session.Suspended(sess.Records())
+	if s == nil {
+		return nil
+	}
+	if s.Ready() {
+		return &SuspendedError{Session: sess.ID(), Calls: s.Calls, Decided: true}
+	}
+	return &SuspendedError{Session: sess.ID(), Calls: s.Undecided()}
+}
+
+// Decision is a person's (or a program's) answer to a pending call.
+type Decision struct {
+	Allow bool
+	// By names who decided; Reason is shown to the model for a denial.
+	By, Reason string
+	// Scope is "" or session.ScopeCall for this call, session.ScopeSession
+	// for "always for this session" (logged; later calls are decided by
+	// whoever keeps that rule).
+	Scope string
+}
+
+// decideMu makes the check and the append of one decision atomic among
+// the decisions of this process: two people deciding the same call at
+// once get one decision and one [*session.DecidedError].
+var decideMu sync.Mutex
+
+// Decide logs d as the decision for the pending call callID of sess's
+// suspended step and flushes it. It refuses, logging nothing, a session
+// not suspended ([session.ErrNotSuspended]), an unknown call
+// ([session.ErrUnknownCall]), a call that waits for no decision
+// ([session.ErrNotPending]) and a second decision ([*session.DecidedError],
+// matching [session.ErrAlreadyDecided]). It does not resume the step: call
+// [Agent.Resume] once every pending call is decided (Ready on the
+// session's [session.Suspended]).
+func Decide(ctx context.Context, sess *live.Session, callID string, d Decision) (*session.Record, error) {
+	decideMu.Lock()
+	defer decideMu.Unlock()
+	ev, err := session.CheckDecision(sess.Records(), callID, session.ApprovalDecision{Allow: d.Allow, By: d.By, Reason: d.Reason, Scope: d.Scope})
+	if err != nil {
+		return nil, fmt.Errorf("agentloop: decide %s in session %s: %w", callID, sess.ID(), err)
+	}
+	rec, err := sess.Append(ctx, ev)
+	if err != nil {
+		return nil, fmt.Errorf("agentloop: decide %s: %w", callID, err)
+	}
+	if err := sess.Flush(ctx); err != nil {
+		return rec, fmt.Errorf("agentloop: decide %s: %w", callID, err)
+	}
+	return rec, nil
+}
+
+// Resume continues the suspended turn of sess once every pending call
+// has a decision: each allowed call runs (tool/start, tool/result), each
+// denied one is answered with an APPROVAL_DENIED result carrying the
+// decision's reason, the step ends, and the turn goes on with its next
+// steps as [Agent.Run] would. It returns Run's results and errors, and
+// refuses, with a nil result, a session that is not suspended
+// ([session.ErrNotSuspended]) or still has undecided calls (a
+// [*SuspendedError] matching [ErrNotReady]). A turn that suspends again
+// returns as Run does.
+func (a *Agent) Resume(ctx context.Context, sess *live.Session, opts ...RunOption) (*TurnResult, error) {
+	return a.withTurn(ctx, sess, opts, func(ctx context.Context, t *turn) (*TurnResult, error) {
+		return t.resume(ctx)
+	})
+}
+
+func (t *turn) resume(ctx context.Context) (*TurnResult, error) {
+	s := session.Suspended(t.sess.Records())
+	if s == nil {
+		return nil, fmt.Errorf("agentloop: resume session %s: %w", t.sess.ID(), session.ErrNotSuspended)
+	}
+	if !s.Ready() {
+		return nil, &SuspendedError{Session: t.sess.ID(), Calls: s.Undecided(), notReady: true}
+	}
+	_, tools, err := t.a.resolve()
+	if err != nil {
+		return nil, err
+	}
+	byName := make(map[string]Tool, len(tools))
+	for _, tl := range tools {
+		byName[tl.Spec().Name] = tl
+	}
+	t.n = s.Turn
+	t.res = TurnResult{Session: t.sess.ID(), Turn: s.Turn, Steps: s.Step}
+	for _, p := range s.Calls {
+		if err := t.runDecided(ctx, s.Step, p, byName); err != nil {
+			return t.finish(failReason(err), err)
+		}
+	}
+	if _, err := t.append(session.Event{Type: session.TypeStepEnd, Step: s.Step, Data: session.StepEnd{Finish: session.FinishToolCalls}}); err != nil {
+		return t.finish(failReason(err), err)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return t.finish(session.ReasonAborted, context.Cause(ctx))
+	case s.Step >= t.a.cfg.MaxSteps:
+		return t.finish(session.ReasonMaxSteps, nil)
+	}
+	return t.steps(ctx, s.Step+1)
+}
+
+// runDecided runs or answers one decided call of a resumed step.
+func (t *turn) runDecided(ctx context.Context, n int, p session.PendingCall, byName map[string]Tool) error {
+	d := p.Decision
+	if !d.Allow {
+		msg := "a person denied this call"
+		if d.By != "" {
+			msg = d.By + " denied this call"
+		}
+		if d.Reason != "" {
+			msg += ": " + d.Reason
+		}
+		return t.answer(n, p, &session.ToolResultError{Code: session.CodeApprovalDenied, Message: msg})
+	}
+	if ctx.Err() != nil {
+		return t.answer(n, p, &session.ToolResultError{Code: session.CodeToolNotStarted, Message: "the turn was aborted before the tool ran"})
+	}
+	args, bad := checkArguments(p.Call.Arguments)
+	if bad != nil {
+		return t.answer(n, p, bad)
+	}
+	if _, err := t.append(session.Event{Type: session.TypeToolStart, Step: n, Data: session.ToolStart{ID: p.Call.ID}}); err != nil {
+		return err
+	}
+	inv := &ToolInvocation{Session: t.sess.ID(), Turn: t.n, Step: n, Call: session.ToolCall{ID: p.Call.ID, Name: p.Call.Name, Arguments: args}, Tool: byName[p.Call.Name]}
+	out := t.a.runBatch(ctx, []*ToolInvocation{inv})[0]
+	res := session.ToolResult{ID: p.Call.ID, Name: p.Call.Name, Content: out.Content, Error: out.Error}
+	_, err := t.append(session.Event{Type: session.TypeToolResult, Step: n, Sources: []int64{p.CallSeq}, Data: res})
+	return err
+}

@@ -1,0 +1,215 @@
+package invariants
+
+import (
+	"github.com/vigil-run/vigil/session"
+)
+
+// approvals is what approval-before-run knows of a session's log.
+type approvals struct {
+	policy *session.PolicyMatcher // the policy in force, nil when none was logged
+	calls  map[string]*approvalCall
+	// owed are the open step's calls the policy asks about or denies
+	// that have neither a request nor a result yet: the loop logs one
+	// right after the call, before the step's next call, start or end.
+	owed []string
+	// asked are the open step's calls with an approval/request.
+	asked []string
+	// sessionScoped are the seqs of the allowing decisions with scope
+	// session, which later decisions may cite.
+	sessionScoped map[int64]bool
+}
+
+type approvalCall struct {
+	policy    string // the action of the policy in force at its tool/call
+	requested bool
+	decided   bool
+	allow     bool
+	started   bool
+	answered  bool
+}
+
+func newApprovals() approvals {
+	return approvals{calls: map[string]*approvalCall{}, sessionScoped: map[int64]bool{}}
+}
+
+// approvalBeforeRun: a tool/start for a call with an approval/request
+// follows an allowing approval/decision for it; a decision answers a
+// pending request of its step, once, while the step is suspended (every
+// call of the step without a result has a request); no request for a call
+// already decided, started or answered; a call the policy in force asks
+// about or denies has a request or a result before the step's next call,
+// start or end, and one it asks about or denies never starts without an
+// allowing decision; a decided call runs (or is answered denied) only
+// once every request of its step has a decision; a request by the
+// policy's author is one the policy asks for; an APPROVAL_DENIED result
+// answers a call someone denied; a decision that cites one cites an
+// allowing decision of scope session.
+func approvalBeforeRun(t *trace, r *session.Record) *Violation {
+	a := &t.appr
+	switch r.Type() {
+	case session.TypeToolCall, session.TypeStepEnd:
+		if len(a.owed) > 0 && t.stepOpen {
+			return violation(RuleApprovalBeforeRun, r.Seq(), "call %q, which the approval policy in force asks about or denies, has neither an approval/request nor a result before the %s", a.owed[0], r.Type())
+		}
+	case session.TypeToolStart:
+		s, err := session.DecodeData[session.ToolStart](r)
+		if err != nil {
+			return nil // tool-pairing reports it
+		}
+		for _, id := range a.owed {
+			if id != s.ID {
+				return violation(RuleApprovalBeforeRun, r.Seq(), "call %q, which the approval policy in force asks about or denies, has neither an approval/request nor a result before the tool/start of %q", id, s.ID)
+			}
+		}
+		c := a.calls[s.ID]
+		switch {
+		case c == nil:
+		case c.requested && !c.decided:
+			return violation(RuleApprovalBeforeRun, r.Seq(), "tool/start for %q, whose approval/request has no decision", s.ID)
+		case c.requested && !c.allow:
+			return violation(RuleApprovalBeforeRun, r.Seq(), "tool/start for %q, which was denied", s.ID)
+		case c.requested:
+			if id := a.undecided(); id != "" {
+				return violation(RuleApprovalBeforeRun, r.Seq(), "tool/start for %q before the step's request for %q had a decision: a step resumes once all are decided", s.ID, id)
+			}
+		case !c.requested && c.policy == session.ActionAsk:
+			return violation(RuleApprovalBeforeRun, r.Seq(), "tool/start for %q, which the approval policy in force asks about, without an approval/request", s.ID)
+		case !c.requested && c.policy == session.ActionDeny:
+			return violation(RuleApprovalBeforeRun, r.Seq(), "tool/start for %q, which the approval policy in force denies", s.ID)
+		}
+	case session.TypeToolResult:
+		res, err := session.DecodeData[session.ToolResult](r)
+		if err != nil || res.Error == nil || res.Error.Code != session.CodeApprovalDenied {
+			return nil
+		}
+		if c := a.calls[res.ID]; c == nil || !c.decided || c.allow {
+			return violation(RuleApprovalBeforeRun, r.Seq(), "APPROVAL_DENIED result for %q, which no decision denied", res.ID)
+		}
+		if id := a.undecided(); id != "" {
+			return violation(RuleApprovalBeforeRun, r.Seq(), "APPROVAL_DENIED result for %q before the step's request for %q had a decision: a step resumes once all are decided", res.ID, id)
+		}
+	case session.TypeApprovalRequest:
+		q, err := session.DecodeData[session.ApprovalRequest](r)
+		if err != nil {
+			return violation(RuleApprovalBeforeRun, r.Seq(), "approval/request data: %v", err)
+		}
+		ci, ok := t.calls[q.ID]
+		c := a.calls[q.ID]
+		switch {
+		case !ok || !ci.logged || ci.turn != r.Turn() || ci.step != r.Step() || c == nil:
+			return violation(RuleApprovalBeforeRun, r.Seq(), "approval/request for %q, which is no tool/call of this step", q.ID)
+		case c.requested:
+			return violation(RuleApprovalBeforeRun, r.Seq(), "second approval/request for %q", q.ID)
+		case c.decided || c.started || c.answered:
+			return violation(RuleApprovalBeforeRun, r.Seq(), "approval/request for %q, which was already decided, started or answered", q.ID)
+		case a.policy != nil && q.By == a.policy.Policy().By && c.policy != session.ActionAsk:
+			return violation(RuleApprovalBeforeRun, r.Seq(), "approval/request by %q for %q, which the policy in force says to %s", q.By, q.ID, c.policy)
+		}
+	case session.TypeApprovalDecision:
+		d, err := session.DecodeData[session.ApprovalDecision](r)
+		if err != nil {
+			return violation(RuleApprovalBeforeRun, r.Seq(), "approval/decision data: %v", err)
+		}
+		c := a.calls[d.ID]
+		ci := t.calls[d.ID]
+		switch {
+		case c == nil || !c.requested:
+			return violation(RuleApprovalBeforeRun, r.Seq(), "approval/decision for %q, which has no approval/request", d.ID)
+		case c.decided:
+			return violation(RuleApprovalBeforeRun, r.Seq(), "second approval/decision for %q", d.ID)
+		case c.started || c.answered:
+			return violation(RuleApprovalBeforeRun, r.Seq(), "approval/decision for %q, which was already started or answered", d.ID)
+		case !t.stepOpen || ci.turn != r.Turn() || ci.step != r.Step():
+			return violation(RuleApprovalBeforeRun, r.Seq(), "approval/decision for %q outside the step of its request", d.ID)
+		case !t.suspended():
+			return violation(RuleApprovalBeforeRun, r.Seq(), "approval/decision for %q before its step was suspended (a call of the step without a result has no approval/request)", d.ID)
+		case d.Cites != 0 && !a.sessionScoped[d.Cites]:
+			return violation(RuleApprovalBeforeRun, r.Seq(), "approval/decision for %q cites seq %d, which is no session-scoped allowing decision", d.ID, d.Cites)
+		}
+	}
+	return nil
+}
+
+// suspended reports whether every call of the open step without a result
+// was logged and has an approval/request (see session.Suspended).
+func (t *trace) suspended() bool {
+	for id := range t.msgCalls {
+		ci, ok := t.calls[id]
+		if ok && ci.answered {
+			continue
+		}
+		if c := t.appr.calls[id]; !ok || !ci.logged || c == nil || !c.requested || c.started {
+			return false
+		}
+	}
+	return true
+}
+
+// apply advances a past r, which passed validation.
+func (a *approvals) apply(r *session.Record) {
+	switch r.Type() {
+	case session.TypeApprovalPolicy:
+		if p, err := session.DecodeData[session.ApprovalPolicy](r); err == nil {
+			a.policy, _ = session.CompilePolicy(p)
+		}
+	case session.TypeStepEnd:
+		a.owed, a.asked = a.owed[:0], a.asked[:0]
+	case session.TypeToolCall:
+		c, err := session.DecodeData[session.ToolCall](r)
+		if err != nil {
+			return
+		}
+		ac := &approvalCall{}
+		if a.policy != nil {
+			ac.policy, _ = a.policy.Match(c.Name, c.Arguments)
+			if ac.policy == session.ActionAsk || ac.policy == session.ActionDeny {
+				a.owed = append(a.owed, c.ID)
+			}
+		}
+		a.calls[c.ID] = ac
+	case session.TypeToolStart:
+		if s, err := session.DecodeData[session.ToolStart](r); err == nil && a.calls[s.ID] != nil {
+			a.calls[s.ID].started = true
+			a.settle(s.ID)
+		}
+	case session.TypeToolResult:
+		if res, err := session.DecodeData[session.ToolResult](r); err == nil && a.calls[res.ID] != nil {
+			a.calls[res.ID].answered = true
+			a.settle(res.ID)
+		}
+	case session.TypeApprovalRequest:
+		if q, err := session.DecodeData[session.ApprovalRequest](r); err == nil && a.calls[q.ID] != nil {
+			a.calls[q.ID].requested = true
+			a.asked = append(a.asked, q.ID)
+			a.settle(q.ID)
+		}
+	case session.TypeApprovalDecision:
+		if d, err := session.DecodeData[session.ApprovalDecision](r); err == nil && a.calls[d.ID] != nil {
+			a.calls[d.ID].decided, a.calls[d.ID].allow = true, d.Allow
+			if d.Allow && d.Scope == session.ScopeSession {
+				a.sessionScoped[r.Seq()] = true
+			}
+		}
+	}
+}
+
+// undecided returns a call of the open step whose request has no
+// decision and no result, "" when there is none.
+func (a *approvals) undecided() string {
+	for _, id := range a.asked {
+		if c := a.calls[id]; !c.decided && !c.answered {
+			return id
+		}
+	}
+	return ""
+}
+
+// settle drops id from the calls owed a request or a result.
+func (a *approvals) settle(id string) {
+	for i, o := range a.owed {
+		if o == id {
+			a.owed = append(a.owed[:i], a.owed[i+1:]...)
+			return
+		}
+	}
+}
