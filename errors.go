@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/session"
 )
@@ -22,6 +23,11 @@ var (
 	// call needs (no store for sessions, no agent for turns). It is
 	// bus.ErrServiceMissing.
 	ErrNoService = bus.ErrServiceMissing
+	// ErrSuspended: the turn waits for a person's decision on a tool
+	// call (see [Runtime.Pending], [Runtime.Decide]); its result has the
+	// calls in Pending. A new prompt on such a session is refused with it.
+	// It is agentloop.ErrSuspended.
+	ErrSuspended = agentloop.ErrSuspended
 	// ErrWaiting: a plugin of the composition waits for a service that
 	// no plugin provides; [Open] fails with a [*WaitingError].
 	ErrWaiting = errors.New("vigil: a plugin waits for a missing service")

@@ -41,42 +41,57 @@ type Result = agentloop.TurnResult
 // for aborted). A turn that completed or hit the step limit returns a nil
 // error.
 func (r *Runtime) Turn(ctx context.Context, t TurnOptions) (*Result, error) {
-	mgr, err := r.Manager()
-	if err != nil {
-		return nil, err
-	}
 	agent, err := r.Agent()
 	if err != nil {
 		return nil, err
 	}
-	if t.Session != "" {
-		release, err := r.claim(ctx, t.Session, t.Wait)
+	var res *Result
+	err = r.underLease(ctx, t.Session, t.Wait, func(sess *live.Session) error {
+		if t.OnStart != nil {
+			t.OnStart(sess.ID())
+		}
+		var err error
+		res, err = agent.Run(ctx, sess, t.Prompt, chunkOption(t.OnChunk)...)
+		return err
+	})
+	return res, err
+}
+
+func chunkOption(onChunk func(agentloop.Chunk)) []agentloop.RunOption {
+	if onChunk == nil {
+		return nil
+	}
+	return []agentloop.RunOption{agentloop.OnChunk(onChunk)}
+}
+
+// underLease runs fn on session id ("" for a new one) opened under its
+// lease, and claimed in this runtime, then flushes and closes it.
+func (r *Runtime) underLease(ctx context.Context, id string, wait bool, fn func(*live.Session) error) error {
+	mgr, err := r.Manager()
+	if err != nil {
+		return err
+	}
+	if id != "" {
+		release, err := r.claim(ctx, id, wait)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		defer release()
 	}
-	sess, done, err := live.OpenLeased(ctx, mgr, t.Session, t.Wait)
+	sess, done, err := live.OpenLeased(ctx, mgr, id, wait)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if t.Session == "" {
+	if id == "" {
 		// Nobody else knows the new id yet: the claim cannot be refused.
 		release, _ := r.claim(ctx, sess.ID(), false)
 		defer release()
 	}
-	if t.OnStart != nil {
-		t.OnStart(sess.ID())
-	}
-	var opts []agentloop.RunOption
-	if t.OnChunk != nil {
-		opts = append(opts, agentloop.OnChunk(t.OnChunk))
-	}
-	res, err := agent.Run(ctx, sess, t.Prompt, opts...)
+	err = fn(sess)
 	if derr := done(context.WithoutCancel(ctx)); derr != nil && err == nil {
 		err = derr
 	}
-	return res, err
+	return err
 }
 
 // claim marks session id as running a turn in this runtime until release

@@ -1,0 +1,76 @@
+package vigil
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
+)
+
+// Decision is a person's (or a program's) answer to a tool call that
+// waits for approval: allow or deny it, who decided and, for a denial,
+// the reason the model is shown.
+type Decision = agentloop.Decision
+
+// Pending returns what session id waits for: its suspended step's calls
+// with their requests and any decisions given, or nil when the session is
+// not suspended. It reads the stored log.
+func (r *Runtime) Pending(ctx context.Context, id string) (*session.Suspension, error) {
+	log, err := r.Session(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return session.Suspended(log.Records), nil
+}
+
+// DecideOptions describe one decision for [Runtime.Decide].
+type DecideOptions struct {
+	// Session is the suspended session's id, Call the id of the tool call
+	// decided (as [Runtime.Pending] lists it).
+	Session, Call string
+	Decision
+	// Wait makes a decision on a session whose lease another holds wait
+	// for it (until ctx is done) instead of failing with [ErrBusy].
+	Wait bool
+	// OnChunk, when set, is called with every content chunk of the
+	// resumed turn, as [TurnOptions].OnChunk.
+	OnChunk func(agentloop.Chunk)
+}
+
+// Decide logs the decision for a call of a suspended session's step.
+// When that was the last call waiting, the turn resumes here: the allowed
+// calls run, the denied ones are answered APPROVAL_DENIED with the
+// reason, and the turn goes on; Decide returns its result as
+// [Runtime.Turn] would (a turn that asks again returns [ErrSuspended]).
+// While other calls of the step still wait, the result is nil.
+//
+// It refuses, logging nothing, an unknown session ([ErrNotFound]) or call
+// (session.ErrUnknownCall), a session that is not suspended
+// (session.ErrNotSuspended), a call already decided
+// (session.ErrAlreadyDecided, naming who decided) and a session whose
+// turn runs elsewhere ([ErrBusy]). The decision is taken under the
+// session's lease, so two processes deciding one call log one decision.
+func (r *Runtime) Decide(ctx context.Context, o DecideOptions) (*Result, error) {
+	if o.Session == "" {
+		return nil, fmt.Errorf("vigil: decide: %w: no session id", ErrNotFound)
+	}
+	agent, err := r.Agent()
+	if err != nil {
+		return nil, err
+	}
+	var res *Result
+	err = r.underLease(ctx, o.Session, o.Wait, func(sess *live.Session) error {
+		if _, err := agentloop.Decide(ctx, sess, o.Call, o.Decision); err != nil {
+			return err
+		}
+		if s := session.Suspended(sess.Records()); s == nil || !s.Ready() {
+			return nil
+		}
+		var err error
+		res, err = agent.Resume(ctx, sess, chunkOption(o.OnChunk)...)
+		return err
+	})
+	return res, err
+}
