@@ -3,7 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -33,6 +37,11 @@ type host struct {
 // VIGIL_LOG (default warn), colour unless NO_COLOR is set or stderr is not
 // a terminal.
 func newLogger(e *env) hclog.Logger {
+	return newLoggerTo(e, e.stderr)
+}
+
+// newLoggerTo is newLogger writing to w, a writer in front of e.stderr.
+func newLoggerTo(e *env, w io.Writer) hclog.Logger {
 	level := hclog.LevelFromString(e.logLevel)
 	if level == hclog.NoLevel {
 		level = hclog.LevelFromString(e.getenv("VIGIL_LOG"))
@@ -42,9 +51,9 @@ func newLogger(e *env) hclog.Logger {
 	}
 	color := hclog.ColorOff
 	if e.getenv("NO_COLOR") == "" && isTerminal(e.stderr) {
-		color = hclog.AutoColor
+		color = hclog.ForceColor
 	}
-	return hclog.New(&hclog.LoggerOptions{Name: "vigil", Level: level, Output: e.stderr, Color: color})
+	return hclog.New(&hclog.LoggerOptions{Name: "vigil", Level: level, Output: w, Color: color})
 }
 
 // openHost loads the composition -c names (cfg; see resolveConfig) and
@@ -94,9 +103,11 @@ func isStore(name string) bool { return strings.HasPrefix(name, "store/") }
 
 func applyHost(e *env, f *config.File, builtin bool) (*host, error) {
 	path := f.Path
-	log := newLogger(e)
+	out := &startupLog{w: e.stderr, holding: true}
+	log := newLoggerTo(e, out)
 	root := bus.New(bus.WithLogger(log))
 	comp, err := config.Apply(root.Context(), f)
+	out.release(err)
 	if err != nil {
 		_ = root.Dispose()
 		return nil, &configError{fmt.Errorf("%s: %w", path, err)}
@@ -110,6 +121,56 @@ func applyHost(e *env, f *config.File, builtin bool) (*host, error) {
 		return nil, &configError{fmt.Errorf("%s: %s (is a plugin that provides it missing or disabled?)", path, strings.Join(parts, "; "))}
 	}
 	return &host{root: root, comp: comp, path: path, builtin: builtin, log: log}, nil
+}
+
+// startupLog is the log's output while a composition is applied. The bus
+// logs a plugin's failure to apply ("apply failed", "invalid config") and
+// also returns it, and config.Apply returns it with the entry's line,
+// which the command prints: such lines are held until Apply returns, and
+// only those whose error Apply did not return (a plugin that failed when a
+// later entry provided what it waited for) are written then. Every other
+// line passes at once.
+type startupLog struct {
+	w       io.Writer
+	mu      sync.Mutex
+	holding bool
+	held    [][]byte
+}
+
+// failureLine finds the error of a bus failure line: `… apply failed:
+// error="…"`.
+var failureLine = regexp.MustCompile(` (?:apply failed|invalid config): error=("(?:[^"\\]|\\.)*"|\S+)`)
+
+func (l *startupLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.holding && failureLine.Match(p) {
+		l.held = append(l.held, append([]byte(nil), p...))
+		return len(p), nil
+	}
+	return l.w.Write(p)
+}
+
+// release writes the held lines whose error applyErr does not contain and
+// lets every later line pass.
+func (l *startupLog) release(applyErr error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.holding = false
+	for _, line := range l.held {
+		if applyErr != nil {
+			m := failureLine.FindSubmatch(line)
+			msg := string(m[1])
+			if u, err := strconv.Unquote(msg); err == nil {
+				msg = u
+			}
+			if strings.Contains(applyErr.Error(), msg) {
+				continue
+			}
+		}
+		_, _ = l.w.Write(line)
+	}
+	l.held = nil
 }
 
 func (h *host) close() error {

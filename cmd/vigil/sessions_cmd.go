@@ -153,7 +153,7 @@ its id. --json prints {id, parent, at}.`,
 				return err
 			}
 			if asJSON {
-				return json.NewEncoder(e.stdout).Encode(map[string]any{"id": s.ID(), "parent": args[0], "at": at})
+				return printJSON(e.stdout, map[string]any{"id": s.ID(), "parent": args[0], "at": at})
 			}
 			_, err = fmt.Fprintln(e.stdout, s.ID())
 			return err
