@@ -106,6 +106,9 @@ unless --force is given (exit 1).`,
 			if force {
 				flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 			}
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				return err
+			}
 			f, err := os.OpenFile(path, flags, 0o644)
 			if errors.Is(err, fs.ErrExist) {
 				return fmt.Errorf("%s exists; not overwritten (--force overwrites it)", path)
