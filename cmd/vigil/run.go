@@ -129,7 +129,7 @@ func (rt *runtime) session(ctx context.Context, e *env, id string, wait bool) (*
 	case errors.Is(err, session.ErrNotFound):
 		return nil, nil, notFoundf("no session %q in this store", id)
 	case errors.Is(err, session.ErrLocked):
-		return nil, nil, fmt.Errorf("%w (use --wait to wait for it)", err)
+		return nil, nil, fmt.Errorf("%w; --wait waits for it", err)
 	}
 	return s, done, err
 }
