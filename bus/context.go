@@ -73,6 +73,18 @@ func (c *Context) Scope(filter func(subject any) bool) *Context {
 // plugin failed; the fiber is returned in every case but ErrNilPlugin and
 // ErrDisposed.
 func (c *Context) Plugin(p Plugin, config any) (*Fiber, error) {
+	return c.plugin(p, config, "")
+}
+
+// PluginAs applies p like [Context.Plugin], its log lines under logName
+// rather than p's name: a composition applies each entry under its id,
+// so that two entries of one plugin (two MCP servers) log apart. Errors
+// still name the plugin.
+func (c *Context) PluginAs(logName string, p Plugin, config any) (*Fiber, error) {
+	return c.plugin(p, config, logName)
+}
+
+func (c *Context) plugin(p Plugin, config any, logName string) (*Fiber, error) {
 	if isNil(p) {
 		return nil, ErrNilPlugin
 	}
@@ -87,6 +99,9 @@ func (c *Context) Plugin(p Plugin, config any) (*Fiber, error) {
 		name = parent.name
 	} else {
 		logger = c.root.logger.Named(name)
+	}
+	if logName != "" {
+		logger = c.root.logger.Named(logName)
 	}
 	f := newFiber(c.root, parent, p, name, logger)
 	f.state = StatePending

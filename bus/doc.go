@@ -46,7 +46,9 @@
 //
 // A plugin whose [Plugin.Name] is "" is anonymous: its fiber, errors and
 // logger go by the name of its nearest named ancestor ("root" at the top),
-// as in Cordis.
+// as in Cordis. [Context.PluginAs] names a fiber's logger otherwise: a
+// composition logs each entry under its id, so two entries of one plugin
+// log apart.
 //
 // # Events
 //

@@ -56,3 +56,17 @@ func TestFailuresAreLoggedByTheFailingPlugin(t *testing.T) {
 	assert.Contains(t, out.String(), "broken: apply failed")
 	assert.Contains(t, out.String(), "observer: observer failed")
 }
+
+func TestPluginAsLogsUnderTheGivenNameAndErrorsNameThePlugin(t *testing.T) {
+	out := &syncBuffer{}
+	root := newRoot(t, bus.WithLogger(hclog.New(&hclog.LoggerOptions{Name: "vigil", Output: out, Level: hclog.Info})))
+	_, err := root.Context().PluginAs("files", plugin("tools/mcp", func(c *bus.Context) error {
+		c.Logger().Info("hello")
+		return errBoom
+	}), nil)
+	var perr *bus.PluginError
+	require.ErrorAs(t, err, &perr)
+	assert.Equal(t, "tools/mcp", perr.Plugin)
+	assert.Contains(t, out.String(), "vigil.files: hello")
+	assert.NotContains(t, out.String(), "vigil.tools/mcp")
+}

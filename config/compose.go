@@ -86,7 +86,7 @@ func (g *group) add(ctx *bus.Context, e Entry) {
 		}
 		p = m.New()
 	}
-	f, err := ctx.Plugin(p, e.Config)
+	f, err := ctx.PluginAs(e.ID, p, e.Config) // logs by the entry's id
 	c.fiber = f
 	if err != nil {
 		g.fail(fmt.Errorf("%s (line %d): %w", e.ID, e.Line, err))

@@ -3,33 +3,57 @@ package main
 import (
 	"bufio"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/config"
 )
 
+// chatOptions are the flags of `vigil chat`.
+type chatOptions struct {
+	cfg, sid string
+	noWatch  bool
+}
+
+func newChatCmd(e *env) *cobra.Command {
+	var o chatOptions
+	cmd := &cobra.Command{
+		Use:   "chat",
+		Short: "Talk with an agent, one turn per line",
+		Long: `An interactive session: each line read from stdin is a turn, its answer
+streamed to stdout. /exit or the end of input quits. -s resumes a session.
+plugins.yaml is watched: an edit re-applies only the entries that changed,
+and a broken edit is reported while the running plugins are kept.`,
+		Example: `  vigil chat
+  vigil chat -s 01JD8XKQ4G0W6Q1Y3T5V7X9Z0A
+  vigil chat -c agents/dev.yaml --no-watch`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("chat takes no arguments; type prompts on stdin")
+			}
+			return nil
+		},
+		RunE: action(func(cmd *cobra.Command, _ []string) error {
+			return cmdChat(cmd.Context(), e, o)
+		}),
+	}
+	configFlag(cmd, &o.cfg)
+	sessionFlag(e, cmd, &o.sid, "resume this session")
+	cmd.Flags().BoolVar(&o.noWatch, "no-watch", false, "do not reload plugins.yaml when it changes")
+	return cmd
+}
+
 // cmdChat is an interactive session: each line is a turn. It watches
 // plugins.yaml and re-applies only what changed; a broken edit is reported
 // and the running composition kept.
-func cmdChat(ctx context.Context, e *env, args []string) error {
-	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	cfg := fs.String("c", "plugins.yaml", "plugins.yaml")
-	sid := fs.String("s", "", "resume this session")
-	noWatch := fs.Bool("no-watch", false, "do not reload plugins.yaml when it changes")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return usagef("chat takes no arguments; type prompts on stdin")
-	}
-	h, err := openHost(e, *cfg)
+func cmdChat(ctx context.Context, e *env, o chatOptions) error {
+	h, err := openHost(e, o.cfg)
 	if err != nil {
 		return err
 	}
@@ -40,7 +64,7 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 	}
 	// The session is opened for each turn and closed after it, so turns
 	// that other processes run in between (store/postgres) show up.
-	sess, done, err := rt.session(ctx, e, *sid, false)
+	sess, done, err := rt.session(ctx, e, o.sid, false)
 	if err != nil {
 		return err
 	}
@@ -56,11 +80,11 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 	var mu sync.Mutex
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	if !*noWatch {
+	if !o.noWatch && !h.builtin {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := config.Watch(watchCtx, *cfg, h.comp, 100*time.Millisecond, func(r config.ReloadResult) {
+			err := config.Watch(watchCtx, h.path, h.comp, 100*time.Millisecond, func(r config.ReloadResult) {
 				mu.Lock()
 				defer mu.Unlock()
 				if r.Err != nil {
@@ -69,7 +93,7 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 				}
 				c := r.Changes
 				fmt.Fprintf(e.stderr, "reloaded %s: applied %v, updated %v, re-applied %v, disposed %v, kept %v\n",
-					*cfg, c.Applied, c.Updated, c.Reapplied, c.Disposed, c.Kept)
+					h.path, c.Applied, c.Updated, c.Reapplied, c.Disposed, c.Kept)
 			})
 			if err != nil {
 				fmt.Fprintf(e.stderr, "watch: %v\n", err)

@@ -67,7 +67,7 @@ func TestChatReloadsChangedPluginOnly(t *testing.T) {
 	out, errOut := &lineBuffer{}, &lineBuffer{}
 	e := &env{stdin: inR, stdout: out, stderr: errOut, getenv: func(string) string { return "" }}
 	done := make(chan error, 1)
-	go func() { done <- cmdChat(context.Background(), e, []string{"-c", cfg}) }()
+	go func() { done <- cmdChat(context.Background(), e, chatOptions{cfg: cfg}) }()
 	in := bufio.NewWriter(inW)
 	say := func(s string) {
 		_, err := in.WriteString(s + "\n")

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -22,53 +25,89 @@ func (e *configError) Unwrap() error { return e.err }
 type host struct {
 	root *bus.Root
 	comp *config.Composition
+	// path is the file applied, or builtinName.
 	path string
-	log  hclog.Logger
+	// builtin is set when no plugins.yaml was found and the built-in
+	// composition runs: there is no file to watch.
+	builtin bool
+	log     hclog.Logger
 }
 
-// newLogger returns the CLI's logger: stderr, level from VIGIL_LOG
-// (default warn), colour unless NO_COLOR is set or stderr is not a terminal.
+// newLogger returns the CLI's logger: stderr, level from --log-level, else
+// VIGIL_LOG (default warn), colour unless NO_COLOR is set or stderr is not
+// a terminal.
 func newLogger(e *env) hclog.Logger {
-	level := hclog.LevelFromString(e.getenv("VIGIL_LOG"))
+	return newLoggerTo(e, e.stderr)
+}
+
+// newLoggerTo is newLogger writing to w, a writer in front of e.stderr.
+func newLoggerTo(e *env, w io.Writer) hclog.Logger {
+	level := hclog.LevelFromString(e.logLevel)
+	if level == hclog.NoLevel {
+		level = hclog.LevelFromString(e.getenv("VIGIL_LOG"))
+	}
 	if level == hclog.NoLevel {
 		level = hclog.Warn
 	}
 	color := hclog.ColorOff
 	if e.getenv("NO_COLOR") == "" && isTerminal(e.stderr) {
-		color = hclog.AutoColor
+		color = hclog.ForceColor
 	}
-	return hclog.New(&hclog.LoggerOptions{Name: "vigil", Level: level, Output: e.stderr, Color: color})
+	return hclog.New(&hclog.LoggerOptions{Name: "vigil", Level: level, Output: w, Color: color})
 }
 
-// openHost loads the file at path and applies it. A file that fails to
-// load, an entry that fails to apply and a plugin left waiting for a
-// service are configuration errors.
-func openHost(e *env, path string) (*host, error) {
-	return applyHost(e, path, config.Load)
+// openHost loads the composition -c names (cfg; see resolveConfig) and
+// applies it. A file that fails to load, an entry that fails to apply and
+// a plugin left waiting for a service are configuration errors. Without
+// a plugins.yaml it says on stderr that the built-in composition runs.
+func openHost(e *env, cfg string) (*host, error) {
+	path, builtin := resolveConfig(cfg)
+	if builtin {
+		f, err := builtinFile(e, nil)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(e.stderr, "no plugins.yaml here: running the built-in composition (an offline scripted model; 'vigil init' writes it to a file to edit)\n")
+		return applyHost(e, f, true)
+	}
+	f, err := config.Load(path)
+	if err != nil {
+		return nil, &configError{err}
+	}
+	return applyHost(e, f, false)
 }
 
 // openStoreHost is openHost for the commands that only read stored
-// sessions (sessions list, show, export, tail; verify ID): only the store
-// entries (plugins named store/…) are applied, so that a variable the
-// other entries name (a provider's API key) need not be set for them. A
-// broken store entry is still an error.
-func openStoreHost(e *env, path string) (*host, error) {
-	return applyHost(e, path, func(path string) (*config.File, error) {
-		return config.LoadOnly(path, isStore)
-	})
+// sessions (sessions list, show, export, tail; verify ID; completions):
+// only the store entries (plugins named store/…) are applied, so that a
+// variable the other entries name (a provider's API key) need not be set
+// for them. A broken store entry is still an error.
+func openStoreHost(e *env, cfg string) (*host, error) {
+	path, builtin := resolveConfig(cfg)
+	if builtin {
+		f, err := builtinFile(e, isStore)
+		if err != nil {
+			return nil, err
+		}
+		return applyHost(e, f, true)
+	}
+	f, err := config.LoadOnly(path, isStore)
+	if err != nil {
+		return nil, &configError{err}
+	}
+	return applyHost(e, f, false)
 }
 
 // isStore reports whether a plugin name is a session store's.
 func isStore(name string) bool { return strings.HasPrefix(name, "store/") }
 
-func applyHost(e *env, path string, load func(string) (*config.File, error)) (*host, error) {
-	f, err := load(path)
-	if err != nil {
-		return nil, &configError{err}
-	}
-	log := newLogger(e)
+func applyHost(e *env, f *config.File, builtin bool) (*host, error) {
+	path := f.Path
+	out := &startupLog{w: e.stderr, holding: true}
+	log := newLoggerTo(e, out)
 	root := bus.New(bus.WithLogger(log))
 	comp, err := config.Apply(root.Context(), f)
+	out.release(err)
 	if err != nil {
 		_ = root.Dispose()
 		return nil, &configError{fmt.Errorf("%s: %w", path, err)}
@@ -81,7 +120,57 @@ func applyHost(e *env, path string, load func(string) (*config.File, error)) (*h
 		_ = root.Dispose()
 		return nil, &configError{fmt.Errorf("%s: %s (is a plugin that provides it missing or disabled?)", path, strings.Join(parts, "; "))}
 	}
-	return &host{root: root, comp: comp, path: path, log: log}, nil
+	return &host{root: root, comp: comp, path: path, builtin: builtin, log: log}, nil
+}
+
+// startupLog is the log's output while a composition is applied. The bus
+// logs a plugin's failure to apply ("apply failed", "invalid config") and
+// also returns it, and config.Apply returns it with the entry's line,
+// which the command prints: such lines are held until Apply returns, and
+// only those whose error Apply did not return (a plugin that failed when a
+// later entry provided what it waited for) are written then. Every other
+// line passes at once.
+type startupLog struct {
+	w       io.Writer
+	mu      sync.Mutex
+	holding bool
+	held    [][]byte
+}
+
+// failureLine finds the error of a bus failure line: `… apply failed:
+// error="…"`.
+var failureLine = regexp.MustCompile(` (?:apply failed|invalid config): error=("(?:[^"\\]|\\.)*"|\S+)`)
+
+func (l *startupLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.holding && failureLine.Match(p) {
+		l.held = append(l.held, append([]byte(nil), p...))
+		return len(p), nil
+	}
+	return l.w.Write(p)
+}
+
+// release writes the held lines whose error applyErr does not contain and
+// lets every later line pass.
+func (l *startupLog) release(applyErr error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.holding = false
+	for _, line := range l.held {
+		if applyErr != nil {
+			m := failureLine.FindSubmatch(line)
+			msg := string(m[1])
+			if u, err := strconv.Unquote(msg); err == nil {
+				msg = u
+			}
+			if strings.Contains(applyErr.Error(), msg) {
+				continue
+			}
+		}
+		_, _ = l.w.Write(line)
+	}
+	l.held = nil
 }
 
 func (h *host) close() error {
@@ -101,10 +190,11 @@ func service[T any](h *host, s bus.Service[T]) (T, error) {
 	return v, nil
 }
 
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
+// isTerminal reports whether the stream s (an io.Reader or io.Writer)
+// is a terminal.
+func isTerminal(s any) bool {
 	type fder interface{ Fd() uintptr }
-	f, ok := w.(fder)
+	f, ok := s.(fder)
 	if !ok {
 		return false
 	}

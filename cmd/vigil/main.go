@@ -10,13 +10,19 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vigil-run/vigil/session"
 )
 
-// Exit codes.
+// Exit codes, as DESIGN's table and `vigil --help` give them.
 const (
-	exitOK     = 0
-	exitFailed = 1 // a violation or a failed turn
-	exitUsage  = 2 // usage or configuration errors
+	exitOK        = 0
+	exitFailed    = 1 // a violation, a failed turn, or a refused operation
+	exitUsage     = 2 // usage or configuration errors
+	exitSuspended = 3 // reserved: a turn suspended, waiting for a decision (approvals)
+	exitNotFound  = 4 // a session, a call or a file that does not exist
 )
 
 // usageError marks errors that exit with exitUsage.
@@ -27,30 +33,37 @@ func (e usageError) Unwrap() error { return e.err }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
+// notFoundError marks errors that exit with exitNotFound when nothing in
+// their chain says so already (session.ErrNotFound, fs.ErrNotExist).
+type notFoundError struct{ err error }
+
+func (e notFoundError) Error() string { return e.err.Error() }
+func (e notFoundError) Unwrap() error { return e.err }
+
+func notFoundf(format string, args ...any) error {
+	return notFoundError{fmt.Errorf(format, args...)}
+}
+
+// silentError carries an exit code for a failure already reported.
+type silentError struct{ code int }
+
+func (s silentError) Error() string { return fmt.Sprintf("exit %d", s.code) }
+
+// ranError marks an error a command's own code returned, as opposed to
+// one cobra returned while parsing the command line (a usage error).
+type ranError struct{ err error }
+
+func (e ranError) Error() string { return e.err.Error() }
+func (e ranError) Unwrap() error { return e.err }
+
 // env is what a command may use of the process: its streams, arguments
 // and environment. Tests run commands in process with their own env.
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
-}
-
-type command struct {
-	name    string
-	summary string
-	run     func(ctx context.Context, e *env, args []string) error
-}
-
-func commands() []command {
-	return []command{
-		{"run", "run one turn: vigil run [-c FILE] [-s SESSION] [--json] [PROMPT]", cmdRun},
-		{"chat", "interactive session: vigil chat [-c FILE] [-s SESSION]", cmdChat},
-		{"sessions", "inspect sessions: vigil sessions list|show|fork|export", cmdSessions},
-		{"verify", "verify stored logs offline: vigil verify FILE|ID...", cmdVerify},
-		{"replay", "re-derive every request of a session: vigil replay [-c FILE] ID", cmdReplay},
-		{"demo", "the playground: vigil demo [--addr 127.0.0.1:8080]", cmdDemo},
-		{"plugins", "list registered plugins: vigil plugins [--schema] [--json]", cmdPlugins},
-	}
+	// logLevel is --log-level; empty means VIGIL_LOG's.
+	logLevel string
 }
 
 func main() {
@@ -63,55 +76,60 @@ func main() {
 	os.Exit(code)
 }
 
+// run runs the command line args and returns the exit code.
 func run(ctx context.Context, e *env, args []string) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		printUsage(e.stderr)
-		if len(args) == 0 {
-			return exitUsage
-		}
-		return exitOK
+	root := newRootCmd(e)
+	if len(args) == 0 {
+		// No command: the usage on stderr, as a usage error.
+		root.InitDefaultHelpCmd()
+		root.InitDefaultCompletionCmd()
+		root.SetOut(e.stderr)
+		_ = root.Usage()
+		return exitUsage
 	}
-	for _, c := range commands() {
-		if c.name != args[0] {
-			continue
-		}
-		err := c.run(ctx, e, args[1:])
-		return report(e, c.name, err)
-	}
-	fmt.Fprintf(e.stderr, "vigil: unknown command %q\n\n", args[0])
-	printUsage(e.stderr)
-	return exitUsage
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	return report(e, cmd, err)
 }
 
-// report prints err and maps it to an exit code.
-func report(e *env, name string, err error) int {
+// report prints err once, prefixed with the command it came from, and
+// maps it to an exit code.
+func report(e *env, cmd *cobra.Command, err error) int {
 	if err == nil {
 		return exitOK
 	}
-	var ue usageError
-	var ce *configError
-	var silent silentError
-	switch {
-	case errors.As(err, &silent):
-		return silent.code
-	case errors.As(err, &ue), errors.As(err, &ce):
-		fmt.Fprintf(e.stderr, "vigil %s: %v\n", name, err)
-		return exitUsage
-	default:
-		fmt.Fprintf(e.stderr, "vigil %s: %v\n", name, err)
-		return exitFailed
+	name := "vigil"
+	if cmd != nil {
+		name = cmd.CommandPath()
 	}
+	var silent silentError
+	if errors.As(err, &silent) {
+		return silent.code
+	}
+	fmt.Fprintf(e.stderr, "%s: %v\n", name, err)
+	code := exitCode(err)
+	if code == exitUsage && !errors.As(err, new(*configError)) {
+		fmt.Fprintf(e.stderr, "Run '%s --help' for usage.\n", name)
+	}
+	return code
 }
 
-// silentError carries an exit code for a failure already reported.
-type silentError struct{ code int }
-
-func (s silentError) Error() string { return fmt.Sprintf("exit %d", s.code) }
-
-func printUsage(w io.Writer) {
-	fmt.Fprintln(w, "Usage: vigil COMMAND [ARGS]")
-	fmt.Fprintln(w)
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+// exitCode maps an error to its exit code: an error cobra returned while
+// parsing the command line is a usage error; a command's own error is
+// classified by what it wraps.
+func exitCode(err error) int {
+	var ran ranError
+	if !errors.As(err, &ran) {
+		return exitUsage
 	}
+	var ue usageError
+	var ce *configError
+	var nf notFoundError
+	switch {
+	case errors.As(err, &ue), errors.As(err, &ce):
+		return exitUsage
+	case errors.As(err, &nf), errors.Is(err, session.ErrNotFound), errors.Is(err, os.ErrNotExist):
+		return exitNotFound
+	}
+	return exitFailed
 }

@@ -1,28 +1,37 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"text/tabwriter"
+
+	"github.com/spf13/cobra"
 
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/config"
 )
 
-func cmdPlugins(_ context.Context, e *env, args []string) error {
-	fs := flag.NewFlagSet("plugins", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	schema := fs.Bool("schema", false, "print a JSON Schema of plugins.yaml")
-	asJSON := fs.Bool("json", false, "print the list as JSON")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+func newPluginsCmd(e *env) *cobra.Command {
+	var schema, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "plugins",
+		Short: "List the registered plugins",
+		Long: `List every plugin this binary can load by name in plugins.yaml: its name, Go
+package and description. --json prints an array of {name, package,
+description}; --schema prints a JSON Schema of plugins.yaml for editors.`,
+		Example: `  vigil plugins
+  vigil plugins --schema > plugins.schema.json`,
+		Args: noArgs,
+		RunE: action(func(*cobra.Command, []string) error {
+			return cmdPlugins(e, schema, asJSON)
+		}),
 	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
-	}
-	if *schema {
+	cmd.Flags().BoolVar(&schema, "schema", false, "print a JSON Schema of plugins.yaml")
+	jsonFlag(cmd, &asJSON, "the list")
+	return cmd
+}
+
+func cmdPlugins(e *env, schema, asJSON bool) error {
+	if schema {
 		s, err := config.Schema()
 		if err != nil {
 			return err
@@ -35,14 +44,12 @@ func cmdPlugins(_ context.Context, e *env, args []string) error {
 		Package     string `json:"package"`
 		Description string `json:"description"`
 	}
-	var rows []row
+	rows := []row{}
 	for _, m := range bus.Modules() {
 		rows = append(rows, row{m.Name, m.Package, m.Description})
 	}
-	if *asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
+	if asJSON {
+		return printJSON(e.stdout, rows)
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	for _, r := range rows {

@@ -4,9 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
+
+	"github.com/spf13/cobra"
 
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/invariants"
@@ -16,22 +17,42 @@ import (
 	"github.com/vigil-run/vigil/session/memory"
 )
 
+func newReplayCmd(e *env) *cobra.Command {
+	var cfg string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "replay ID|FILE",
+		Short: "Re-derive every request of a session and compare",
+		Long: `Re-run a stored session (an id in the store of the composition -c names, or
+a log file) through provider/replay, with the invariants plugin strict and
+the recorded tool results, and report whether every request re-derives
+identically: the digest each replayed step sends must equal the one the
+original step recorded. Exit 1 when one differs. --json prints
+{session, steps, identical}.`,
+		Example: `  vigil replay 01JD8XKQ4G0W6Q1Y3T5V7X9Z0A
+  vigil replay session.jsonl --json`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return fmt.Errorf("replay takes one session id or log file")
+			}
+			return nil
+		},
+		ValidArgsFunction: completeSessionIDs(e, true),
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			return cmdReplay(cmd.Context(), e, cfg, asJSON, args[0])
+		}),
+	}
+	configFlag(cmd, &cfg)
+	jsonFlag(cmd, &asJSON, "the step-by-step comparison")
+	return cmd
+}
+
 // cmdReplay re-runs a stored session through provider/replay, with the
 // invariants plugin strict and the recorded tool results, and reports
 // whether every request re-derives identically: the digest each replayed
 // step sends must equal the digest the original step recorded.
-func cmdReplay(ctx context.Context, e *env, args []string) error {
-	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	cfg := fs.String("c", "plugins.yaml", "the plugins.yaml whose store holds the session")
-	asJSON := fs.Bool("json", false, "print the step-by-step comparison as JSON")
-	if err := fs.Parse(flagsFirst(args, map[string]bool{"json": true})); err != nil {
-		return usageError{err}
-	}
-	if fs.NArg() != 1 {
-		return usagef("replay takes one session id or log file")
-	}
-	orig, err := loadLog(ctx, e, *cfg, fs.Arg(0))
+func cmdReplay(ctx context.Context, e *env, cfg string, asJSON bool, arg string) error {
+	orig, err := loadLog(ctx, e, cfg, arg)
 	if err != nil {
 		return err
 	}
@@ -45,7 +66,7 @@ func cmdReplay(ctx context.Context, e *env, args []string) error {
 			same++
 		}
 	}
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(map[string]any{"session": orig.Info.ID, "steps": steps, "identical": same == len(steps)}); err != nil {
@@ -79,7 +100,7 @@ func loadLog(ctx context.Context, e *env, cfg, arg string) (*session.Log, error)
 		return session.Decode(f)
 	}
 	if !session.ValidID(arg) {
-		return nil, usagef("%s: no such file or session id", arg)
+		return nil, notFoundf("%s: no such file or session id", arg)
 	}
 	h, err := openHost(e, cfg)
 	if err != nil {

@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/invariants"
@@ -15,20 +16,48 @@ import (
 	"github.com/vigil-run/vigil/session/live"
 )
 
+// runOptions are the flags of `vigil run`.
+type runOptions struct {
+	cfg, sid     string
+	asJSON, wait bool
+}
+
+func newRunCmd(e *env) *cobra.Command {
+	var o runOptions
+	cmd := &cobra.Command{
+		Use:   "run [PROMPT...]",
+		Short: "Run one turn of an agent",
+		Long: `Run one turn: the prompt is the arguments joined by spaces, or stdin when
+there are none. The answer streams to stdout; the session id and its log's
+path, tool calls and waits go to stderr. -s continues a session instead of
+starting one; flags may come after the prompt.
+
+A turn holds its session's lease: a second run on a session another process
+is running a turn on is refused (exit 1, naming the holder) unless --wait.`,
+		Example: `  vigil run "What is in this folder?"
+  vigil run "And now?" -s 01JD8XKQ4G0W6Q1Y3T5V7X9Z0A
+  echo "Summarize README.md" | vigil run --json
+  vigil run -c agents/dev.yaml "hello"`,
+		Args: cobra.ArbitraryArgs,
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			return cmdRun(cmd.Context(), e, o, args)
+		}),
+	}
+	configFlag(cmd, &o.cfg)
+	sessionFlag(e, cmd, &o.sid, "continue this session instead of starting one")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the turn's result as JSON instead of streaming the answer")
+	cmd.Flags().BoolVar(&o.wait, "wait", false, "wait for a turn another process runs on the session")
+	return cmd
+}
+
 // cmdRun runs one turn: the prompt from the arguments or stdin, the answer
 // streamed to stdout, the session id and log path to stderr.
-func cmdRun(ctx context.Context, e *env, args []string) error {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	cfg := fs.String("c", "plugins.yaml", "plugins.yaml")
-	sid := fs.String("s", "", "continue this session instead of starting one")
-	asJSON := fs.Bool("json", false, "print the turn's result as JSON instead of streaming the answer")
-	wait := fs.Bool("wait", false, "wait for a turn another process runs on the session")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err}
-	}
-	prompt := strings.Join(fs.Args(), " ")
+func cmdRun(ctx context.Context, e *env, o runOptions, args []string) error {
+	prompt := strings.Join(args, " ")
 	if prompt == "" {
+		if isTerminal(e.stdin) {
+			fmt.Fprintln(e.stderr, "reading the prompt from stdin (end it with Ctrl-D; or give it as arguments: vigil run \"…\")")
+		}
 		b, err := io.ReadAll(e.stdin)
 		if err != nil {
 			return fmt.Errorf("read prompt: %w", err)
@@ -38,7 +67,7 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 	if prompt == "" {
 		return usagef("run needs a prompt (as arguments or on stdin)")
 	}
-	h, err := openHost(e, *cfg)
+	h, err := openHost(e, o.cfg)
 	if err != nil {
 		return err
 	}
@@ -47,16 +76,16 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	sess, done, err := rt.session(ctx, e, *sid, *wait)
+	sess, done, err := rt.session(ctx, e, o.sid, o.wait)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stderr, "session %s%s\n", sess.ID(), rt.logPath(sess.ID()))
-	res, err := rt.turn(ctx, e, sess, prompt, !*asJSON)
+	res, err := rt.turn(ctx, e, sess, prompt, !o.asJSON)
 	if derr := done(context.WithoutCancel(ctx)); derr != nil && err == nil {
 		err = derr
 	}
-	if *asJSON && res != nil {
+	if o.asJSON && res != nil {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
 		if jerr := enc.Encode(turnJSON(res, err)); jerr != nil {
@@ -98,9 +127,9 @@ func (rt *runtime) session(ctx context.Context, e *env, id string, wait bool) (*
 	}
 	switch {
 	case errors.Is(err, session.ErrNotFound):
-		return nil, nil, usagef("no session %q in this store", id)
+		return nil, nil, notFoundf("no session %q in this store", id)
 	case errors.Is(err, session.ErrLocked):
-		return nil, nil, fmt.Errorf("%w (use --wait to wait for it)", err)
+		return nil, nil, fmt.Errorf("%w; --wait waits for it", err)
 	}
 	return s, done, err
 }

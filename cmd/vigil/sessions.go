@@ -2,130 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/live"
 )
-
-func cmdSessions(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 {
-		return usagef("sessions needs a subcommand: list, show ID, fork ID --at SEQ, export ID, import [FILE], tail ID")
-	}
-	sub, rest := args[0], args[1:]
-	fs := flag.NewFlagSet("sessions "+sub, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	cfg := fs.String("c", "plugins.yaml", "plugins.yaml")
-	asJSON := fs.Bool("json", false, "print JSON")
-	at := fs.Int64("at", -2, "fork: the last seq the fork inherits")
-	strict := fs.Bool("strict", false, "list: exit 1 when a stored session cannot be read")
-	// Flags may follow the session id: move them ahead of it.
-	if err := fs.Parse(flagsFirst(rest, map[string]bool{"json": true, "strict": true})); err != nil {
-		return usageError{err}
-	}
-	want := map[string]int{"list": 0, "show": 1, "fork": 1, "export": 1, "tail": 1, "import": 0}
-	n, ok := want[sub]
-	if !ok {
-		return usagef("unknown sessions subcommand %q (list, show, fork, export, import, tail)", sub)
-	}
-	if fs.NArg() != n && !(sub == "import" && fs.NArg() == 1) {
-		return usagef("sessions %s takes %d argument(s), got %d", sub, n, fs.NArg())
-	}
-	if sub == "fork" && *at == -2 {
-		return usagef("sessions fork needs --at SEQ")
-	}
-	open := openHost
-	if sub == "list" || sub == "show" || sub == "export" || sub == "tail" {
-		open = openStoreHost // they read the store and need nothing else
-	}
-	h, err := open(e, *cfg)
-	if err != nil {
-		return err
-	}
-	defer h.close()
-	mgr, err := service(h, live.Sessions)
-	if err != nil {
-		return err
-	}
-	switch sub {
-	case "list":
-		return listSessions(ctx, e, mgr, *asJSON, *strict)
-	case "show":
-		log, err := mgr.Store().Load(ctx, fs.Arg(0))
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			_, err = e.stdout.Write(encodeLog(log.Info, log.Records))
-			return err
-		}
-		return showSession(e.stdout, log.Info, log.Records)
-	case "fork":
-		s, err := mgr.Fork(ctx, fs.Arg(0), *at)
-		if err != nil {
-			return err
-		}
-		if err := s.Flush(ctx); err != nil {
-			return err
-		}
-		if *asJSON {
-			return json.NewEncoder(e.stdout).Encode(map[string]any{"id": s.ID(), "parent": fs.Arg(0), "at": *at})
-		}
-		_, err = fmt.Fprintln(e.stdout, s.ID())
-		return err
-	case "tail":
-		return sessionsTail(ctx, e, mgr, fs.Arg(0))
-	case "import":
-		var in io.Reader = e.stdin
-		if fs.NArg() == 1 && fs.Arg(0) != "-" {
-			f, err := os.Open(fs.Arg(0))
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			in = f
-		}
-		return sessionsImport(ctx, e, mgr, in)
-	default: // export
-		log, err := mgr.Store().Load(ctx, fs.Arg(0))
-		if err != nil {
-			return err
-		}
-		_, err = e.stdout.Write(encodeLog(log.Info, log.Records))
-		return err
-	}
-}
-
-// flagsFirst reorders args so flags come before positional arguments, as
-// the flag package requires. bools lists flags that take no value.
-func flagsFirst(args []string, bools map[string]bool) []string {
-	var flags, pos []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			pos = append(pos, args[i+1:]...)
-			break
-		}
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			pos = append(pos, a)
-			continue
-		}
-		flags = append(flags, a)
-		name := strings.TrimLeft(a, "-")
-		if !strings.Contains(name, "=") && !bools[name] && i+1 < len(args) {
-			flags = append(flags, args[i+1])
-			i++
-		}
-	}
-	return append(flags, pos...)
-}
 
 // listSessions lists every readable session on stdout and names each
 // unreadable one on stderr, with its error; only with strict does an
@@ -147,7 +33,7 @@ func listSessions(ctx context.Context, e *env, mgr *live.Manager, asJSON, strict
 	type row = sessionRow
 	rows := make([]row, 0, len(infos))
 	for _, info := range infos {
-		r := row{ID: info.ID, Created: info.Created.Format("2006-01-02 15:04:05"), Parent: info.Parent}
+		r := row{ID: info.ID, Created: info.Created.UTC(), Parent: info.Parent}
 		log, err := mgr.Store().Load(ctx, info.ID)
 		if err != nil {
 			// A header that reads over a log that does not: not a
@@ -176,7 +62,7 @@ func listSessions(ctx context.Context, e *env, mgr *live.Manager, asJSON, strict
 // sessionRow is one line of `sessions list`.
 type sessionRow struct {
 	ID      string          `json:"id"`
-	Created string          `json:"created"`
+	Created time.Time       `json:"created"` // RFC 3339 in JSON
 	Parent  *session.Parent `json:"parent,omitempty"`
 	Events  int             `json:"events"`
 	Turns   int             `json:"turns"`
@@ -184,9 +70,7 @@ type sessionRow struct {
 
 func printSessions(w io.Writer, rows []sessionRow, asJSON bool) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
+		return printJSON(w, nonNil(rows))
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tCREATED\tTURNS\tEVENTS\tPARENT")
@@ -195,7 +79,7 @@ func printSessions(w io.Writer, rows []sessionRow, asJSON bool) error {
 		if r.Parent != nil {
 			parent = fmt.Sprintf("%s@%d", r.Parent.ID, r.Parent.Seq)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", r.ID, r.Created, r.Turns, r.Events, parent)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", r.ID, r.Created.Format("2006-01-02 15:04:05"), r.Turns, r.Events, parent)
 	}
 	return tw.Flush()
 }

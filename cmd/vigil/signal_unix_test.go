@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,32 +21,6 @@ import (
 	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/jsonl"
 )
-
-var (
-	vigilBinOnce sync.Once
-	vigilBin     string
-	vigilBinErr  error
-)
-
-// buildVigil builds the real command once: signal handling lives in
-// main, which the in-process scripts do not run.
-func buildVigil(t *testing.T) string {
-	t.Helper()
-	vigilBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "vigil-bin")
-		if err != nil {
-			vigilBinErr = err
-			return
-		}
-		vigilBin = filepath.Join(dir, "vigil")
-		out, err := exec.Command("go", "build", "-o", vigilBin, ".").CombinedOutput()
-		if err != nil {
-			vigilBinErr = fmt.Errorf("go build: %w\n%s", err, out)
-		}
-	})
-	require.NoError(t, vigilBinErr)
-	return vigilBin
-}
 
 // holdingModel is an OpenAI-compatible server that streams the start of
 // an answer and then holds the response open until the client goes away:

@@ -3,74 +3,109 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
+
+	"github.com/spf13/cobra"
 
 	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/live"
 )
 
-// cmdVerify runs the append rules and request-digest over stored logs:
-// one line per violation, `RULE seq=N: message`. Exit 0 when every log is
-// valid, 1 on violations or an unreadable log, 2 on usage errors.
-func cmdVerify(ctx context.Context, e *env, args []string) error {
-	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	cfg := fs.String("c", "plugins.yaml", "the plugins.yaml whose store holds session ids")
-	asJSON := fs.Bool("json", false, "print the reports as JSON")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+func newVerifyCmd(e *env) *cobra.Command {
+	var cfg string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "verify FILE|ID...",
+		Short: "Check stored session logs offline",
+		Long: `Run the invariants' rules over stored logs: each argument is a log file, or
+the id of a session in the store of the composition -c names. Each violation
+prints on stdout as FILE|ID: RULE seq=N: message; a valid log prints
+"FILE|ID: ok (N events)" on stderr; an unreadable one its error on stderr.
+--json prints an array of {log, session, events, violations, error}.
+
+Exit 0 when every log is valid, 1 when one has a violation or cannot be read,
+else 4 when an argument is neither a file nor a stored session.`,
+		Example: `  vigil verify .vigil/sessions/*.jsonl
+  vigil verify 01JD8XKQ4G0W6Q1Y3T5V7X9Z0A --json`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return fmt.Errorf("verify needs a log file or session id")
+			}
+			return nil
+		},
+		ValidArgsFunction: completeSessionIDs(e, true),
+		RunE: action(func(cmd *cobra.Command, args []string) error {
+			return cmdVerify(cmd.Context(), e, cfg, asJSON, args)
+		}),
 	}
-	if fs.NArg() == 0 {
-		return usagef("verify needs a log file or session id")
-	}
+	configFlag(cmd, &cfg)
+	jsonFlag(cmd, &asJSON, "the reports")
+	return cmd
+}
+
+// verifyReport is one element of `verify --json`.
+type verifyReport struct {
+	Log        string                 `json:"log"`
+	Session    string                 `json:"session,omitempty"`
+	Events     int                    `json:"events"`
+	Violations []invariants.Violation `json:"violations"`
+	Error      string                 `json:"error,omitempty"`
+}
+
+// cmdVerify runs the append rules and request-digest over stored logs,
+// each line labelled with the argument it is about.
+func cmdVerify(ctx context.Context, e *env, cfg string, asJSON bool, args []string) error {
 	var h *host
 	defer func() {
 		if h != nil {
 			_ = h.close()
 		}
 	}()
-	failed := false
-	var reports []any
-	for _, arg := range fs.Args() {
-		rep, err := verifyOne(ctx, e, *cfg, &h, arg)
+	failed, missing := false, false
+	reports := make([]verifyReport, 0, len(args))
+	for _, arg := range args {
+		rep, err := verifyOne(ctx, e, cfg, &h, arg)
 		if err != nil {
 			var ce *configError
 			if errors.As(err, &ce) {
 				return err
 			}
-			failed = true
+			if exitCode(ranError{err}) == exitNotFound {
+				missing = true
+			} else {
+				failed = true
+			}
 			fmt.Fprintf(e.stderr, "%s: %v\n", arg, err)
-			reports = append(reports, map[string]any{"log": arg, "error": err.Error()})
+			reports = append(reports, verifyReport{Log: arg, Violations: []invariants.Violation{}, Error: err.Error()})
 			continue
 		}
 		if len(rep.Violations) > 0 {
 			failed = true
 		}
-		if *asJSON {
-			reports = append(reports, map[string]any{"log": arg, "session": rep.Session, "events": rep.Events, "violations": rep.Violations})
+		if asJSON {
+			reports = append(reports, verifyReport{Log: arg, Session: rep.Session, Events: rep.Events, Violations: nonNil(rep.Violations)})
 			continue
 		}
 		for _, v := range rep.Violations {
-			fmt.Fprintf(e.stdout, "%s\n", v.String())
+			fmt.Fprintf(e.stdout, "%s: %s\n", arg, v.String())
 		}
 		if len(rep.Violations) == 0 {
 			fmt.Fprintf(e.stderr, "%s: ok (%d events)\n", arg, rep.Events)
 		}
 	}
-	if *asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(reports); err != nil {
+	if asJSON {
+		if err := printJSON(e.stdout, reports); err != nil {
 			return err
 		}
 	}
-	if failed {
+	switch {
+	case failed:
 		return silentError{exitFailed}
+	case missing:
+		return silentError{exitNotFound}
 	}
 	return nil
 }
@@ -82,7 +117,7 @@ func verifyOne(ctx context.Context, e *env, cfg string, h **host, arg string) (*
 		return invariants.VerifyFile(arg)
 	}
 	if !session.ValidID(arg) {
-		return nil, fmt.Errorf("no such file or session id")
+		return nil, notFoundf("no such file or session id")
 	}
 	data, err := exportSession(ctx, e, cfg, h, arg)
 	if err != nil {

@@ -16,7 +16,9 @@
 // writer takes over an existing file it validates it and cuts off a torn
 // last line (a write interrupted by a crash) before it appends anything.
 //
-// Opening a store removes the temporary files (.<id>.<n>.tmp) that a
+// The directory is created by the first create or fork: a store only
+// read (List, Load) leaves none behind. Opening a store removes the
+// temporary files (.<id>.<n>.tmp) that a
 // crash during a create or fork left behind, once no create holds them.
 //
 // # Group commit and durability

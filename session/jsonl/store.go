@@ -46,9 +46,13 @@ func WithSyncInterval(d time.Duration) Option {
 	return func(s *Store) { s.interval = d }
 }
 
-// Open returns a store over dir, creating the directory if needed.
+// Open returns a store over dir. A missing directory is created by the
+// first create or fork, not by Open: a store that is only read (vigil
+// sessions list) leaves no directory behind, and lists no sessions.
 func Open(dir string, opts ...Option) (*Store, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		return nil, fmt.Errorf("jsonl: open %s: not a directory", dir)
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("jsonl: open %s: %w", dir, err)
 	}
 	s := &Store{dir: dir, interval: DefaultSyncInterval, writers: map[string]*writer{}}
@@ -197,6 +201,9 @@ func (s *Store) install(info session.Info, content []byte, next int64) error {
 // to path. It holds the temporary file's lock throughout, so that
 // [cleanTemps] in another store leaves it alone.
 func writeTemp(dir, id string, content []byte, path string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
 	tmp, err := os.CreateTemp(dir, tempPattern(id))
 	if err != nil {
 		return err
@@ -349,6 +356,9 @@ func (s *Store) Load(ctx context.Context, id string) (*session.Log, error) {
 // [*session.ListError] returned with the others.
 func (s *Store) List(ctx context.Context) ([]session.Info, error) {
 	entries, err := os.ReadDir(s.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // nothing created yet
+	}
 	if err != nil {
 		return nil, fmt.Errorf("jsonl: list: %w", err)
 	}

@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/vigil-run/vigil/session"
 )
@@ -12,9 +11,17 @@ var (
 	// [Store.Lease]); a turn is running elsewhere. It wraps
 	// [session.ErrLocked], so callers that handle any store's "another
 	// writer holds the session" need not know this package.
-	ErrBusy = fmt.Errorf("pgstore: session busy: %w", session.ErrLocked)
+	ErrBusy error = busyErr{}
 
 	// ErrSchemaTooNew: the database holds a schema version newer than this
 	// package knows; a newer Vigil migrated it. Nothing was changed.
 	ErrSchemaTooNew = errors.New("pgstore: database schema is newer than this vigil")
 )
+
+// busyErr is ErrBusy: it is [session.ErrLocked] without repeating that
+// error's message, so that a busy error reads "pgstore: session busy:
+// <id>: a turn is running in <holder> …" once.
+type busyErr struct{}
+
+func (busyErr) Error() string        { return "pgstore: session busy" }
+func (busyErr) Is(target error) bool { return target == session.ErrLocked }

@@ -81,7 +81,8 @@ func (s *Store) Lease(ctx context.Context, id string, wait bool) (release func()
 			continue // the holder left between our two looks
 		}
 		if !wait {
-			return nil, fmt.Errorf("pgstore: lease %s: %w", id, busyError(id, holder, left))
+			return nil, busyError(id, holder, left) // it names the package and id
+
 		}
 		if ln == nil {
 			// Listen before the next try, so a release in between wakes us.

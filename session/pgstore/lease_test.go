@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-run/vigil/session"
@@ -40,6 +41,8 @@ func TestLeaseRefusesASecondHolderAndItsAppends(t *testing.T) {
 	require.ErrorIs(t, err, pgstore.ErrBusy)
 	require.ErrorIs(t, err, session.ErrLocked)
 	require.ErrorContains(t, err, "a turn is running in A#")
+	// Said once: not "pgstore: lease s: pgstore: session busy: session: locked …: s: …".
+	assert.Regexp(t, `^pgstore: session busy: s: a turn is running in A#\S+ \(its lease expires in `, err.Error())
 
 	require.ErrorIs(t, b.Append(ctx, "s", 0, recs[:2]), pgstore.ErrBusy)
 	require.NoError(t, a.Append(ctx, "s", 0, recs[:2]), "the holder appends")

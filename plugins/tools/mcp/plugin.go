@@ -20,7 +20,8 @@ const Name = "tools/mcp"
 var Plugin bus.Plugin = bus.RegisterFunc(Name, "the tools of an MCP server (stdio subprocess or streamable HTTP)", apply)
 
 func apply(c *bus.Context, cfg Config) error {
-	log := c.Logger().With("server", cfg.server())
+	// Named by the entry's id (see config), which tells servers apart.
+	log := c.Logger()
 
 	// Everything the connection starts ends with ctx, which ends with the
 	// fiber; registered first, it is cancelled last, after the graceful
