@@ -74,3 +74,25 @@ func (r *Runtime) Decide(ctx context.Context, o DecideOptions) (*Result, error) 
 	})
 	return res, err
 }
+
+// Resume continues the suspended turn of session id whose calls are all
+// decided but did not run: the process that gave the last decision ended
+// before the step went on. The allowed calls run now; the turn goes on as
+// after [Runtime.Decide]. A session not suspended is session.ErrNotSuspended,
+// one with calls still undecided agentloop.ErrNotReady.
+func (r *Runtime) Resume(ctx context.Context, id string, onChunk func(agentloop.Chunk)) (*Result, error) {
+	agent, err := r.Agent()
+	if err != nil {
+		return nil, err
+	}
+	if id == "" {
+		return nil, fmt.Errorf("vigil: resume: %w: no session id", ErrNotFound)
+	}
+	var res *Result
+	err = r.underLease(ctx, id, false, func(sess *live.Session) error {
+		var err error
+		res, err = agent.Resume(ctx, sess, chunkOption(onChunk)...)
+		return err
+	})
+	return res, err
+}
