@@ -10,12 +10,19 @@
 //	protoc --go_out=. --go_opt=paths=source_relative \
 //	       --go-grpc_out=. --go-grpc_opt=paths=source_relative plugin.proto
 //
-// and needs protoc (Debian: apt-get install -y protobuf-compiler) and the
-// two Go generators on PATH, installed from this module so that their
-// versions are the ones in go.mod:
+// and needs protoc (Debian: apt-get install -y protobuf-compiler, 3.21.12
+// in bookworm) and the two Go generators on PATH (go install puts them in
+// $(go env GOPATH)/bin): protoc-gen-go from this module, so that its
+// version is go.mod's google.golang.org/protobuf, and protoc-gen-go-grpc,
+// a module of its own, at the version the headers of the generated files
+// name:
 //
+//	apt-get install -y protobuf-compiler
 //	go install google.golang.org/protobuf/cmd/protoc-gen-go
-//	go install google.golang.org/grpc/cmd/protoc-gen-go-grpc
+//	go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
+//
+// The Python stubs of examples/plugins/python are generated from the same
+// file: run its gen.sh after go generate.
 //
 // # Process contract
 //

@@ -358,6 +358,10 @@ type Event struct {
 	Session string `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
 	// Seq, Type and Record describe the record of a session/event: Record
 	// is its canonical JSON line (without the newline), exactly as stored.
+	// A tool/call the agent loop is about to log is validated before it is
+	// logged, once: then seq is 0, in the field and in the line (its place
+	// in the log is not known yet), and the record is validated at its
+	// commit only if it differs from what was validated.
 	Seq           int64  `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
 	Type          string `protobuf:"bytes,4,opt,name=type,proto3" json:"type,omitempty"`
 	Record        []byte `protobuf:"bytes,5,opt,name=record,proto3" json:"record,omitempty"`
@@ -472,8 +476,16 @@ type ValidateResponse struct {
 	Veto bool `protobuf:"varint,1,opt,name=veto,proto3" json:"veto,omitempty"`
 	// Code is a short machine-readable reason, like "POLICY".
 	Code string `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
-	// Reason explains the veto to a human.
-	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Reason explains the veto (or the question, with ask) to a human.
+	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Ask, for a tool/call with seq 0, asks a person rather than refuse:
+	// the agent loop logs the call and an approval/request whose by is the
+	// plugin's name and whose reason is reason, and the step waits for a
+	// decision. Set veto too, so that a host older than ask refuses the
+	// call instead of running it. For any other event, or a tool/call with
+	// a seq (appended without being proposed), nothing can wait: ask is a
+	// refusal.
+	Ask           bool `protobuf:"varint,4,opt,name=ask,proto3" json:"ask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -527,6 +539,13 @@ func (x *ValidateResponse) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *ValidateResponse) GetAsk() bool {
+	if x != nil {
+		return x.Ask
+	}
+	return false
 }
 
 type ListToolsRequest struct {
@@ -1367,11 +1386,12 @@ const file_plugin_proto_rawDesc = "" +
 	"\x03seq\x18\x03 \x01(\x03R\x03seq\x12\x12\n" +
 	"\x04type\x18\x04 \x01(\tR\x04type\x12\x16\n" +
 	"\x06record\x18\x05 \x01(\fR\x06record\"\x11\n" +
-	"\x0fOnEventResponse\"R\n" +
+	"\x0fOnEventResponse\"d\n" +
 	"\x10ValidateResponse\x12\x12\n" +
 	"\x04veto\x18\x01 \x01(\bR\x04veto\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\tR\x04code\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"\x12\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x10\n" +
+	"\x03ask\x18\x04 \x01(\bR\x03ask\"\x12\n" +
 	"\x10ListToolsRequest\"@\n" +
 	"\x11ListToolsResponse\x12+\n" +
 	"\x05tools\x18\x01 \x03(\v2\x15.vigil.plugin.v1.ToolR\x05tools\"\x87\x01\n" +
