@@ -95,27 +95,6 @@
 //     os.Stdout and os.Stderr through it; without it the host logs one
 //     debug line and reads logs from stderr only.
 //
-// # Validate and ask
-//
-// Validate answers an empty ValidateResponse to let an event through and
-// veto (with a code and a reason) to refuse it. A plugin that validates
-// tool/call records is also sent each tool call the agent loop is about
-// to log, with Event.proposed set (seq 0, in the field and in the line):
-// that is the only Validate of that call, whose commit is not sent again.
-// To have a person decide such a call rather than refuse it, answer
-//
-//	ValidateResponse{veto: true, ask: true, code: "ASK", reason: "…"}
-//
-// The host logs the call and an approval/request whose by is the
-// plugin's name (Description.name) and whose reason is the reason, and
-// the turn is suspended until the call is decided (vigil approve, vigil
-// deny, …). Veto is set as well so that a host that predates ask refuses
-// the call instead of running it. An ask about an event that is not
-// proposed (any other type, a tool/call appended outside the loop)
-// cannot wait for a decision and refuses it.
-//
-// # Logs
-//
 // Logs go to stderr, one JSON object per line in hclog's format,
 //
 //	{"@level":"info","@message":"…","@timestamp":"2026-12-01T09:00:00.000000Z","key":"value"}
@@ -134,6 +113,26 @@
 //
 // The plugin set served under the handshake has one plugin, named
 // [PluginName].
+//
+// # Validate and ask
+//
+// Validate answers an empty ValidateResponse to let an event through and
+// veto (with a code and a reason) to refuse it. A plugin that validates
+// tool/call records is also sent each tool call the agent loop is about
+// to log, with Event.proposed set (seq 0, in the field and in the line):
+// that is the only Validate of that call (its commit is sent only if the
+// record differs from the proposal).
+// To have a person decide such a call rather than refuse it, answer
+//
+//	ValidateResponse{veto: true, ask: true, code: "ASK", reason: "…"}
+//
+// The host logs the call and an approval/request whose by is the
+// plugin's name (Description.name) and whose reason is the reason, and
+// the turn is suspended until the call is decided (vigil approve, vigil
+// deny, …). Veto is set as well so that a host that predates ask refuses
+// the call instead of running it. An ask about an event that is not
+// proposed (any other type, a tool/call appended outside the loop)
+// cannot wait for a decision and refuses it.
 package pluginpb
 
 //go:generate protoc --go_out=. --go_opt=paths=source_relative --go-grpc_out=. --go-grpc_opt=paths=source_relative plugin.proto
