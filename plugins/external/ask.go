@@ -34,6 +34,11 @@ func (l *listeners) propose(ctx context.Context, q *agentloop.ApprovalQuery) err
 	sid := q.Session.ID()
 	ev := &pluginpb.Event{Name: EventSession, Session: sid, Type: session.TypeToolCall, Record: rec.Bytes(), Proposed: true}
 	resp, err := l.call(ctx, ev)
+	if err != nil && ctx.Err() != nil {
+		// The turn is being cancelled; the loop still logs the call (to
+		// answer it), with a context of its own: ask again then.
+		return nil
+	}
 	l.answers.put(sid, q.Turn, q.Step, q.Call.ID, answer{data: rec.Data(), resp: resp, err: err})
 	if err == nil && resp.GetAsk() {
 		return &agentloop.AskError{By: l.name, Reason: resp.GetReason()}

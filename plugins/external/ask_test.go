@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/plugins/external"
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	"github.com/vigil-run/vigil/session"
@@ -103,4 +104,40 @@ func TestAPluginsAskRefusesWhatCannotWait(t *testing.T) {
 	assert.Equal(t, &external.VetoError{Plugin: "testplugin", Code: "ASK", Reason: "the message needs a person", Ask: true, Type: session.TypeUserMessage}, veto)
 	assert.Contains(t, err.Error(), "plugin testplugin asked for a decision on a user/message event, which cannot wait for one")
 	assert.Empty(t, ofType(sess.Records(), session.TypeUserMessage))
+}
+
+// TestACancelledProposalIsValidatedAtTheCommit: a proposal that gets no
+// answer because the turn is being cancelled is not held against the
+// call: its commit (which the loop makes to answer it) is validated
+// afresh, and the turn ends aborted, not blocked.
+func TestACancelledProposalIsValidatedAtTheCommit(t *testing.T) {
+	h := newHost(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Registered before the external plugin, so its veto runs first.
+	_, err := h.c.Plugin(bus.PluginFunc("canceller", func(c *bus.Context, _ struct{}) error {
+		bus.Veto.On(c, func(_ context.Context, d bus.Dispatch) error {
+			if d.Name == agentloop.ToolApprove.Name() {
+				cancel()
+			}
+			return nil
+		})
+		return nil
+	}), struct{}{})
+	require.NoError(t, err)
+	h.mustLoad(testPlugin())
+	prov := scriptedProvider(t, scripted.Reply{ToolCalls: []scripted.ToolCall{{Name: "echo"}}})
+	a := agentloop.New(h.c, agentloop.Config{}, agentloop.WithProvider(prov))
+	sess := h.session()
+
+	res, _ := a.Run(ctx, sess, "go")
+	require.NotNil(t, res)
+	assert.Equal(t, session.ReasonAborted, res.Reason)
+	results := ofType(sess.Records(), session.TypeToolResult)
+	require.Len(t, results, 1)
+	r, err := session.DecodeData[session.ToolResult](results[0])
+	require.NoError(t, err)
+	require.NotNil(t, r.Error)
+	assert.Equal(t, session.CodeToolNotStarted, r.Error.Code)
+	verify(t, sess)
 }
