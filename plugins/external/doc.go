@@ -35,7 +35,7 @@
 //     record before it is committed; a veto fails the append with a
 //     [*VetoError], and a plugin that does not answer fails it too (a
 //     policy that cannot be consulted lets nothing through) unless the
-//     entry says fail: open;
+//     entry says fail: open (see Asking for the tool/call records);
 //   - for session/created, a live.Created observer.
 //
 // Observers are called synchronously, in commit order, like every
@@ -60,6 +60,22 @@
 // logs are unharmed. When the host process dies, the plugin exits too: it
 // holds the read end of a pipe whose write end only the host has (see
 // package pluginpb).
+//
+// # Asking
+//
+// A plugin that validates tool/call records is sent each tool call the
+// agent loop proposes before it is logged, from the veto phase of the
+// loop's tool/approve dispatch (the Event's proposed flag set, seq 0),
+// and only then: its answer holds for the commit of that very record,
+// which is not sent again (a record that differs from the proposal is).
+// There it may answer ask (ValidateResponse.ask, sdk.Ask): the host
+// returns an [*agentloop.AskError] by the plugin's name with its reason,
+// and the loop logs the call with an approval/request and suspends the
+// step until a decision, like an approvals rule's ask. A veto or no
+// answer refuses the call at its commit, as for any record. An ask about
+// anything else — another type, a tool/call appended without being
+// proposed — cannot wait for a decision: it refuses the record with a
+// [*VetoError] whose Ask is set.
 //
 // # Failing closed
 //

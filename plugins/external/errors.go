@@ -52,9 +52,17 @@ type VetoError struct {
 	// Code and Reason are the plugin's.
 	Code   string
 	Reason string
+	// Ask: the plugin answered ask for an event that cannot wait for a
+	// decision (of type Type): anything but a tool call the agent loop
+	// proposed. It is refused.
+	Ask  bool
+	Type string
 }
 
 func (e *VetoError) Error() string {
+	if e.Ask {
+		return fmt.Sprintf("plugin %s asked for a decision on a %s event, which cannot wait for one (only a tool call the agent loop proposes can), so it is refused: %s: %s", e.Plugin, e.Type, e.Code, e.Reason)
+	}
 	return fmt.Sprintf("plugin %s vetoed the event: %s: %s", e.Plugin, e.Code, e.Reason)
 }
 

@@ -132,6 +132,9 @@ func (p *Plugin) Apply(c *bus.Context, config any) error {
 			vetoes.add(sub.GetTypes())
 		}
 	}
+	if vetoes.any {
+		l.vetoes(c, vetoes)
+	}
 
 	f := c.Fiber()
 	// The plugin can be consulted again: its own validator replaces the
@@ -275,6 +278,8 @@ type listeners struct {
 	cn   *conn
 	name string
 	open bool // fail open: a validation that gets no answer lets the event through
+	// answers are the plugin's answers to the tool calls proposed to it.
+	answers answers
 }
 
 func (l *listeners) subscribe(c *bus.Context, sub *pluginpb.Subscription) error {
@@ -282,18 +287,7 @@ func (l *listeners) subscribe(c *bus.Context, sub *pluginpb.Subscription) error 
 	wants := func(typ string) bool { return len(types) == 0 || slices.Contains(types, typ) }
 	switch sub.GetEvent() {
 	case EventSession:
-		if sub.GetVeto() {
-			bus.Veto.On(c, func(ctx context.Context, d bus.Dispatch) error {
-				if d.Name != live.Committed.Name() {
-					return nil
-				}
-				cm, ok := d.Payload.(*live.Commit)
-				if !ok || cm == nil || cm.Record == nil || cm.Session == nil || !wants(cm.Record.Type()) {
-					return nil
-				}
-				return l.validate(ctx, cm)
-			})
-		}
+		// Veto subscriptions are registered together, by vetoes.
 		if sub.GetObserve() {
 			live.Committed.On(c, func(ctx context.Context, cm *live.Commit) error {
 				if !wants(cm.Record.Type()) {
@@ -318,6 +312,31 @@ func (l *listeners) subscribe(c *bus.Context, sub *pluginpb.Subscription) error 
 	return nil
 }
 
+// vetoes registers the plugin's validation of the records of types: one
+// veto listener for all its veto subscriptions, so that each record is
+// sent once, and, when it validates tool calls, one of the tool/approve
+// dispatch, where it may answer ask (see propose).
+func (l *listeners) vetoes(c *bus.Context, types typeSet) {
+	calls := types.has(session.TypeToolCall)
+	bus.Veto.On(c, func(ctx context.Context, d bus.Dispatch) error {
+		switch d.Name {
+		case live.Committed.Name():
+			cm, ok := d.Payload.(*live.Commit)
+			if !ok || cm == nil || cm.Record == nil || cm.Session == nil || !types.has(cm.Record.Type()) {
+				return nil
+			}
+			return l.validate(ctx, cm)
+		case agentloop.ToolApprove.Name():
+			q, ok := d.Payload.(*agentloop.ApprovalQuery)
+			if !calls || !ok || q == nil || q.Session == nil {
+				return nil
+			}
+			return l.propose(ctx, q)
+		}
+		return nil
+	})
+}
+
 func commitEvent(cm *live.Commit) *pluginpb.Event {
 	return &pluginpb.Event{
 		Name:    EventSession,
@@ -326,27 +345,6 @@ func commitEvent(cm *live.Commit) *pluginpb.Event {
 		Type:    cm.Record.Type(),
 		Record:  cm.Record.Bytes(),
 	}
-}
-
-// validate asks the plugin about a record before it is committed. A
-// plugin that fails to answer refuses it: a policy that cannot be
-// consulted does not let events through, unless it fails open.
-func (l *listeners) validate(ctx context.Context, cm *live.Commit) error {
-	cctx, cancel := l.cn.callCtx(ctx)
-	defer cancel()
-	resp, err := l.cn.rpc.Validate(cctx, commitEvent(cm))
-	if err != nil {
-		err = l.cn.callErr(ctx, "validate "+cm.Record.Type(), err)
-		if l.open && ctx.Err() == nil {
-			l.cn.log.Warn("validation got no answer; the event passes (fail: open)", "type", cm.Record.Type(), "error", err)
-			return nil
-		}
-		return err
-	}
-	if resp.GetVeto() {
-		return &VetoError{Plugin: l.name, Code: resp.GetCode(), Reason: resp.GetReason()}
-	}
-	return nil
 }
 
 // observe delivers an event after it happened; the bus logs its error.

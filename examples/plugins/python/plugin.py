@@ -2,7 +2,9 @@
 """wordcount: a Vigil out-of-process plugin in Python.
 
 It provides one tool, word_count, which counts the words of a text, and,
-with max_words configured, vetoes user messages longer than that. Each
+with max_words configured, vetoes user messages longer than that; with
+ask_over configured, a word_count call whose text has more words than
+that waits for a person's decision (Validate answers ask). Each
 count is also emitted on the host's bus (external/event "words/counted")
 through the Host service, which a plugin reaches through go-plugin's
 broker.
@@ -16,7 +18,7 @@ handshake and process contract are in plugins/external/proto/doc.go.
         name: external
         config:
           path: examples/plugins/python/plugin.py
-          config: { max_words: 50 }
+          config: { max_words: 50, ask_over: 1000 }
 """
 
 import base64
@@ -213,6 +215,7 @@ class WordCount(plugin_pb2_grpc.PluginServicer):
         self._credentials = credentials
         self._lock = threading.Lock()
         self._max_words = 0
+        self._ask_over = 0
         self._host_id = None
         self._host = None
         self._channel = None
@@ -221,23 +224,27 @@ class WordCount(plugin_pb2_grpc.PluginServicer):
         return pb.Description(
             name=NAME,
             version=VERSION,
-            subscriptions=[pb.Subscription(event="session/event", types=["user/message"], veto=True)],
+            subscriptions=[pb.Subscription(event="session/event", types=["user/message", "tool/call"], veto=True)],
         )
 
     def Configure(self, request, context):
         cfg = json.loads(request.config or b"null") or {}
         if not isinstance(cfg, dict):
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "config must be an object")
-        unknown = sorted(set(cfg) - {"max_words"})
+        unknown = sorted(set(cfg) - {"max_words", "ask_over"})
         if unknown:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "unknown config keys: %s" % ", ".join(unknown))
-        max_words = cfg.get("max_words", 0)
-        if not isinstance(max_words, int) or isinstance(max_words, bool) or max_words < 0:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "max_words must be a non-negative integer")
+        limits = {}
+        for key in ("max_words", "ask_over"):
+            v = cfg.get(key, 0)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, "%s must be a non-negative integer" % key)
+            limits[key] = v
         with self._lock:
-            self._max_words = max_words
+            self._max_words = limits["max_words"]
+            self._ask_over = limits["ask_over"]
             self._host_id = request.host_broker_id
-        log("debug", "configured", max_words=max_words)
+        log("debug", "configured", **limits)
         return pb.ConfigureResponse()
 
     def ListTools(self, request, context):
@@ -270,10 +277,27 @@ class WordCount(plugin_pb2_grpc.PluginServicer):
 
     def Validate(self, request, context):
         with self._lock:
-            max_words = self._max_words
+            max_words, ask_over = self._max_words, self._ask_over
+        record = json.loads(request.record)
+        if request.type == "tool/call":
+            # Only a proposed call (sent before it is logged) can wait for
+            # a decision; veto is set too, so that an older host refuses it.
+            call = record.get("data", {})
+            if ask_over == 0 or not request.proposed or call.get("name") != "word_count":
+                return pb.ValidateResponse()
+            try:
+                text = json.loads(call.get("arguments") or "{}").get("text")
+            except (ValueError, AttributeError):
+                text = None
+            if not isinstance(text, str):
+                return pb.ValidateResponse()  # the tool answers INVALID_ARGUMENTS
+            n = count_words(text)
+            if n > ask_over:
+                return pb.ValidateResponse(
+                    veto=True, ask=True, code="ASK", reason="a count of %d words; more than %d needs a person" % (n, ask_over))
+            return pb.ValidateResponse()
         if max_words == 0 or request.type != "user/message":
             return pb.ValidateResponse()
-        record = json.loads(request.record)
         n = count_words(record.get("data", {}).get("content", ""))
         if n > max_words:
             return pb.ValidateResponse(

@@ -245,6 +245,50 @@ func TestPythonPluginServesATurn(t *testing.T) {
 	assert.NotContains(t, logs, "[ERROR]")
 }
 
+// TestPythonPluginAsksAboutALongCount: with ask_over, the plugin's
+// Validate answers ask for a proposed word_count call over that many
+// words; the turn suspends with a request by the plugin, and a decision
+// resumes it.
+func TestPythonPluginAsksAboutALongCount(t *testing.T) {
+	requirePython(t)
+	ctx := context.Background()
+	h := newHost(t)
+	_, err := h.c.Plugin(external.New(), &external.Config{Path: script, Config: map[string]any{"ask_over": 3}})
+	require.NoError(t, err)
+	prov, err := scripted.New(scripted.Config{Script: []scripted.Reply{
+		{ToolCalls: []scripted.ToolCall{
+			{Name: "word_count", Arguments: map[string]any{"text": "two words"}},
+			{Name: "word_count", Arguments: map[string]any{"text": "the quick brown fox"}},
+		}},
+		{Text: "Four words."},
+	}})
+	require.NoError(t, err)
+	a := agentloop.New(h.c, agentloop.Config{}, agentloop.WithProvider(prov))
+	sess, err := h.mgr.Create(ctx)
+	require.NoError(t, err)
+
+	res, err := a.Run(ctx, sess, "count")
+	require.ErrorIs(t, err, agentloop.ErrSuspended)
+	require.Len(t, res.Pending, 1)
+	p := res.Pending[0]
+	assert.Equal(t, session.ApprovalRequest{ID: p.Call.ID, By: "wordcount", Reason: "a count of 4 words; more than 3 needs a person"}, p.Request)
+	require.Len(t, ofType(sess.Records(), session.TypeToolResult), 1, "the short count ran")
+
+	_, err = agentloop.Decide(ctx, sess, p.Call.ID, agentloop.Decision{Allow: true, By: "alice"})
+	require.NoError(t, err)
+	res, err = a.Resume(ctx, sess)
+	require.NoError(t, err)
+	assert.Equal(t, session.ReasonCompleted, res.Reason)
+	var contents []string
+	for _, r := range ofType(sess.Records(), session.TypeToolResult) {
+		tr, err := session.DecodeData[session.ToolResult](r)
+		require.NoError(t, err)
+		contents = append(contents, tr.Content)
+	}
+	assert.Equal(t, []string{"2 words", "4 words"}, contents)
+	verify(t, sess)
+}
+
 // clientCert is a certificate like the one go-plugin's host sends in
 // PLUGIN_CLIENT_CERT, PEM-encoded, and its key pair.
 func clientCert(t *testing.T) (string, tls.Certificate) {

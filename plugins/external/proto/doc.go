@@ -10,12 +10,19 @@
 //	protoc --go_out=. --go_opt=paths=source_relative \
 //	       --go-grpc_out=. --go-grpc_opt=paths=source_relative plugin.proto
 //
-// and needs protoc (Debian: apt-get install -y protobuf-compiler) and the
-// two Go generators on PATH, installed from this module so that their
-// versions are the ones in go.mod:
+// and needs protoc (Debian: apt-get install -y protobuf-compiler, 3.21.12
+// in bookworm) and the two Go generators on PATH (go install puts them in
+// $(go env GOPATH)/bin): protoc-gen-go from this module, so that its
+// version is go.mod's google.golang.org/protobuf, and protoc-gen-go-grpc,
+// a module of its own, at the version the headers of the generated files
+// name:
 //
+//	apt-get install -y protobuf-compiler
 //	go install google.golang.org/protobuf/cmd/protoc-gen-go
-//	go install google.golang.org/grpc/cmd/protoc-gen-go-grpc
+//	go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
+//
+// The Python stubs of examples/plugins/python are generated from the same
+// file: run its gen.sh after go generate.
 //
 // # Process contract
 //
@@ -106,6 +113,26 @@
 //
 // The plugin set served under the handshake has one plugin, named
 // [PluginName].
+//
+// # Validate and ask
+//
+// Validate answers an empty ValidateResponse to let an event through and
+// veto (with a code and a reason) to refuse it. A plugin that validates
+// tool/call records is also sent each tool call the agent loop is about
+// to log, with Event.proposed set (seq 0, in the field and in the line):
+// that is the only Validate of that call (its commit is sent only if the
+// record differs from the proposal).
+// To have a person decide such a call rather than refuse it, answer
+//
+//	ValidateResponse{veto: true, ask: true, code: "ASK", reason: "…"}
+//
+// The host logs the call and an approval/request whose by is the
+// plugin's name (Description.name) and whose reason is the reason, and
+// the turn is suspended until the call is decided (vigil approve, vigil
+// deny, …). Veto is set as well so that a host that predates ask refuses
+// the call instead of running it. An ask about an event that is not
+// proposed (any other type, a tool/call appended outside the loop)
+// cannot wait for a decision and refuses it.
 package pluginpb
 
 //go:generate protoc --go_out=. --go_opt=paths=source_relative --go-grpc_out=. --go-grpc_opt=paths=source_relative plugin.proto

@@ -358,9 +358,15 @@ type Event struct {
 	Session string `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
 	// Seq, Type and Record describe the record of a session/event: Record
 	// is its canonical JSON line (without the newline), exactly as stored.
-	Seq           int64  `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
-	Type          string `protobuf:"bytes,4,opt,name=type,proto3" json:"type,omitempty"`
-	Record        []byte `protobuf:"bytes,5,opt,name=record,proto3" json:"record,omitempty"`
+	Seq    int64  `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
+	Type   string `protobuf:"bytes,4,opt,name=type,proto3" json:"type,omitempty"`
+	Record []byte `protobuf:"bytes,5,opt,name=record,proto3" json:"record,omitempty"`
+	// Proposed is set on a tool/call the agent loop is about to log, sent
+	// to Validate before it is logged: its place in the log is not known
+	// yet, so seq is 0, in the field and in the line. The plugin is asked
+	// once per call: its answer holds for the commit of the same record,
+	// which is not sent again. Only a proposed call can be answered ask.
+	Proposed      bool `protobuf:"varint,6,opt,name=proposed,proto3" json:"proposed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -430,6 +436,13 @@ func (x *Event) GetRecord() []byte {
 	return nil
 }
 
+func (x *Event) GetProposed() bool {
+	if x != nil {
+		return x.Proposed
+	}
+	return false
+}
+
 type OnEventResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -472,8 +485,16 @@ type ValidateResponse struct {
 	Veto bool `protobuf:"varint,1,opt,name=veto,proto3" json:"veto,omitempty"`
 	// Code is a short machine-readable reason, like "POLICY".
 	Code string `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
-	// Reason explains the veto to a human.
-	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Reason explains the veto (or the question, with ask) to a human.
+	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Ask, for a proposed tool/call, asks a person rather than refuse:
+	// the agent loop logs the call and an approval/request whose by is the
+	// plugin's name and whose reason is reason, and the step waits for a
+	// decision. Set veto too, so that a host older than ask refuses the
+	// call instead of running it. For any other event, including a
+	// tool/call appended without being proposed, nothing can wait: ask is
+	// a refusal.
+	Ask           bool `protobuf:"varint,4,opt,name=ask,proto3" json:"ask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -527,6 +548,13 @@ func (x *ValidateResponse) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *ValidateResponse) GetAsk() bool {
+	if x != nil {
+		return x.Ask
+	}
+	return false
 }
 
 type ListToolsRequest struct {
@@ -1360,18 +1388,20 @@ const file_plugin_proto_rawDesc = "" +
 	"\x10ConfigureRequest\x12\x16\n" +
 	"\x06config\x18\x01 \x01(\fR\x06config\x12$\n" +
 	"\x0ehost_broker_id\x18\x02 \x01(\rR\fhostBrokerId\"\x13\n" +
-	"\x11ConfigureResponse\"s\n" +
+	"\x11ConfigureResponse\"\x8f\x01\n" +
 	"\x05Event\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\asession\x18\x02 \x01(\tR\asession\x12\x10\n" +
 	"\x03seq\x18\x03 \x01(\x03R\x03seq\x12\x12\n" +
 	"\x04type\x18\x04 \x01(\tR\x04type\x12\x16\n" +
-	"\x06record\x18\x05 \x01(\fR\x06record\"\x11\n" +
-	"\x0fOnEventResponse\"R\n" +
+	"\x06record\x18\x05 \x01(\fR\x06record\x12\x1a\n" +
+	"\bproposed\x18\x06 \x01(\bR\bproposed\"\x11\n" +
+	"\x0fOnEventResponse\"d\n" +
 	"\x10ValidateResponse\x12\x12\n" +
 	"\x04veto\x18\x01 \x01(\bR\x04veto\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\tR\x04code\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"\x12\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x10\n" +
+	"\x03ask\x18\x04 \x01(\bR\x03ask\"\x12\n" +
 	"\x10ListToolsRequest\"@\n" +
 	"\x11ListToolsResponse\x12+\n" +
 	"\x05tools\x18\x01 \x03(\v2\x15.vigil.plugin.v1.ToolR\x05tools\"\x87\x01\n" +

@@ -51,7 +51,9 @@ type PluginClient interface {
 	// Validate delivers a session event before it is committed, to a
 	// plugin whose subscription has veto set. A response with veto set
 	// refuses the event: nothing is committed and the append fails. An
-	// error (or no answer within the host's timeout) refuses it too.
+	// error (or no answer within the host's timeout) refuses it too. A
+	// response with ask set asks a person to decide a tool call (see
+	// ValidateResponse).
 	Validate(ctx context.Context, in *Event, opts ...grpc.CallOption) (*ValidateResponse, error)
 	// ListTools lists the tools the plugin provides, after Configure.
 	ListTools(ctx context.Context, in *ListToolsRequest, opts ...grpc.CallOption) (*ListToolsResponse, error)
@@ -160,7 +162,9 @@ type PluginServer interface {
 	// Validate delivers a session event before it is committed, to a
 	// plugin whose subscription has veto set. A response with veto set
 	// refuses the event: nothing is committed and the append fails. An
-	// error (or no answer within the host's timeout) refuses it too.
+	// error (or no answer within the host's timeout) refuses it too. A
+	// response with ask set asks a person to decide a tool call (see
+	// ValidateResponse).
 	Validate(context.Context, *Event) (*ValidateResponse, error)
 	// ListTools lists the tools the plugin provides, after Configure.
 	ListTools(context.Context, *ListToolsRequest) (*ListToolsResponse, error)

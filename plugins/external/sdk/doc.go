@@ -21,7 +21,10 @@
 //     the log, as its canonical JSON line, after it was committed.
 //   - [Plugin.Validate] sees each session event before it is committed
 //     and may refuse it by returning an error, typically [Veto]. The
-//     append then fails and nothing is logged.
+//     append then fails and nothing is logged. A tool call the agent loop
+//     proposes is seen once, before it is logged ([Event.Proposed]): return
+//     [Ask] to have a person decide it; the turn then waits for the
+//     decision.
 //   - [Plugin.Tools] are tools the model can call.
 //
 // [Plugin.Types] limits OnEvent and Validate to records of the listed

@@ -31,6 +31,9 @@ type Plugin[C any] struct {
 	OnEvent func(ctx context.Context, ev *Event) error
 	// Validate sees each session record before it is committed. A
 	// non-nil error refuses it: return [Veto] to give a code and a reason.
+	// A tool call the agent loop proposes is seen once, before it is
+	// logged ([Event.Proposed]); return [Ask] to have a person decide it
+	// rather than refuse it. For any other event Ask refuses.
 	Validate func(ctx context.Context, ev *Event) error
 	// OnSession observes sessions made available by the host: created,
 	// loaded, forked or seeded.
@@ -111,6 +114,29 @@ func (e *VetoError) Error() string { return "veto " + e.Code + ": " + e.Reason }
 // "POLICY") and a reason for humans.
 func Veto(code, reason string) error { return &VetoError{Code: code, Reason: reason} }
 
+// CodeAsk is the code of the veto an ask also is, for a host that
+// predates ask (which refuses the call rather than run it).
+const CodeAsk = "ASK"
+
+// AskError answers a proposed tool call with ask: see [Ask].
+type AskError struct {
+	Reason string
+}
+
+func (e *AskError) Error() string {
+	if e.Reason == "" {
+		return "ask"
+	}
+	return "ask: " + e.Reason
+}
+
+// Ask returns the error with which Validate asks a person to decide a
+// tool call the agent loop proposes (an [Event] with Proposed set): the
+// host logs the call with an approval/request by this plugin carrying
+// reason, and the turn waits for the decision. For any other event the
+// host refuses it, as a veto coded [CodeAsk].
+func Ask(reason string) error { return &AskError{Reason: reason} }
+
 // Event is one session event delivered to OnEvent or Validate.
 type Event struct {
 	// Session is the id of the session.
@@ -121,6 +147,10 @@ type Event struct {
 	// Line is the record's canonical JSON line, exactly as the log
 	// stores it (without the newline).
 	Line []byte
+	// Proposed: a tool call the agent loop is about to log, seen by
+	// Validate before it is logged (Seq is 0, its place not known yet),
+	// and only then; [Ask] answers only such an event.
+	Proposed bool
 }
 
 // Record decodes the event's line into a session record.

@@ -124,7 +124,14 @@ func (s *server[C]) Validate(ctx context.Context, ev *pluginpb.Event) (_ *plugin
 	if verr == nil {
 		return &pluginpb.ValidateResponse{}, nil
 	}
-	var v *VetoError
+	var (
+		v   *VetoError
+		ask *AskError
+	)
+	if errors.As(verr, &ask) {
+		// Veto too: a host that predates ask refuses the call.
+		return &pluginpb.ValidateResponse{Veto: true, Ask: true, Code: CodeAsk, Reason: ask.Reason}, nil
+	}
 	if errors.As(verr, &v) {
 		return &pluginpb.ValidateResponse{Veto: true, Code: v.Code, Reason: v.Reason}, nil
 	}
@@ -185,7 +192,7 @@ func (s *server[C]) dispose(ctx context.Context) (err error) {
 }
 
 func event(ev *pluginpb.Event) *Event {
-	return &Event{Session: ev.GetSession(), Seq: ev.GetSeq(), Type: ev.GetType(), Line: ev.GetRecord()}
+	return &Event{Session: ev.GetSession(), Seq: ev.GetSeq(), Type: ev.GetType(), Line: ev.GetRecord(), Proposed: ev.GetProposed()}
 }
 
 // recoverTo turns a hook's panic into an Internal error.

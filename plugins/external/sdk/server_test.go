@@ -108,6 +108,7 @@ func TestValidateAnswers(t *testing.T) {
 		{"veto", func(context.Context, *Event) error { return Veto("POLICY", "no") }, &pluginpb.ValidateResponse{Veto: true, Code: "POLICY", Reason: "no"}, codes.OK},
 		{"wrapped veto", func(context.Context, *Event) error { return fmt.Errorf("rule 3: %w", Veto("RULE", "three")) }, &pluginpb.ValidateResponse{Veto: true, Code: "RULE", Reason: "three"}, codes.OK},
 		{"any error vetoes", func(context.Context, *Event) error { return errors.New("cannot decide") }, &pluginpb.ValidateResponse{Veto: true, Code: CodeVeto, Reason: "cannot decide"}, codes.OK},
+		{"ask, a veto for hosts that predate it", func(context.Context, *Event) error { return fmt.Errorf("rule 4: %w", Ask("a person decides")) }, &pluginpb.ValidateResponse{Veto: true, Ask: true, Code: CodeAsk, Reason: "a person decides"}, codes.OK},
 		{"panic", func(context.Context, *Event) error { panic("bug") }, nil, codes.Internal},
 	}
 	for _, tc := range cases {
@@ -117,6 +118,7 @@ func TestValidateAnswers(t *testing.T) {
 			assert.Equal(t, tc.code, status.Code(err))
 			if tc.want != nil {
 				assert.Equal(t, tc.want.GetVeto(), resp.GetVeto())
+				assert.Equal(t, tc.want.GetAsk(), resp.GetAsk())
 				assert.Equal(t, tc.want.GetCode(), resp.GetCode())
 				assert.Equal(t, tc.want.GetReason(), resp.GetReason())
 			}

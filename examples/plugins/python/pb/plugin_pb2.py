@@ -19,7 +19,7 @@ DESCRIPTOR = _descriptor.FileDescriptor(
   name='plugin.proto',
   package='vigil.plugin.v1',
   syntax='proto3',
-  serialized_pb=_b('\n\x0cplugin.proto\x12\x0fvigil.plugin.v1\"\x11\n\x0f\x44\x65scribeRequest\"b\n\x0b\x44\x65scription\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x34\n\rsubscriptions\x18\x03 \x03(\x0b\x32\x1d.vigil.plugin.v1.Subscription\"K\n\x0cSubscription\x12\r\n\x05\x65vent\x18\x01 \x01(\t\x12\r\n\x05types\x18\x02 \x03(\t\x12\x0f\n\x07observe\x18\x03 \x01(\x08\x12\x0c\n\x04veto\x18\x04 \x01(\x08\":\n\x10\x43onfigureRequest\x12\x0e\n\x06\x63onfig\x18\x01 \x01(\x0c\x12\x16\n\x0ehost_broker_id\x18\x02 \x01(\r\"\x13\n\x11\x43onfigureResponse\"Q\n\x05\x45vent\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07session\x18\x02 \x01(\t\x12\x0b\n\x03seq\x18\x03 \x01(\x03\x12\x0c\n\x04type\x18\x04 \x01(\t\x12\x0e\n\x06record\x18\x05 \x01(\x0c\"\x11\n\x0fOnEventResponse\">\n\x10ValidateResponse\x12\x0c\n\x04veto\x18\x01 \x01(\x08\x12\x0c\n\x04\x63ode\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\"\x12\n\x10ListToolsRequest\"9\n\x11ListToolsResponse\x12$\n\x05tools\x18\x01 \x03(\x0b\x32\x15.vigil.plugin.v1.Tool\"W\n\x04Tool\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x12\n\nparameters\x18\x03 \x01(\x0c\x12\x18\n\x10\x63oncurrency_safe\x18\x04 \x01(\x08\"2\n\x0f\x43\x61llToolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\targuments\x18\x02 \x01(\x0c\"N\n\x10\x43\x61llToolResponse\x12\x0f\n\x07\x63ontent\x18\x01 \x01(\t\x12)\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x1a.vigil.plugin.v1.ToolError\"*\n\tToolError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\"\x10\n\x0e\x44isposeRequest\"\x11\n\x0f\x44isposeResponse\":\n\x0b\x45mitRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07session\x18\x02 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"\x0e\n\x0c\x45mitResponse\"\"\n\x0fMessagesRequest\x12\x0f\n\x07session\x18\x01 \x01(\t\">\n\x10MessagesResponse\x12*\n\x08messages\x18\x01 \x03(\x0b\x32\x18.vigil.plugin.v1.Message\"\x8e\x01\n\x07Message\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\x12\x11\n\treasoning\x18\x03 \x01(\t\x12-\n\ntool_calls\x18\x04 \x03(\x0b\x32\x19.vigil.plugin.v1.ToolCall\x12\x14\n\x0ctool_call_id\x18\x05 \x01(\t\x12\x0c\n\x04name\x18\x06 \x01(\t\"7\n\x08ToolCall\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\targuments\x18\x03 \x01(\t\"\xaa\x02\n\nLogRequest\x12\x30\n\x05level\x18\x01 \x01(\x0e\x32!.vigil.plugin.v1.LogRequest.Level\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x37\n\x06\x66ields\x18\x03 \x03(\x0b\x32\'.vigil.plugin.v1.LogRequest.FieldsEntry\x1a-\n\x0b\x46ieldsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"q\n\x05Level\x12\x15\n\x11LEVEL_UNSPECIFIED\x10\x00\x12\x0f\n\x0bLEVEL_TRACE\x10\x01\x12\x0f\n\x0bLEVEL_DEBUG\x10\x02\x12\x0e\n\nLEVEL_INFO\x10\x03\x12\x0e\n\nLEVEL_WARN\x10\x04\x12\x0f\n\x0bLEVEL_ERROR\x10\x05\"\r\n\x0bLogResponse2\xa7\x04\n\x06Plugin\x12J\n\x08\x44\x65scribe\x12 .vigil.plugin.v1.DescribeRequest\x1a\x1c.vigil.plugin.v1.Description\x12R\n\tConfigure\x12!.vigil.plugin.v1.ConfigureRequest\x1a\".vigil.plugin.v1.ConfigureResponse\x12\x43\n\x07OnEvent\x12\x16.vigil.plugin.v1.Event\x1a .vigil.plugin.v1.OnEventResponse\x12\x45\n\x08Validate\x12\x16.vigil.plugin.v1.Event\x1a!.vigil.plugin.v1.ValidateResponse\x12R\n\tListTools\x12!.vigil.plugin.v1.ListToolsRequest\x1a\".vigil.plugin.v1.ListToolsResponse\x12O\n\x08\x43\x61llTool\x12 .vigil.plugin.v1.CallToolRequest\x1a!.vigil.plugin.v1.CallToolResponse\x12L\n\x07\x44ispose\x12\x1f.vigil.plugin.v1.DisposeRequest\x1a .vigil.plugin.v1.DisposeResponse2\xde\x01\n\x04Host\x12\x43\n\x04\x45mit\x12\x1c.vigil.plugin.v1.EmitRequest\x1a\x1d.vigil.plugin.v1.EmitResponse\x12O\n\x08Messages\x12 .vigil.plugin.v1.MessagesRequest\x1a!.vigil.plugin.v1.MessagesResponse\x12@\n\x03Log\x12\x1b.vigil.plugin.v1.LogRequest\x1a\x1c.vigil.plugin.v1.LogResponseB<Z:github.com/vigil-run/vigil/plugins/external/proto;pluginpbb\x06proto3')
+  serialized_pb=_b('\n\x0cplugin.proto\x12\x0fvigil.plugin.v1\"\x11\n\x0f\x44\x65scribeRequest\"b\n\x0b\x44\x65scription\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x34\n\rsubscriptions\x18\x03 \x03(\x0b\x32\x1d.vigil.plugin.v1.Subscription\"K\n\x0cSubscription\x12\r\n\x05\x65vent\x18\x01 \x01(\t\x12\r\n\x05types\x18\x02 \x03(\t\x12\x0f\n\x07observe\x18\x03 \x01(\x08\x12\x0c\n\x04veto\x18\x04 \x01(\x08\":\n\x10\x43onfigureRequest\x12\x0e\n\x06\x63onfig\x18\x01 \x01(\x0c\x12\x16\n\x0ehost_broker_id\x18\x02 \x01(\r\"\x13\n\x11\x43onfigureResponse\"c\n\x05\x45vent\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07session\x18\x02 \x01(\t\x12\x0b\n\x03seq\x18\x03 \x01(\x03\x12\x0c\n\x04type\x18\x04 \x01(\t\x12\x0e\n\x06record\x18\x05 \x01(\x0c\x12\x10\n\x08proposed\x18\x06 \x01(\x08\"\x11\n\x0fOnEventResponse\"K\n\x10ValidateResponse\x12\x0c\n\x04veto\x18\x01 \x01(\x08\x12\x0c\n\x04\x63ode\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0b\n\x03\x61sk\x18\x04 \x01(\x08\"\x12\n\x10ListToolsRequest\"9\n\x11ListToolsResponse\x12$\n\x05tools\x18\x01 \x03(\x0b\x32\x15.vigil.plugin.v1.Tool\"W\n\x04Tool\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x12\n\nparameters\x18\x03 \x01(\x0c\x12\x18\n\x10\x63oncurrency_safe\x18\x04 \x01(\x08\"2\n\x0f\x43\x61llToolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\targuments\x18\x02 \x01(\x0c\"N\n\x10\x43\x61llToolResponse\x12\x0f\n\x07\x63ontent\x18\x01 \x01(\t\x12)\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x1a.vigil.plugin.v1.ToolError\"*\n\tToolError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\"\x10\n\x0e\x44isposeRequest\"\x11\n\x0f\x44isposeResponse\":\n\x0b\x45mitRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07session\x18\x02 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"\x0e\n\x0c\x45mitResponse\"\"\n\x0fMessagesRequest\x12\x0f\n\x07session\x18\x01 \x01(\t\">\n\x10MessagesResponse\x12*\n\x08messages\x18\x01 \x03(\x0b\x32\x18.vigil.plugin.v1.Message\"\x8e\x01\n\x07Message\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\x12\x11\n\treasoning\x18\x03 \x01(\t\x12-\n\ntool_calls\x18\x04 \x03(\x0b\x32\x19.vigil.plugin.v1.ToolCall\x12\x14\n\x0ctool_call_id\x18\x05 \x01(\t\x12\x0c\n\x04name\x18\x06 \x01(\t\"7\n\x08ToolCall\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\targuments\x18\x03 \x01(\t\"\xaa\x02\n\nLogRequest\x12\x30\n\x05level\x18\x01 \x01(\x0e\x32!.vigil.plugin.v1.LogRequest.Level\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x37\n\x06\x66ields\x18\x03 \x03(\x0b\x32\'.vigil.plugin.v1.LogRequest.FieldsEntry\x1a-\n\x0b\x46ieldsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"q\n\x05Level\x12\x15\n\x11LEVEL_UNSPECIFIED\x10\x00\x12\x0f\n\x0bLEVEL_TRACE\x10\x01\x12\x0f\n\x0bLEVEL_DEBUG\x10\x02\x12\x0e\n\nLEVEL_INFO\x10\x03\x12\x0e\n\nLEVEL_WARN\x10\x04\x12\x0f\n\x0bLEVEL_ERROR\x10\x05\"\r\n\x0bLogResponse2\xa7\x04\n\x06Plugin\x12J\n\x08\x44\x65scribe\x12 .vigil.plugin.v1.DescribeRequest\x1a\x1c.vigil.plugin.v1.Description\x12R\n\tConfigure\x12!.vigil.plugin.v1.ConfigureRequest\x1a\".vigil.plugin.v1.ConfigureResponse\x12\x43\n\x07OnEvent\x12\x16.vigil.plugin.v1.Event\x1a .vigil.plugin.v1.OnEventResponse\x12\x45\n\x08Validate\x12\x16.vigil.plugin.v1.Event\x1a!.vigil.plugin.v1.ValidateResponse\x12R\n\tListTools\x12!.vigil.plugin.v1.ListToolsRequest\x1a\".vigil.plugin.v1.ListToolsResponse\x12O\n\x08\x43\x61llTool\x12 .vigil.plugin.v1.CallToolRequest\x1a!.vigil.plugin.v1.CallToolResponse\x12L\n\x07\x44ispose\x12\x1f.vigil.plugin.v1.DisposeRequest\x1a .vigil.plugin.v1.DisposeResponse2\xde\x01\n\x04Host\x12\x43\n\x04\x45mit\x12\x1c.vigil.plugin.v1.EmitRequest\x1a\x1d.vigil.plugin.v1.EmitResponse\x12O\n\x08Messages\x12 .vigil.plugin.v1.MessagesRequest\x1a!.vigil.plugin.v1.MessagesResponse\x12@\n\x03Log\x12\x1b.vigil.plugin.v1.LogRequest\x1a\x1c.vigil.plugin.v1.LogResponseB<Z:github.com/vigil-run/vigil/plugins/external/proto;pluginpbb\x06proto3')
 )
 
 
@@ -57,8 +57,8 @@ _LOGREQUEST_LEVEL = _descriptor.EnumDescriptor(
   ],
   containing_type=None,
   options=None,
-  serialized_start=1421,
-  serialized_end=1534,
+  serialized_start=1452,
+  serialized_end=1565,
 )
 _sym_db.RegisterEnumDescriptor(_LOGREQUEST_LEVEL)
 
@@ -288,6 +288,13 @@ _EVENT = _descriptor.Descriptor(
       message_type=None, enum_type=None, containing_type=None,
       is_extension=False, extension_scope=None,
       options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='proposed', full_name='vigil.plugin.v1.Event.proposed', index=5,
+      number=6, type=8, cpp_type=7, label=1,
+      has_default_value=False, default_value=False,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
   ],
   extensions=[
   ],
@@ -301,7 +308,7 @@ _EVENT = _descriptor.Descriptor(
   oneofs=[
   ],
   serialized_start=310,
-  serialized_end=391,
+  serialized_end=409,
 )
 
 
@@ -324,8 +331,8 @@ _ONEVENTRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=393,
-  serialized_end=410,
+  serialized_start=411,
+  serialized_end=428,
 )
 
 
@@ -357,6 +364,13 @@ _VALIDATERESPONSE = _descriptor.Descriptor(
       message_type=None, enum_type=None, containing_type=None,
       is_extension=False, extension_scope=None,
       options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='ask', full_name='vigil.plugin.v1.ValidateResponse.ask', index=3,
+      number=4, type=8, cpp_type=7, label=1,
+      has_default_value=False, default_value=False,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
   ],
   extensions=[
   ],
@@ -369,8 +383,8 @@ _VALIDATERESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=412,
-  serialized_end=474,
+  serialized_start=430,
+  serialized_end=505,
 )
 
 
@@ -393,8 +407,8 @@ _LISTTOOLSREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=476,
-  serialized_end=494,
+  serialized_start=507,
+  serialized_end=525,
 )
 
 
@@ -424,8 +438,8 @@ _LISTTOOLSRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=496,
-  serialized_end=553,
+  serialized_start=527,
+  serialized_end=584,
 )
 
 
@@ -476,8 +490,8 @@ _TOOL = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=555,
-  serialized_end=642,
+  serialized_start=586,
+  serialized_end=673,
 )
 
 
@@ -514,8 +528,8 @@ _CALLTOOLREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=644,
-  serialized_end=694,
+  serialized_start=675,
+  serialized_end=725,
 )
 
 
@@ -552,8 +566,8 @@ _CALLTOOLRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=696,
-  serialized_end=774,
+  serialized_start=727,
+  serialized_end=805,
 )
 
 
@@ -590,8 +604,8 @@ _TOOLERROR = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=776,
-  serialized_end=818,
+  serialized_start=807,
+  serialized_end=849,
 )
 
 
@@ -614,8 +628,8 @@ _DISPOSEREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=820,
-  serialized_end=836,
+  serialized_start=851,
+  serialized_end=867,
 )
 
 
@@ -638,8 +652,8 @@ _DISPOSERESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=838,
-  serialized_end=855,
+  serialized_start=869,
+  serialized_end=886,
 )
 
 
@@ -683,8 +697,8 @@ _EMITREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=857,
-  serialized_end=915,
+  serialized_start=888,
+  serialized_end=946,
 )
 
 
@@ -707,8 +721,8 @@ _EMITRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=917,
-  serialized_end=931,
+  serialized_start=948,
+  serialized_end=962,
 )
 
 
@@ -738,8 +752,8 @@ _MESSAGESREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=933,
-  serialized_end=967,
+  serialized_start=964,
+  serialized_end=998,
 )
 
 
@@ -769,8 +783,8 @@ _MESSAGESRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=969,
-  serialized_end=1031,
+  serialized_start=1000,
+  serialized_end=1062,
 )
 
 
@@ -835,8 +849,8 @@ _MESSAGE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1034,
-  serialized_end=1176,
+  serialized_start=1065,
+  serialized_end=1207,
 )
 
 
@@ -880,8 +894,8 @@ _TOOLCALL = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1178,
-  serialized_end=1233,
+  serialized_start=1209,
+  serialized_end=1264,
 )
 
 
@@ -918,8 +932,8 @@ _LOGREQUEST_FIELDSENTRY = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1374,
-  serialized_end=1419,
+  serialized_start=1405,
+  serialized_end=1450,
 )
 
 _LOGREQUEST = _descriptor.Descriptor(
@@ -963,8 +977,8 @@ _LOGREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1236,
-  serialized_end=1534,
+  serialized_start=1267,
+  serialized_end=1565,
 )
 
 
@@ -987,8 +1001,8 @@ _LOGRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1536,
-  serialized_end=1549,
+  serialized_start=1567,
+  serialized_end=1580,
 )
 
 _DESCRIPTION.fields_by_name['subscriptions'].message_type = _SUBSCRIPTION
@@ -1214,8 +1228,8 @@ _PLUGIN = _descriptor.ServiceDescriptor(
   file=DESCRIPTOR,
   index=0,
   options=None,
-  serialized_start=1552,
-  serialized_end=2103,
+  serialized_start=1583,
+  serialized_end=2134,
   methods=[
   _descriptor.MethodDescriptor(
     name='Describe',
@@ -1292,8 +1306,8 @@ _HOST = _descriptor.ServiceDescriptor(
   file=DESCRIPTOR,
   index=1,
   options=None,
-  serialized_start=2106,
-  serialized_end=2328,
+  serialized_start=2137,
+  serialized_end=2359,
   methods=[
   _descriptor.MethodDescriptor(
     name='Emit',

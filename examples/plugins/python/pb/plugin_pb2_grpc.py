@@ -86,7 +86,9 @@ class PluginServicer(object):
     """Validate delivers a session event before it is committed, to a
     plugin whose subscription has veto set. A response with veto set
     refuses the event: nothing is committed and the append fails. An
-    error (or no answer within the host's timeout) refuses it too.
+    error (or no answer within the host's timeout) refuses it too. A
+    response with ask set asks a person to decide a tool call (see
+    ValidateResponse).
     """
     context.set_code(grpc.StatusCode.UNIMPLEMENTED)
     context.set_details('Method not implemented!')

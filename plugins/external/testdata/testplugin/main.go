@@ -38,6 +38,11 @@ type Config struct {
 	Veto string `json:"veto"`
 	// VetoTools refuses tool/call events whose tool name matches.
 	VetoTools string `json:"veto_tools"`
+	// AskTools asks a person about tool calls whose tool name matches.
+	AskTools string `json:"ask_tools"`
+	// AskMessages answers ask for user/message events whose content
+	// matches (which the host refuses: a message cannot wait).
+	AskMessages string `json:"ask_messages"`
 	// SlowValidate makes Validate sleep this long (ms).
 	SlowValidate int `json:"slow_validate"`
 	// FailConfigure makes Configure fail.
@@ -45,12 +50,15 @@ type Config struct {
 }
 
 type state struct {
-	mu    sync.Mutex
-	seen  []string
-	host  *sdk.Host
-	veto  *regexp.Regexp
-	tools *regexp.Regexp
-	slow  time.Duration
+	mu sync.Mutex
+	// seen are the events observed; validated those validated.
+	seen, validated []string
+	host            *sdk.Host
+	veto            *regexp.Regexp
+	tools           *regexp.Regexp
+	askTools        *regexp.Regexp
+	askMessages     *regexp.Regexp
+	slow            time.Duration
 }
 
 func main() {
@@ -91,6 +99,12 @@ func main() {
 			if cfg.VetoTools != "" {
 				st.tools = regexp.MustCompile(cfg.VetoTools)
 			}
+			if cfg.AskTools != "" {
+				st.askTools = regexp.MustCompile(cfg.AskTools)
+			}
+			if cfg.AskMessages != "" {
+				st.askMessages = regexp.MustCompile(cfg.AskMessages)
+			}
 			st.slow = time.Duration(cfg.SlowValidate) * time.Millisecond
 			sdk.Logger().Info("configured", "veto", cfg.Veto)
 			return nil
@@ -104,24 +118,33 @@ func main() {
 		},
 		Validate: func(_ context.Context, ev *sdk.Event) error {
 			time.Sleep(st.slow)
-			if st.tools != nil && ev.Type == session.TypeToolCall {
+			st.mu.Lock()
+			st.validated = append(st.validated, fmt.Sprintf("%d %s proposed=%v", ev.Seq, ev.Type, ev.Proposed))
+			st.mu.Unlock()
+			if ev.Type == session.TypeToolCall {
 				c, err := sdk.Data[session.ToolCall](ev)
 				if err != nil {
 					return err
 				}
-				if st.tools.MatchString(c.Name) {
+				if st.tools != nil && st.tools.MatchString(c.Name) {
 					return sdk.Veto("TEST", "the tool "+c.Name+" matches "+st.tools.String())
+				}
+				if st.askTools != nil && st.askTools.MatchString(c.Name) {
+					return sdk.Ask("the tool " + c.Name + " needs a person")
 				}
 				return nil
 			}
-			if st.veto == nil || ev.Type != session.TypeUserMessage {
+			if ev.Type != session.TypeUserMessage {
 				return nil
 			}
 			m, err := sdk.Data[session.UserMessage](ev)
 			if err != nil {
 				return err
 			}
-			if st.veto.MatchString(m.Content) {
+			if st.askMessages != nil && st.askMessages.MatchString(m.Content) {
+				return sdk.Ask("the message needs a person")
+			}
+			if st.veto != nil && st.veto.MatchString(m.Content) {
 				return sdk.Veto("TEST", "the message matches "+st.veto.String())
 			}
 			return nil
@@ -143,6 +166,11 @@ func main() {
 				st.mu.Lock()
 				defer st.mu.Unlock()
 				return strings.Join(st.seen, "\n"), nil
+			}},
+			{Name: "validated", Description: "lists the events validated", Run: func(context.Context, json.RawMessage) (string, error) {
+				st.mu.Lock()
+				defer st.mu.Unlock()
+				return strings.Join(st.validated, "\n"), nil
 			}},
 			{Name: "crash", Description: "exits the process mid-call", Run: func(context.Context, json.RawMessage) (string, error) {
 				sdk.Logger().Error("crashing on purpose")
