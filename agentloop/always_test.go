@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -49,9 +50,10 @@ func decisionsOf(t *testing.T, recs []*session.Record) map[string]session.Approv
 // TestAlwaysForThisSessionDecidesTheLaterCallsOfTheTool: after an allow
 // of scope session for a read, a later read (in a later turn) is logged
 // with its request and a session-rule decision citing that allow, and
-// runs without suspending; a write, asked for the same reason, still
-// suspends, and a call-scoped allow of it covers nothing. The log
-// verifies offline (and was checked live, strict, at every append).
+// runs without suspending. A write, asked for the same reason, still
+// suspends; a covered read of its step is decided at once and runs when
+// the step resumes; a call-scoped allow of the write covers nothing. The
+// log verifies offline (and was checked live, strict, at every append).
 func TestAlwaysForThisSessionDecidesTheLaterCallsOfTheTool(t *testing.T) {
 	ctx := context.Background()
 	store, err := jsonl.Open(t.TempDir())
@@ -60,12 +62,15 @@ func TestAlwaysForThisSessionDecidesTheLaterCallsOfTheTool(t *testing.T) {
 	e := newEnvWith(t, store)
 	askFor(e, "read", "write")
 	ran, tools := counting("read", "write")
-	read := func(p string) scripted.ToolCall { return scripted.ToolCall{Name: "read", Arguments: map[string]any{"p": p}} }
+	read := func(p string) scripted.ToolCall {
+		return scripted.ToolCall{Name: "read", Arguments: map[string]any{"p": p}}
+	}
 	write := scripted.ToolCall{Name: "write", Arguments: map[string]any{"p": "x"}}
 	a := agentloop.New(e.c, agentloop.Config{}, agentloop.WithTools(tools...), agentloop.WithProvider(script(t,
 		scripted.Reply{ToolCalls: []scripted.ToolCall{read("1")}}, scripted.Reply{Text: "read 1"},
-		scripted.Reply{ToolCalls: []scripted.ToolCall{read("2"), write}}, scripted.Reply{Text: "read 2, wrote"},
-		scripted.Reply{ToolCalls: []scripted.ToolCall{write, read("3")}}, scripted.Reply{Text: "done"},
+		scripted.Reply{ToolCalls: []scripted.ToolCall{read("2")}}, scripted.Reply{Text: "read 2"},
+		scripted.Reply{ToolCalls: []scripted.ToolCall{read("3"), write}}, scripted.Reply{Text: "read 3, wrote"},
+		scripted.Reply{ToolCalls: []scripted.ToolCall{write}}, scripted.Reply{Text: "done"},
 	)))
 	sess := e.session()
 
@@ -77,43 +82,50 @@ func TestAlwaysForThisSessionDecidesTheLaterCallsOfTheTool(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, session.ReasonCompleted, res.Reason)
 
-	// Turn 2: the read runs at once, the write waits.
-	res, err = a.Run(ctx, sess, "read 2 and write")
-	require.ErrorIs(t, err, agentloop.ErrSuspended)
-	require.Len(t, res.Pending, 1)
-	assert.Equal(t, "write", res.Pending[0].Call.Name)
+	// Turn 2: the read runs at once.
+	from := sess.Len()
+	res, err = a.Run(ctx, sess, "read 2")
+	require.NoError(t, err)
+	require.Equal(t, session.ReasonCompleted, res.Reason)
 	assert.Equal(t, map[string]int{"read": 2, "write": 0}, ran())
-	calls := ofType(sess.Records(), session.TypeToolCall)
-	read2 := decode[session.ToolCall](t, calls[1])
-	require.Equal(t, "read", read2.Name)
-	assert.Len(t, ofType(sess.Records(), session.TypeApprovalRequest), 3, "the covered read is requested like any asked call")
+	read2 := decode[session.ToolCall](t, ofType(sess.Records()[from:], session.TypeToolCall)[0])
 	assert.Equal(t, session.ApprovalDecision{
 		ID: read2.ID, Allow: true, By: session.SessionRuleBy, Cites: always.Seq(),
 		Reason: fmt.Sprintf("allowed for this session by ann (seq %d)", always.Seq()),
 	}, decisionsOf(t, sess.Records())[read2.ID])
 	var order []string
-	for _, r := range sess.Records() {
-		if r.Seq() >= calls[1].Seq() {
-			order = append(order, r.Type())
+	for _, r := range sess.Records()[from:] {
+		if typ := r.Type(); strings.HasPrefix(typ, "tool/") || strings.HasPrefix(typ, "approval/") || strings.HasPrefix(typ, "step/") {
+			order = append(order, typ)
 		}
 	}
 	assert.Equal(t, []string{
-		session.TypeToolCall, session.TypeApprovalRequest, session.TypeApprovalDecision, session.TypeToolStart, session.TypeToolResult,
-		session.TypeToolCall, session.TypeApprovalRequest,
-	}, order, "the covered call is decided and runs in its place")
+		session.TypeStepStart, session.TypeToolCall, session.TypeApprovalRequest, session.TypeApprovalDecision, session.TypeToolStart, session.TypeToolResult,
+		session.TypeStepEnd, session.TypeStepStart, session.TypeStepEnd,
+	}, order, "the covered call is requested, decided and run in its place")
 
+	// Turn 3: the write waits; the read is decided, and runs on resume.
+	res, err = a.Run(ctx, sess, "read 3 and write")
+	require.ErrorIs(t, err, agentloop.ErrSuspended)
+	require.Len(t, res.Pending, 1)
+	assert.Equal(t, "write", res.Pending[0].Call.Name)
+	s := session.Suspended(sess.Records())
+	require.NotNil(t, s)
+	require.Len(t, s.Calls, 2)
+	assert.Equal(t, session.SessionRuleBy, s.Calls[0].Decision.By)
+	assert.Equal(t, map[string]int{"read": 2, "write": 0}, ran(), "no call runs before the step's requests are all decided")
 	_, err = agentloop.Decide(ctx, sess, res.Pending[0].Call.ID, agentloop.Decision{Allow: true, By: "bob"})
 	require.NoError(t, err)
 	res, err = a.Resume(ctx, sess)
 	require.NoError(t, err)
 	require.Equal(t, session.ReasonCompleted, res.Reason)
+	assert.Equal(t, map[string]int{"read": 3, "write": 1}, ran())
 
-	// Turn 3: a call-scoped allow of write covers nothing; the read runs.
-	res, err = a.Run(ctx, sess, "write and read 3")
+	// Turn 4: bob's call-scoped allow of the write covers nothing.
+	res, err = a.Run(ctx, sess, "write")
 	require.ErrorIs(t, err, agentloop.ErrSuspended)
 	require.Len(t, res.Pending, 1)
 	assert.Equal(t, "write", res.Pending[0].Call.Name)
-	assert.Equal(t, map[string]int{"read": 3, "write": 1}, ran())
 	byRule := 0
 	for _, d := range decisionsOf(t, sess.Records()) {
 		if d.By == session.SessionRuleBy {

@@ -147,13 +147,18 @@ func (t *turn) runGated(ctx context.Context, n int, calls []session.ToolCall, to
 		return false, t.runTools(ctx, n, calls, tools)
 	}
 	// "Always for this session": an asked call that an earlier
-	// session-scoped allow covers is decided by it (session.Cover says
-	// which calls one covers), in a decision of its own, and runs in its
-	// place. The policy the hooks logged is in force by now.
+	// session-scoped allow covers (session.Cover says which) is decided by
+	// it, in a decision of its own right after its request, and runs in
+	// its place — unless another call of the step waits for a person:
+	// then the step suspends, and it runs, decided, when the step resumes
+	// (a decided call runs only once every request of its step has a
+	// decision). The policy the hooks logged is in force by now.
 	rules := make([]sessionRule, len(calls))
+	suspends := false
 	for i, c := range calls {
 		if verdicts[i].Action == session.ActionAsk {
 			rules[i].seq, rules[i].d = session.Covering(t.sess.Records(), c, session.ApprovalRequest{ID: c.ID, By: verdicts[i].By, Reason: verdicts[i].Reason})
+			suspends = suspends || rules[i].seq == 0
 		}
 	}
 	byName := toolsByName(tools)
@@ -197,18 +202,21 @@ func (t *turn) runGated(ctx context.Context, n int, calls []session.ToolCall, to
 		p := session.PendingCall{Call: c, CallSeq: rec.Seq(), Request: req, RequestSeq: rq.Seq()}
 		if rule := rules[i-1]; rule.seq != 0 {
 			d := rule.decision(c.ID)
-			if _, err := t.append(session.Event{Type: session.TypeApprovalDecision, Step: n, Data: d}); err != nil {
+			dr, err := t.append(session.Event{Type: session.TypeApprovalDecision, Step: n, Data: d})
+			if err != nil {
 				return false, err
 			}
-			p.Decision = &d
-			if err := t.runDecided(ctx, n, p, byName); err != nil {
-				return false, err
+			p.Decision, p.DecisionSeq = &d, dr.Seq()
+			if !suspends {
+				if err := t.runDecided(ctx, n, p, byName); err != nil {
+					return false, err
+				}
+				continue
 			}
-			continue
 		}
 		asked = append(asked, p)
 	}
-	if len(asked) == 0 {
+	if !suspends {
 		return false, nil
 	}
 	if ctx.Err() != nil {
@@ -220,7 +228,11 @@ func (t *turn) runGated(ctx context.Context, n int, calls []session.ToolCall, to
 		}
 		return false, nil
 	}
-	t.res.Pending = asked
+	for _, p := range asked {
+		if p.Decision == nil {
+			t.res.Pending = append(t.res.Pending, p)
+		}
+	}
 	return true, nil
 }
 

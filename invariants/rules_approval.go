@@ -28,7 +28,6 @@ type approvalCall struct {
 	call      session.ToolCall
 	matcher   *session.PolicyMatcher
 	cover     session.Cover
-	byRule    bool // decided by session.SessionRuleBy: it runs in its place
 	requested bool
 	decided   bool
 	allow     bool
@@ -53,8 +52,9 @@ func newApprovals() approvals {
 // answers a call someone denied; no denial has scope session; a decision
 // that cites one is by session-rule and cites an allowing decision of
 // scope session that covers its call (session.Cover), and a decision by
-// session-rule cites one — such a decision needs no suspension, and its
-// call runs in its place.
+// session-rule cites one — such a decision needs no suspension (the loop
+// logs it right after the request), but its call, like any decided one,
+// runs only once every request of its step has a decision.
 func approvalBeforeRun(t *trace, r *session.Record) *Violation {
 	a := &t.appr
 	switch r.Type() {
@@ -79,7 +79,7 @@ func approvalBeforeRun(t *trace, r *session.Record) *Violation {
 			return violation(RuleApprovalBeforeRun, r.Seq(), "tool/start for %q, whose approval/request has no decision", s.ID)
 		case c.requested && !c.allow:
 			return violation(RuleApprovalBeforeRun, r.Seq(), "tool/start for %q, which was denied", s.ID)
-		case c.requested && !c.byRule:
+		case c.requested:
 			if id := a.undecided(); id != "" {
 				return violation(RuleApprovalBeforeRun, r.Seq(), "tool/start for %q before the step's request for %q had a decision: a step resumes once all are decided", s.ID, id)
 			}
@@ -211,7 +211,7 @@ func (a *approvals) apply(r *session.Record) {
 	case session.TypeApprovalDecision:
 		if d, err := session.DecodeData[session.ApprovalDecision](r); err == nil && a.calls[d.ID] != nil {
 			c := a.calls[d.ID]
-			c.decided, c.allow, c.byRule = true, d.Allow, d.By == session.SessionRuleBy
+			c.decided, c.allow = true, d.Allow
 			if d.Allow && d.Scope == session.ScopeSession {
 				a.sessionScoped[r.Seq()] = c.cover
 			}
