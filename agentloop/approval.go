@@ -87,7 +87,9 @@ type Verdict struct {
 // [Verdict]). Allow runs the call; deny logs it and answers it with a
 // POLICY_DENIED result the model sees; ask logs it with an
 // approval/request and suspends the step once the calls that need no
-// decision have run. A [bus.Veto] listener of the dispatch, or a
+// decision have run — unless an earlier allow of scope session covers
+// the call ([session.Cover]): then the loop logs a decision by
+// session.SessionRuleBy citing it, and the call runs. A [bus.Veto] listener of the dispatch, or a
 // listener, may also answer ask by returning an [*AskError]; any other
 // veto ends the turn blocked.
 var ToolApprove = bus.NewHook[*ApprovalQuery, Verdict]("tool/approve")
