@@ -397,11 +397,18 @@ var (
 	ErrInvalidDecision = errors.New("session: invalid decision")
 )
 
-// DecidedError says that a call was already decided, and how.
+// DecidedError says that a call was already decided, and how. It also
+// matches [ErrNotSuspended] or [ErrNotPending] when the decision was
+// acted on since (the step resumed, the call ran or was answered): a
+// second decider that lost the race is told who won, whether or not the
+// winner's decision resumed the step before the loser looked.
 type DecidedError struct {
 	ID       string
 	Decision ApprovalDecision
 	Seq      int64
+	// Since is nil while the step waits, else ErrNotSuspended or
+	// ErrNotPending.
+	Since error
 }
 
 func (e *DecidedError) Error() string {
@@ -416,12 +423,14 @@ func (e *DecidedError) Error() string {
 	return fmt.Sprintf("session: tool call %q was already %s by %s (seq %d)", e.ID, verb, by, e.Seq)
 }
 
-func (e *DecidedError) Is(target error) bool { return target == ErrAlreadyDecided }
+func (e *DecidedError) Is(target error) bool {
+	return target == ErrAlreadyDecided || (e.Since != nil && target == e.Since)
+}
 
 // CheckDecision returns the event that records decision d for call id of
 // records, or why it cannot be given: [ErrNotSuspended], [ErrUnknownCall],
-// [ErrNotPending], a [*DecidedError] or [ErrInvalidDecision]. d.ID is
-// set to id.
+// [ErrNotPending], a [*DecidedError] (also when the decision was acted on
+// since) or [ErrInvalidDecision]. d.ID is set to id.
 func CheckDecision(records []*Record, id string, d ApprovalDecision) (Event, error) {
 	switch {
 	case d.Scope == ScopeSession && !d.Allow:
@@ -434,6 +443,10 @@ func CheckDecision(records []*Record, id string, d ApprovalDecision) (Event, err
 		if !callExists(records, id) {
 			return Event{}, fmt.Errorf("%w: %q", ErrUnknownCall, id)
 		}
+		if de := decidedBefore(records, id); de != nil {
+			de.Since = ErrNotSuspended
+			return Event{}, de
+		}
 		return Event{}, fmt.Errorf("%w: %q", ErrNotSuspended, id)
 	}
 	c := s.Find(id)
@@ -441,12 +454,27 @@ func CheckDecision(records []*Record, id string, d ApprovalDecision) (Event, err
 	case c == nil && !callExists(records, id):
 		return Event{}, fmt.Errorf("%w: %q", ErrUnknownCall, id)
 	case c == nil:
+		if de := decidedBefore(records, id); de != nil {
+			de.Since = ErrNotPending
+			return Event{}, de
+		}
 		return Event{}, fmt.Errorf("%w: %q", ErrNotPending, id)
 	case c.Decision != nil:
 		return Event{}, &DecidedError{ID: id, Decision: *c.Decision, Seq: c.DecisionSeq}
 	}
 	d.ID = id
 	return Event{Type: TypeApprovalDecision, Turn: s.Turn, Step: s.Step, Data: d}, nil
+}
+
+// decidedBefore returns the error naming the decision of call id in
+// records, nil when it has none.
+func decidedBefore(records []*Record, id string) *DecidedError {
+	for _, r := range records {
+		if d, ok := r.payload.(ApprovalDecision); ok && d.ID == id {
+			return &DecidedError{ID: id, Decision: d, Seq: r.seq}
+		}
+	}
+	return nil
 }
 
 func callExists(records []*Record, id string) bool {
