@@ -49,9 +49,13 @@ type DecideOptions struct {
 // It refuses, logging nothing, an unknown session ([ErrNotFound]) or call
 // (session.ErrUnknownCall), a session that is not suspended
 // (session.ErrNotSuspended), a call already decided
-// (session.ErrAlreadyDecided, naming who decided) and a session whose
-// turn runs elsewhere ([ErrBusy]). The decision is taken under the
-// session's lease, so two processes deciding one call log one decision.
+// (session.ErrAlreadyDecided, naming who decided, also once that decision
+// resumed the step), a denial of scope session or a decision by
+// session-rule (session.ErrInvalidDecision) and a session whose turn runs
+// elsewhere ([ErrBusy]). The decision is taken under the session's lease,
+// so two processes deciding one call log one decision. An allow of scope
+// session ("always for this session") also decides the later calls it
+// covers (session.Cover).
 func (r *Runtime) Decide(ctx context.Context, o DecideOptions) (*Result, error) {
 	if o.Session == "" {
 		return nil, fmt.Errorf("vigil: decide: %w: no session id", ErrNotFound)

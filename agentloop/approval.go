@@ -87,7 +87,9 @@ type Verdict struct {
 // [Verdict]). Allow runs the call; deny logs it and answers it with a
 // POLICY_DENIED result the model sees; ask logs it with an
 // approval/request and suspends the step once the calls that need no
-// decision have run. A [bus.Veto] listener of the dispatch, or a
+// decision have run — unless an earlier allow of scope session covers
+// the call ([session.Cover]): then the loop logs a decision by
+// session.SessionRuleBy citing it, and the call runs. A [bus.Veto] listener of the dispatch, or a
 // listener, may also answer ask by returning an [*AskError]; any other
 // veto ends the turn blocked.
 var ToolApprove = bus.NewHook[*ApprovalQuery, Verdict]("tool/approve")
@@ -146,6 +148,22 @@ func (t *turn) runGated(ctx context.Context, n int, calls []session.ToolCall, to
 	if !gated {
 		return false, t.runTools(ctx, n, calls, tools)
 	}
+	// "Always for this session": an asked call that an earlier
+	// session-scoped allow covers (session.Cover says which) is decided by
+	// it, in a decision of its own right after its request, and runs in
+	// its place — unless another call of the step waits for a person:
+	// then the step suspends, and it runs, decided, when the step resumes
+	// (a decided call runs only once every request of its step has a
+	// decision). The policy the hooks logged is in force by now.
+	rules := make([]sessionRule, len(calls))
+	suspends := false
+	for i, c := range calls {
+		if verdicts[i].Action == session.ActionAsk {
+			rules[i].seq, rules[i].d = session.Covering(t.sess.Records(), c, session.ApprovalRequest{ID: c.ID, By: verdicts[i].By, Reason: verdicts[i].Reason})
+			suspends = suspends || rules[i].seq == 0
+		}
+	}
+	byName := toolsByName(tools)
 	// Runs of allowed calls keep the loop's batching; the others are
 	// logged in their place, so the log keeps the model's call order.
 	var asked []session.PendingCall
@@ -183,9 +201,24 @@ func (t *turn) runGated(ctx context.Context, n int, calls []session.ToolCall, to
 		if err != nil {
 			return false, err
 		}
-		asked = append(asked, session.PendingCall{Call: c, CallSeq: rec.Seq(), Request: req, RequestSeq: rq.Seq()})
+		p := session.PendingCall{Call: c, CallSeq: rec.Seq(), Request: req, RequestSeq: rq.Seq()}
+		if rule := rules[i-1]; rule.seq != 0 {
+			d := rule.decision(c.ID)
+			dr, err := t.append(session.Event{Type: session.TypeApprovalDecision, Step: n, Data: d})
+			if err != nil {
+				return false, err
+			}
+			p.Decision, p.DecisionSeq = &d, dr.Seq()
+			if !suspends {
+				if err := t.runDecided(ctx, n, p, byName); err != nil {
+					return false, err
+				}
+				continue
+			}
+		}
+		asked = append(asked, p)
 	}
-	if len(asked) == 0 {
+	if !suspends {
 		return false, nil
 	}
 	if ctx.Err() != nil {
@@ -197,8 +230,39 @@ func (t *turn) runGated(ctx context.Context, n int, calls []session.ToolCall, to
 		}
 		return false, nil
 	}
-	t.res.Pending = asked
+	for _, p := range asked {
+		if p.Decision == nil {
+			t.res.Pending = append(t.res.Pending, p)
+		}
+	}
 	return true, nil
+}
+
+// sessionRule is the session-scoped allow that covers a call: its seq (0
+// when none does) and data.
+type sessionRule struct {
+	seq int64
+	d   session.ApprovalDecision
+}
+
+// decision is the decision the loop logs for call id, which r covers.
+func (r sessionRule) decision(id string) session.ApprovalDecision {
+	by := r.d.By
+	if by == "" {
+		by = "someone"
+	}
+	return session.ApprovalDecision{
+		ID: id, Allow: true, By: session.SessionRuleBy, Cites: r.seq,
+		Reason: fmt.Sprintf("allowed for this session by %s (seq %d)", by, r.seq),
+	}
+}
+
+func toolsByName(tools []Tool) map[string]Tool {
+	byName := make(map[string]Tool, len(tools))
+	for _, tl := range tools {
+		byName[tl.Spec().Name] = tl
+	}
+	return byName
 }
 
 // answer logs the result of pending call p without running it.
@@ -237,8 +301,11 @@ type Decision struct {
 	// By names who decided; Reason is shown to the model for a denial.
 	By, Reason string
 	// Scope is "" or session.ScopeCall for this call, session.ScopeSession
-	// for "always for this session" (logged; later calls are decided by
-	// whoever keeps that rule).
+	// for "always for this session": the later calls it covers (the same
+	// tool asked for the same reason by the same rule; see
+	// [session.Cover]) are not suspended but decided by the loop, each in
+	// its own logged decision citing this one. Only an allow may have
+	// scope session.
 	Scope string
 }
 
@@ -248,7 +315,12 @@ type Decision struct {
 var decideMu sync.Mutex
 
 // Decide logs d as the decision for the pending call callID of sess's
-// suspended step and flushes it. It refuses, logging nothing, a session
+// suspended step and flushes it. An allow of scope session also decides
+// the step's other pending calls it covers (see [session.Cover]), each
+// with a decision by [session.SessionRuleBy] citing it; later calls it
+// covers are decided so when they are asked. It refuses, logging
+// nothing, a denial of scope session or a decision by
+// session.SessionRuleBy ([session.ErrInvalidDecision]), a session
 // not suspended ([session.ErrNotSuspended]), an unknown call
 // ([session.ErrUnknownCall]), a call that waits for no decision
 // ([session.ErrNotPending]) and a second decision ([*session.DecidedError],
@@ -265,6 +337,18 @@ func Decide(ctx context.Context, sess *live.Session, callID string, d Decision) 
 	rec, err := sess.Append(ctx, ev)
 	if err != nil {
 		return nil, fmt.Errorf("agentloop: decide %s: %w", callID, err)
+	}
+	if d.Allow && d.Scope == session.ScopeSession {
+		// The step's other calls this allow covers are decided by it now,
+		// as later ones will be when asked.
+		for _, p := range session.Suspended(sess.Records()).Undecided() {
+			if seq, sd := session.CoveredBy(sess.Records(), p.Call.ID); seq == rec.Seq() {
+				ev := session.Event{Type: session.TypeApprovalDecision, Turn: ev.Turn, Step: ev.Step, Data: sessionRule{seq, sd}.decision(p.Call.ID)}
+				if _, err := sess.Append(ctx, ev); err != nil {
+					return rec, fmt.Errorf("agentloop: decide %s, covered by %s: %w", p.Call.ID, callID, err)
+				}
+			}
+		}
 	}
 	if err := sess.Flush(ctx); err != nil {
 		return rec, fmt.Errorf("agentloop: decide %s: %w", callID, err)
@@ -299,10 +383,7 @@ func (t *turn) resume(ctx context.Context) (*TurnResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	byName := make(map[string]Tool, len(tools))
-	for _, tl := range tools {
-		byName[tl.Spec().Name] = tl
-	}
+	byName := toolsByName(tools)
 	t.n = s.Turn
 	t.res = TurnResult{Session: t.sess.ID(), Turn: s.Turn, Steps: s.Step}
 	for _, p := range s.Calls {

@@ -98,6 +98,10 @@
 // approval/decision for one pending call, in any process;
 // [Agent.Resume], once all are decided, runs the allowed calls, answers
 // the denied ones APPROVAL_DENIED with the reason, and continues the turn.
+// A decision of scope session ("always for this session") allows the
+// later calls it covers (session.Cover: the same tool, asked for the same
+// reason by the same rule): the loop logs each one's request and its own
+// decision by "session-rule" citing it, and does not wait for a person.
 //
 // Cancelling the turn cancels the context of the tools running. A tool
 // that has not returned Config.ToolGrace (default 3s) later is abandoned:

@@ -27,7 +27,7 @@ func specsOf(records []*session.Record) []spec {
 }
 
 // renumber gives specs consecutive seqs and rewrites the seqs their
-// sources and replace ranges cite.
+// sources, replace ranges and decisions' cites name.
 func renumber(specs []spec) []spec {
 	remap := map[int64]int64{}
 	for i, s := range specs {
@@ -48,6 +48,15 @@ func renumber(specs []spec) []spec {
 			c := *sf
 			c.Start, c.End = remap[sf.Start], remap[sf.End]
 			ev.Surface = &c
+		}
+		if ev.Type == session.TypeApprovalDecision {
+			// A decision's cites is a seq too (0, or dropped: none).
+			if d := dataOf[session.ApprovalDecision](s); d.Cites != 0 {
+				d.Cites = remap[d.Cites]
+				n := spec{ev: ev}
+				setData(&n, d)
+				ev = n.ev
+			}
 		}
 		out[i] = spec{seq: int64(i), ev: ev}
 	}

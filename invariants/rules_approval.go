@@ -1,6 +1,8 @@
 package invariants
 
 import (
+	"fmt"
+
 	"github.com/vigil-run/vigil/session"
 )
 
@@ -14,13 +16,18 @@ type approvals struct {
 	owed []string
 	// asked are the open step's calls with an approval/request.
 	asked []string
-	// sessionScoped are the seqs of the allowing decisions with scope
-	// session, which later decisions may cite.
-	sessionScoped map[int64]bool
+	// sessionScoped are the allowing decisions with scope session, by
+	// seq, which later decisions of the calls they cover may cite.
+	sessionScoped map[int64]session.Cover
 }
 
 type approvalCall struct {
-	policy    string // the action of the policy in force at its tool/call
+	policy string // the action of the policy in force at its tool/call
+	// call and matcher are the call and the policy in force at it; cover
+	// is set at its request.
+	call      session.ToolCall
+	matcher   *session.PolicyMatcher
+	cover     session.Cover
 	requested bool
 	decided   bool
 	allow     bool
@@ -29,7 +36,7 @@ type approvalCall struct {
 }
 
 func newApprovals() approvals {
-	return approvals{calls: map[string]*approvalCall{}, sessionScoped: map[int64]bool{}}
+	return approvals{calls: map[string]*approvalCall{}, sessionScoped: map[int64]session.Cover{}}
 }
 
 // approvalBeforeRun: a tool/start for a call with an approval/request
@@ -42,8 +49,12 @@ func newApprovals() approvals {
 // allowing decision; a decided call runs (or is answered denied) only
 // once every request of its step has a decision; a request by the
 // policy's author is one the policy asks for; an APPROVAL_DENIED result
-// answers a call someone denied; a decision that cites one cites an
-// allowing decision of scope session.
+// answers a call someone denied; no denial has scope session; a decision
+// that cites one is by session-rule and cites an allowing decision of
+// scope session that covers its call (session.Cover), and a decision by
+// session-rule cites one — such a decision needs no suspension (the loop
+// logs it right after the request), but its call, like any decided one,
+// runs only once every request of its step has a decision.
 func approvalBeforeRun(t *trace, r *session.Record) *Violation {
 	a := &t.appr
 	switch r.Type() {
@@ -121,10 +132,23 @@ func approvalBeforeRun(t *trace, r *session.Record) *Violation {
 			return violation(RuleApprovalBeforeRun, r.Seq(), "approval/decision for %q, which was already started or answered", d.ID)
 		case !t.stepOpen || ci.turn != r.Turn() || ci.step != r.Step():
 			return violation(RuleApprovalBeforeRun, r.Seq(), "approval/decision for %q outside the step of its request", d.ID)
-		case !t.suspended():
+		case d.Scope == session.ScopeSession && !d.Allow:
+			return violation(RuleApprovalBeforeRun, r.Seq(), "approval/decision for %q denies with scope session, which is not supported", d.ID)
+		case d.By == session.SessionRuleBy && (d.Cites == 0 || !d.Allow || d.Scope == session.ScopeSession):
+			return violation(RuleApprovalBeforeRun, r.Seq(), "approval/decision for %q by %s must allow, with scope call, citing the session-scoped allow it rests on", d.ID, session.SessionRuleBy)
+		case d.Cites != 0 && d.By != session.SessionRuleBy:
+			return violation(RuleApprovalBeforeRun, r.Seq(), "approval/decision for %q by %q cites seq %d: only a decision by %s cites one", d.ID, d.By, d.Cites, session.SessionRuleBy)
+		case d.By != session.SessionRuleBy && !t.suspended():
 			return violation(RuleApprovalBeforeRun, r.Seq(), "approval/decision for %q before its step was suspended (a call of the step without a result has no approval/request)", d.ID)
-		case d.Cites != 0 && !a.sessionScoped[d.Cites]:
-			return violation(RuleApprovalBeforeRun, r.Seq(), "approval/decision for %q cites seq %d, which is no session-scoped allowing decision", d.ID, d.Cites)
+		}
+		if d.Cites != 0 {
+			cv, ok := a.sessionScoped[d.Cites]
+			switch {
+			case !ok:
+				return violation(RuleApprovalBeforeRun, r.Seq(), "approval/decision for %q cites seq %d, which is no session-scoped allowing decision", d.ID, d.Cites)
+			case cv != c.cover:
+				return violation(RuleApprovalBeforeRun, r.Seq(), "approval/decision for %q cites seq %d, a session-scoped allow that does not cover it (%s)", d.ID, d.Cites, coverDiff(cv, c.cover))
+			}
 		}
 	}
 	return nil
@@ -159,7 +183,7 @@ func (a *approvals) apply(r *session.Record) {
 		if err != nil {
 			return
 		}
-		ac := &approvalCall{}
+		ac := &approvalCall{call: c, matcher: a.policy}
 		if a.policy != nil {
 			ac.policy, _ = a.policy.Match(c.Name, c.Arguments)
 			if ac.policy == session.ActionAsk || ac.policy == session.ActionDeny {
@@ -180,14 +204,16 @@ func (a *approvals) apply(r *session.Record) {
 	case session.TypeApprovalRequest:
 		if q, err := session.DecodeData[session.ApprovalRequest](r); err == nil && a.calls[q.ID] != nil {
 			a.calls[q.ID].requested = true
+			a.calls[q.ID].cover = session.CoverOf(a.calls[q.ID].matcher, a.calls[q.ID].call, q)
 			a.asked = append(a.asked, q.ID)
 			a.settle(q.ID)
 		}
 	case session.TypeApprovalDecision:
 		if d, err := session.DecodeData[session.ApprovalDecision](r); err == nil && a.calls[d.ID] != nil {
-			a.calls[d.ID].decided, a.calls[d.ID].allow = true, d.Allow
+			c := a.calls[d.ID]
+			c.decided, c.allow = true, d.Allow
 			if d.Allow && d.Scope == session.ScopeSession {
-				a.sessionScoped[r.Seq()] = true
+				a.sessionScoped[r.Seq()] = c.cover
 			}
 		}
 	}
@@ -212,4 +238,15 @@ func (a *approvals) settle(id string) {
 			return
 		}
 	}
+}
+
+// coverDiff says how the cover of a cited allow differs from a call's.
+func coverDiff(cited, call session.Cover) string {
+	switch {
+	case cited.Tool != call.Tool:
+		return fmt.Sprintf("it allowed tool %q, not %q", cited.Tool, call.Tool)
+	case cited.By != call.By || cited.Reason != call.Reason:
+		return fmt.Sprintf("it answered a request by %q for %q, not by %q for %q", cited.By, cited.Reason, call.By, call.Reason)
+	}
+	return "another rule of the policy asked"
 }

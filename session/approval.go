@@ -132,6 +132,15 @@ func (m *PolicyMatcher) Policy() ApprovalPolicy { return clonePolicy(m.p) }
 // Match returns the action for a call of tool with arguments args, and
 // the reason of the rule that decided it ("" for the default).
 func (m *PolicyMatcher) Match(tool, args string) (action, reason string) {
+	if i := m.match(tool, args); i >= 0 {
+		return m.p.Rules[i].Action, m.p.Rules[i].Reason
+	}
+	return m.p.Default, ""
+}
+
+// match returns the index of the rule that decides a call, -1 for the
+// default.
+func (m *PolicyMatcher) match(tool, args string) int {
 	for i, r := range m.p.Rules {
 		if ok, _ := path.Match(r.Tool, tool); !ok {
 			continue
@@ -139,9 +148,114 @@ func (m *PolicyMatcher) Match(tool, args string) (action, reason string) {
 		if m.re[i] != nil && !m.re[i].MatchString(args) {
 			continue
 		}
-		return r.Action, r.Reason
+		return i
 	}
-	return m.p.Default, ""
+	return -1
+}
+
+// SessionRuleBy is the by of the decision the loop logs for a call that
+// an earlier allowing decision of scope session covers (see [Cover]):
+// the call gets its own decision, citing the one it rests on, so that
+// nothing rests on memory. A person's decision may not use it.
+const SessionRuleBy = "session-rule"
+
+// Cover is what an allowing decision of scope session ("always for this
+// session") covers: the later calls whose Cover equals that of the call
+// it answered. Two calls have equal covers when they call the same tool,
+// their requests were made by the same asker for the same reason and,
+// when the asker is the policy in force, the same rule of it asked (or
+// its default did, for both). The person said yes to what the request
+// showed them — this tool, asked for this reason — so a call of another
+// tool, or one another rule asks about (a stricter rule on the
+// arguments, say), still asks. Arguments are not compared otherwise:
+// "always" is for the tool, not for one call of it. Cover is comparable
+// with ==, and is derived from the log alone, so verify can check it.
+type Cover struct {
+	Tool, By, Reason string
+	// Rule is the policy rule that asked, Default whether the policy's
+	// default did; both zero when the asker is not the policy in force.
+	Rule    ApprovalRule
+	Default bool
+}
+
+// CoverOf returns the cover of call asked with req under policy (the
+// policy in force at the call, nil when none).
+func CoverOf(policy *PolicyMatcher, call ToolCall, req ApprovalRequest) Cover {
+	c := Cover{Tool: call.Name, By: req.By, Reason: req.Reason}
+	if policy != nil && req.By == policy.p.By {
+		if i := policy.match(call.Name, call.Arguments); i >= 0 {
+			c.Rule = policy.p.Rules[i]
+		} else {
+			c.Default = true
+		}
+	}
+	return c
+}
+
+// coverFold is what [Covering] and [CoveredBy] read of a log.
+type coverFold struct {
+	policy *PolicyMatcher // in force at the end
+	covers map[string]Cover
+	allows []sessionAllow // in log order
+}
+
+type sessionAllow struct {
+	seq   int64
+	d     ApprovalDecision
+	cover Cover
+}
+
+func foldCovers(records []*Record) coverFold {
+	f := coverFold{covers: map[string]Cover{}}
+	calls := map[string]ToolCall{}
+	at := map[string]*PolicyMatcher{} // the policy in force at each call
+	for _, r := range records {
+		switch p := r.payload.(type) {
+		case ApprovalPolicy:
+			f.policy, _ = CompilePolicy(p) // checked at load: it compiles
+		case ToolCall:
+			calls[p.ID], at[p.ID] = p, f.policy
+		case ApprovalRequest:
+			if c, ok := calls[p.ID]; ok {
+				f.covers[p.ID] = CoverOf(at[p.ID], c, p)
+			}
+		case ApprovalDecision:
+			if cv, ok := f.covers[p.ID]; ok && p.Allow && p.Scope == ScopeSession {
+				f.allows = append(f.allows, sessionAllow{r.seq, p, cv})
+			}
+		}
+	}
+	return f
+}
+
+func (f *coverFold) latest(want Cover, except string) (int64, ApprovalDecision) {
+	for i := len(f.allows) - 1; i >= 0; i-- {
+		if a := f.allows[i]; a.cover == want && a.d.ID != except {
+			return a.seq, a.d
+		}
+	}
+	return 0, ApprovalDecision{}
+}
+
+// Covering returns the seq and data of the latest allowing decision of
+// scope session in records that covers call asked with req under the
+// policy in force at records' end (the call itself not logged yet), or 0
+// when none does.
+func Covering(records []*Record, call ToolCall, req ApprovalRequest) (int64, ApprovalDecision) {
+	f := foldCovers(records)
+	return f.latest(CoverOf(f.policy, call, req), "")
+}
+
+// CoveredBy returns the seq and data of the latest allowing decision of
+// scope session in records, other than its own, that covers the logged
+// and requested call id, or 0 when none does.
+func CoveredBy(records []*Record, id string) (int64, ApprovalDecision) {
+	f := foldCovers(records)
+	cv, ok := f.covers[id]
+	if !ok {
+		return 0, ApprovalDecision{}
+	}
+	return f.latest(cv, id)
 }
 
 func clonePolicy(p ApprovalPolicy) ApprovalPolicy {
@@ -275,13 +389,26 @@ var (
 	// ErrAlreadyDecided: the call's request already has a decision (see
 	// [DecidedError] for whose).
 	ErrAlreadyDecided = errors.New("session: tool call already decided")
+	// ErrInvalidDecision: a decision no person may give — a denial of
+	// scope session ("always deny" is not supported: deny the call, or
+	// change the policy), or one by [SessionRuleBy] or citing a decision
+	// (only the loop logs those, for the calls a session-scoped allow
+	// covers).
+	ErrInvalidDecision = errors.New("session: invalid decision")
 )
 
-// DecidedError says that a call was already decided, and how.
+// DecidedError says that a call was already decided, and how. It also
+// matches [ErrNotSuspended] or [ErrNotPending] when the decision was
+// acted on since (the step resumed, the call ran or was answered): a
+// second decider that lost the race is told who won, whether or not the
+// winner's decision resumed the step before the loser looked.
 type DecidedError struct {
 	ID       string
 	Decision ApprovalDecision
 	Seq      int64
+	// Since is nil while the step waits, else ErrNotSuspended or
+	// ErrNotPending.
+	Since error
 }
 
 func (e *DecidedError) Error() string {
@@ -296,16 +423,29 @@ func (e *DecidedError) Error() string {
 	return fmt.Sprintf("session: tool call %q was already %s by %s (seq %d)", e.ID, verb, by, e.Seq)
 }
 
-func (e *DecidedError) Is(target error) bool { return target == ErrAlreadyDecided }
+func (e *DecidedError) Is(target error) bool {
+	return target == ErrAlreadyDecided || (e.Since != nil && target == e.Since)
+}
 
 // CheckDecision returns the event that records decision d for call id of
 // records, or why it cannot be given: [ErrNotSuspended], [ErrUnknownCall],
-// [ErrNotPending] or a [*DecidedError]. d.ID is set to id.
+// [ErrNotPending], a [*DecidedError] (also when the decision was acted on
+// since) or [ErrInvalidDecision]. d.ID is set to id.
 func CheckDecision(records []*Record, id string, d ApprovalDecision) (Event, error) {
+	switch {
+	case d.Scope == ScopeSession && !d.Allow:
+		return Event{}, fmt.Errorf("%w: %q: a denial cannot have scope session (\"always deny\" is not supported: deny this call, or add a deny rule to the policy)", ErrInvalidDecision, id)
+	case d.By == SessionRuleBy || d.Cites != 0:
+		return Event{}, fmt.Errorf("%w: %q: decisions by %q, citing a session-scoped allow, are logged by the loop only", ErrInvalidDecision, id, SessionRuleBy)
+	}
 	s := Suspended(records)
 	if s == nil {
 		if !callExists(records, id) {
 			return Event{}, fmt.Errorf("%w: %q", ErrUnknownCall, id)
+		}
+		if de := decidedBefore(records, id); de != nil {
+			de.Since = ErrNotSuspended
+			return Event{}, de
 		}
 		return Event{}, fmt.Errorf("%w: %q", ErrNotSuspended, id)
 	}
@@ -314,12 +454,27 @@ func CheckDecision(records []*Record, id string, d ApprovalDecision) (Event, err
 	case c == nil && !callExists(records, id):
 		return Event{}, fmt.Errorf("%w: %q", ErrUnknownCall, id)
 	case c == nil:
+		if de := decidedBefore(records, id); de != nil {
+			de.Since = ErrNotPending
+			return Event{}, de
+		}
 		return Event{}, fmt.Errorf("%w: %q", ErrNotPending, id)
 	case c.Decision != nil:
 		return Event{}, &DecidedError{ID: id, Decision: *c.Decision, Seq: c.DecisionSeq}
 	}
 	d.ID = id
 	return Event{Type: TypeApprovalDecision, Turn: s.Turn, Step: s.Step, Data: d}, nil
+}
+
+// decidedBefore returns the error naming the decision of call id in
+// records, nil when it has none.
+func decidedBefore(records []*Record, id string) *DecidedError {
+	for _, r := range records {
+		if d, ok := r.payload.(ApprovalDecision); ok && d.ID == id {
+			return &DecidedError{ID: id, Decision: d, Seq: r.seq}
+		}
+	}
+	return nil
 }
 
 func callExists(records []*Record, id string) bool {

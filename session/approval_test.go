@@ -132,6 +132,42 @@ func TestCheckDecisionRefusesWhatIsNotPending(t *testing.T) {
 	assert.Contains(t, err.Error(), "denied by ann")
 }
 
+// TestCheckDecisionNamesWhoDecidedAfterTheStepResumed: a second decider
+// who looks after the first decision was acted on is still told who
+// decided, and the error says what changed since.
+func TestCheckDecisionNamesWhoDecidedAfterTheStepResumed(t *testing.T) {
+	in := func(ev session.Event) session.Event { ev.Turn, ev.Step = 1, 1; return ev }
+	decided := append(suspendedStep(), decision("a", true), decision("c", false))
+	resumed := append(decided[:len(decided):len(decided)],
+		in(session.Event{Type: session.TypeToolStart, Data: session.ToolStart{ID: "a"}}),
+		in(session.Event{Type: session.TypeToolResult, Sources: []int64{5}, Data: session.ToolResult{ID: "a", Name: "read_file", Content: "x"}}))
+	ended := append(resumed[:len(resumed):len(resumed)],
+		in(session.Event{Type: session.TypeToolResult, Sources: []int64{10}, Data: session.ToolResult{ID: "c", Name: "read_dir", Error: &session.ToolResultError{Code: session.CodeApprovalDenied, Message: "no"}}}),
+		in(session.Event{Type: session.TypeStepEnd, Data: session.StepEnd{Finish: session.FinishToolCalls}}))
+	cases := []struct {
+		name  string
+		evs   []session.Event
+		id    string
+		since error
+	}{
+		{"the call ran, its step waits", resumed, "a", session.ErrNotPending},
+		{"the step ended", ended, "a", session.ErrNotSuspended},
+		{"the step ended, a denial", ended, "c", session.ErrNotSuspended},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			recs := records(t, tc.evs...)
+			_, err := session.CheckDecision(recs, tc.id, session.ApprovalDecision{Allow: true, By: "bob"})
+			var de *session.DecidedError
+			require.ErrorAs(t, err, &de)
+			assert.ErrorIs(t, err, session.ErrAlreadyDecided)
+			assert.ErrorIs(t, err, tc.since)
+			assert.Equal(t, "ann", de.Decision.By)
+			assert.Contains(t, err.Error(), "by ann")
+		})
+	}
+}
+
 func TestApprovalRecordsRoundTripAndRefuseBadPayloads(t *testing.T) {
 	recs := records(t, append(suspendedStep(), decision("c", false))...)
 	var buf bytes.Buffer
