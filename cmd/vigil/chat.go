@@ -181,13 +181,5 @@ func chatDone(failed bool) error {
 
 // chatTurn runs one turn of a chat on session id, opened for the turn.
 func (rt *runtime) chatTurn(ctx context.Context, e *env, id, prompt string) (*agentloop.TurnResult, error) {
-	sess, done, err := rt.session(ctx, e, id, true)
-	if err != nil {
-		return nil, err
-	}
-	res, err := rt.turn(ctx, e, sess, prompt, true)
-	if derr := done(context.WithoutCancel(ctx)); derr != nil && err == nil {
-		err = derr
-	}
-	return res, err
+	return rt.turnOn(ctx, e, id, prompt, true, true, nil)
 }

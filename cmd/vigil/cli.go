@@ -14,7 +14,7 @@ Exit codes:
   0  success
   1  a violation, a failed turn, or a refused operation (a session busy)
   2  usage or configuration error
-  3  the turn is suspended, waiting for a decision (reserved)
+  3  the turn is suspended, waiting for a decision (vigil approve, vigil deny)
   4  not found: a session, a call, a file
 `
 
@@ -66,6 +66,8 @@ func newRootCmd(e *env) *cobra.Command {
 		newSessionsCmd(e),
 		newVerifyCmd(e),
 		newReplayCmd(e),
+		newApproveCmd(e),
+		newDenyCmd(e),
 		newDemoCmd(e),
 		newPluginsCmd(e),
 		newInitCmd(e),

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/vigil-run/vigil"
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/config"
 )
@@ -21,9 +23,10 @@ type configError struct{ err error }
 func (e *configError) Error() string { return e.err.Error() }
 func (e *configError) Unwrap() error { return e.err }
 
-// host is a running composition: a bus root with plugins.yaml applied.
+// host is a running composition: the vigil runtime of a plugins.yaml (or
+// the built-in one), and what the commands print about it.
 type host struct {
-	root *bus.Root
+	rt   *vigil.Runtime
 	comp *config.Composition
 	// path is the file applied, or builtinName.
 	path string
@@ -105,22 +108,13 @@ func applyHost(e *env, f *config.File, builtin bool) (*host, error) {
 	path := f.Path
 	out := &startupLog{w: e.stderr, holding: true}
 	log := newLoggerTo(e, out)
-	root := bus.New(bus.WithLogger(log))
-	comp, err := config.Apply(root.Context(), f)
+	rt, err := vigil.Open(context.Background(), func() (*config.File, error) { return f, nil }, vigil.WithLogger(log))
 	out.release(err)
 	if err != nil {
-		_ = root.Dispose()
-		return nil, &configError{fmt.Errorf("%s: %w", path, err)}
+		// A file that fails to apply, a plugin left waiting for a service.
+		return nil, &configError{err}
 	}
-	if waiting := root.Pending(); len(waiting) > 0 {
-		var parts []string
-		for _, w := range waiting {
-			parts = append(parts, fmt.Sprintf("%s waits for %s", w.Plugin, strings.Join(w.Missing, ", ")))
-		}
-		_ = root.Dispose()
-		return nil, &configError{fmt.Errorf("%s: %s (is a plugin that provides it missing or disabled?)", path, strings.Join(parts, "; "))}
-	}
-	return &host{root: root, comp: comp, path: path, builtin: builtin, log: log}, nil
+	return &host{rt: rt, comp: rt.Composition(), path: path, builtin: builtin, log: log}, nil
 }
 
 // startupLog is the log's output while a composition is applied. The bus
@@ -174,12 +168,12 @@ func (l *startupLog) release(applyErr error) {
 }
 
 func (h *host) close() error {
-	return h.root.Dispose()
+	return h.rt.Close()
 }
 
 // service reads a service from the host's root context.
 func service[T any](h *host, s bus.Service[T]) (T, error) {
-	v, err := s.Get(h.root.Context())
+	v, err := s.Get(h.rt.Context())
 	if err != nil {
 		var zero T
 		if errors.Is(err, bus.ErrServiceMissing) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/session"
 )
 
@@ -21,7 +22,7 @@ const (
 	exitOK        = 0
 	exitFailed    = 1 // a violation, a failed turn, or a refused operation
 	exitUsage     = 2 // usage or configuration errors
-	exitSuspended = 3 // reserved: a turn suspended, waiting for a decision (approvals)
+	exitSuspended = 3 // a turn suspended, waiting for a decision (approvals)
 	exitNotFound  = 4 // a session, a call or a file that does not exist
 )
 
@@ -128,8 +129,11 @@ func exitCode(err error) int {
 	switch {
 	case errors.As(err, &ue), errors.As(err, &ce):
 		return exitUsage
-	case errors.As(err, &nf), errors.Is(err, session.ErrNotFound), errors.Is(err, os.ErrNotExist):
+	case errors.As(err, &nf), errors.Is(err, session.ErrNotFound), errors.Is(err, os.ErrNotExist),
+		errors.Is(err, session.ErrUnknownCall):
 		return exitNotFound
+	case errors.Is(err, agentloop.ErrSuspended):
+		return exitSuspended
 	}
 	return exitFailed
 }

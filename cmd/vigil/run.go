@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/vigil-run/vigil"
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/session"
@@ -76,21 +77,22 @@ func cmdRun(ctx context.Context, e *env, o runOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	sess, done, err := rt.session(ctx, e, o.sid, o.wait)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(e.stderr, "session %s%s\n", sess.ID(), rt.logPath(sess.ID()))
-	res, err := rt.turn(ctx, e, sess, prompt, !o.asJSON)
-	if derr := done(context.WithoutCancel(ctx)); derr != nil && err == nil {
-		err = derr
-	}
+	res, err := rt.turnOn(ctx, e, o.sid, prompt, o.wait, !o.asJSON, func(id string) {
+		fmt.Fprintf(e.stderr, "session %s%s\n", id, rt.logPath(id))
+	})
 	if o.asJSON && res != nil {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
 		if jerr := enc.Encode(turnJSON(res, err)); jerr != nil {
 			return jerr
 		}
+	}
+	if s := suspensionOf(res); s != nil && errors.Is(err, vigil.ErrSuspended) {
+		// What waits, and how to decide, instead of the error's list.
+		if !o.asJSON {
+			printPending(e.stderr, res.Session, s)
+		}
+		return suspendedError{err}
 	}
 	return turnError(res, err)
 }
@@ -142,32 +144,87 @@ func (rt *runtime) logPath(id string) string {
 	return ""
 }
 
-// turn runs one turn, streaming text to stdout when stream is set and
-// showing tool activity and waits on stderr.
-func (rt *runtime) turn(ctx context.Context, e *env, sess *live.Session, prompt string, stream bool) (*agentloop.TurnResult, error) {
-	sp := newSpinner(e)
-	defer sp.stop()
-	wrote, midLine := false, false
-	opts := []agentloop.RunOption{agentloop.OnChunk(func(c agentloop.Chunk) {
-		sp.pause()
-		if stream && c.Text != "" {
-			fmt.Fprint(e.stdout, c.Text)
-			wrote, midLine = true, true
-		}
-		if tc := c.ToolCall; tc != nil && tc.Name != "" {
-			if stream && midLine {
-				fmt.Fprintln(e.stdout)
-				midLine = false
-			}
-			fmt.Fprintf(e.stderr, "→ %s\n", tc.Name)
-		}
-	})}
-	res, err := rt.agent.Run(ctx, sess, prompt, opts...)
-	sp.stop()
-	if stream && wrote && midLine {
-		fmt.Fprintln(e.stdout)
+// turnOn runs one turn on session id ("" for a new one) through the vigil
+// runtime, under the session's lease: with wait it waits for a turn
+// running elsewhere to end, saying so on stderr with the holder. It
+// streams text to stdout when stream is set and shows tool activity and
+// waits on stderr; onStart gets the session's id once it is open.
+func (rt *runtime) turnOn(ctx context.Context, e *env, id, prompt string, wait, stream bool, onStart func(id string)) (*agentloop.TurnResult, error) {
+	out := newTurnOutput(e, stream)
+	defer out.finish()
+	t := vigil.TurnOptions{Session: id, Prompt: prompt, OnStart: onStart, OnChunk: out.chunk}
+	res, err := rt.h.rt.Turn(ctx, t)
+	if wait && errors.Is(err, vigil.ErrBusy) {
+		fmt.Fprintf(e.stderr, "waiting for session %s: %v\n", id, err)
+		t.Wait = true
+		res, err = rt.h.rt.Turn(ctx, t)
 	}
-	return res, err
+	out.finish()
+	return res, sessionError(id, res, err)
+}
+
+// sessionError names the session in the refusals of a command on it.
+func sessionError(id string, res *agentloop.TurnResult, err error) error {
+	switch {
+	case errors.Is(err, vigil.ErrNotFound) && res == nil:
+		return notFoundf("no session %q in this store", id)
+	case errors.Is(err, vigil.ErrBusy) && res == nil:
+		return fmt.Errorf("%w; --wait waits for it", err)
+	}
+	return err
+}
+
+// turnOutput shows a turn as it streams: text to stdout (when stream is
+// set), tool calls and the spinner on stderr.
+type turnOutput struct {
+	e              *env
+	stream         bool
+	sp             *spinner
+	wrote, midLine bool
+}
+
+func newTurnOutput(e *env, stream bool) *turnOutput {
+	return &turnOutput{e: e, stream: stream, sp: newSpinner(e)}
+}
+
+func (o *turnOutput) chunk(c agentloop.Chunk) {
+	o.sp.pause()
+	if o.stream && c.Text != "" {
+		fmt.Fprint(o.e.stdout, c.Text)
+		o.wrote, o.midLine = true, true
+	}
+	if tc := c.ToolCall; tc != nil && tc.Name != "" {
+		if o.stream && o.midLine {
+			fmt.Fprintln(o.e.stdout)
+			o.midLine = false
+		}
+		fmt.Fprintf(o.e.stderr, "→ %s\n", tc.Name)
+	}
+}
+
+// finish stops the spinner and ends a line of streamed text; it may be
+// called more than once.
+func (o *turnOutput) finish() {
+	o.sp.stop()
+	if o.stream && o.wrote && o.midLine {
+		fmt.Fprintln(o.e.stdout)
+		o.midLine = false
+	}
+}
+
+// suspendedError is the outcome of a turn that waits for a decision
+// (exit 3), reported as one line: the calls are listed above it.
+type suspendedError struct{ err error }
+
+func (e suspendedError) Error() string { return "the turn is suspended, waiting for a decision" }
+func (e suspendedError) Unwrap() error { return e.err }
+
+// suspensionOf is the suspension a suspended turn's result names.
+func suspensionOf(res *agentloop.TurnResult) *session.Suspension {
+	if res == nil || len(res.Pending) == 0 {
+		return nil
+	}
+	return &session.Suspension{Turn: res.Turn, Step: res.Steps, Calls: res.Pending}
 }
 
 // turnError maps a turn's outcome to the command's error: nil when the
@@ -193,6 +250,13 @@ func turnJSON(res *agentloop.TurnResult, err error) map[string]any {
 	}
 	if err != nil {
 		out["error"] = err.Error()
+	}
+	if len(res.Pending) > 0 {
+		pending := make([]map[string]any, 0, len(res.Pending))
+		for _, p := range res.Pending {
+			pending = append(pending, map[string]any{"call": p.Call.ID, "tool": p.Call.Name, "arguments": p.Call.Arguments, "by": p.Request.By, "reason": p.Request.Reason})
+		}
+		out["pending"] = pending
 	}
 	return out
 }

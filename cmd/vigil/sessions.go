@@ -106,6 +106,9 @@ func showSession(w io.Writer, info session.Info, records []*session.Record) erro
 		}
 		fmt.Fprintf(w, "%5d %s%s\n", r.Seq(), indent, line)
 	}
+	if s := session.Suspended(records); s != nil {
+		printPending(w, info.ID, s)
+	}
 	return nil
 }
 
@@ -168,6 +171,33 @@ func describeRecord(r *session.Record) string {
 		return fmt.Sprintf("tool result %s: %s", d.ID, oneLine(d.Content, 100))
 	case session.TypeEndSeed:
 		return "(end of inherited events)"
+	case session.TypeApprovalRequest:
+		d, _ := session.DecodeData[session.ApprovalRequest](r)
+		s := fmt.Sprintf("approval asked for %s by %s", d.ID, d.By)
+		if d.Reason != "" {
+			s += ": " + oneLine(d.Reason, 80)
+		}
+		return s
+	case session.TypeApprovalDecision:
+		d, _ := session.DecodeData[session.ApprovalDecision](r)
+		verb := "denied"
+		if d.Allow {
+			verb = "allowed"
+		}
+		s := fmt.Sprintf("%s %s by %s", verb, d.ID, d.By)
+		if d.Scope == session.ScopeSession {
+			s += " (for this session)"
+		}
+		if d.Cites != 0 {
+			s += fmt.Sprintf(" (per seq %d)", d.Cites)
+		}
+		if d.Reason != "" {
+			s += ": " + oneLine(d.Reason, 80)
+		}
+		return s
+	case session.TypeApprovalPolicy:
+		d, _ := session.DecodeData[session.ApprovalPolicy](r)
+		return fmt.Sprintf("approval policy of %s: %d rule(s), default %s", d.By, len(d.Rules), d.Default)
 	}
 	return r.Type()
 }
