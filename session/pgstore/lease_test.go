@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-run/vigil/session"
@@ -40,6 +42,10 @@ func TestLeaseRefusesASecondHolderAndItsAppends(t *testing.T) {
 	require.ErrorIs(t, err, pgstore.ErrBusy)
 	require.ErrorIs(t, err, session.ErrLocked)
 	require.ErrorContains(t, err, "a turn is running in A#")
+	var le *session.LockError
+	require.ErrorAs(t, err, &le, "a waiter can show the holder and the lease's expiry")
+	assert.True(t, strings.HasPrefix(le.Holder, "A#"), le.Holder)
+	assert.True(t, le.Expires.After(time.Now()) && le.Expires.Before(time.Now().Add(pgstore.DefaultLeaseTTL+time.Second)), "expires %v", le.Expires)
 
 	require.ErrorIs(t, b.Append(ctx, "s", 0, recs[:2]), pgstore.ErrBusy)
 	require.NoError(t, a.Append(ctx, "s", 0, recs[:2]), "the holder appends")
