@@ -24,6 +24,8 @@ type host struct {
 	comp *config.Composition
 	path string
 	log  hclog.Logger
+	// status is the progress line of the command (see progress.go).
+	status *status
 }
 
 // newLogger returns the CLI's logger: stderr, level from VIGIL_LOG
@@ -68,8 +70,10 @@ func applyHost(e *env, path string, load func(string) (*config.File, error)) (*h
 	}
 	log := newLogger(e)
 	root := bus.New(bus.WithLogger(log))
-	comp, err := config.Apply(root.Context(), f)
+	st := newStatus(e)
+	comp, err := config.Apply(root.Context(), f, startingEntry(st))
 	if err != nil {
+		st.close()
 		_ = root.Dispose()
 		return nil, &configError{fmt.Errorf("%s: %w", path, err)}
 	}
@@ -78,13 +82,15 @@ func applyHost(e *env, path string, load func(string) (*config.File, error)) (*h
 		for _, w := range waiting {
 			parts = append(parts, fmt.Sprintf("%s waits for %s", w.Plugin, strings.Join(w.Missing, ", ")))
 		}
+		st.close()
 		_ = root.Dispose()
 		return nil, &configError{fmt.Errorf("%s: %s (is a plugin that provides it missing or disabled?)", path, strings.Join(parts, "; "))}
 	}
-	return &host{root: root, comp: comp, path: path, log: log}, nil
+	return &host{root: root, comp: comp, path: path, log: log, status: st}, nil
 }
 
 func (h *host) close() error {
+	h.status.close()
 	return h.root.Dispose()
 }
 

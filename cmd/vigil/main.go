@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 )
 
 // Exit codes.
@@ -33,6 +31,10 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// interrupts routes Ctrl-C (nil in process: it cannot be taken over).
+	interrupts *interrupts
+	// quiet: no progress on stderr (--quiet).
+	quiet bool
 }
 
 type command struct {
@@ -57,8 +59,8 @@ func main() {
 	// A closed terminal or a dropped ssh session (SIGHUP) stops a turn the
 	// way Ctrl-C and SIGTERM do: the turn ends aborted and the log is
 	// flushed, instead of the process dying with the turn open.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	code := run(ctx, &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, os.Args[1:])
+	ctx, intr, stop := notifySignals(context.Background())
+	code := run(ctx, &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, interrupts: intr}, os.Args[1:])
 	stop()
 	os.Exit(code)
 }

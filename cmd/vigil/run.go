@@ -24,6 +24,7 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 	sid := fs.String("s", "", "continue this session instead of starting one")
 	asJSON := fs.Bool("json", false, "print the turn's result as JSON instead of streaming the answer")
 	wait := fs.Bool("wait", false, "wait for a turn another process runs on the session")
+	fs.BoolVar(&e.quiet, "quiet", false, "show no progress on stderr")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -93,8 +94,9 @@ func (h *host) runtime() (*runtime, error) {
 func (rt *runtime) session(ctx context.Context, e *env, id string, wait bool) (*live.Session, func(context.Context) error, error) {
 	s, done, err := live.OpenLeased(ctx, rt.mgr, id, false)
 	if wait && errors.Is(err, session.ErrLocked) {
-		fmt.Fprintf(e.stderr, "waiting for session %s: %v\n", id, err)
+		end := waitLease(e, rt.h.status, id, err)
 		s, done, err = live.OpenLeased(ctx, rt.mgr, id, true)
+		end()
 	}
 	switch {
 	case errors.Is(err, session.ErrNotFound):
@@ -114,31 +116,11 @@ func (rt *runtime) logPath(id string) string {
 }
 
 // turn runs one turn, streaming text to stdout when stream is set and
-// showing tool activity and waits on stderr.
-func (rt *runtime) turn(ctx context.Context, e *env, sess *live.Session, prompt string, stream bool) (*agentloop.TurnResult, error) {
-	sp := newSpinner(e)
-	defer sp.stop()
-	wrote, midLine := false, false
-	opts := []agentloop.RunOption{agentloop.OnChunk(func(c agentloop.Chunk) {
-		sp.pause()
-		if stream && c.Text != "" {
-			fmt.Fprint(e.stdout, c.Text)
-			wrote, midLine = true, true
-		}
-		if tc := c.ToolCall; tc != nil && tc.Name != "" {
-			if stream && midLine {
-				fmt.Fprintln(e.stdout)
-				midLine = false
-			}
-			fmt.Fprintf(e.stderr, "→ %s\n", tc.Name)
-		}
-	})}
-	res, err := rt.agent.Run(ctx, sess, prompt, opts...)
-	sp.stop()
-	if stream && wrote && midLine {
-		fmt.Fprintln(e.stdout)
-	}
-	return res, err
+// showing tool activity and waits on stderr (see turnView).
+func (rt *runtime) turn(ctx context.Context, _ *env, sess *live.Session, prompt string, stream bool) (*agentloop.TurnResult, error) {
+	v := watchTurn(rt.h.root.Context(), rt.h.status, sess.ID(), stream)
+	defer v.close()
+	return rt.agent.Run(ctx, sess, prompt, agentloop.OnChunk(v.chunk))
 }
 
 // turnError maps a turn's outcome to the command's error: nil when the
