@@ -23,8 +23,10 @@ type status struct {
 	// live: draw at all. shared: stdout is a terminal too, so its partial
 	// lines keep the line from being drawn.
 	live, shared bool
-	width        func() int // columns of stderr; 0 when unknown
-	now          func() time.Time
+	// redraw: redraw the line as time passes (tests draw it themselves).
+	redraw bool
+	width  func() int // columns of stderr; 0 when unknown
+	now    func() time.Time
 
 	mu      sync.Mutex
 	stderr  io.Writer // swapped for the chat's line editor's (see setStderr)
@@ -56,9 +58,9 @@ func newStatus(e *env) *status {
 	s := &status{
 		stdout: e.stdout, stderr: e.stderr, now: time.Now,
 		live:   !e.quiet && isTerminal(e.stderr),
-		shared: isTerminal(e.stdout),
-		width:  func() int { return terminalWidth(e.stderr) },
-		stop:   make(chan struct{}), done: make(chan struct{}),
+		shared: isTerminal(e.stdout), redraw: true,
+		width: func() int { return terminalWidth(e.stderr) },
+		stop:  make(chan struct{}), done: make(chan struct{}),
 	}
 	return s
 }
@@ -76,7 +78,7 @@ func (s *status) beginFunc(label func(now time.Time) string) (end func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tasks = append(s.tasks, t)
-	if s.live && !s.ticking {
+	if s.live && s.redraw && !s.ticking {
 		s.ticking = true
 		go s.loop()
 	}

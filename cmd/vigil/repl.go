@@ -346,6 +346,9 @@ func (ed *editor) close() { _ = ed.rl.Close() }
 // history kept) when there is no such place.
 func historyPath(e *env) string {
 	dir := e.getenv("XDG_STATE_HOME")
+	if !filepath.IsAbs(dir) {
+		dir = "" // the XDG spec: a relative path is invalid and ignored
+	}
 	if dir == "" {
 		if goruntime.GOOS == "windows" {
 			dir = e.getenv("LocalAppData")
