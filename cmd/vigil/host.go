@@ -30,7 +30,10 @@ type host struct {
 
 // newLogger returns the CLI's logger: stderr, level from VIGIL_LOG
 // (default warn), colour unless NO_COLOR is set or stderr is not a terminal.
-func newLogger(e *env) hclog.Logger {
+func newLogger(e *env) hclog.Logger { return newLoggerOn(e, e.stderr) }
+
+// newLoggerOn is newLogger writing to w (the status line's log writer).
+func newLoggerOn(e *env, w io.Writer) hclog.Logger {
 	level := hclog.LevelFromString(e.getenv("VIGIL_LOG"))
 	if level == hclog.NoLevel {
 		level = hclog.Warn
@@ -39,7 +42,7 @@ func newLogger(e *env) hclog.Logger {
 	if e.getenv("NO_COLOR") == "" && isTerminal(e.stderr) {
 		color = hclog.AutoColor
 	}
-	return hclog.New(&hclog.LoggerOptions{Name: "vigil", Level: level, Output: e.stderr, Color: color})
+	return hclog.New(&hclog.LoggerOptions{Name: "vigil", Level: level, Output: w, Color: color})
 }
 
 // openHost loads the file at path and applies it. A file that fails to
@@ -68,9 +71,9 @@ func applyHost(e *env, path string, load func(string) (*config.File, error)) (*h
 	if err != nil {
 		return nil, &configError{err}
 	}
-	log := newLogger(e)
-	root := bus.New(bus.WithLogger(log))
 	st := newStatus(e)
+	log := newLoggerOn(e, st.logWriter())
+	root := bus.New(bus.WithLogger(log))
 	comp, err := config.Apply(root.Context(), f, startingEntry(st))
 	if err != nil {
 		st.close()

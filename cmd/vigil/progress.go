@@ -195,6 +195,25 @@ func (s *status) note(format string, args ...any) {
 	s.redrawLocked()
 }
 
+// logWriter is where the log writes: its lines go above the status line,
+// not into it.
+func (s *status) logWriter() io.Writer { return logWriter{s} }
+
+type logWriter struct{ s *status }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	s := w.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.eraseLocked()
+	if s.shared {
+		s.endLineLocked()
+	}
+	n, err := s.stderr.Write(p)
+	s.redrawLocked()
+	return n, err
+}
+
 // hold keeps the line erased (while a chat reads a line) or lets it be
 // drawn again.
 func (s *status) hold(on bool) {

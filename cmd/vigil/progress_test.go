@@ -159,3 +159,15 @@ func TestHistoryIsPrivateInTheStateDir(t *testing.T) {
 	assert.Equal(t, filepath.Join(home, ".local", "state", "vigil", "chat_history"), historyPath(env(map[string]string{"XDG_STATE_HOME": "relative", "HOME": home})),
 		"a relative XDG_STATE_HOME is ignored, as the spec says")
 }
+
+// TestStatusPutsLogLinesAboveIt: a log line does not land in the status
+// line: it is erased first and drawn again below.
+func TestStatusPutsLogLinesAboveIt(t *testing.T) {
+	s, _, errOut, now := testStatus(false)
+	defer s.begin("starting mcp (tools/mcp)")()
+	*now = now.Add(time.Second)
+	s.draw()
+	log := newLoggerOn(&env{getenv: func(string) string { return "" }, stderr: errOut}, s.logWriter())
+	log.Warn("slow server")
+	assert.Regexp(t, `^\r\| starting mcp \(tools/mcp\) 1\.0s\x1b\[K\r\x1b\[K[^\r]*\[WARN\]  vigil: slow server\n\r\| starting mcp`, errOut.String())
+}

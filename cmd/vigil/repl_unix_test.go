@@ -132,10 +132,11 @@ type toolServer struct {
 	held    chan struct{} // a hold call started
 	release chan struct{} // one value lets one hold call answer
 	startup chan struct{} // closed: initialize may answer
+	quit    chan struct{} // closed when the test ends: nothing waits any more
 }
 
 func newToolServer(t *testing.T, gated bool) *toolServer {
-	ts := &toolServer{held: make(chan struct{}, 8), release: make(chan struct{}, 8)}
+	ts := &toolServer{held: make(chan struct{}, 8), release: make(chan struct{}, 8), quit: make(chan struct{})}
 	srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "test", Version: "1"}, nil)
 	type none struct{}
 	mcpsdk.AddTool(srv, &mcpsdk.Tool{Name: "hold", Description: "Answer when released."},
@@ -144,6 +145,8 @@ func newToolServer(t *testing.T, gated bool) *toolServer {
 			select {
 			case <-ts.release:
 				return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: "released"}}}, nil, nil
+			case <-ts.quit:
+				return nil, nil, errors.New("the test is over")
 			case <-ctx.Done():
 				return nil, nil, ctx.Err()
 			}
@@ -159,6 +162,7 @@ func newToolServer(t *testing.T, gated bool) *toolServer {
 				if method == "initialize" {
 					select {
 					case <-ts.startup:
+					case <-ts.quit:
 					case <-ctx.Done():
 						return nil, ctx.Err()
 					}
@@ -169,6 +173,7 @@ func newToolServer(t *testing.T, gated bool) *toolServer {
 	}
 	hs := httptest.NewServer(mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return srv }, nil))
 	t.Cleanup(func() {
+		close(ts.quit)
 		hs.CloseClientConnections()
 		hs.Close()
 	})
