@@ -105,7 +105,7 @@ func chat(ctx context.Context, e *env, o chatOptions) error {
 			return chatDone(failed)
 		}
 		mu.Lock()
-		err = chatTurn(ctx, e, h, &id, line)
+		err = chatTurn(ctx, e, h, &id, line, in.interactive())
 		mu.Unlock()
 		switch {
 		case ctx.Err() != nil:
@@ -120,17 +120,20 @@ func chat(ctx context.Context, e *env, o chatOptions) error {
 }
 
 // chatTurn runs one turn of a chat on session *id, opened for the turn,
-// or on a new one whose id it stores in *id. Ctrl-C cancels the turn
-// only: the error is then errTurnInterrupted.
-func chatTurn(ctx context.Context, e *env, h *host, id *string, prompt string) error {
+// or on a new one whose id it stores in *id. In an interactive chat
+// Ctrl-C cancels the turn only: the error is then errTurnInterrupted.
+// (A piped chat stops on Ctrl-C, as any command does.)
+func chatTurn(ctx context.Context, e *env, h *host, id *string, prompt string, interactive bool) error {
 	rt, err := h.runtime()
 	if err != nil {
 		return err
 	}
 	turnCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	release := e.interrupts.takeOver(func() { cancel(errTurnInterrupted) })
-	defer release()
+	if interactive {
+		release := e.interrupts.takeOver(func() { cancel(errTurnInterrupted) })
+		defer release()
+	}
 	res, err := rt.chatTurn(turnCtx, e, id, prompt)
 	if errors.Is(context.Cause(turnCtx), errTurnInterrupted) && ctx.Err() == nil {
 		return errTurnInterrupted
@@ -198,6 +201,8 @@ type lineReader interface {
 	readLine(ctx context.Context) (string, error)
 	// hint says how to quit.
 	hint() string
+	// interactive: a user types the lines on a terminal.
+	interactive() bool
 	close()
 }
 
@@ -247,6 +252,8 @@ func (p *plainReader) readLine(ctx context.Context) (string, error) {
 		return "", io.EOF
 	}
 }
+
+func (p *plainReader) interactive() bool { return false }
 
 func (p *plainReader) close() {}
 
@@ -337,6 +344,8 @@ func (ed *editor) readLine(ctx context.Context) (string, error) {
 		return line, nil
 	}
 }
+
+func (ed *editor) interactive() bool { return true }
 
 func (ed *editor) close() { _ = ed.rl.Close() }
 
