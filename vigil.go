@@ -87,10 +87,17 @@ type Option func(*options)
 
 type options struct {
 	logger hclog.Logger
+	apply  []config.ApplyOption
 }
 
 // WithLogger makes the runtime log to l (the default logs nothing).
 func WithLogger(l hclog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithApplyOptions passes opts to config.Apply when the composition is
+// applied (config.OnEntry, to show which plugin is starting).
+func WithApplyOptions(opts ...config.ApplyOption) Option {
+	return func(o *options) { o.apply = append(o.apply, opts...) }
+}
 
 // Runtime is an open composition: a bus with the plugins applied.
 type Runtime struct {
@@ -123,7 +130,7 @@ func Open(ctx context.Context, src Source, opts ...Option) (*Runtime, error) {
 		bopts = append(bopts, bus.WithLogger(o.logger))
 	}
 	root := bus.New(bopts...)
-	comp, err := config.Apply(root.Context(), f)
+	comp, err := config.Apply(root.Context(), f, o.apply...)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("%s: %w", f.Path, err), root.Dispose())
 	}

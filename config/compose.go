@@ -19,6 +19,7 @@ func init() {
 // group applies its entries as child fibers and reconciles them by id when
 // its config changes.
 type group struct {
+	onEntry  func(Entry) func(error) // see OnEntry; nil: none
 	mu       sync.Mutex
 	children map[string]*child
 	order    []string
@@ -77,7 +78,7 @@ func (g *group) add(ctx *bus.Context, e Entry) {
 	}
 	var p bus.Plugin
 	if e.Name == GroupName {
-		p = &group{}
+		p = &group{onEntry: g.onEntry}
 	} else {
 		m, ok := bus.LookupModule(e.Name)
 		if !ok {
@@ -86,11 +87,22 @@ func (g *group) add(ctx *bus.Context, e Entry) {
 		}
 		p = m.New()
 	}
+	done := g.started(e)
 	f, err := ctx.PluginAs(e.ID, p, e.Config) // logs by the entry's id
+	done(err)
 	c.fiber = f
 	if err != nil {
 		g.fail(fmt.Errorf("%s (line %d): %w", e.ID, e.Line, err))
 	}
+}
+
+// started reports that e begins to apply (see OnEntry) and returns what
+// reports the end; a group entry is not reported, its entries are.
+func (g *group) started(e Entry) func(error) {
+	if g.onEntry == nil || e.Name == GroupName {
+		return func(error) {}
+	}
+	return g.onEntry(e)
 }
 
 func (g *group) fail(err error) {
@@ -109,9 +121,12 @@ func (g *group) Reconfigure(ctx *bus.Context, config any) error {
 	return err
 }
 
-// Changes says what a reload did, by entry id.
+// Changes says what a reload did, by entry id: Applied, the new entries
+// (and those enabled again); Updated, those whose config changed;
+// Reapplied, those whose plugin name changed; Disposed, those gone;
+// Disabled, those now disabled (disposed if they ran); Kept, the others.
 type Changes struct {
-	Applied, Updated, Reapplied, Disposed, Kept []string
+	Applied, Updated, Reapplied, Disposed, Disabled, Kept []string
 }
 
 func (g *group) reconcile(ctx *bus.Context, entries []Entry) (Changes, error) {
@@ -126,12 +141,13 @@ func (g *group) reconcile(ctx *bus.Context, entries []Entry) (Changes, error) {
 	order := g.order
 	g.mu.Unlock()
 
-	// Disposed: ids gone, or whose name or enablement changed; last first.
+	// Disposed: ids gone, or whose name or enablement changed (nothing
+	// runs for an entry disabled before and still); last first.
 	for i := len(order) - 1; i >= 0; i-- {
 		id := order[i]
 		c := old[id]
 		e, ok := next[id]
-		if ok && e.Name == c.entry.Name && e.Disabled == c.entry.Disabled {
+		if ok && (e.Name == c.entry.Name && e.Disabled == c.entry.Disabled || e.Disabled && c.entry.Disabled) {
 			continue
 		}
 		if c.fiber != nil {
@@ -140,10 +156,15 @@ func (g *group) reconcile(ctx *bus.Context, entries []Entry) (Changes, error) {
 		g.mu.Lock()
 		delete(g.children, id)
 		g.mu.Unlock()
-		if ok {
-			ch.Reapplied = append(ch.Reapplied, id)
-		} else {
+		switch {
+		case !ok:
 			ch.Disposed = append(ch.Disposed, id)
+		case e.Disabled:
+			ch.Disabled = append(ch.Disabled, id)
+		case c.entry.Disabled:
+			// Enabled again: applied below.
+		default:
+			ch.Reapplied = append(ch.Reapplied, id)
 		}
 	}
 	g.mu.Lock()
@@ -162,9 +183,19 @@ func (g *group) reconcile(ctx *bus.Context, entries []Entry) (Changes, error) {
 		g.mu.Unlock()
 		if !running {
 			g.add(ctx, e)
-			if !contains(ch.Reapplied, e.ID) {
+			switch {
+			case contains(ch.Reapplied, e.ID), contains(ch.Disabled, e.ID):
+			case e.Disabled:
+				ch.Disabled = append(ch.Disabled, e.ID)
+			default:
 				ch.Applied = append(ch.Applied, e.ID)
 			}
+			continue
+		}
+		if e.Disabled {
+			// Disabled before and still: nothing runs to update.
+			c.entry = e
+			ch.Kept = append(ch.Kept, e.ID)
 			continue
 		}
 		if c.entry.fingerprint == e.fingerprint {
@@ -176,7 +207,10 @@ func (g *group) reconcile(ctx *bus.Context, entries []Entry) (Changes, error) {
 		if c.fiber == nil {
 			continue
 		}
-		if err := c.fiber.Update(e.Config); err != nil {
+		done := g.started(e)
+		err := c.fiber.Update(e.Config)
+		done(err)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", e.ID, err))
 		}
 	}
@@ -212,15 +246,31 @@ type Composition struct {
 	file  *File
 }
 
+// ApplyOption configures [Apply].
+type ApplyOption func(*group)
+
+// OnEntry makes the composition call start when it begins to apply an
+// entry, at Apply and at every reload (an entry new, applied again or
+// updated; not a group, whose entries are reported), and the function
+// start returns once that apply has returned, with its error. Applies
+// run one after another, so a program can show with it which plugin it
+// waits for (a server that takes seconds to start).
+func OnEntry(start func(Entry) (done func(error))) ApplyOption {
+	return func(g *group) { g.onEntry = start }
+}
+
 // Apply mounts the file's entries under c as one group fiber. Entries that
 // fail to apply are reported in the returned error; the others keep
 // running, and so does the composition, which is returned in every case
 // but a nil file.
-func Apply(c *bus.Context, f *File) (*Composition, error) {
+func Apply(c *bus.Context, f *File, opts ...ApplyOption) (*Composition, error) {
 	if f == nil {
 		return nil, errors.New("config: nil file")
 	}
 	g := &group{}
+	for _, o := range opts {
+		o(g)
+	}
 	fiber, err := c.Plugin(g, f.Entries)
 	if err != nil {
 		return nil, err

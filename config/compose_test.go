@@ -91,11 +91,84 @@ plugins:
   - { id: y, name: test/plain, disabled: true }
 `))
 	require.NoError(t, err)
-	assert.ElementsMatch(t, []string{"x", "y"}, ch.Reapplied)
+	assert.Equal(t, []string{"x"}, ch.Reapplied)
+	assert.Equal(t, []string{"y"}, ch.Disabled, "a disabled entry is reported as disabled, not re-applied")
+	assert.Empty(t, ch.Applied)
 	assert.Equal(t, bus.StateDisposed, x.State())
 	assert.Equal(t, bus.StateDisposed, y.State())
 	assert.Equal(t, bus.StateActive, comp.Fiber("x").State())
 	assert.Nil(t, comp.Fiber("y"))
+
+	// Still disabled, with another config, and a new disabled entry.
+	ch, err = comp.Reload(parse(t, `
+plugins:
+  - { id: x, name: test/walker, config: { root: . } }
+  - { id: y, name: test/walker, disabled: true, config: { root: b } }
+  - { id: z, name: test/plain, disabled: true }
+`))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"x", "y"}, ch.Kept)
+	assert.Equal(t, []string{"z"}, ch.Disabled)
+	assert.Empty(t, ch.Updated)
+	assert.Empty(t, ch.Reapplied)
+
+	// Enabled again: applied.
+	ch, err = comp.Reload(parse(t, `
+plugins:
+  - { id: x, name: test/walker, config: { root: . } }
+  - { id: y, name: test/plain }
+`))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"y"}, ch.Applied)
+	assert.Equal(t, []string{"z"}, ch.Disposed)
+	assert.Empty(t, ch.Reapplied)
+	assert.Empty(t, ch.Disabled)
+	assert.Equal(t, bus.StateActive, comp.Fiber("y").State())
+}
+
+// TestOnEntryReportsEveryApply: the hook sees each entry begin and end
+// to apply, with its error, at Apply and at a reload (applied, updated),
+// never a group entry itself nor a disabled one.
+func TestOnEntryReportsEveryApply(t *testing.T) {
+	root := bus.New()
+	defer root.Dispose()
+	var seen []string
+	hook := config.OnEntry(func(e config.Entry) func(error) {
+		seen = append(seen, "start "+e.ID)
+		return func(err error) {
+			if err != nil {
+				seen = append(seen, "failed "+e.ID)
+				return
+			}
+			seen = append(seen, "done "+e.ID)
+		}
+	})
+	comp, err := config.Apply(root.Context(), parse(t, `
+plugins:
+  - { id: a, name: test/walker, config: { root: a } }
+  - { id: off, name: test/plain, disabled: true }
+  - { id: bad, name: test/failing }
+  - name: group
+    id: dev
+    config:
+      - { name: test/plain, id: inner }
+`), hook)
+	require.Error(t, err)
+	assert.Equal(t, []string{"start a", "done a", "start bad", "failed bad", "start inner", "done inner"}, seen)
+
+	seen = nil
+	_, err = comp.Reload(parse(t, `
+plugins:
+  - { id: a, name: test/walker, config: { root: changed } }
+  - { id: off, name: test/plain, disabled: true }
+  - name: group
+    id: dev
+    config:
+      - { name: test/plain, id: inner }
+      - { name: test/plain, id: added }
+`))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"start a", "done a", "start added", "done added"}, seen)
 }
 
 func init() {

@@ -57,6 +57,8 @@
 // diffs a newly loaded file against the running one by entry id: removed
 // entries are disposed, added ones applied, changed ones updated (plugins
 // implementing bus.Reconfigurer in place, others re-applied); unchanged
-// entries keep their fibers. A file that fails to load leaves the running
-// composition as it is.
+// entries keep their fibers; an entry now disabled is disposed and
+// reported as disabled ([Changes]). A file that fails to load leaves the
+// running composition as it is. [OnEntry] lets a program see each entry
+// begin and end to apply, to show which one it waits for.
 package config

@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Sentinel errors callers branch on with errors.Is. Each kind of bad input
@@ -111,3 +112,21 @@ type RecordError struct {
 func (e *RecordError) Error() string { return e.Err.Error() }
 
 func (e *RecordError) Unwrap() error { return e.Err }
+
+// LockError is an [ErrLocked] error that says who holds the session, for
+// a caller that waits for it to show whom it waits for. Stores with
+// leases return it, wrapped, when another holder has the session.
+type LockError struct {
+	// Holder names the holder as the store knows it: a process and host,
+	// a lease's holder name.
+	Holder string
+	// Expires is when the holder's lease runs out unless it is renewed;
+	// zero when the lock lasts as long as its holder (a file lock).
+	Expires time.Time
+	// Err is the store's error; it matches ErrLocked.
+	Err error
+}
+
+func (e *LockError) Error() string { return e.Err.Error() }
+
+func (e *LockError) Unwrap() error { return e.Err }

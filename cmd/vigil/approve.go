@@ -95,8 +95,8 @@ func cmdDecide(ctx context.Context, e *env, o decideOptions, allow bool, id stri
 	if len(calls) == 0 && pending.Ready() {
 		// Decided, but the process that decided ended before the step
 		// went on.
-		return showDecided(e, id, func(out *turnOutput) (*vigil.Result, error) {
-			return h.rt.Resume(ctx, id, out.chunk)
+		return showDecided(e, h, id, func(v *turnView) (*vigil.Result, error) {
+			return h.rt.Resume(ctx, id, v.chunk)
 		})
 	}
 	if len(calls) == 0 {
@@ -117,11 +117,11 @@ func cmdDecide(ctx context.Context, e *env, o decideOptions, allow bool, id stri
 	}
 	for i, call := range calls {
 		last := i == len(calls)-1
-		err := showDecided(e, id, func(out *turnOutput) (*vigil.Result, error) {
+		err := showDecided(e, h, id, func(v *turnView) (*vigil.Result, error) {
 			if c := pending.Find(call); c != nil {
 				fmt.Fprintf(e.stderr, "%s %s  %s %s\n", verb, call, c.Call.Name, oneLine(c.Call.Arguments, 100))
 			}
-			res, err := h.rt.Decide(ctx, vigil.DecideOptions{Session: id, Call: call, Decision: d, Wait: o.wait, OnChunk: out.chunk})
+			res, err := h.rt.Decide(ctx, vigil.DecideOptions{Session: id, Call: call, Decision: d, Wait: o.wait, OnChunk: v.chunk})
 			if res == nil && err == nil && last {
 				// Calls of the step not named here still wait.
 				if s, perr := h.rt.Pending(ctx, id); perr == nil && s != nil {
@@ -140,10 +140,10 @@ func cmdDecide(ctx context.Context, e *env, o decideOptions, allow bool, id stri
 
 // showDecided runs a decision or resume that may run the rest of the
 // turn, streaming it, and maps its outcome as `vigil run` does.
-func showDecided(e *env, id string, fn func(*turnOutput) (*vigil.Result, error)) error {
-	out := newTurnOutput(e, true)
-	res, err := fn(out)
-	out.finish()
+func showDecided(e *env, h *host, id string, fn func(*turnView) (*vigil.Result, error)) error {
+	v := watchTurn(h.rt.Context(), h.status, id, true)
+	res, err := fn(v)
+	v.close()
 	var se suspendedError
 	if errors.As(err, &se) {
 		return err

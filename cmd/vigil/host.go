@@ -34,6 +34,8 @@ type host struct {
 	// composition runs: there is no file to watch.
 	builtin bool
 	log     hclog.Logger
+	// status is the progress line of the command (see progress.go).
+	status *status
 }
 
 // newLogger returns the CLI's logger: stderr, level from --log-level, else
@@ -43,7 +45,8 @@ func newLogger(e *env) hclog.Logger {
 	return newLoggerTo(e, e.stderr)
 }
 
-// newLoggerTo is newLogger writing to w, a writer in front of e.stderr.
+// newLoggerTo is newLogger writing to w, a writer in front of e.stderr
+// (the status line's log writer).
 func newLoggerTo(e *env, w io.Writer) hclog.Logger {
 	level := hclog.LevelFromString(e.logLevel)
 	if level == hclog.NoLevel {
@@ -106,15 +109,18 @@ func isStore(name string) bool { return strings.HasPrefix(name, "store/") }
 
 func applyHost(e *env, f *config.File, builtin bool) (*host, error) {
 	path := f.Path
-	out := &startupLog{w: e.stderr, holding: true}
+	st := newStatus(e)
+	out := &startupLog{w: st.logWriter(), holding: true}
 	log := newLoggerTo(e, out)
-	rt, err := vigil.Open(context.Background(), func() (*config.File, error) { return f, nil }, vigil.WithLogger(log))
+	rt, err := vigil.Open(context.Background(), func() (*config.File, error) { return f, nil },
+		vigil.WithLogger(log), vigil.WithApplyOptions(startingEntry(st)))
 	out.release(err)
 	if err != nil {
 		// A file that fails to apply, a plugin left waiting for a service.
+		st.close()
 		return nil, &configError{err}
 	}
-	return &host{rt: rt, comp: rt.Composition(), path: path, builtin: builtin, log: log}, nil
+	return &host{rt: rt, comp: rt.Composition(), path: path, builtin: builtin, log: log, status: st}, nil
 }
 
 // startupLog is the log's output while a composition is applied. The bus
@@ -168,6 +174,7 @@ func (l *startupLog) release(applyErr error) {
 }
 
 func (h *host) close() error {
+	h.status.close()
 	return h.rt.Close()
 }
 

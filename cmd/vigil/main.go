@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -65,14 +63,18 @@ type env struct {
 	getenv         func(string) string
 	// logLevel is --log-level; empty means VIGIL_LOG's.
 	logLevel string
+	// interrupts routes Ctrl-C (nil in process: it cannot be taken over).
+	interrupts *interrupts
+	// quiet: no progress on stderr (--quiet).
+	quiet bool
 }
 
 func main() {
 	// A closed terminal or a dropped ssh session (SIGHUP) stops a turn the
 	// way Ctrl-C and SIGTERM do: the turn ends aborted and the log is
 	// flushed, instead of the process dying with the turn open.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	code := run(ctx, &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, os.Args[1:])
+	ctx, intr, stop := notifySignals(context.Background())
+	code := run(ctx, &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, interrupts: intr}, os.Args[1:])
 	stop()
 	os.Exit(code)
 }

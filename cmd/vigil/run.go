@@ -48,6 +48,7 @@ is running a turn on is refused (exit 1, naming the holder) unless --wait.`,
 	sessionFlag(e, cmd, &o.sid, "continue this session instead of starting one")
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the turn's result as JSON instead of streaming the answer")
 	cmd.Flags().BoolVar(&o.wait, "wait", false, "wait for a turn another process runs on the session")
+	cmd.Flags().BoolVar(&e.quiet, "quiet", false, "show no progress on stderr")
 	return cmd
 }
 
@@ -124,8 +125,9 @@ func (h *host) runtime() (*runtime, error) {
 func (rt *runtime) session(ctx context.Context, e *env, id string, wait bool) (*live.Session, func(context.Context) error, error) {
 	s, done, err := live.OpenLeased(ctx, rt.mgr, id, false)
 	if wait && errors.Is(err, session.ErrLocked) {
-		fmt.Fprintf(e.stderr, "waiting for session %s: %v\n", id, err)
+		end := waitLease(e, rt.h.status, id, err)
 		s, done, err = live.OpenLeased(ctx, rt.mgr, id, true)
+		end()
 	}
 	switch {
 	case errors.Is(err, session.ErrNotFound):
@@ -148,18 +150,24 @@ func (rt *runtime) logPath(id string) string {
 // runtime, under the session's lease: with wait it waits for a turn
 // running elsewhere to end, saying so on stderr with the holder. It
 // streams text to stdout when stream is set and shows tool activity and
-// waits on stderr; onStart gets the session's id once it is open.
+// waits on stderr (see turnView); onStart gets the session's id once it
+// is open.
 func (rt *runtime) turnOn(ctx context.Context, e *env, id, prompt string, wait, stream bool, onStart func(id string)) (*agentloop.TurnResult, error) {
-	out := newTurnOutput(e, stream)
-	defer out.finish()
-	t := vigil.TurnOptions{Session: id, Prompt: prompt, OnStart: onStart, OnChunk: out.chunk}
+	v := watchTurn(rt.h.rt.Context(), rt.h.status, id, stream)
+	defer v.close()
+	t := vigil.TurnOptions{Session: id, Prompt: prompt, OnChunk: v.chunk, OnStart: func(id string) {
+		v.follow(id)
+		if onStart != nil {
+			onStart(id)
+		}
+	}}
 	res, err := rt.h.rt.Turn(ctx, t)
 	if wait && errors.Is(err, vigil.ErrBusy) {
-		fmt.Fprintf(e.stderr, "waiting for session %s: %v\n", id, err)
+		end := waitLease(e, rt.h.status, id, err)
 		t.Wait = true
 		res, err = rt.h.rt.Turn(ctx, t)
+		end()
 	}
-	out.finish()
 	return res, sessionError(id, res, err)
 }
 
@@ -172,44 +180,6 @@ func sessionError(id string, res *agentloop.TurnResult, err error) error {
 		return fmt.Errorf("%w; --wait waits for it", err)
 	}
 	return err
-}
-
-// turnOutput shows a turn as it streams: text to stdout (when stream is
-// set), tool calls and the spinner on stderr.
-type turnOutput struct {
-	e              *env
-	stream         bool
-	sp             *spinner
-	wrote, midLine bool
-}
-
-func newTurnOutput(e *env, stream bool) *turnOutput {
-	return &turnOutput{e: e, stream: stream, sp: newSpinner(e)}
-}
-
-func (o *turnOutput) chunk(c agentloop.Chunk) {
-	o.sp.pause()
-	if o.stream && c.Text != "" {
-		fmt.Fprint(o.e.stdout, c.Text)
-		o.wrote, o.midLine = true, true
-	}
-	if tc := c.ToolCall; tc != nil && tc.Name != "" {
-		if o.stream && o.midLine {
-			fmt.Fprintln(o.e.stdout)
-			o.midLine = false
-		}
-		fmt.Fprintf(o.e.stderr, "→ %s\n", tc.Name)
-	}
-}
-
-// finish stops the spinner and ends a line of streamed text; it may be
-// called more than once.
-func (o *turnOutput) finish() {
-	o.sp.stop()
-	if o.stream && o.wrote && o.midLine {
-		fmt.Fprintln(o.e.stdout)
-		o.midLine = false
-	}
 }
 
 // suspendedError is the outcome of a turn that waits for a decision

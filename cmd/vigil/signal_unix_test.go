@@ -146,7 +146,7 @@ func TestSignalsStopAnIdleChat(t *testing.T) {
 			exited := make(chan error, 1)
 			go func() { exited <- cmd.Wait() }()
 
-			stderr.waitFor(t, "> ")
+			stderr.waitFor(t, "type a message")
 			require.NoError(t, cmd.Process.Signal(sig))
 			select {
 			case err = <-exited:

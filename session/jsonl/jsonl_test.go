@@ -325,6 +325,10 @@ func TestLeaseIsTheFileLock(t *testing.T) {
 	_, err = b.Lease(ctx, "s1", false)
 	require.ErrorIs(t, err, session.ErrLocked)
 	assert.Contains(t, err.Error(), fmt.Sprintf("held by pid %d on ", os.Getpid()))
+	var le *session.LockError
+	require.ErrorAs(t, err, &le, "a waiter can show the holder")
+	assert.Contains(t, le.Holder, fmt.Sprintf("pid %d on ", os.Getpid()))
+	assert.True(t, le.Expires.IsZero(), "a file lock lasts as long as its holder")
 	recs := sessiontest.Turn(t, 0, 1)
 	require.ErrorIs(t, b.Append(ctx, "s1", 0, recs), session.ErrLocked, "appends need the lock too")
 

@@ -302,7 +302,8 @@ func (s *Store) releaseWriter(id string, w *writer) {
 
 // busy is the ErrLocked error of id, naming its holder.
 func (s *Store) busy(id string) error {
-	return fmt.Errorf("%w (%s)", session.ErrLocked, describeHolder(s.holderPath(id)))
+	holder := describeHolder(s.holderPath(id))
+	return &session.LockError{Holder: holder, Err: fmt.Errorf("%w (held by %s)", session.ErrLocked, holder)}
 }
 
 // holderPath is the file naming the process that holds id's lock.

@@ -234,7 +234,7 @@ func describeHolder(path string) string {
 	b, err := os.ReadFile(path)
 	var h holderInfo
 	if err != nil || json.Unmarshal(b, &h) != nil || h.PID == 0 {
-		return "held by a process that does not say which"
+		return "a process that does not say which"
 	}
-	return fmt.Sprintf("held by pid %d on %s since %s", h.PID, h.Host, h.Since)
+	return fmt.Sprintf("pid %d on %s since %s", h.PID, h.Host, h.Since)
 }

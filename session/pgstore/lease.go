@@ -35,10 +35,12 @@ func (s *Store) leaseToken(id string) string {
 }
 
 // busyError is the ErrBusy of a lease held by holder for left seconds
-// more.
+// more: a *session.LockError, so that a waiter can show both.
 func busyError(id, holder string, left float64) error {
-	return fmt.Errorf("%w: %s: a turn is running in %s (its lease expires in %s unless renewed)",
-		ErrBusy, id, holder, time.Duration(math.Max(left, 0)*float64(time.Second)).Round(100*time.Millisecond))
+	d := time.Duration(math.Max(left, 0) * float64(time.Second))
+	return &session.LockError{Holder: holder, Expires: time.Now().Add(d),
+		Err: fmt.Errorf("%w: %s: a turn is running in %s (its lease expires in %s unless renewed)",
+			ErrBusy, id, holder, d.Round(100*time.Millisecond))}
 }
 
 // Lease takes the turn lease of session id: until release is called, no

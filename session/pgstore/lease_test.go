@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,6 +44,10 @@ func TestLeaseRefusesASecondHolderAndItsAppends(t *testing.T) {
 	require.ErrorContains(t, err, "a turn is running in A#")
 	// Said once: not "pgstore: lease s: pgstore: session busy: session: locked …: s: …".
 	assert.Regexp(t, `^pgstore: session busy: s: a turn is running in A#\S+ \(its lease expires in `, err.Error())
+	var le *session.LockError
+	require.ErrorAs(t, err, &le, "a waiter can show the holder and the lease's expiry")
+	assert.True(t, strings.HasPrefix(le.Holder, "A#"), le.Holder)
+	assert.True(t, le.Expires.After(time.Now()) && le.Expires.Before(time.Now().Add(pgstore.DefaultLeaseTTL+time.Second)), "expires %v", le.Expires)
 
 	require.ErrorIs(t, b.Append(ctx, "s", 0, recs[:2]), pgstore.ErrBusy)
 	require.NoError(t, a.Append(ctx, "s", 0, recs[:2]), "the holder appends")
