@@ -15,8 +15,10 @@ import (
 
 	"github.com/chzyer/readline"
 
+	"github.com/vigil-run/vigil"
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/config"
+	"github.com/vigil-run/vigil/session"
 )
 
 // errTurnInterrupted is the cause of a turn cancelled by Ctrl-C.
@@ -99,6 +101,9 @@ func chat(ctx context.Context, e *env, o chatOptions) error {
 		}
 		mu.Lock()
 		err = chatTurn(ctx, e, h, &id, line, in.interactive())
+		if errors.Is(err, agentloop.ErrSuspended) {
+			err = decideInChat(ctx, e, h, in, id)
+		}
 		mu.Unlock()
 		switch {
 		case ctx.Err() != nil:
@@ -130,6 +135,82 @@ func chatTurn(ctx context.Context, e *env, h *host, id *string, prompt string, i
 	res, err := rt.chatTurn(turnCtx, e, id, prompt)
 	if errors.Is(context.Cause(turnCtx), errTurnInterrupted) && ctx.Err() == nil {
 		return errTurnInterrupted
+	}
+	return turnError(res, err)
+}
+
+// decideInChat asks, for each tool call session id waits for, whether to
+// allow it (y), deny it (n, then a reason) or allow it for the rest of
+// the session (a), logs each answer as the decision and, with the last
+// one, resumes the turn here, asking again if it suspends again. The end
+// of input leaves the calls waiting (vigil approve decides them later).
+func decideInChat(ctx context.Context, e *env, h *host, in lineReader, id string) error {
+	for {
+		s, err := h.rt.Pending(ctx, id)
+		if err != nil || s == nil {
+			return err
+		}
+		calls := s.Undecided()
+		if len(calls) == 0 {
+			return resumeInChat(ctx, e, h, id, in.interactive(), func(ctx context.Context, v *turnView) (*vigil.Result, error) {
+				return h.rt.Resume(ctx, id, v.chunk)
+			})
+		}
+		c := calls[0]
+		q := fmt.Sprintf("allow %s %s?", c.Call.Name, oneLine(c.Call.Arguments, 100))
+		if c.Request.Reason != "" {
+			q += " (" + c.Request.By + ": " + oneLine(c.Request.Reason, 80) + ")"
+		}
+		h.status.note("%s [y]es, [n]o, [a]lways for this session", q)
+		answer, err := in.readLine(ctx)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				h.status.note("left waiting: vigil approve %s or vigil deny %s decides later", id, id)
+				return nil
+			}
+			return err
+		}
+		d := vigil.Decision{By: loginName(e)}
+		switch strings.ToLower(strings.TrimSpace(answer)) {
+		case "y", "yes":
+			d.Allow = true
+		case "a", "always":
+			d.Allow, d.Scope = true, session.ScopeSession
+		case "n", "no":
+			h.status.note("why? (the model is told)")
+			if d.Reason, err = in.readLine(ctx); err != nil && !errors.Is(err, io.EOF) {
+				return err
+			}
+			d.Reason = strings.TrimSpace(d.Reason)
+		default:
+			continue
+		}
+		err = resumeInChat(ctx, e, h, id, in.interactive(), func(ctx context.Context, v *turnView) (*vigil.Result, error) {
+			return h.rt.Decide(ctx, vigil.DecideOptions{Session: id, Call: c.Call.ID, Decision: d, OnChunk: v.chunk})
+		})
+		if err != nil && !errors.Is(err, agentloop.ErrSuspended) {
+			return err
+		}
+	}
+}
+
+// resumeInChat runs a decision or resume that may go on with the turn,
+// showing it, with Ctrl-C cancelling it as a chat turn.
+func resumeInChat(ctx context.Context, e *env, h *host, id string, interactive bool, fn func(context.Context, *turnView) (*vigil.Result, error)) error {
+	turnCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if interactive {
+		release := e.interrupts.takeOver(func() { cancel(errTurnInterrupted) })
+		defer release()
+	}
+	v := watchTurn(h.rt.Context(), h.status, id, true)
+	res, err := fn(turnCtx, v)
+	v.close()
+	if errors.Is(context.Cause(turnCtx), errTurnInterrupted) && ctx.Err() == nil {
+		return errTurnInterrupted
+	}
+	if res == nil && err == nil {
+		return nil
 	}
 	return turnError(res, err)
 }
@@ -212,6 +293,7 @@ type plainReader struct {
 	stderr  io.Writer
 	lines   <-chan string
 	readErr <-chan error
+	end     error // once the input ended: io.EOF or the read error
 }
 
 func newPlainReader(ctx context.Context, e *env) *plainReader {
@@ -222,6 +304,9 @@ func newPlainReader(ctx context.Context, e *env) *plainReader {
 func (p *plainReader) hint() string { return "type a message; /exit or end of input quits" }
 
 func (p *plainReader) readLine(ctx context.Context) (string, error) {
+	if p.end != nil {
+		return "", p.end // readErr holds one value: the end is read once
+	}
 	if p.prompt {
 		fmt.Fprint(p.stderr, "> ")
 	}
@@ -232,10 +317,11 @@ func (p *plainReader) readLine(ctx context.Context) (string, error) {
 		if ok {
 			return l, nil
 		}
+		p.end = io.EOF
 		if err := <-p.readErr; err != nil {
-			return "", err
+			p.end = err
 		}
-		return "", io.EOF
+		return "", p.end
 	}
 }
 
