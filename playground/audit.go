@@ -113,7 +113,7 @@ func (v *visitor) replay(id string) (*replayResult, error) {
 	if _, err := c.Plugin(invariants.New(), &invariants.Config{Mode: invariants.ModeStrict}); err != nil {
 		return nil, err
 	}
-	rr, err := replay.Run(ctx, c, live.NewManager(c, memory.New()), withoutPolicies(orig.Records))
+	rr, err := replay.Run(ctx, c, live.NewManager(c, memory.New()), orig.Records)
 	if err != nil {
 		return nil, err
 	}
@@ -127,24 +127,6 @@ func (v *visitor) replay(id string) (*replayResult, error) {
 		}
 	}
 	return res, nil
-}
-
-// withoutPolicies returns records without their approval/policy events.
-// replay.Run copies the events outside turns, a policy included, but asks
-// no one: under the copied policy the replayed calls it asks about would
-// start without a request, which the invariants plugin refuses. The
-// replay re-derives the requests, which no approval event changes; that
-// every call had the decision its policy required is verify's to check.
-// (A call a person denied still replays as a tool returning
-// APPROVAL_DENIED with no decision, which the plugin refuses.)
-func withoutPolicies(records []*session.Record) []*session.Record {
-	out := make([]*session.Record, 0, len(records))
-	for _, r := range records {
-		if r.Type() != session.TypeApprovalPolicy {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // errorsIsAny reports whether err is one of targets.
