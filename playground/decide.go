@@ -52,12 +52,12 @@ func (v *visitor) decide(req decideRequest) (*decideResult, error) {
 	}
 	defer v.act.Unlock()
 	s := v.srv
-	if req.Call == "" {
-		return nil, fmt.Errorf("%w: call is required", errInvalid)
-	}
 	base, ok := v.hub.records(req.Session)
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", errNotShown, req.Session)
+	}
+	if req.Call == "" {
+		return nil, fmt.Errorf("%w: call is required", errInvalid)
 	}
 	sess, ok := s.mgr.Get(req.Session)
 	if !ok {

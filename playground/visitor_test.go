@@ -74,7 +74,7 @@ func TestEveryVisitorHasItsOwnDemo(t *testing.T) {
 	rec := httptest.NewRecorder()
 	b.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://localhost/api/sessions/"+first, nil))
 	assert.Equal(t, http.StatusNotFound, rec.Code)
-	for _, path := range []string{"/api/send", "/api/replay", "/api/verify"} {
+	for _, path := range []string{"/api/send", "/api/replay", "/api/verify", "/api/decide"} {
 		got := decodeBody[map[string]string](t, post(t, b, path, sessionBody{Session: first}), http.StatusNotFound)
 		assert.Contains(t, got["error"], "no such session", path)
 	}
