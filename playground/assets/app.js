@@ -502,7 +502,7 @@ function renderPending(s) {
     return;
   }
   box.hidden = false;
-  box.append(h('h3', `⏸ Turn ${sp.turn}, step ${sp.step} waits for your decision`));
+  box.append(h('h3', `Turn ${sp.turn}, step ${sp.step} waits for your decision`));
   for (const c of sp.calls) {
     const row = h('div.pcall', { dataset: { call: c.id } },
       h('div.ptool', h('b', c.tool), `(${c.arguments})`, h('span.cid', ` ${c.id} · seq ${c.seq}`)),
