@@ -10,11 +10,11 @@
 // store/memory plugin (which provides the session manager), the approvals
 // plugin and the compaction plugin, scoped to the demo sessions. Play
 // creates a demo session and runs its turns with a scripted model and the
-// calc tool; each
-// committed event reaches the page over server-sent events, one by one,
-// with the fold of the log up to it (session.DeriveMessages) and the next
-// request (the latest request/header and the fold the loop will send), and
-// whether a turn is open (then there is nothing to send yet). The page
+// calc tool; each committed event reaches the page over server-sent
+// events, one by one, with the fold of the log up to it
+// (session.DeriveMessages), the next request (the latest request/header
+// and the fold the loop will send), whether a turn is open (then there is
+// nothing to send yet) and the calls a suspended turn waits for. The page
 // never folds anything itself.
 //
 // # Visitors
