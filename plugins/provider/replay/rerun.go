@@ -182,13 +182,20 @@ func recordedTools(records []*session.Record, h session.Header) []agentloop.Tool
 		byName[spec.Name] = t
 		out = append(out, t)
 	}
+	// Only the results of calls that started came from a tool: the loop
+	// answers the others itself (a denied call, bad arguments), again.
+	started := map[string]bool{}
 	for _, r := range records {
-		if r.Type() != session.TypeToolResult {
-			continue
-		}
-		if res, err := session.DecodeData[session.ToolResult](r); err == nil {
-			if t, ok := byName[res.Name]; ok {
-				t.results = append(t.results, res)
+		switch r.Type() {
+		case session.TypeToolStart:
+			if s, err := session.DecodeData[session.ToolStart](r); err == nil {
+				started[s.ID] = true
+			}
+		case session.TypeToolResult:
+			if res, err := session.DecodeData[session.ToolResult](r); err == nil && started[res.ID] {
+				if t, ok := byName[res.Name]; ok {
+					t.results = append(t.results, res)
+				}
 			}
 		}
 	}
