@@ -1,13 +1,9 @@
 package playground
 
 import (
-	"context"
-	"errors"
 	"fmt"
 
 	"github.com/vigil-run/vigil/agentloop"
-	"github.com/vigil-run/vigil/plugins/provider/scripted"
-	"github.com/vigil-run/vigil/plugins/tools/calc"
 	"github.com/vigil-run/vigil/session"
 )
 
@@ -32,19 +28,15 @@ type decideResult struct {
 	// Seq is the seq of the decision logged.
 	Seq int64 `json:"seq"`
 	// Resumed: every pending call of the step is decided, so the turn
-	// goes on — the demo's in the background, streamed as any turn;
-	// another session's before the answer (then Session is as it is
-	// afterwards, and Error says how the turn failed, if it did).
+	// goes on, in the background, streamed as any turn.
 	Resumed bool `json:"resumed"`
 	// Undecided are the ids of the step's calls still waiting.
-	Undecided []string     `json:"undecided"`
-	Session   *sessionView `json:"session,omitempty"`
-	Error     string       `json:"error,omitempty"`
+	Undecided []string `json:"undecided"`
 }
 
 // decide logs the visitor's decision on a pending call of a session it
-// shows (agentloop.Decide) and, once the step has every decision, resumes
-// the turn (agentloop.Agent.Resume). The call must be pending in the log
+// shows (agentloop.Decide) and, once the step has every decision, has the
+// demo's run resume the turn (agentloop.Agent.Resume). The call must be pending in the log
 // as the page shows it: a decision answers what the visitor saw.
 func (v *visitor) decide(req decideRequest) (*decideResult, error) {
 	if err := v.lock(); err != nil {
@@ -70,17 +62,11 @@ func (v *visitor) decide(req decideRequest) (*decideResult, error) {
 	if _, err := session.CheckDecision(base.records, req.Call, session.ApprovalDecision{Allow: d.Allow, By: d.By, Reason: d.Reason, Scope: d.Scope}); err != nil {
 		return nil, fmt.Errorf("playground: decide %s: %w", req.Call, err)
 	}
-	demo := v.pl.isDemo(sess.ID())
 	var (
 		rec *session.Record
 		err error
 	)
-	decideIn := func() { rec, err = agentloop.Decide(s.base, sess, req.Call, d) }
-	if demo {
-		v.pl.decide(decideIn)
-	} else {
-		decideIn()
-	}
+	v.pl.decide(func() { rec, err = agentloop.Decide(s.base, sess, req.Call, d) })
 	if err != nil {
 		return nil, err
 	}
@@ -91,31 +77,12 @@ func (v *visitor) decide(req decideRequest) (*decideResult, error) {
 			res.Undecided = append(res.Undecided, c.Call.ID)
 		}
 	}
-	if susp == nil || !susp.Ready() {
+	// Only the demo can be suspended (a fork or a forged copy cannot be
+	// cut inside an open turn); its run resumes the turn.
+	if susp == nil || !susp.Ready() || !v.pl.isDemo(sess.ID()) {
 		return res, nil
 	}
 	res.Resumed = true
-	if demo {
-		v.pl.decided()
-		return res, nil
-	}
-	// Not the demo (a forged copy of a suspended demo, say): nothing runs
-	// its turn in the background, so it resumes here.
-	ctx, cancel := context.WithTimeout(s.base, turnTimeout)
-	defer cancel()
-	model, err := scripted.New(nextScript())
-	if err != nil {
-		return nil, err
-	}
-	agent := agentloop.New(s.c, agentConfig, agentloop.WithProvider(model), agentloop.WithTools(calc.Tool{}), agentloop.WithName("playground"))
-	if _, err := agent.Resume(ctx, sess); err != nil && !errors.Is(err, agentloop.ErrSuspended) {
-		res.Error = err.Error()
-	}
-	if err := agent.Close(); err != nil {
-		s.opts.Logger.Error("closing the agent", "error", err)
-	}
-	if sv, ok := v.hub.snapshot(sess.ID()); ok {
-		res.Session = &sv
-	}
+	v.pl.decided()
 	return res, nil
 }

@@ -714,7 +714,6 @@ function decideResult(r) {
   const out = [h(`div.verdict.${req.allow ? 'ok' : 'bad'}`, { dataset: { stage: 'decided' } },
     `${req.allow ? '✓' : '✗'} ${what}: ${req.call}, logged as approval/decision at seq ${d.seq}. `,
     d.resumed ? 'Every call of the step is decided: the turn resumes.' : `Still waiting for ${d.undecided.join(', ')}.`)];
-  if (d.error) out.push(h('details.err', { open: true }, h('summary', 'the resumed turn failed'), h('pre', d.error)));
   return out;
 }
 
@@ -824,7 +823,6 @@ function decide(session, call, allow, always, reason) {
   const req = { session, call, allow, always, reason };
   run('decide', async () => {
     const d = await api('/api/decide', req);
-    if (d.session) upsert(d.session);
     return { kind: 'decide', data: { req, data: d } };
   });
 }
