@@ -201,3 +201,16 @@ func TestADecisionShowsAtOnceWhileThePageStepsTheDemo(t *testing.T) {
 	require.Eventually(t, func() bool { return s.hub.playState().State == stateDone }, 10*time.Second, 5*time.Millisecond)
 	assert.Len(t, recordsOf(t, s, id), 50)
 }
+
+func TestResetWhileTheDemoWaitsStopsIt(t *testing.T) {
+	s := newVisited(t, Options{})
+	id := waitDemo(t, s)
+	ps := decodeBody[playState](t, post(t, s, "/api/control", map[string]string{"op": opReset}), http.StatusOK)
+	assert.Equal(t, stateIdle, ps.State)
+	_, ok := s.mgr.Get(id)
+	assert.False(t, ok, "the waiting demo's session is closed")
+	got := decodeBody[map[string]string](t, post(t, s, "/api/decide", decideRequest{Session: id, Call: "call_1_1_0", Allow: true}), http.StatusNotFound)
+	assert.Contains(t, got["error"], "no such session")
+	// And it starts over, waiting again.
+	assert.NotEqual(t, id, finishDemo(t, s))
+}
