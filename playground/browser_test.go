@@ -144,36 +144,60 @@ func TestBrowserPlaysThenRefusesTheForgedRequest(t *testing.T) {
 	)
 	assert.Equal(t, 2, count(`#log .ev`), "a step shows one event")
 	assert.Contains(t, text(`#status`), "paused")
-	// Three more: the first step's request is in flight.
+	// Four more: the first step's request is in flight.
 	do(
-		chromedp.KeyEvent(kb.ArrowRight), chromedp.KeyEvent(kb.ArrowRight), chromedp.KeyEvent(kb.ArrowRight),
-		until(`document.querySelectorAll('#log .ev').length === 5`),
+		chromedp.KeyEvent(kb.ArrowRight), chromedp.KeyEvent(kb.ArrowRight), chromedp.KeyEvent(kb.ArrowRight), chromedp.KeyEvent(kb.ArrowRight),
+		until(`document.querySelectorAll('#log .ev').length === 6`),
 	)
-	assert.Equal(t, "request/digest", text(`#log .ev[data-seq="4"] .type`))
-	assert.Equal(t, "0 1 2 3 4", shownSeqs(), "the log shows events in seq order")
+	assert.Equal(t, "approval/policy", text(`#log .ev[data-seq="0"] .type`))
+	assert.Equal(t, "request/digest", text(`#log .ev[data-seq="5"] .type`))
+	assert.Equal(t, "0 1 2 3 4 5", shownSeqs(), "the log shows events in seq order")
 	assert.Contains(t, text(`#req-meta`), "in flight · turn 1 step 1")
 	assert.Equal(t, 1, count(`#request .msg`))
 	shot("playground-stepping.png")
 
-	// Space plays the rest, paced by the runtime. The answer to the play
-	// control ("playing") reaches the page after the event "done", as on a
-	// loaded machine (lateAnswers): the page stays done.
+	// Space plays on, paced by the runtime, up to the calc call, which
+	// waits for a decision. The answer to the play control ("playing")
+	// reaches the page after the event "waiting", as on a loaded machine
+	// (lateAnswers): the page stays waiting.
 	do(
 		chromedp.KeyEvent(" "),
-		chromedp.WaitVisible(chromedp.CSS(`body[data-play="done"]`)),
-		until(`document.querySelectorAll('#log .ev').length === 47`),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-play="waiting"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#pending .pcall button.allow`)),
 		controlsSettled,
 	)
 	state, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.dataset.play`))
 	require.NoError(t, err)
-	assert.Equal(t, stateDone, state, "a late answer does not undo the end of the demo")
+	assert.Equal(t, stateWaiting, state, "a late answer does not undo the wait")
+	assert.Equal(t, "approval/request", text(`#log .ev:last-child .type`))
+	assert.Equal(t, 1, count(`#pending .pcall`))
+	assert.Contains(t, text(`#pending .ptool`), `calc({"expression":"7*24*60*60"})`)
+	assert.Contains(t, text(`#pending .pwhy`), "asked by approvals: "+approvalConfig.Rules[0].Reason)
+	assert.Equal(t, 3, count(`#pending .pcall button`), "allow, deny, always for this session")
+	assert.Regexp(t, `^waiting for your decision on calc\(\{"expression":"7\*24\*60\*60"\}\) · demo · 15 events$`, text(`#status`))
+	assert.Equal(t, "disabled: Nothing to send: the turn waits for your decision on its pending call",
+		tab{t, ctx}.send())
+	shot("playground-waiting.png")
+
+	// Allow: the decision is logged, the turn resumes and plays to the end.
+	do(
+		chromedp.Click(chromedp.CSS(`#pending .pcall button.allow`)),
+		chromedp.WaitVisible(chromedp.CSS(`body[data-play="done"]`)),
+		until(`document.querySelectorAll('#log .ev').length === 50`),
+	)
+	assert.Contains(t, text(`#result .verdict`), "Allowed: call_1_1_0, logged as approval/decision at seq 15")
+	assert.Equal(t, "approval/decision", text(`#log .ev[data-seq="15"] .type`))
+	assert.Equal(t, "tool/start", text(`#log .ev[data-seq="16"] .type`))
+	hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector('#pending').hidden`))
+	require.NoError(t, err)
+	assert.True(t, hidden, "nothing waits any more")
 	shot("playground-played.png")
 	assert.Equal(t, 2, count(`#log .g-turn`), "events grouped by turn")
 	assert.Equal(t, 3, count(`#log .g-step`), "and by step")
 	assert.Equal(t, 2, count(`#log .g-compaction .ev.k-compaction`), "compaction/start and compaction/end, grouped")
 	assert.Equal(t, 3, count(`#log .ev.shadowed`), "the question, tool call and result the summary replaced")
 	assert.Equal(t, 4, count(`#messages .msg`))
-	inOrder := make([]string, 47)
+	inOrder := make([]string, 50)
 	for i := range inOrder {
 		inOrder[i] = fmt.Sprint(i)
 	}
@@ -182,13 +206,13 @@ func TestBrowserPlaysThenRefusesTheForgedRequest(t *testing.T) {
 	assert.Contains(t, text(`#status`), "done")
 
 	// Be the bad actor: delete the second question, send the next request.
-	const second = `#log .ev[data-type="user/message"][data-seq="31"]`
+	const second = `#log .ev[data-type="user/message"][data-seq="34"]`
 	do(
 		chromedp.Click(chromedp.CSS(second)),
 		chromedp.Click(chromedp.CSS(second+` .op-del`)),
-		chromedp.WaitVisible(chromedp.CSS(`#log .ev.doomed[data-seq="31"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#log .ev.doomed[data-seq="34"]`)),
 	)
-	assert.Contains(t, text(`#staged`), "seq 31")
+	assert.Contains(t, text(`#staged`), "seq 34")
 	do(
 		chromedp.Click(chromedp.CSS(`#send`)),
 		chromedp.WaitVisible(chromedp.CSS(`#result .violation code.rule`)),
@@ -203,8 +227,8 @@ func TestBrowserPlaysThenRefusesTheForgedRequest(t *testing.T) {
 	assert.Equal(t, 2, count(`#result td.mark.ok`), "a tick for each message before it")
 
 	// The forged session is shown; verify names what the deletion broke.
-	assert.Contains(t, text(`#tabs .tab[aria-selected="true"]`), "demo−31")
-	assert.Regexp(t, `^forged demo−31 · \d+ events · the demo is done$`, text(`#status`), "the status line names the session shown")
+	assert.Contains(t, text(`#tabs .tab[aria-selected="true"]`), "demo−34")
+	assert.Regexp(t, `^forged demo−34 · \d+ events · the demo is done$`, text(`#status`), "the status line names the session shown")
 	do(
 		chromedp.KeyEvent("v"),
 		until(`(document.querySelector('#result .verdict') || {textContent: ''}).textContent.includes('Verify')`),
@@ -230,7 +254,7 @@ func TestBrowserPlaysThenRefusesTheForgedRequest(t *testing.T) {
 	assert.Equal(t, "request-reconstruction", text(`#result .violation code.rule`))
 	assert.Equal(t, 1, count(`#result td.mark.ok`))
 	assert.Equal(t, 1, count(`#result td.mark.bad`))
-	assert.Contains(t, text(`#tabs .tab[aria-selected="true"]`), "demo@46")
+	assert.Contains(t, text(`#tabs .tab[aria-selected="true"]`), "demo@49")
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Empty(t, exceptions, "no script error on the page")
@@ -392,10 +416,12 @@ func TestBrowserEveryTabHasItsOwnDemo(t *testing.T) {
 	// The first tab runs its demo to the end; the second is left as it is.
 	a.do(
 		chromedp.KeyEvent("e"),
+		chromedp.WaitVisible(chromedp.CSS(`#pending .pcall button.allow`)),
+		chromedp.Click(chromedp.CSS(`#pending .pcall button.allow`)),
 		chromedp.WaitVisible(chromedp.CSS(`body[data-play="done"]`)),
-		until(`document.querySelectorAll('#log .ev').length === 47`),
+		until(`document.querySelectorAll('#log .ev').length === 50`),
 	)
-	assert.Equal(t, "demo done · 47 events — now break it", a.status())
+	assert.Equal(t, "demo done · 50 events — now break it", a.status())
 	assert.Equal(t, "enabled", a.send())
 	assert.Equal(t, "1", b.events())
 	assert.Equal(t, "paused", b.eval(`document.body.dataset.play`))
@@ -406,7 +432,7 @@ func TestBrowserEveryTabHasItsOwnDemo(t *testing.T) {
 		chromedp.KeyEvent("f"),
 		until(`(document.querySelector('#tabs .tab[aria-selected="true"]') || {dataset: {}}).dataset.kind === 'fork'`),
 	)
-	assert.Equal(t, "fork demo@46 · 48 events · the demo is done", a.status())
+	assert.Equal(t, "fork demo@49 · 51 events · the demo is done", a.status())
 	assert.Equal(t, "enabled", a.send())
 	assert.Equal(t, "1", b.events())
 }

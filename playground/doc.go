@@ -7,13 +7,14 @@
 // # What runs
 //
 // A [Server] owns one bus root with the invariants plugin (strict), the
-// store/memory plugin (which provides the session manager) and the
-// compaction plugin, scoped to the demo sessions. Play creates a demo
-// session and runs its turns with a scripted model and the calc tool; each
-// committed event reaches the page over server-sent events, one by one,
-// with the fold of the log up to it (session.DeriveMessages) and the next
-// request (the latest request/header and the fold the loop will send), and
-// whether a turn is open (then there is nothing to send yet). The page
+// store/memory plugin (which provides the session manager), the approvals
+// plugin and the compaction plugin, scoped to the demo sessions. Play
+// creates a demo session and runs its turns with a scripted model and the
+// calc tool; each committed event reaches the page over server-sent
+// events, one by one, with the fold of the log up to it
+// (session.DeriveMessages), the next request (the latest request/header
+// and the fold the loop will send), whether a turn is open (then there is
+// nothing to send yet) and the calls a suspended turn waits for. The page
 // never folds anything itself.
 //
 // # Visitors
@@ -33,6 +34,20 @@
 // Pacing is done in the runtime, not in the page: a session/event observer
 // of the demo session holds each commit until the page's clock (play) or
 // the user (step) lets it through, so the loop really runs event by event.
+//
+// # Approvals
+//
+// The approvals plugin is mounted with a policy that asks before every
+// calc call, so the demo's first turn suspends on its tool call: the log
+// ends with the approval/request, the player's state is "waiting", and
+// the state of the log (session.Suspended) lists the pending call, which
+// the page shows with Allow, Deny (with a reason, shown to the model) and
+// "Always for this session" (a decision of scope session). POST
+// /api/decide logs the decision with agentloop.Decide — at once, whatever
+// the pace — and, when every call of the step is decided, the demo's turn
+// resumes (agentloop.Agent.Resume), paced as any turn. A decision on a
+// call that waits for none, or was already decided, is refused (409),
+// nothing logged; one on a call the session never made gets 404.
 //
 // # Being the bad actor
 //

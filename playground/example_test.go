@@ -15,7 +15,8 @@ import (
 
 // The playground's page drives it over a small JSON API; so can a
 // program. Here: become a visitor (every page load is one, with a demo of
-// its own), play the demo to its end, delete the second question
+// its own), play the demo to its calc call, which waits for a decision,
+// allow it, play on to the end, delete the second question
 // from a copy of its log, send the next request as a loop that kept its
 // own message list would, and read the invariants plugin's verdict.
 func Example() {
@@ -53,20 +54,35 @@ func Example() {
 
 	var play struct{ Session string }
 	call("POST", "/api/control"+as, map[string]string{"op": "finish"}, &play)
-	var demo struct{ Records []json.RawMessage }
-	for deadline := time.Now().Add(10 * time.Second); len(demo.Records) < 47 && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-		demo.Records = nil
-		call("GET", "/api/sessions/"+play.Session+as, nil, &demo)
+	type pending struct{ ID, Tool, Arguments, Reason string }
+	var demo struct {
+		Records []json.RawMessage
+		State   struct {
+			Suspended *struct{ Calls []pending }
+		}
 	}
-	fmt.Println(len(demo.Records), "events; seq 31 is", string(demo.Records[31][strings.Index(string(demo.Records[31]), `"data"`):]))
+	get := func(done func() bool) {
+		for deadline := time.Now().Add(10 * time.Second); !done() && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+			demo.Records, demo.State.Suspended = nil, nil
+			call("GET", "/api/sessions/"+play.Session+as, nil, &demo)
+		}
+	}
+	get(func() bool { return demo.State.Suspended != nil })
+	c := demo.State.Suspended.Calls[0]
+	fmt.Printf("waiting for a decision on %s(%s): %s\n", c.Tool, c.Arguments, c.Reason)
+	var decided struct{ Resumed bool }
+	call("POST", "/api/decide"+as, map[string]any{"session": play.Session, "call": c.ID, "allow": true}, &decided)
+	fmt.Println("allowed; resumed:", decided.Resumed)
+	get(func() bool { return len(demo.Records) == 50 })
+	fmt.Println(len(demo.Records), "events; seq 34 is", string(demo.Records[34][strings.Index(string(demo.Records[34]), `"data"`):]))
 
 	var res struct {
 		Stage     string
 		Violation struct{ Rule, Message string }
 		Compare   []struct{ Mark string }
 	}
-	call("POST", "/api/send"+as, map[string]any{"session": play.Session, "delete": 31}, &res)
+	call("POST", "/api/send"+as, map[string]any{"session": play.Session, "delete": 34}, &res)
 	fmt.Println(res.Stage, res.Violation.Rule+":", res.Violation.Message)
 	marks := make([]string, len(res.Compare))
 	for i, c := range res.Compare {
@@ -77,7 +93,9 @@ func Example() {
 	stop()
 	fmt.Println(<-served)
 	// Output:
-	// 47 events; seq 31 is "data":{"content":"And in a single day?"}}
+	// waiting for a decision on calc({"expression":"7*24*60*60"}): the playground asks you before every calc call
+	// allowed; resumed: true
+	// 50 events; seq 34 is "data":{"content":"And in a single day?"}}
 	// request request-reconstruction: message 2 differs from the fold of the log
 	// ✓ ✓ ✗ · ·
 	// <nil>

@@ -60,7 +60,7 @@ func (g guard) allowedHost(hostport string) bool {
 }
 
 // actionPaths are the routes that change the playground's state.
-var actionPaths = map[string]bool{"/api/visitor": true, "/api/control": true, "/api/send": true, "/api/fork": true, "/api/replay": true, "/api/verify": true}
+var actionPaths = map[string]bool{"/api/visitor": true, "/api/control": true, "/api/send": true, "/api/fork": true, "/api/replay": true, "/api/verify": true, "/api/decide": true}
 
 // check returns why r is refused, or "".
 func (g guard) check(r *http.Request) string {

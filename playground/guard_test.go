@@ -38,6 +38,7 @@ func TestGuardRefusesOtherSites(t *testing.T) {
 		{name: "another page makes a visitor", method: "POST", path: "/api/visitor", host: "127.0.0.1" + port, origin: "http://evil.example", status: 403, error: "may not act"},
 		{name: "another page posts a control", method: "POST", path: "/api/control", host: "127.0.0.1" + port, origin: "http://evil.example", status: 403, error: `origin "http://evil.example" may not act`},
 		{name: "another page posts a send", method: "POST", path: "/api/send", host: "127.0.0.1" + port, origin: "http://evil.example", status: 403, error: "may not act"},
+		{name: "another page posts a decision", method: "POST", path: "/api/decide", host: "127.0.0.1" + port, origin: "http://evil.example", status: 403, error: "may not act"},
 		{name: "another page posts a fork", method: "POST", path: "/api/fork", host: "localhost" + port, origin: "https://evil.example", status: 403, error: "may not act"},
 		{name: "a sandboxed page", method: "POST", path: "/api/control", host: "127.0.0.1" + port, origin: "null", status: 403, error: `origin "null" may not act`},
 		{name: "another local port", method: "POST", path: "/api/control", host: "127.0.0.1" + port, origin: "http://127.0.0.1:1", status: 403, error: "may not act"},

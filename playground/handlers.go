@@ -33,6 +33,7 @@ func (s *Server) routes() {
 	mux.HandleFunc("POST /api/fork", s.handleFork)
 	mux.HandleFunc("POST /api/replay", s.handleReplay)
 	mux.HandleFunc("POST /api/verify", s.handleVerify)
+	mux.HandleFunc("POST /api/decide", s.handleDecide)
 	s.mux = mux
 }
 
@@ -45,19 +46,22 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // writeError maps err to a status: 404 for a session the page does not
-// show or a visitor the playground does not keep, 503 when it keeps too
-// many, 400 for bad arguments, 409 for what the runtime refused (a fork
-// inside an open turn, a seq the log does not have), 500 otherwise.
+// show, a visitor the playground does not keep or a tool call the session
+// never made, 503 when it keeps too many, 400 for bad arguments (a denial
+// "always for this session"), 409 for what the runtime refused (a fork
+// inside an open turn, a seq the log does not have, a decision on a call
+// not pending or already decided), 500 otherwise.
 func writeError(w http.ResponseWriter, err error) {
 	status := http.StatusInternalServerError
 	switch {
-	case errors.Is(err, errNotShown), errors.Is(err, errNoVisitor):
+	case errors.Is(err, errNotShown), errors.Is(err, errNoVisitor), errors.Is(err, session.ErrUnknownCall):
 		status = http.StatusNotFound
 	case errors.Is(err, errFull):
 		status = http.StatusServiceUnavailable
-	case errors.Is(err, errInvalid), errors.Is(err, ErrUnknownOp):
+	case errors.Is(err, errInvalid), errors.Is(err, ErrUnknownOp), errors.Is(err, session.ErrInvalidDecision):
 		status = http.StatusBadRequest
-	case errorsIsAny(err, session.ErrOpenTurn, session.ErrNotFound, session.ErrClosed):
+	case errorsIsAny(err, session.ErrOpenTurn, session.ErrNotFound, session.ErrClosed,
+		session.ErrNotSuspended, session.ErrNotPending, session.ErrAlreadyDecided):
 		status = http.StatusConflict
 	}
 	writeJSON(w, status, map[string]string{"error": err.Error()})
@@ -209,6 +213,23 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := v.verify(body.Session)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request) {
+	v, ok := s.visitorFor(w, r)
+	if !ok {
+		return
+	}
+	var body decideRequest
+	if !decode(w, r, &body) {
+		return
+	}
+	res, err := v.decide(body)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -82,14 +82,42 @@ func decodeBody[T any](t *testing.T, rec *httptest.ResponseRecorder, status int)
 	return v
 }
 
-// finishDemo runs the demo to its end and returns its session id.
+// finishDemo runs the demo to its end, allowing its calc call, and
+// returns its session id.
 func finishDemo(t *testing.T, s visited) string {
+	t.Helper()
+	id := waitDemo(t, s)
+	allow(t, s, id)
+	require.Eventually(t, func() bool { return s.hub.playState().State == stateDone }, 10*time.Second, 5*time.Millisecond,
+		"the demo did not finish: %+v", s.hub.playState())
+	return id
+}
+
+// allow allows the call the session shown waits for.
+func allow(t *testing.T, s visited, id string) decideResult {
+	t.Helper()
+	return decodeBody[decideResult](t, post(t, s, "/api/decide", decideRequest{Session: id, Call: pendingCall(t, s, id).ID, Allow: true}), http.StatusOK)
+}
+
+// waitDemo runs the demo to its calc call, which waits for a decision,
+// and returns its session id.
+func waitDemo(t *testing.T, s visited) string {
 	t.Helper()
 	ps := decodeBody[playState](t, post(t, s, "/api/control", map[string]string{"op": opFinish}), http.StatusOK)
 	require.NotEmpty(t, ps.Session)
-	require.Eventually(t, func() bool { return s.hub.playState().State == stateDone }, 10*time.Second, 5*time.Millisecond,
-		"the demo did not finish: %+v", s.hub.playState())
+	require.Eventually(t, func() bool { return s.hub.playState().State == stateWaiting }, 10*time.Second, 5*time.Millisecond,
+		"the demo did not wait for a decision: %+v", s.hub.playState())
 	return ps.Session
+}
+
+// pendingCall returns the only call the session shown waits for.
+func pendingCall(t *testing.T, s visited, id string) pendingView {
+	t.Helper()
+	sv, ok := s.hub.snapshot(id)
+	require.True(t, ok, "session %s is not shown", id)
+	require.NotNil(t, sv.State.Suspended, "session %s is not suspended", id)
+	require.Len(t, sv.State.Suspended.Calls, 1)
+	return sv.State.Suspended.Calls[0]
 }
 
 // recordsOf returns the records of a session the page shows.

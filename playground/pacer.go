@@ -51,6 +51,13 @@ func (p *pacer) step() {
 	p.signalLocked()
 }
 
+// manual reports whether events pass one step at a time.
+func (p *pacer) manual() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mode == paceManual
+}
+
 // wait returns when the next event may pass, or when ctx is done.
 func (p *pacer) wait(ctx context.Context) {
 	var timer *time.Timer

@@ -19,6 +19,9 @@ const (
 	statePaused  = "paused"
 	stateDone    = "done"
 	stateFailed  = "failed"
+	// stateWaiting: the demo's turn is suspended on an approval; the
+	// visitor's decision resumes it.
+	stateWaiting = "waiting"
 )
 
 // Play controls, as the page sends them.
@@ -42,6 +45,13 @@ type player struct {
 	pace   *pacer
 	done   chan struct{}
 	state  string
+	// ready is signalled when every pending call of the demo's suspended
+	// step is decided: the run resumes the turn.
+	ready chan struct{}
+	// deciding lets a decision's records past the pacer: the visitor's
+	// own action shows at once, whatever the pace (and a paused pace
+	// would hold the decision, and the action, until a step).
+	deciding bool
 }
 
 // isDemo reports whether id is the demo session.
@@ -55,7 +65,7 @@ func (p *player) isDemo(id string) bool {
 // called from the session/event observer, so the loop waits with it.
 func (p *player) hold(id string) {
 	p.mu.Lock()
-	if id == "" || id != p.id || p.pace == nil {
+	if id == "" || id != p.id || p.pace == nil || p.deciding {
 		p.mu.Unlock()
 		return
 	}
@@ -68,7 +78,7 @@ func (p *player) hold(id string) {
 func (p *player) stop() {
 	p.mu.Lock()
 	cancel, done, pace := p.cancel, p.done, p.pace
-	p.id, p.ctx, p.cancel, p.pace, p.done, p.state = "", nil, nil, nil, nil, stateIdle
+	p.id, p.ctx, p.cancel, p.pace, p.done, p.state, p.ready = "", nil, nil, nil, nil, stateIdle, nil
 	p.mu.Unlock()
 	if pace != nil {
 		pace.set(paceFast)
@@ -119,11 +129,16 @@ func (v *visitor) control(op string) (playState, error) {
 		case statePaused:
 			pace.set(paceAuto)
 			v.setState(statePlaying, nil)
+		case stateWaiting:
+			pace.set(paceAuto) // the pace the turn resumes at
 		}
 	case opPause:
-		if state == statePlaying {
+		switch state {
+		case statePlaying:
 			pace.set(paceManual)
 			v.setState(statePaused, nil)
+		case stateWaiting:
+			pace.set(paceManual)
 		}
 	case opStep:
 		switch state {
@@ -135,6 +150,8 @@ func (v *visitor) control(op string) (playState, error) {
 		case statePlaying, statePaused:
 			pace.step()
 			v.setState(statePaused, nil)
+		case stateWaiting:
+			pace.step()
 		}
 	case opFinish:
 		switch state {
@@ -143,6 +160,8 @@ func (v *visitor) control(op string) (playState, error) {
 		case statePlaying, statePaused:
 			pace.set(paceFast)
 			v.setState(statePlaying, nil)
+		case stateWaiting:
+			pace.set(paceFast)
 		}
 	case opReset:
 		v.pl.stop()
@@ -173,9 +192,9 @@ func (v *visitor) startDemo(mode int, state string) error {
 	done := make(chan struct{})
 	p := &v.pl
 	p.mu.Lock()
-	p.id, p.ctx, p.cancel, p.pace, p.done = sess.ID(), ctx, cancel, newPacer(s.opts.Delay, mode), done
+	p.id, p.ctx, p.cancel, p.pace, p.done, p.ready = sess.ID(), ctx, cancel, newPacer(s.opts.Delay, mode), done, make(chan struct{}, 1)
 	p.mu.Unlock()
-	s.track(v, sess, kindDemo, "demo", "the scripted session: a tool call, then a compaction")
+	s.track(v, sess, kindDemo, "demo", "the scripted session: a tool call that waits for your decision, then a compaction")
 	v.setState(state, nil)
 	go v.runDemo(ctx, sess, agent, done)
 	return nil
@@ -192,7 +211,16 @@ func (v *visitor) runDemo(ctx context.Context, sess *live.Session, agent *agentl
 	}()
 	var err error
 	for _, prompt := range demoPrompts {
-		if _, err = agent.Run(ctx, sess, prompt); err != nil {
+		_, err = agent.Run(ctx, sess, prompt)
+		// A suspended turn waits for the visitor's decisions, then
+		// resumes here, paced as any turn (it may suspend again).
+		for errors.Is(err, agentloop.ErrSuspended) {
+			if !v.awaitDecision(ctx, done) {
+				return
+			}
+			_, err = agent.Resume(ctx, sess)
+		}
+		if err != nil {
 			break
 		}
 	}
@@ -211,4 +239,63 @@ func (v *visitor) runDemo(ctx context.Context, sess *live.Session, agent *agentl
 		return
 	}
 	v.setState(stateDone, nil)
+}
+
+// awaitDecision announces that the demo run done waits for the visitor's
+// decisions and returns when they are in (true), or when the run is
+// stopped (false).
+func (v *visitor) awaitDecision(ctx context.Context, done chan struct{}) bool {
+	p := &v.pl
+	p.mu.Lock()
+	current, ready := p.done == done, p.ready
+	p.mu.Unlock()
+	if !current {
+		return false
+	}
+	v.setState(stateWaiting, nil)
+	select {
+	case <-ctx.Done():
+		return false
+	case <-ready:
+	}
+	// The turn resumes at the pace the visitor chose meanwhile.
+	p.mu.Lock()
+	current = p.done == done
+	state := statePlaying
+	if p.pace != nil && p.pace.manual() {
+		state = statePaused
+	}
+	p.mu.Unlock()
+	if !current {
+		return false
+	}
+	v.setState(state, nil)
+	return true
+}
+
+// decided tells the demo run that every pending call of its suspended
+// step is decided.
+func (p *player) decided() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ready != nil {
+		select {
+		case p.ready <- struct{}{}:
+		default: // already told
+		}
+	}
+}
+
+// decide runs fn, which logs a decision in the demo session, letting its
+// records past the pacer.
+func (p *player) decide(fn func()) {
+	p.mu.Lock()
+	p.deciding = true
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.deciding = false
+		p.mu.Unlock()
+	}()
+	fn()
 }

@@ -2,13 +2,15 @@ package playground
 
 import (
 	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/plugins/approvals"
 	"github.com/vigil-run/vigil/plugins/compaction"
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
 )
 
-// The demo: two turns, the first with a calc tool call, and between them a
-// compaction that replaces the first turn's question, tool call and tool
-// result with a summary.
+// The demo: two turns, the first with a calc tool call that waits for the
+// visitor's decision (the approvals plugin asks before every calc call),
+// and between them a compaction that replaces the first turn's question,
+// tool call and tool result with a summary.
 
 // demoPrompts are the user messages of the demo's turns.
 var demoPrompts = []string{
@@ -50,3 +52,9 @@ var agentConfig = agentloop.Config{
 // first leaves four messages, one more than allowed, and only the last is
 // kept verbatim.
 var compactionConfig = compaction.Config{MaxMessages: 3, Keep: 1}
+
+// approvalConfig is the approvals plugin's policy: a calc call waits for
+// the visitor's decision, anything else runs.
+var approvalConfig = &approvals.Config{Default: "allow", Rules: []approvals.Rule{
+	{Tool: "calc", Action: "ask", Reason: "the playground asks you before every calc call"},
+}}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/invariants"
+	"github.com/vigil-run/vigil/plugins/approvals"
 	"github.com/vigil-run/vigil/plugins/compaction"
 	"github.com/vigil-run/vigil/plugins/store/memory"
 	"github.com/vigil-run/vigil/session/live"
@@ -59,8 +60,8 @@ type Server struct {
 }
 
 // New builds the runtime — the invariants plugin in strict mode, the
-// store/memory plugin and the compaction plugin, scoped to the demo
-// session — and returns a playground ready to serve. Close releases it.
+// store/memory plugin, the approvals plugin and the compaction plugin,
+// scoped to the demo session — and returns a playground ready to serve. Close releases it.
 func New(opts Options) (*Server, error) {
 	if opts.Delay <= 0 {
 		opts.Delay = DefaultDelay
@@ -96,6 +97,12 @@ func (s *Server) compose() error {
 		return err
 	}
 	s.mgr = mgr
+	// Every session's calc calls wait for the visitor's decision (see
+	// approvalConfig); the policy is logged in each, so that verify
+	// proves no calc ran without one.
+	if _, err := s.c.Plugin(approvals.Plugin, approvalConfig); err != nil {
+		return err
+	}
 	// Only the demos compact: a fork must keep the log the page compares.
 	demoOnly := s.c.Scope(func(subject any) bool { id, ok := subject.(string); return ok && s.isDemo(id) })
 	if _, err := demoOnly.Plugin(compaction.Plugin, compactionConfig); err != nil {

@@ -18,6 +18,9 @@ type stateView struct {
 	// the model sees. Surface events not in it were replaced (compacted).
 	Surface []int64   `json:"surface"`
 	Next    *nextView `json:"next"`
+	// Suspended is what the log's suspended step waits for
+	// (session.Suspended), nil when it waits for nothing.
+	Suspended *suspensionView `json:"suspended,omitempty"`
 	// Error is why the log does not fold, if it does not.
 	Error string `json:"error,omitempty"`
 }
@@ -43,6 +46,43 @@ type nextView struct {
 	StepStart int64           `json:"step_start"`
 	Header    *session.Header `json:"header"`
 	Messages  []messageView   `json:"messages"`
+}
+
+// suspensionView is a step suspended on approvals: its calls that have
+// an approval/request, decided or not.
+type suspensionView struct {
+	Turn  int           `json:"turn"`
+	Step  int           `json:"step"`
+	Calls []pendingView `json:"calls"`
+}
+
+// pendingView is one call of a suspended step, as the page shows it with
+// its buttons while Decision is nil.
+type pendingView struct {
+	ID        string `json:"id"`
+	Tool      string `json:"tool"`
+	Arguments string `json:"arguments"`
+	// Seq is the seq of the tool/call, RequestSeq of its approval/request.
+	Seq        int64                     `json:"seq"`
+	RequestSeq int64                     `json:"request_seq"`
+	By         string                    `json:"by,omitempty"`
+	Reason     string                    `json:"reason,omitempty"`
+	Decision   *session.ApprovalDecision `json:"decision,omitempty"`
+}
+
+// suspensionOf returns the view of records' suspension, nil when the log
+// is not suspended.
+func suspensionOf(records []*session.Record) *suspensionView {
+	s := session.Suspended(records)
+	if s == nil {
+		return nil
+	}
+	out := &suspensionView{Turn: s.Turn, Step: s.Step, Calls: make([]pendingView, len(s.Calls))}
+	for i, c := range s.Calls {
+		out.Calls[i] = pendingView{ID: c.Call.ID, Tool: c.Call.Name, Arguments: c.Call.Arguments, Seq: c.CallSeq,
+			RequestSeq: c.RequestSeq, By: c.Request.By, Reason: c.Request.Reason, Decision: c.Decision}
+	}
+	return out
 }
 
 // derive computes the state of records, a valid log from seq 0.
@@ -84,6 +124,7 @@ func derive(records []*session.Record) stateView {
 		next.Header = &h
 	}
 	st.Next = next
+	st.Suspended = suspensionOf(records)
 	return st
 }
 

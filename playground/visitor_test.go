@@ -74,7 +74,7 @@ func TestEveryVisitorHasItsOwnDemo(t *testing.T) {
 	rec := httptest.NewRecorder()
 	b.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://localhost/api/sessions/"+first, nil))
 	assert.Equal(t, http.StatusNotFound, rec.Code)
-	for _, path := range []string{"/api/send", "/api/replay", "/api/verify"} {
+	for _, path := range []string{"/api/send", "/api/replay", "/api/verify", "/api/decide"} {
 		got := decodeBody[map[string]string](t, post(t, b, path, sessionBody{Session: first}), http.StatusNotFound)
 		assert.Contains(t, got["error"], "no such session", path)
 	}
@@ -85,15 +85,15 @@ func TestEveryVisitorHasItsOwnDemo(t *testing.T) {
 	defer cancel()
 	second := finishDemo(t, b)
 	assert.NotEqual(t, first, second)
-	assert.Len(t, recordsOf(t, b, second), 47, "the compaction runs on every visitor's demo")
+	assert.Len(t, recordsOf(t, b, second), 50, "the compaction runs on every visitor's demo")
 	assert.Equal(t, 1, len(aEvents), "the first visitor got its hello and nothing of the second's demo")
 	_, shown := a.hub.records(second)
 	assert.False(t, shown)
-	assert.Len(t, recordsOf(t, a, first), 47)
+	assert.Len(t, recordsOf(t, a, first), 50)
 
 	// A reset is the visitor's own too.
 	decodeBody[playState](t, post(t, b, "/api/control", map[string]string{"op": opReset}), http.StatusOK)
-	assert.Len(t, recordsOf(t, a, first), 47, "another visitor's reset leaves the demo")
+	assert.Len(t, recordsOf(t, a, first), 50, "another visitor's reset leaves the demo")
 	_, ok := s.mgr.Get(first)
 	assert.True(t, ok, "and its session open")
 	_, ok = s.mgr.Get(second)

@@ -81,6 +81,7 @@ function kindOf(type) {
   if (type === 'tool/result') return 'result';
   if (type.startsWith('tool/')) return 'tool';
   if (type.startsWith('compaction/')) return 'compaction';
+  if (type.startsWith('approval/')) return 'approval';
   if (type === 'session/end-seed') return 'seed';
   return 'other';
 }
@@ -124,6 +125,9 @@ function summary(r) {
     case 'compaction/start':
     case 'compaction/end': return d.id;
     case 'session/end-seed': return 'inherited events end here';
+    case 'approval/policy': return `${d.by} · default ${d.default} · ${(d.rules || []).map((r) => `${r.tool}${r.arguments ? ' ~' + r.arguments : ''} → ${r.action}`).join(', ') || 'no rules'}`;
+    case 'approval/request': return `${d.id} · asked by ${d.by || '?'}${d.reason ? ': ' + d.reason : ''}`;
+    case 'approval/decision': return `${d.id} ${d.allow ? 'allowed' : 'denied'} by ${d.by || '?'}${d.scope === 'session' ? ' · always for this session' : ''}${d.reason ? ': ' + d.reason : ''}`;
     default: return JSON.stringify(d);
   }
 }
@@ -282,6 +286,10 @@ function statusText() {
   if (st === 'failed') return `the demo failed: ${S.play.error || ''}`;
   const s = current();
   const demo = S.play.session && S.sessions.get(S.play.session);
+  const waits = undecided(s);
+  if (waits.length) {
+    return `waiting for your decision on ${waits.map((c) => `${c.tool}(${c.arguments})`).join(', ')} · ${s === demo ? 'demo' : `${s.kind} ${s.label}`} · ${s.records.length} events`;
+  }
   if (!s || s === demo) {
     const n = demo ? demo.records.length : 0;
     return {
@@ -289,9 +297,10 @@ function statusText() {
       playing: `demo playing · ${n} events`,
       paused: `demo paused · ${n} events — → for the next one`,
       done: `demo done · ${n} events — now break it`,
+      waiting: `demo resuming · ${n} events`,
     }[st] || st;
   }
-  const player = { idle: 'not started', playing: 'playing', paused: 'paused', done: 'done' }[st] || st;
+  const player = { idle: 'not started', playing: 'playing', paused: 'paused', done: 'done', waiting: 'waiting for your decision' }[st] || st;
   return `${s.kind} ${s.label} · ${s.records.length} events · the demo is ${player}`;
 }
 
@@ -302,6 +311,7 @@ function unsendable() {
   if (!s || !s.records.length) return 'play or step the demo first';
   const next = s.state && s.state.next;
   if (!next) return 'the log does not fold';
+  if (undecided(s).length) return 'the turn waits for your decision on its pending call';
   if (next.turn_open) return 'a turn is running; step or play it to its end';
   return '';
 }
@@ -335,6 +345,7 @@ function surfaceInfo(state) {
 function renderSession(streaming) {
   const s = current();
   renderLog(s, streaming);
+  renderPending(s);
   renderMessages(s);
   renderRequest(s);
   renderControls();
@@ -473,6 +484,44 @@ function highlight(seq, on) {
   if (row) row.classList.toggle('hl', on);
 }
 
+// undecided returns the calls of the session's suspended step that wait
+// for a decision (the server's fold says which: state.suspended).
+function undecided(s) {
+  const sp = s && s.state && s.state.suspended;
+  return sp ? sp.calls.filter((c) => !c.decision) : [];
+}
+
+// renderPending shows the calls a suspended turn waits for, each with its
+// tool, arguments and the request's reason, and the buttons that decide.
+function renderPending(s) {
+  const box = $('#pending');
+  box.textContent = '';
+  const sp = s && s.state && s.state.suspended;
+  if (!sp) {
+    box.hidden = true;
+    return;
+  }
+  box.hidden = false;
+  box.append(h('h3', `Turn ${sp.turn}, step ${sp.step} waits for your decision`));
+  for (const c of sp.calls) {
+    const row = h('div.pcall', { dataset: { call: c.id } },
+      h('div.ptool', h('b', c.tool), `(${c.arguments})`, h('span.cid', ` ${c.id} · seq ${c.seq}`)),
+      h('div.pwhy', `asked by ${c.by || '?'}${c.reason ? ': ' + c.reason : ''} (approval/request, seq ${c.request_seq})`));
+    if (c.decision) {
+      const d = c.decision;
+      row.append(h(`div.pdone${d.allow ? '' : '.bad'}`, `${d.allow ? '✓ allowed' : '✗ denied'} by ${d.by}${d.reason ? ': ' + d.reason : ''} — waiting for the other calls`));
+    } else {
+      const reason = h('input.preason', { type: 'text', placeholder: 'reason (optional, shown to the model with a denial)', autocomplete: 'off', spellcheck: 'false' });
+      const go = (allow, always) => decide(s.id, c.id, allow, always, reason.value);
+      row.append(reason, h('div.pbtns',
+        h('button.primary.allow', { type: 'button', disabled: S.busy, title: 'allow this call: the tool runs and the turn resumes', onclick: () => go(true, false) }, 'Allow'),
+        h('button.deny', { type: 'button', disabled: S.busy, title: 'deny this call: the model gets APPROVAL_DENIED and the reason', onclick: () => go(false, false) }, 'Deny'),
+        h('button.always', { type: 'button', disabled: S.busy, title: 'allow this call and, for the rest of this session, the later calls this rule asks about', onclick: () => go(true, true) }, 'Always for this session')));
+    }
+    box.append(row);
+  }
+}
+
 function renderMessages(s) {
   const ol = $('#messages');
   ol.textContent = '';
@@ -593,6 +642,7 @@ function renderResult() {
   else if (r.kind === 'replay') box.append(...replayResult(r.data));
   else if (r.kind === 'verify') box.append(...verifyResult(r.data));
   else if (r.kind === 'fork') box.append(h('div.verdict.ok', `⑂ ${r.data}`));
+  else if (r.kind === 'decide') box.append(...decideResult(r.data));
 }
 
 function violationBox(v) {
@@ -655,6 +705,15 @@ function sendResult(d) {
   }
   // Without a violation the error is all there is to say: show it open.
   if (d.error) out.push(h('details.err', { open: !d.violation }, h('summary', 'the error, as returned'), h('pre', d.error)));
+  return out;
+}
+
+function decideResult(r) {
+  const { req, data: d } = r;
+  const what = req.allow ? (req.always ? 'Allowed for the rest of this session' : 'Allowed') : 'Denied';
+  const out = [h(`div.verdict.${req.allow ? 'ok' : 'bad'}`, { dataset: { stage: 'decided' } },
+    `${req.allow ? '✓' : '✗'} ${what}: ${req.call}, logged as approval/decision at seq ${d.seq}. `,
+    d.resumed ? 'Every call of the step is decided: the turn resumes.' : `Still waiting for ${d.undecided.join(', ')}.`)];
   return out;
 }
 
@@ -757,6 +816,14 @@ function send() {
       S.toEnd = true; // the turn just sent is at the end
     }
     return { kind: 'send', data: d };
+  });
+}
+
+function decide(session, call, allow, always, reason) {
+  const req = { session, call, allow, always, reason };
+  run('decide', async () => {
+    const d = await api('/api/decide', req);
+    return { kind: 'decide', data: { req, data: d } };
   });
 }
 

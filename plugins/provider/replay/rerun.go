@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -53,6 +54,13 @@ func (r *Rerun) Identical() bool {
 // the new log exactly as they did from the original: Steps compares their
 // digests. Mount the invariants plugin on c to have every request checked
 // against a fresh fold on the way.
+//
+// Approvals are replayed as recorded: a call the recording asked about
+// is asked again (same asker, same reason), one the policy in force
+// denied is denied again, the others run, and a suspended turn gets the
+// recorded decisions again and resumes — so the new log has the same
+// events at the same seqs. A turn the recording left waiting is left
+// waiting (its error matches agentloop.ErrSuspended).
 func Run(ctx context.Context, c *bus.Context, mgr *live.Manager, recorded []*session.Record) (*Rerun, error) {
 	header, ok := session.DeriveHeader(recorded)
 	if !ok {
@@ -70,6 +78,14 @@ func Run(ctx context.Context, c *bus.Context, mgr *live.Manager, recorded []*ses
 	if err != nil {
 		return nil, err
 	}
+	ap := recordedApprovals(recorded)
+	// Prepended: the recording's answer comes before any policy mounted on c.
+	defer agentloop.ToolApprove.On(c, func(_ context.Context, q *agentloop.ApprovalQuery) (agentloop.Verdict, error) {
+		if q.Session != sess {
+			return agentloop.Verdict{}, nil
+		}
+		return ap.verdict(q.Call), nil
+	}, bus.Prepend)()
 	out := &Rerun{Session: sess}
 	for i := 0; i < len(recorded); i++ {
 		r := recorded[i]
@@ -81,7 +97,11 @@ func Run(ctx context.Context, c *bus.Context, mgr *live.Manager, recorded []*ses
 					prompt = m.Content
 				}
 			}
-			if _, err := agent.Run(ctx, sess, prompt); err != nil {
+			_, err := agent.Run(ctx, sess, prompt)
+			for errors.Is(err, agentloop.ErrSuspended) && ap.decide(ctx, sess) {
+				_, err = agent.Resume(ctx, sess)
+			}
+			if err != nil {
 				out.Errors = append(out.Errors, err)
 			}
 			for i+1 < len(recorded) && recorded[i+1].Turn() == r.Turn() {
@@ -162,13 +182,20 @@ func recordedTools(records []*session.Record, h session.Header) []agentloop.Tool
 		byName[spec.Name] = t
 		out = append(out, t)
 	}
+	// Only the results of calls that started came from a tool: the loop
+	// answers the others itself (a denied call, bad arguments), again.
+	started := map[string]bool{}
 	for _, r := range records {
-		if r.Type() != session.TypeToolResult {
-			continue
-		}
-		if res, err := session.DecodeData[session.ToolResult](r); err == nil {
-			if t, ok := byName[res.Name]; ok {
-				t.results = append(t.results, res)
+		switch r.Type() {
+		case session.TypeToolStart:
+			if s, err := session.DecodeData[session.ToolStart](r); err == nil {
+				started[s.ID] = true
+			}
+		case session.TypeToolResult:
+			if res, err := session.DecodeData[session.ToolResult](r); err == nil && started[res.ID] {
+				if t, ok := byName[res.Name]; ok {
+					t.results = append(t.results, res)
+				}
 			}
 		}
 	}
@@ -192,3 +219,69 @@ func (t *recordedTool) Execute(context.Context, json.RawMessage) (string, error)
 }
 
 var _ agentloop.Tool = (*recordedTool)(nil)
+
+// approvals is what a recording says of its tool calls' approvals.
+type approvals struct {
+	requests  map[string]session.ApprovalRequest
+	decisions map[string]session.ApprovalDecision // a person's, not the loop's
+	policy    map[string]*session.PolicyMatcher   // in force at each call
+}
+
+func recordedApprovals(records []*session.Record) *approvals {
+	a := &approvals{requests: map[string]session.ApprovalRequest{}, decisions: map[string]session.ApprovalDecision{}, policy: map[string]*session.PolicyMatcher{}}
+	var pm *session.PolicyMatcher
+	for _, r := range records {
+		switch r.Type() {
+		case session.TypeApprovalPolicy:
+			if p, err := session.DecodeData[session.ApprovalPolicy](r); err == nil {
+				pm, _ = session.CompilePolicy(p) // a loaded log's policies compile
+			}
+		case session.TypeToolCall:
+			if c, err := session.DecodeData[session.ToolCall](r); err == nil {
+				a.policy[c.ID] = pm
+			}
+		case session.TypeApprovalRequest:
+			if q, err := session.DecodeData[session.ApprovalRequest](r); err == nil {
+				a.requests[q.ID] = q
+			}
+		case session.TypeApprovalDecision:
+			// The loop logs the decisions a session-scoped allow covers.
+			if d, err := session.DecodeData[session.ApprovalDecision](r); err == nil && d.By != session.SessionRuleBy {
+				a.decisions[d.ID] = d
+			}
+		}
+	}
+	return a
+}
+
+// verdict answers call as the recording did.
+func (a *approvals) verdict(call session.ToolCall) agentloop.Verdict {
+	if q, ok := a.requests[call.ID]; ok {
+		return agentloop.Verdict{Action: session.ActionAsk, By: q.By, Reason: q.Reason}
+	}
+	if pm := a.policy[call.ID]; pm != nil {
+		if action, reason := pm.Match(call.Name, call.Arguments); action == session.ActionDeny {
+			return agentloop.Verdict{Action: action, By: pm.Policy().By, Reason: reason}
+		}
+	}
+	return agentloop.Verdict{Action: session.ActionAllow}
+}
+
+// decide gives sess's undecided calls their recorded decisions. It
+// reports whether every one had one: the step can resume.
+func (a *approvals) decide(ctx context.Context, sess *live.Session) bool {
+	s := session.Suspended(sess.Records())
+	if s == nil {
+		return false
+	}
+	for _, c := range s.Undecided() {
+		d, ok := a.decisions[c.Call.ID]
+		if !ok {
+			return false
+		}
+		if _, err := agentloop.Decide(ctx, sess, c.Call.ID, agentloop.Decision{Allow: d.Allow, By: d.By, Reason: d.Reason, Scope: d.Scope}); err != nil {
+			return false
+		}
+	}
+	return true
+}

@@ -9,7 +9,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/plugins/approvals"
 	"github.com/vigil-run/vigil/plugins/provider/replay"
+	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/memory"
 )
@@ -57,4 +60,55 @@ func TestRunRefusesALogWithoutHeader(t *testing.T) {
 	w := newWorld(t, memory.New(), t.TempDir())
 	_, err := replay.Run(context.Background(), w.c, w.mgr, nil)
 	require.ErrorContains(t, err, "no request/header")
+}
+
+// TestRunReplaysApprovalsAsRecorded: a recording whose calls were asked
+// about — one denied, one allowed for the rest of the session, a later
+// one covered by it — and one the policy denied, replays with the same
+// events at the same seqs, each request re-derived identically.
+func TestRunReplaysApprovalsAsRecorded(t *testing.T) {
+	ctx := context.Background()
+	dir := folder(t)
+	w := newWorld(t, memory.New(), dir)
+	_, err := w.c.Plugin(approvals.Plugin, &approvals.Config{Rules: []approvals.Rule{
+		{Tool: "*", Arguments: "nope", Action: "deny", Reason: "not that"},
+		{Tool: "*", Action: "ask", Reason: "tools need a yes"},
+	}})
+	require.NoError(t, err)
+	prov, err := scripted.New(scripted.Config{Script: []scripted.Reply{
+		{ToolCalls: []scripted.ToolCall{{Name: "list_dir", Arguments: map[string]any{"path": "."}}, {Name: "list_dir", Arguments: map[string]any{"path": "nope"}}}},
+		{ToolCalls: []scripted.ToolCall{{Name: "list_dir", Arguments: map[string]any{"path": "src"}}}},
+		{ToolCalls: []scripted.ToolCall{{Name: "list_dir", Arguments: map[string]any{"path": "."}}}},
+		{Text: "done"},
+	}})
+	require.NoError(t, err)
+	a := agentloop.New(w.c, agentloop.Config{System: "be helpful", Model: "m1"}, agentloop.WithProvider(prov), agentloop.WithTools(w.tools...))
+	orig, err := w.mgr.Create(ctx)
+	require.NoError(t, err)
+	res, err := a.Run(ctx, orig, "look")
+	require.ErrorIs(t, err, agentloop.ErrSuspended)
+	_, err = agentloop.Decide(ctx, orig, res.Pending[0].Call.ID, agentloop.Decision{By: "ann", Reason: "not now"})
+	require.NoError(t, err)
+	res, err = a.Resume(ctx, orig)
+	require.ErrorIs(t, err, agentloop.ErrSuspended)
+	_, err = agentloop.Decide(ctx, orig, res.Pending[0].Call.ID, agentloop.Decision{Allow: true, By: "ann", Scope: session.ScopeSession})
+	require.NoError(t, err)
+	res, err = a.Resume(ctx, orig)
+	require.NoError(t, err, "the third call is covered by the session-scoped allow")
+	require.Equal(t, session.ReasonCompleted, res.Reason)
+
+	again := newWorld(t, memory.New(), dir)
+	rr, err := replay.Run(ctx, again.c, again.mgr, orig.Records())
+	require.NoError(t, err)
+	assert.Empty(t, rr.Errors)
+	assert.True(t, rr.Identical(), "%+v", rr.Steps)
+	typesOf := func(recs []*session.Record) []string {
+		var out []string
+		for _, r := range recs {
+			out = append(out, r.Type())
+		}
+		return out
+	}
+	assert.Equal(t, typesOf(orig.Records()), typesOf(rr.Session.Records()))
+	assert.Contains(t, typesOf(orig.Records()), session.TypeApprovalDecision)
 }
