@@ -3,6 +3,7 @@ package bus
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Sentinel errors callers branch on with errors.Is.
@@ -36,7 +37,8 @@ type PluginError struct {
 }
 
 func (e *PluginError) Error() string {
-	return fmt.Sprintf("plugin %q: %s: %v", e.Plugin, e.Op, e.Err)
+	// A plugin's own errors often begin with its name: said once.
+	return fmt.Sprintf("plugin %q: %s: %s", e.Plugin, e.Op, strings.TrimPrefix(e.Err.Error(), e.Plugin+": "))
 }
 
 func (e *PluginError) Unwrap() error { return e.Err }

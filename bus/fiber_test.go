@@ -292,3 +292,14 @@ func TestFailUndoesAnActiveFiberAndUpdateReappliesIt(t *testing.T) {
 	assert.Equal(t, bus.StateActive, f.State())
 	assert.Equal(t, 2, applied)
 }
+
+// A plugin's error that begins with its name says it once in the
+// PluginError's message; the error itself stays in the chain.
+func TestPluginErrorSaysThePluginsNameOnce(t *testing.T) {
+	inner := errors.New("tools/x: open root: no such dir")
+	err := &bus.PluginError{Plugin: "tools/x", Op: "apply", Err: inner}
+	assert.EqualError(t, err, `plugin "tools/x": apply: open root: no such dir`)
+	assert.ErrorIs(t, err, inner)
+	other := &bus.PluginError{Plugin: "tools/x", Op: "apply", Err: errors.New("tools/xy: boom")}
+	assert.EqualError(t, other, `plugin "tools/x": apply: tools/xy: boom`)
+}

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/vigil-run/vigil/bus"
@@ -92,7 +93,7 @@ func (g *group) add(ctx *bus.Context, e Entry) {
 	done(err)
 	c.fiber = f
 	if err != nil {
-		g.fail(fmt.Errorf("%s (line %d): %w", e.ID, e.Line, err))
+		g.fail(&entryError{id: e.ID, name: e.Name, line: e.Line, err: err})
 	}
 }
 
@@ -104,6 +105,25 @@ func (g *group) started(e Entry) func(error) {
 	}
 	return g.onEntry(e)
 }
+
+// entryError is the error of an entry that failed to apply: its id and
+// line, then the plugin's error, without repeating the plugin's name.
+type entryError struct {
+	id, name string
+	line     int
+	err      error
+}
+
+func (e *entryError) Error() string {
+	msg := e.err.Error()
+	var pe *bus.PluginError
+	if errors.As(e.err, &pe) && pe.Plugin == e.name && pe.Op == "apply" {
+		msg = strings.TrimPrefix(pe.Err.Error(), pe.Plugin+": ")
+	}
+	return fmt.Sprintf("%s (line %d): %s", e.id, e.line, msg)
+}
+
+func (e *entryError) Unwrap() error { return e.err }
 
 func (g *group) fail(err error) {
 	g.mu.Lock()

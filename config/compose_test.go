@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -173,7 +174,7 @@ plugins:
 
 func init() {
 	bus.Register(bus.Module{Name: "test/failing", New: func() bus.Plugin {
-		return bus.PluginFunc("test/failing", func(*bus.Context, any) error { return assert.AnError })
+		return bus.PluginFunc("test/failing", func(*bus.Context, any) error { return fmt.Errorf("test/failing: open: %w", assert.AnError) })
 	}})
 }
 
@@ -187,7 +188,11 @@ plugins:
 `))
 	require.Error(t, err)
 	assert.ErrorIs(t, err, assert.AnError)
-	assert.Contains(t, err.Error(), "test/failing (line 3)")
+	// The entry's id and line, then the plugin's error, its name said once.
+	assert.EqualError(t, err, "test/failing (line 3): open: "+assert.AnError.Error())
+	var pe *bus.PluginError
+	require.ErrorAs(t, err, &pe, "the plugin's error is in the chain")
+	assert.Equal(t, "test/failing", pe.Plugin)
 	require.NotNil(t, comp)
 	assert.Equal(t, bus.StateFailed, comp.Fiber("test/failing").State())
 	assert.Equal(t, bus.StateActive, comp.Fiber("test/plain").State())

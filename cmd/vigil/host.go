@@ -164,7 +164,10 @@ func (l *startupLog) release(applyErr error) {
 			if u, err := strconv.Unquote(msg); err == nil {
 				msg = u
 			}
-			if strings.Contains(applyErr.Error(), msg) {
+			// The command's message may say the plugin's name once where
+			// the plugin's error began with it.
+			_, rest, _ := strings.Cut(msg, ": ")
+			if strings.Contains(applyErr.Error(), msg) || rest != "" && strings.Contains(applyErr.Error(), rest) {
 				continue
 			}
 		}
