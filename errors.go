@@ -28,6 +28,10 @@ var (
 	// calls in Pending. A new prompt on such a session is refused with it.
 	// It is agentloop.ErrSuspended.
 	ErrSuspended = agentloop.ErrSuspended
+	// ErrNothingToContinue: a continuation ([TurnOptions].Continue) was
+	// asked of a session whose last turn did not end interrupted (or of
+	// no session). It is agentloop.ErrNothingToContinue.
+	ErrNothingToContinue = agentloop.ErrNothingToContinue
 	// ErrWaiting: a plugin of the composition waits for a service that
 	// no plugin provides; [Open] fails with a [*WaitingError].
 	ErrWaiting = errors.New("vigil: a plugin waits for a missing service")

@@ -2,6 +2,7 @@ package vigil
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 
@@ -16,6 +17,13 @@ type TurnOptions struct {
 	Session string
 	// Prompt is the user message.
 	Prompt string
+	// Continue runs a continuation of the session's last turn instead of
+	// a new one: that turn ended interrupted (its process died mid-turn,
+	// and opening the session repaired it), and the model is asked again
+	// from the log, with no new user message. Prompt must be empty and
+	// Session set; a session with nothing to continue is refused with
+	// [ErrNothingToContinue].
+	Continue bool
 	// Wait makes a turn on a busy session wait for the running turn to
 	// end (until ctx is done) instead of failing with [ErrBusy].
 	Wait bool
@@ -41,6 +49,14 @@ type Result = agentloop.TurnResult
 // for aborted). A turn that completed or hit the step limit returns a nil
 // error.
 func (r *Runtime) Turn(ctx context.Context, t TurnOptions) (*Result, error) {
+	if t.Continue {
+		switch {
+		case t.Prompt != "":
+			return nil, errors.New("vigil: a continuation takes no prompt")
+		case t.Session == "":
+			return nil, fmt.Errorf("vigil: a continuation needs a session: %w", ErrNothingToContinue)
+		}
+	}
 	agent, err := r.Agent()
 	if err != nil {
 		return nil, err
@@ -51,7 +67,11 @@ func (r *Runtime) Turn(ctx context.Context, t TurnOptions) (*Result, error) {
 			t.OnStart(sess.ID())
 		}
 		var err error
-		res, err = agent.Run(ctx, sess, t.Prompt, chunkOption(t.OnChunk)...)
+		if t.Continue {
+			res, err = agent.Continue(ctx, sess, chunkOption(t.OnChunk)...)
+		} else {
+			res, err = agent.Run(ctx, sess, t.Prompt, chunkOption(t.OnChunk)...)
+		}
 		return err
 	})
 	return res, err

@@ -109,6 +109,13 @@
 // [CodeToolAbandoned] result, and the turn ends aborted, so a tool that
 // ignores its context cannot keep a process from stopping.
 //
+// A turn cut by a crash is closed by repair when its session is next
+// opened (turn/end "interrupted"). [Agent.Continue] carries it on: it logs
+// turn/start {"continues": N} and no user message, and asks the model
+// again from the fold, which holds the interrupted calls'
+// TOOL_OUTCOME_UNKNOWN / TOOL_NOT_STARTED results. A session whose last
+// turn did not end interrupted is refused with [ErrNothingToContinue].
+//
 // # Status
 //
 // An agent announces its status on agent/status ([StatusEvent]): idle →

@@ -31,7 +31,9 @@ func turnEnclosure(t *trace, r *session.Record) *Violation {
 }
 
 // turnNesting: turn/start only when no turn is open, numbered next;
-// turn/end matches the open turn and no step is open.
+// turn/end matches the open turn and no step is open. A continuation
+// (turn/start with continues) carries on the latest turn, which ended
+// interrupted, and has no user/message of its own.
 func turnNesting(t *trace, r *session.Record) *Violation {
 	switch r.Type() {
 	case session.TypeTurnStart:
@@ -40,6 +42,21 @@ func turnNesting(t *trace, r *session.Record) *Violation {
 		}
 		if r.Turn() != t.turn+1 {
 			return violation(RuleTurnNesting, r.Seq(), "turn/start numbered %d where %d was next", r.Turn(), t.turn+1)
+		}
+		ts, err := session.DecodeData[session.TurnStart](r)
+		if err != nil {
+			return violation(RuleTurnNesting, r.Seq(), "turn/start data: %v", err)
+		}
+		switch n := ts.Continues; {
+		case n == 0:
+		case n != t.turn:
+			return violation(RuleTurnNesting, r.Seq(), "turn/start continues turn %d, which is not the latest turn (%d)", n, t.turn)
+		case t.lastEnd != session.ReasonInterrupted:
+			return violation(RuleTurnNesting, r.Seq(), "turn/start continues turn %d, which ended %s, not %s", n, t.lastEnd, session.ReasonInterrupted)
+		}
+	case session.TypeUserMessage:
+		if t.turnOpen && t.continuing {
+			return violation(RuleTurnNesting, r.Seq(), "user/message in turn %d, a continuation (it has no user message)", t.turn)
 		}
 	case session.TypeTurnEnd:
 		if !t.turnOpen {

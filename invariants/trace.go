@@ -12,9 +12,13 @@ type trace struct {
 	next     int64 // the seq the next event must have
 	turn     int   // number of the latest turn
 	turnOpen bool
-	step     int // number of the latest step of the open turn
-	stepOpen bool
-	calls    map[string]callInfo // every tool call id of the session
+	// lastEnd is how the latest closed turn ended (its turn/end reason);
+	// continuing says the open turn is a continuation.
+	lastEnd    string
+	continuing bool
+	step       int // number of the latest step of the open turn
+	stepOpen   bool
+	calls      map[string]callInfo // every tool call id of the session
 	// msgCalls are the tool calls named by the open step's assistant
 	// messages: a synthetic TOOL_NOT_STARTED result may answer them.
 	msgCalls map[string]bool
@@ -65,8 +69,12 @@ func (t *trace) apply(r *session.Record) {
 	switch r.Type() {
 	case session.TypeTurnStart:
 		t.turn, t.turnOpen, t.step = r.Turn(), true, 0
+		ts, _ := session.DecodeData[session.TurnStart](r)
+		t.continuing = ts.Continues != 0
 	case session.TypeTurnEnd:
-		t.turnOpen = false
+		t.turnOpen, t.continuing = false, false
+		end, _ := session.DecodeData[session.TurnEnd](r)
+		t.lastEnd = end.Reason
 	case session.TypeStepStart:
 		t.step, t.stepOpen = r.Step(), true
 	case session.TypeStepEnd:

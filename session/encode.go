@@ -159,7 +159,13 @@ func appendToolCall(dst []byte, c *ToolCall) []byte {
 // reports whether v was one it encodes by hand.
 func appendPayload(dst []byte, v any) ([]byte, bool) {
 	switch p := v.(type) {
-	case TurnStart, StepStart, EndSeed:
+	case TurnStart:
+		dst = append(dst, '{')
+		if p.Continues != 0 {
+			dst = appendIntField(dst, "continues", int64(p.Continues))
+		}
+		return append(dst, '}'), true
+	case StepStart, EndSeed:
 		return append(dst, '{', '}'), true
 	case TurnEnd:
 		dst = append(dst, '{')

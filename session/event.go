@@ -99,7 +99,12 @@ type Event struct {
 }
 
 // TurnStart is the data of turn/start.
-type TurnStart struct{}
+type TurnStart struct {
+	// Continues is set on a continuation turn: the number of the
+	// interrupted turn it carries on. No user/message follows it; the
+	// model is asked again from the fold.
+	Continues int `json:"continues,omitempty"`
+}
 
 // TurnEnd is the data of turn/end.
 type TurnEnd struct {

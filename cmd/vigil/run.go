@@ -21,6 +21,8 @@ import (
 type runOptions struct {
 	cfg, sid     string
 	asJSON, wait bool
+	// cont continues the session's interrupted last turn (no prompt).
+	cont bool
 }
 
 func newRunCmd(e *env) *cobra.Command {
@@ -31,12 +33,16 @@ func newRunCmd(e *env) *cobra.Command {
 		Long: `Run one turn: the prompt is the arguments joined by spaces, or stdin when
 there are none. The answer streams to stdout; the session id and its log's
 path, tool calls and waits go to stderr. -s continues a session instead of
-starting one; flags may come after the prompt.
+starting one; flags may come after the prompt. --continue (with -s and no
+prompt) carries on the session's last turn when it was interrupted (its
+process died mid-turn): the model is asked again from the log, which shows
+the interrupted tool calls' results.
 
 A turn holds its session's lease: a second run on a session another process
 is running a turn on is refused (exit 1, naming the holder) unless --wait.`,
 		Example: `  vigil run "What is in this folder?"
   vigil run "And now?" -s 01JD8XKQ4G0W6Q1Y3T5V7X9Z0A
+  vigil run -s 01JD8XKQ4G0W6Q1Y3T5V7X9Z0A --continue
   echo "Summarize README.md" | vigil run --json
   vigil run -c agents/dev.yaml "hello"`,
 		Args: cobra.ArbitraryArgs,
@@ -48,6 +54,7 @@ is running a turn on is refused (exit 1, naming the holder) unless --wait.`,
 	sessionFlag(e, cmd, &o.sid, "continue this session instead of starting one")
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the turn's result as JSON instead of streaming the answer")
 	cmd.Flags().BoolVar(&o.wait, "wait", false, "wait for a turn another process runs on the session")
+	cmd.Flags().BoolVar(&o.cont, "continue", false, "continue the session's interrupted last turn (with -s, no prompt)")
 	cmd.Flags().BoolVar(&e.quiet, "quiet", false, "show no progress on stderr")
 	return cmd
 }
@@ -56,7 +63,13 @@ is running a turn on is refused (exit 1, naming the holder) unless --wait.`,
 // streamed to stdout, the session id and log path to stderr.
 func cmdRun(ctx context.Context, e *env, o runOptions, args []string) error {
 	prompt := strings.Join(args, " ")
-	if prompt == "" {
+	switch {
+	case o.cont && o.sid == "":
+		return usagef("--continue needs the session to continue (-s ID)")
+	case o.cont && prompt != "":
+		return usagef("--continue takes no prompt: the turn carries on from the log")
+	}
+	if prompt == "" && !o.cont {
 		if isTerminal(e.stdin) {
 			fmt.Fprintln(e.stderr, "reading the prompt from stdin (end it with Ctrl-D; or give it as arguments: vigil run \"…\")")
 		}
@@ -66,7 +79,7 @@ func cmdRun(ctx context.Context, e *env, o runOptions, args []string) error {
 		}
 		prompt = strings.TrimSpace(string(b))
 	}
-	if prompt == "" {
+	if prompt == "" && !o.cont {
 		return usagef("run needs a prompt (as arguments or on stdin)")
 	}
 	h, err := openHost(e, o.cfg)
@@ -78,7 +91,8 @@ func cmdRun(ctx context.Context, e *env, o runOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := rt.turnOn(ctx, e, o.sid, prompt, o.wait, !o.asJSON, func(id string) {
+	t := vigil.TurnOptions{Session: o.sid, Prompt: prompt, Continue: o.cont}
+	res, err := rt.turnWith(ctx, e, t, o.wait, !o.asJSON, func(id string) {
 		fmt.Fprintf(e.stderr, "session %s%s\n", id, rt.logPath(id))
 	})
 	if o.asJSON && res != nil {
@@ -146,21 +160,29 @@ func (rt *runtime) logPath(id string) string {
 	return ""
 }
 
-// turnOn runs one turn on session id ("" for a new one) through the vigil
+// turnOn runs a turn with prompt on session id ("" for a new one): see
+// turnWith.
+func (rt *runtime) turnOn(ctx context.Context, e *env, id, prompt string, wait, stream bool, onStart func(id string)) (*agentloop.TurnResult, error) {
+	return rt.turnWith(ctx, e, vigil.TurnOptions{Session: id, Prompt: prompt}, wait, stream, onStart)
+}
+
+// turnWith runs turn t on session t.Session ("" for a new one) through the vigil
 // runtime, under the session's lease: with wait it waits for a turn
 // running elsewhere to end, saying so on stderr with the holder. It
 // streams text to stdout when stream is set and shows tool activity and
 // waits on stderr (see turnView); onStart gets the session's id once it
 // is open.
-func (rt *runtime) turnOn(ctx context.Context, e *env, id, prompt string, wait, stream bool, onStart func(id string)) (*agentloop.TurnResult, error) {
+func (rt *runtime) turnWith(ctx context.Context, e *env, t vigil.TurnOptions, wait, stream bool, onStart func(id string)) (*agentloop.TurnResult, error) {
+	id := t.Session
 	v := watchTurn(rt.h.rt.Context(), rt.h.status, id, stream)
 	defer v.close()
-	t := vigil.TurnOptions{Session: id, Prompt: prompt, OnChunk: v.chunk, OnStart: func(id string) {
+	t.OnChunk = v.chunk
+	t.OnStart = func(id string) {
 		v.follow(id)
 		if onStart != nil {
 			onStart(id)
 		}
-	}}
+	}
 	res, err := rt.h.rt.Turn(ctx, t)
 	if wait && errors.Is(err, vigil.ErrBusy) {
 		end := waitLease(e, rt.h.status, id, err)

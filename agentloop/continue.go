@@ -1,0 +1,107 @@
+package agentloop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
+)
+
+// ErrNothingToContinue is matched by the refusal of [Agent.Continue] on a
+// session whose last turn did not end interrupted (or that has no turn):
+// there is no cut-short turn to carry on.
+var ErrNothingToContinue = errors.New("agentloop: nothing to continue")
+
+// NothingToContinueError is that refusal, with what the session's last
+// turn is. It matches [ErrNothingToContinue].
+type NothingToContinueError struct {
+	Session string
+	// Turn is the session's last turn (0: it has none) and Reason how it
+	// ended.
+	Turn   int
+	Reason string
+}
+
+func (e *NothingToContinueError) Error() string {
+	if e.Turn == 0 {
+		return fmt.Sprintf("session %s has no turn to continue", e.Session)
+	}
+	return fmt.Sprintf("nothing to continue in session %s: its last turn, %d, ended %s, not %s",
+		e.Session, e.Turn, e.Reason, session.ReasonInterrupted)
+}
+
+func (e *NothingToContinueError) Is(target error) bool { return target == ErrNothingToContinue }
+
+// Continue runs a continuation turn on sess: when the session's last turn
+// ended interrupted (a crashed process's turn, closed by repair when the
+// session was opened), it logs turn/start {"continues": N} for that turn
+// N and no user message, then steps as [Agent.Run] does: the model is
+// asked again from the fold, which shows the interrupted calls'
+// TOOL_OUTCOME_UNKNOWN / TOOL_NOT_STARTED results. A session with an open
+// turn is refused as Run refuses it; one whose last turn ended any other
+// way with a [*NothingToContinueError].
+func (a *Agent) Continue(ctx context.Context, sess *live.Session, opts ...RunOption) (*TurnResult, error) {
+	return a.withTurn(ctx, sess, opts, func(ctx context.Context, t *turn) (*TurnResult, error) {
+		return t.continueTurn(ctx)
+	})
+}
+
+func (t *turn) continueTurn(ctx context.Context) (*TurnResult, error) {
+	a := t.a
+	prov, tools, err := a.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if last, open := lastTurn(t.sess); open {
+		if err := refuseSuspended(t.sess); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("agentloop: turn %d of session %s: %w", last, t.sess.ID(), session.ErrOpenTurn)
+	}
+	// Refused before agent/prepare: nothing of a refused continuation
+	// (not even a compaction) reaches the log.
+	if err := continuable(t.sess); err != nil {
+		return nil, err
+	}
+	if err := TurnPrepare.Emit(ctx, a.c, &Prepare{Agent: a.id, Session: t.sess, Provider: prov, Header: a.header(prov, tools)}); err != nil {
+		return nil, fmt.Errorf("agentloop: agent/prepare: %w", err)
+	}
+	// A listener may have appended; the turn to continue must still be
+	// the last one.
+	last, open := lastTurn(t.sess)
+	if open {
+		return nil, fmt.Errorf("agentloop: turn %d of session %s: %w", last, t.sess.ID(), session.ErrOpenTurn)
+	}
+	if err := continuable(t.sess); err != nil {
+		return nil, err
+	}
+	t.n = last + 1
+	t.res = TurnResult{Session: t.sess.ID(), Turn: t.n}
+	if _, err := t.append(session.Event{Type: session.TypeTurnStart, Data: session.TurnStart{Continues: last}}); err != nil {
+		return nil, err
+	}
+	return t.steps(ctx, 1)
+}
+
+// continuable refuses a session whose last turn did not end interrupted.
+func continuable(sess *live.Session) error {
+	for r := range sess.Backward() {
+		switch r.Type() {
+		case session.TypeTurnEnd:
+			end, err := session.DecodeData[session.TurnEnd](r)
+			if err != nil {
+				return fmt.Errorf("agentloop: turn/end at seq %d: %w", r.Seq(), err)
+			}
+			if end.Reason == session.ReasonInterrupted {
+				return nil
+			}
+			return &NothingToContinueError{Session: sess.ID(), Turn: r.Turn(), Reason: end.Reason}
+		case session.TypeTurnStart:
+			// An open turn: the caller refused it already.
+			return fmt.Errorf("agentloop: turn %d of session %s: %w", r.Turn(), sess.ID(), session.ErrOpenTurn)
+		}
+	}
+	return &NothingToContinueError{Session: sess.ID()}
+}
