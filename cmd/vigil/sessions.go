@@ -115,6 +115,9 @@ func showSession(w io.Writer, info session.Info, records []*session.Record) erro
 func describeRecord(r *session.Record) string {
 	switch r.Type() {
 	case session.TypeTurnStart:
+		if d, _ := session.DecodeData[session.TurnStart](r); d.Continues != 0 {
+			return fmt.Sprintf("turn %d, continuing interrupted turn %d", r.Turn(), d.Continues)
+		}
 		return fmt.Sprintf("turn %d", r.Turn())
 	case session.TypeTurnEnd:
 		d, _ := session.DecodeData[session.TurnEnd](r)
