@@ -54,11 +54,8 @@ func (t *turn) continueTurn(ctx context.Context) (*TurnResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if last, open := lastTurn(t.sess); open {
-		if err := refuseSuspended(t.sess); err != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("agentloop: turn %d of session %s: %w", last, t.sess.ID(), session.ErrOpenTurn)
+	if err := refuseOpenTurn(t.sess); err != nil {
+		return nil, err
 	}
 	// Refused before agent/prepare: nothing of a refused continuation
 	// (not even a compaction) reaches the log.

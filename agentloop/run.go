@@ -130,19 +130,28 @@ func lastTurn(sess *live.Session) (int, bool) {
 	return 0, false
 }
 
+// refuseOpenTurn refuses a new turn on a session whose last turn is open:
+// left open by another writer, or suspended on approvals, it is not ours
+// to continue, nor to compact under.
+func refuseOpenTurn(sess *live.Session) error {
+	last, open := lastTurn(sess)
+	if !open {
+		return nil
+	}
+	if err := refuseSuspended(sess); err != nil {
+		return err
+	}
+	return fmt.Errorf("agentloop: turn %d of session %s: %w", last, sess.ID(), session.ErrOpenTurn)
+}
+
 func (t *turn) run(ctx context.Context, prompt string) (*TurnResult, error) {
 	a := t.a
 	prov, tools, err := a.resolve()
 	if err != nil {
 		return nil, err
 	}
-	// A turn left open (by another writer, or suspended on approvals) is
-	// not ours to continue, nor to compact under.
-	if last, open := lastTurn(t.sess); open {
-		if err := refuseSuspended(t.sess); err != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("agentloop: turn %d of session %s: %w", last, t.sess.ID(), session.ErrOpenTurn)
+	if err := refuseOpenTurn(t.sess); err != nil {
+		return nil, err
 	}
 	if err := TurnPrepare.Emit(ctx, a.c, &Prepare{Agent: a.id, Session: t.sess, Provider: prov, Header: a.header(prov, tools)}); err != nil {
 		return nil, fmt.Errorf("agentloop: agent/prepare: %w", err)

@@ -51,12 +51,7 @@ func readFileServer(t *testing.T) *httptest.Server {
 				`{"index":0,"delta":{},"finish_reason":"stop"}`,
 			}
 		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		for _, c := range chunks {
-			fmt.Fprintf(w, `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1764450084,"model":"m","choices":[%s]}`+"\n\n", c)
-			w.(http.Flusher).Flush()
-		}
-		fmt.Fprint(w, "data: [DONE]\n\n")
+		streamChoices(w, chunks)
 	}))
 	t.Cleanup(srv.Close)
 	return srv

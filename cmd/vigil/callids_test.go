@@ -72,15 +72,21 @@ func newCall0Server(t *testing.T) *call0Server {
 				`{"index":0,"delta":{},"finish_reason":"stop"}`,
 			}
 		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		for _, c := range chunks {
-			fmt.Fprintf(w, `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1764450084,"model":"m","choices":[%s]}`+"\n\n", c)
-			w.(http.Flusher).Flush()
-		}
-		fmt.Fprint(w, "data: [DONE]\n\n")
+		streamChoices(w, chunks)
 	}))
 	t.Cleanup(s.Close)
 	return s
+}
+
+// streamChoices writes an OpenAI chat-completions stream whose chunks
+// carry the given choices (JSON), then [DONE].
+func streamChoices(w http.ResponseWriter, choices []string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	for _, c := range choices {
+		fmt.Fprintf(w, `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1764450084,"model":"m","choices":[%s]}`+"\n\n", c)
+		w.(http.Flusher).Flush()
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
 }
 
 func (s *call0Server) last() []byte {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/live"
 )
 
@@ -104,12 +106,7 @@ steps, messages, tool calls and results. --json prints the log itself
 		Args:              exactArgs(1, "1 argument (a session id)"),
 		ValidArgsFunction: completeSessionIDs(e, false),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
-			mgr, done, err := sessionsManager(e, cfg, true)
-			if err != nil {
-				return err
-			}
-			defer done()
-			log, err := mgr.Store().Load(cmd.Context(), args[0])
+			log, err := loadStored(cmd.Context(), e, cfg, args[0])
 			if err != nil {
 				return err
 			}
@@ -179,12 +176,7 @@ verify.`,
 		Args:              exactArgs(1, "1 argument (a session id)"),
 		ValidArgsFunction: completeSessionIDs(e, false),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
-			mgr, done, err := sessionsManager(e, cfg, true)
-			if err != nil {
-				return err
-			}
-			defer done()
-			log, err := mgr.Store().Load(cmd.Context(), args[0])
+			log, err := loadStored(cmd.Context(), e, cfg, args[0])
 			if err != nil {
 				return err
 			}
@@ -281,4 +273,15 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// loadStored loads session id's log from the store of cfg's composition,
+// applying only its store entries.
+func loadStored(ctx context.Context, e *env, cfg, id string) (*session.Log, error) {
+	mgr, done, err := sessionsManager(e, cfg, true)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return mgr.Store().Load(ctx, id)
 }
