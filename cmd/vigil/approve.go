@@ -142,6 +142,9 @@ func cmdDecide(ctx context.Context, e *env, o decideOptions, allow bool, id stri
 // turn, streaming it, and maps its outcome as `vigil run` does.
 func showDecided(e *env, h *host, id string, fn func(*turnView) (*vigil.Result, error)) error {
 	v := watchTurn(h.rt.Context(), h.status, id, true)
+	if s, err := h.rt.Pending(context.Background(), id); err == nil && s != nil {
+		v.knows(s.Calls)
+	}
 	res, err := fn(v)
 	v.close()
 	var se suspendedError

@@ -204,6 +204,9 @@ func resumeInChat(ctx context.Context, e *env, h *host, id string, interactive b
 		defer release()
 	}
 	v := watchTurn(h.rt.Context(), h.status, id, true)
+	if s, err := h.rt.Pending(ctx, id); err == nil && s != nil {
+		v.knows(s.Calls)
+	}
 	res, err := fn(turnCtx, v)
 	v.close()
 	if errors.Is(context.Cause(turnCtx), errTurnInterrupted) && ctx.Err() == nil {

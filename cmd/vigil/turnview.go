@@ -55,6 +55,16 @@ func (v *turnView) follow(id string) {
 	v.mu.Unlock()
 }
 
+// knows tells the view the tool calls of a step logged before it started
+// (a suspended step resumed): their results are named by their tools.
+func (v *turnView) knows(calls []session.PendingCall) {
+	v.mu.Lock()
+	for _, c := range calls {
+		v.names[c.Call.ID] = c.Call.Name
+	}
+	v.mu.Unlock()
+}
+
 // chunk is the turn's chunk callback.
 func (v *turnView) chunk(c agentloop.Chunk) {
 	v.endModel()
