@@ -120,6 +120,9 @@ func (v *visitor) control(op string) (playState, error) {
 	}
 	defer v.act.Unlock()
 	state, pace := v.pl.snapshot()
+	// The state is announced before the pacer lets the demo go on: once
+	// released, the demo may reach a decision and announce "waiting",
+	// which an announcement after it would overwrite.
 	var err error
 	switch op {
 	case opPlay:
@@ -127,16 +130,16 @@ func (v *visitor) control(op string) (playState, error) {
 		case stateIdle:
 			err = v.startDemo(paceAuto, statePlaying)
 		case statePaused:
-			pace.set(paceAuto)
 			v.setState(statePlaying, nil)
+			pace.set(paceAuto)
 		case stateWaiting:
 			pace.set(paceAuto) // the pace the turn resumes at
 		}
 	case opPause:
 		switch state {
 		case statePlaying:
-			pace.set(paceManual)
 			v.setState(statePaused, nil)
+			pace.set(paceManual)
 		case stateWaiting:
 			pace.set(paceManual)
 		}
@@ -148,8 +151,8 @@ func (v *visitor) control(op string) (playState, error) {
 				pace.step()
 			}
 		case statePlaying, statePaused:
-			pace.step()
 			v.setState(statePaused, nil)
+			pace.step()
 		case stateWaiting:
 			pace.step()
 		}
@@ -158,8 +161,8 @@ func (v *visitor) control(op string) (playState, error) {
 		case stateIdle:
 			err = v.startDemo(paceFast, statePlaying)
 		case statePlaying, statePaused:
-			pace.set(paceFast)
 			v.setState(statePlaying, nil)
+			pace.set(paceFast)
 		case stateWaiting:
 			pace.set(paceFast)
 		}
