@@ -42,7 +42,6 @@ and a broken edit is reported while the running plugins are kept.`,
 	configFlag(cmd, &o.cfg)
 	sessionFlag(e, cmd, &o.sid, "resume this session")
 	cmd.Flags().BoolVar(&o.noWatch, "no-watch", false, "do not reload plugins.yaml when it changes")
-	cmd.Flags().BoolVar(&e.quiet, "quiet", false, "show no progress on stderr")
 	return cmd
 }
 

@@ -57,6 +57,7 @@ func newRootCmd(e *env) *cobra.Command {
 	// missing: its usage shows the subcommands' line alone.
 	usage := strings.Replace(root.UsageTemplate(), "{{if .Runnable}}", "{{if and .Runnable (not .HasAvailableSubCommands)}}", 1)
 	root.SetUsageTemplate(usage + "{{if not .HasParent}}" + rootHelp + "{{end}}" + exitCodesHelp)
+	root.PersistentFlags().BoolVarP(&e.quiet, "quiet", "q", false, "show no progress on stderr (plugins starting, lease waits, the model, running tools)")
 	root.PersistentFlags().StringVar(&e.logLevel, "log-level", "", "log level on stderr: trace, debug, info, warn, error, off (default VIGIL_LOG's, else warn)")
 	_ = root.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions(
 		[]cobra.Completion{"trace", "debug", "info", "warn", "error", "off"}, cobra.ShellCompDirectiveNoFileComp))

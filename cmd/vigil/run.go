@@ -55,7 +55,6 @@ is running a turn on is refused (exit 1, naming the holder) unless --wait.`,
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the turn's result as JSON instead of streaming the answer")
 	cmd.Flags().BoolVar(&o.wait, "wait", false, "wait for a turn another process runs on the session")
 	cmd.Flags().BoolVar(&o.cont, "continue", false, "continue the session's interrupted last turn (with -s, no prompt)")
-	cmd.Flags().BoolVar(&e.quiet, "quiet", false, "show no progress on stderr")
 	return cmd
 }
 
