@@ -194,3 +194,11 @@ func TestGoldenLog(t *testing.T) {
 	}
 	require.Equal(t, string(want), string(again))
 }
+
+// A corrupt line's error says "session:" once, then the line and why.
+func TestCorruptErrorSaysThePackageOnce(t *testing.T) {
+	_, err := session.DecodeBytes([]byte(line(header) + line("garbage") + line(l0)))
+	require.ErrorIs(t, err, session.ErrMalformed)
+	assert.Regexp(t, `^session: line 2: malformed line`, err.Error())
+	assert.Equal(t, 1, strings.Count(err.Error(), "session:"), err.Error())
+}

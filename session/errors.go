@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -79,7 +80,8 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string {
-	return fmt.Sprintf("session: line %d: %v", e.Line, e.Err)
+	// The package's sentinels begin with "session: ": said once.
+	return fmt.Sprintf("session: line %d: %s", e.Line, strings.TrimPrefix(e.Err.Error(), "session: "))
 }
 
 func (e *CorruptError) Unwrap() error { return e.Err }
