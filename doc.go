@@ -33,6 +33,21 @@
 // refused with [ErrBusy] unless it asks to wait. A session id the store
 // does not hold is [ErrNotFound].
 //
+// A turn a crash interrupted is carried on with [TurnOptions].Continue:
+// no new prompt, the model is asked again from the log, which shows the
+// interrupted tool calls' outcomes.
+//
+// # Approvals
+//
+// With a policy that asks (the approvals plugin, or a plugin's veto), a
+// turn that reaches such a tool call is suspended: Turn returns
+// [ErrSuspended] and the calls in the result's Pending. The session waits
+// in its store, across restarts, until [Runtime.Decide] logs a decision
+// for each call, in this process or any other; the last one resumes the
+// turn where it is given. [Runtime.Pending] says what a session waits
+// for, and [Runtime.Resume] carries on a step whose calls were all
+// decided by a process that ended before it went on.
+//
 // A Runtime is safe for concurrent use; turns on different sessions run
 // concurrently.
 package vigil
