@@ -28,12 +28,14 @@ func (s *Server) routes() {
 	mux.HandleFunc("POST /api/visitor", s.handleVisitor)
 	mux.HandleFunc("GET /api/events", s.handleEvents)
 	mux.HandleFunc("GET /api/sessions/{id}", s.handleSession)
-	mux.HandleFunc("POST /api/control", s.handleControl)
-	mux.HandleFunc("POST /api/send", s.handleSend)
-	mux.HandleFunc("POST /api/fork", s.handleFork)
-	mux.HandleFunc("POST /api/replay", s.handleReplay)
-	mux.HandleFunc("POST /api/verify", s.handleVerify)
-	mux.HandleFunc("POST /api/decide", s.handleDecide)
+	mux.HandleFunc("POST /api/control", action(s, func(v *visitor, b controlBody) (playState, error) {
+		return v.control(strings.TrimSpace(b.Op))
+	}))
+	mux.HandleFunc("POST /api/send", action(s, (*visitor).send))
+	mux.HandleFunc("POST /api/fork", action(s, forkAction))
+	mux.HandleFunc("POST /api/replay", action(s, func(v *visitor, b sessionBody) (any, error) { return v.replay(b.Session) }))
+	mux.HandleFunc("POST /api/verify", action(s, func(v *visitor, b sessionBody) (any, error) { return v.verify(b.Session) }))
+	mux.HandleFunc("POST /api/decide", action(s, (*visitor).decide))
 	s.mux = mux
 }
 
@@ -122,117 +124,47 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, sv)
 }
 
-func (s *Server) handleControl(w http.ResponseWriter, r *http.Request) {
-	v, ok := s.visitorFor(w, r)
-	if !ok {
-		return
+// action serves a visitor's action: its JSON body decoded into B, fn's
+// result written as JSON, an error as its status.
+func action[B, R any](s *Server, fn func(*visitor, B) (R, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v, ok := s.visitorFor(w, r)
+		if !ok {
+			return
+		}
+		var body B
+		if !decode(w, r, &body) {
+			return
+		}
+		res, err := fn(v, body)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, res)
 	}
-	var body struct {
-		Op string `json:"op"`
-	}
-	if !decode(w, r, &body) {
-		return
-	}
-	st, err := v.control(strings.TrimSpace(body.Op))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, st)
 }
 
-func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
-	v, ok := s.visitorFor(w, r)
-	if !ok {
-		return
-	}
-	var body sendRequest
-	if !decode(w, r, &body) {
-		return
-	}
-	res, err := v.send(body)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
-}
-
-func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) {
-	v, ok := s.visitorFor(w, r)
-	if !ok {
-		return
-	}
-	var body struct {
-		Session string `json:"session"`
-		Seq     *int64 `json:"seq"`
-	}
-	if !decode(w, r, &body) {
-		return
-	}
-	if body.Seq == nil {
-		writeError(w, errors.Join(errInvalid, errors.New("seq is required")))
-		return
-	}
-	sv, err := v.fork(body.Session, *body.Seq)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"session": sv})
+type controlBody struct {
+	Op string `json:"op"`
 }
 
 type sessionBody struct {
 	Session string `json:"session"`
 }
 
-func (s *Server) handleReplay(w http.ResponseWriter, r *http.Request) {
-	v, ok := s.visitorFor(w, r)
-	if !ok {
-		return
-	}
-	var body sessionBody
-	if !decode(w, r, &body) {
-		return
-	}
-	res, err := v.replay(body.Session)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
+type forkBody struct {
+	Session string `json:"session"`
+	Seq     *int64 `json:"seq"`
 }
 
-func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) {
-	v, ok := s.visitorFor(w, r)
-	if !ok {
-		return
+func forkAction(v *visitor, b forkBody) (map[string]any, error) {
+	if b.Seq == nil {
+		return nil, errors.Join(errInvalid, errors.New("seq is required"))
 	}
-	var body sessionBody
-	if !decode(w, r, &body) {
-		return
-	}
-	res, err := v.verify(body.Session)
+	sv, err := v.fork(b.Session, *b.Seq)
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, res)
-}
-
-func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request) {
-	v, ok := s.visitorFor(w, r)
-	if !ok {
-		return
-	}
-	var body decideRequest
-	if !decode(w, r, &body) {
-		return
-	}
-	res, err := v.decide(body)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
+	return map[string]any{"session": sv}, nil
 }
