@@ -45,3 +45,41 @@ func CheckBaseURL(raw string) error {
 	}
 	return nil
 }
+
+// Option configures the HTTP side of a provider; each provider package
+// exposes it as its own Option.
+type Option func(*options)
+
+type options struct {
+	client *http.Client
+}
+
+// WithHTTPClient sets the HTTP client requests are sent with.
+func WithHTTPClient(c *http.Client) Option {
+	return func(o *options) { o.client = c }
+}
+
+// ClientOf returns the client opts name, else [DefaultClient].
+func ClientOf(opts []Option) *http.Client {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.client == nil {
+		return DefaultClient()
+	}
+	return o.client
+}
+
+// LogHost returns the host of base (def when base is empty), the part of
+// a base URL that is safe to log.
+func LogHost(base, def string) string {
+	if base == "" {
+		base = def
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}

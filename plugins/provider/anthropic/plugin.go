@@ -1,10 +1,9 @@
 package anthropic
 
 import (
-	"net/url"
-
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/plugins/internal/providerhttp"
 )
 
 // Name is the plugin's registered name, as plugins.yaml and vigil.Plugin
@@ -29,18 +28,6 @@ func run(c *bus.Context, cfg Config) error {
 	if _, err := agentloop.ProviderService.Provide(c, p); err != nil {
 		return err
 	}
-	c.Logger().Debug("provider ready", "model", cfg.Model, "host", host(cfg.BaseURL))
+	c.Logger().Debug("provider ready", "model", cfg.Model, "host", providerhttp.LogHost(cfg.BaseURL, DefaultBaseURL))
 	return nil
-}
-
-// host is the part of a base URL that is safe to log.
-func host(base string) string {
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		return ""
-	}
-	return u.Host
 }

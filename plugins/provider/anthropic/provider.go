@@ -24,11 +24,7 @@ type Provider struct {
 }
 
 // Option configures a [Provider].
-type Option func(*options)
-
-type options struct {
-	client *http.Client
-}
+type Option = providerhttp.Option
 
 // WithHTTPClient sets the HTTP client requests are sent with, for a
 // program that brings its own transport (a proxy, a test server). The
@@ -36,7 +32,7 @@ type options struct {
 // timeout and no overall timeout, since a stream may legitimately run for
 // minutes.
 func WithHTTPClient(c *http.Client) Option {
-	return func(o *options) { o.client = c }
+	return providerhttp.WithHTTPClient(c)
 }
 
 // New returns a provider for cfg, or cfg's validation error.
@@ -44,13 +40,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	var o options
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if o.client == nil {
-		o.client = providerhttp.DefaultClient()
-	}
+	client := providerhttp.ClientOf(opts)
 	base := cfg.BaseURL
 	if base == "" {
 		base = DefaultBaseURL
@@ -60,7 +50,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 		// credential they carry: no ANTHROPIC_* variables, no profiles.
 		option.WithoutEnvironmentDefaults(),
 		option.WithBaseURL(base),
-		option.WithHTTPClient(o.client),
+		option.WithHTTPClient(client),
 		// The agent loop retries, with backoff, what is safe to retry.
 		option.WithMaxRetries(0),
 		option.WithMiddleware(providerhttp.CheckStatus(cfg.APIKey)),
