@@ -113,9 +113,8 @@ func cmdRun(ctx context.Context, e *env, o runOptions, args []string) error {
 
 // runtime is what a turn needs from a running composition.
 type runtime struct {
-	h     *host
-	mgr   *live.Manager
-	agent *agentloop.Agent
+	h   *host
+	mgr *live.Manager
 }
 
 func (h *host) runtime() (*runtime, error) {
@@ -123,11 +122,12 @@ func (h *host) runtime() (*runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	agent, err := service(h, agentloop.AgentService)
-	if err != nil {
+	// A composition without an agent is a configuration error (exit 2),
+	// found before any session is opened; turns ask the runtime for it.
+	if _, err := service(h, agentloop.AgentService); err != nil {
 		return nil, err
 	}
-	return &runtime{h: h, mgr: mgr, agent: agent}, nil
+	return &runtime{h: h, mgr: mgr}, nil
 }
 
 // session opens id for one turn, or creates a session when id is empty.
