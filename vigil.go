@@ -104,6 +104,7 @@ type Runtime struct {
 	root *bus.Root
 	comp *config.Composition
 	name string
+	log  hclog.Logger
 
 	mu      sync.Mutex
 	running map[string]chan struct{} // closed when the session's turn here ends
@@ -137,7 +138,11 @@ func Open(ctx context.Context, src Source, opts ...Option) (*Runtime, error) {
 	if waiting := root.Pending(); len(waiting) > 0 {
 		return nil, errors.Join(&WaitingError{Source: f.Path, Waiting: waiting}, root.Dispose())
 	}
-	return &Runtime{root: root, comp: comp, name: f.Path, running: map[string]chan struct{}{}}, nil
+	log := o.logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	return &Runtime{root: root, comp: comp, name: f.Path, log: log, running: map[string]chan struct{}{}}, nil
 }
 
 // Close disposes every plugin, last applied first: sessions are flushed

@@ -41,13 +41,7 @@ func OpenLeased(ctx context.Context, mgr *Manager, id string, wait bool) (sess *
 				return nil, nil, err
 			}
 		}
-		if live, ok := mgr.Get(id); ok {
-			if err := live.Close(ctx); err != nil {
-				release()
-				return nil, nil, fmt.Errorf("session: close the stale copy of %s: %w", id, err)
-			}
-		}
-		if sess, err = mgr.Open(ctx, id); err != nil {
+		if sess, err = openFresh(ctx, mgr, id); err != nil {
 			release()
 			return nil, nil, err
 		}
@@ -57,4 +51,26 @@ func OpenLeased(ctx context.Context, mgr *Manager, id string, wait bool) (sess *
 		return sess.Close(ctx)
 	}
 	return sess, done, nil
+}
+
+// OpenHeld is [OpenLeased] for a caller that holds session id's lease
+// already (a worker's claim on a queued job, [session.Queue]): it opens
+// the session afresh, repairing what a crashed holder left open, and done
+// flushes and closes it, leaving the lease to the caller.
+func OpenHeld(ctx context.Context, mgr *Manager, id string) (sess *Session, done func(context.Context) error, err error) {
+	if sess, err = openFresh(ctx, mgr, id); err != nil {
+		return nil, nil, err
+	}
+	return sess, sess.Close, nil
+}
+
+// openFresh closes the live copy of id this manager had (another process
+// may have appended since it was loaded) and opens the session again.
+func openFresh(ctx context.Context, mgr *Manager, id string) (*Session, error) {
+	if live, ok := mgr.Get(id); ok {
+		if err := live.Close(ctx); err != nil {
+			return nil, fmt.Errorf("session: close the stale copy of %s: %w", id, err)
+		}
+	}
+	return mgr.Open(ctx, id)
 }

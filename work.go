@@ -1,0 +1,207 @@
+package vigil
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
+)
+
+// WorkOptions configure [Runtime.Work].
+type WorkOptions struct {
+	// Worker names this worker in the queue (a job's Worker); the default
+	// is host:pid.
+	Worker string
+	// Concurrency is how many jobs run at once (default 1).
+	Concurrency int
+	// OnJob, when set, is called as each claimed job ends, with the turn's
+	// result (nil when none ran) and its error.
+	OnJob func(job session.Job, res *Result, err error)
+}
+
+// claimRetry bounds the pause after a claim failed for another reason
+// than the end of the work (the database went away): the worker tries
+// again, so that it reconnects on its own.
+const claimRetry = 2 * time.Second
+
+// Work runs the jobs of the store's queue ([Runtime.QueueTurn],
+// [Runtime.QueueDecision]) — queued by this process or any other sharing
+// the store — until ctx is done. Each job runs under its session's lease,
+// held by the claim. A job whose previous worker died is carried on from
+// the log: the session is opened (which repairs the cut-off tail), and a
+// turn that ended interrupted is continued ([agentloop.Agent.Continue]),
+// a suspended step whose calls are all decided resumed; a job whose turn
+// had already ended is only finished. A cancelled session's running job
+// is cancelled (its turn ends aborted).
+//
+// When ctx is done Work claims no more and returns once the running jobs
+// have ended: a drain. The running turns are finished, not cut short; a
+// process that cannot wait for them can exit, and their jobs carry on in
+// another worker once the lease expires, as after a crash.
+func (r *Runtime) Work(ctx context.Context, o WorkOptions) error {
+	q, err := r.Queue()
+	if err != nil {
+		return err
+	}
+	if o.Worker == "" {
+		host, _ := os.Hostname()
+		o.Worker = fmt.Sprintf("%s:%d", host, os.Getpid())
+	}
+	var wg sync.WaitGroup
+	for range max(o.Concurrency, 1) {
+		wg.Go(func() {
+			for {
+				c, err := q.Claim(ctx, o.Worker)
+				if ctx.Err() != nil {
+					if err == nil {
+						// Claimed as the drain began: hand it back.
+						r.handBack(c)
+					}
+					return
+				}
+				if err != nil {
+					r.log.Warn("claiming a job failed; retrying", "error", err)
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(claimRetry):
+					}
+					continue
+				}
+				res, err := r.runClaim(context.WithoutCancel(ctx), c)
+				if o.OnJob != nil {
+					o.OnJob(c.Job(), res, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+func (r *Runtime) handBack(c session.Claim) {
+	if err := c.Release(context.Background()); err != nil {
+		r.log.Warn("handing a job back failed; it is claimed again once its lease expires", "job", c.Job().ID, "error", err)
+	}
+}
+
+// runClaim runs a claimed job and ends the claim: finished, unless the
+// lease was lost (fenced), which makes the job another worker's.
+func (r *Runtime) runClaim(ctx context.Context, c session.Claim) (*Result, error) {
+	job := c.Job()
+	log := r.log.With("job", job.ID, "session", job.Session, "kind", job.Kind, "attempt", job.Attempts)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.Cancelled():
+			log.Info("the session was cancelled; cancelling its job")
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	res, err := r.runJob(ctx, c)
+	switch {
+	case errors.Is(err, session.ErrFenced):
+		log.Error("lost the session's lease mid-job; it is another worker's now", "error", err)
+		return res, err
+	case err != nil && !errors.Is(err, agentloop.ErrSuspended):
+		log.Warn("job ended with an error", "error", err)
+	default:
+		log.Debug("job done")
+	}
+	if ferr := c.Finish(context.WithoutCancel(ctx)); ferr != nil {
+		log.Error("finishing the job failed", "error", ferr)
+		if err == nil {
+			err = ferr
+		}
+	}
+	return res, err
+}
+
+// runJob opens the claimed job's session under the claim's lease and
+// runs the job, or carries it on when an earlier claim started it.
+func (r *Runtime) runJob(ctx context.Context, c session.Claim) (*Result, error) {
+	job := c.Job()
+	var in jobInput
+	if err := json.Unmarshal(job.Input, &in); err != nil {
+		return nil, fmt.Errorf("vigil: job %s: input: %w", job.ID, err)
+	}
+	agent, err := r.Agent()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := r.Manager()
+	if err != nil {
+		return nil, err
+	}
+	release, err := r.claim(ctx, job.Session, true)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	sess, done, err := live.OpenHeld(ctx, mgr, job.Session)
+	if err != nil {
+		return nil, err
+	}
+	var res *Result
+	switch n := int64(sess.Len()); {
+	case job.Base < 0:
+		if err = c.Start(ctx, n); err == nil {
+			res, err = r.perform(ctx, agent, sess, job.Kind, in)
+		}
+	case n <= job.Base:
+		// Started by a worker that died before it logged anything.
+		res, err = r.perform(ctx, agent, sess, job.Kind, in)
+	default:
+		res, err = carryOn(ctx, agent, sess)
+	}
+	if derr := done(context.WithoutCancel(ctx)); derr != nil && err == nil {
+		err = derr
+	}
+	return res, err
+}
+
+// perform does what a job asks, on its session.
+func (r *Runtime) perform(ctx context.Context, agent *agentloop.Agent, sess *live.Session, kind string, in jobInput) (*Result, error) {
+	switch kind {
+	case JobTurn:
+		return agent.Run(ctx, sess, in.Prompt)
+	case JobDecide:
+		if in.Decide == nil {
+			return nil, fmt.Errorf("vigil: a %s job without a decision", kind)
+		}
+		if _, err := agentloop.Decide(ctx, sess, in.Call, *in.Decide); err != nil {
+			return nil, err
+		}
+		if s := session.Suspended(sess.Records()); s == nil || !s.Ready() {
+			return nil, nil
+		}
+		return agent.Resume(ctx, sess)
+	}
+	return nil, fmt.Errorf("vigil: unknown job kind %q", kind)
+}
+
+// carryOn takes up a job an earlier worker got going, from what its log
+// shows (repaired on open): a turn cut short is continued, a suspended
+// step whose calls are all decided resumed; anything else had ended.
+func carryOn(ctx context.Context, agent *agentloop.Agent, sess *live.Session) (*Result, error) {
+	if s := session.Suspended(sess.Records()); s != nil {
+		if !s.Ready() {
+			return nil, nil
+		}
+		return agent.Resume(ctx, sess)
+	}
+	res, err := agent.Continue(ctx, sess)
+	if errors.Is(err, agentloop.ErrNothingToContinue) {
+		return nil, nil
+	}
+	return res, err
+}
