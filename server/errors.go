@@ -1,0 +1,109 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/vigil-run/vigil"
+	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/session"
+)
+
+// Error is the body of every error response. Code is stable, for
+// programs to branch on; Message is for people.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Position locates a syntax error in a malformed request body.
+	Position *Position `json:"position,omitempty"`
+
+	status int
+}
+
+// Position is a place in a request body: a byte offset, and the line and
+// column (both from 1) it is at.
+type Position struct {
+	Offset int64 `json:"offset"`
+	Line   int   `json:"line"`
+	Column int   `json:"column"`
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// The codes of [Error].
+const (
+	CodeBadRequest       = "bad_request"
+	CodeMalformedJSON    = "malformed_json"
+	CodeTooLarge         = "too_large"
+	CodeUnauthorized     = "unauthorized"
+	CodeNotFound         = "not_found"
+	CodeMethodNotAllowed = "method_not_allowed"
+	CodeSuspended        = "suspended"
+	CodeBusy             = "busy"
+	CodeNotPending       = "not_pending"
+	CodeAlreadyDecided   = "already_decided"
+	CodeInvalidDecision  = "invalid_decision"
+	CodeConflict         = "conflict"
+	CodeNoQueue          = "no_queue"
+	CodeInternal         = "internal"
+)
+
+func apiError(status int, code, format string, args ...any) *Error {
+	return &Error{status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// classify maps an error of the runtime or the store to its response.
+func classify(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	status, code := http.StatusInternalServerError, CodeInternal
+	switch {
+	case errors.Is(err, session.ErrNotFound), errors.Is(err, session.ErrUnknownCall):
+		status, code = http.StatusNotFound, CodeNotFound
+	case errors.Is(err, session.ErrInvalidID), errors.Is(err, session.ErrSeqGap):
+		status, code = http.StatusBadRequest, CodeBadRequest
+	case errors.Is(err, session.ErrOpenTurn):
+		status, code = http.StatusConflict, CodeConflict
+	case errors.Is(err, agentloop.ErrSuspended):
+		status, code = http.StatusConflict, CodeSuspended
+	case errors.Is(err, session.ErrAlreadyDecided):
+		status, code = http.StatusConflict, CodeAlreadyDecided
+	case errors.Is(err, session.ErrNotSuspended), errors.Is(err, session.ErrNotPending):
+		status, code = http.StatusConflict, CodeNotPending
+	case errors.Is(err, session.ErrInvalidDecision):
+		status, code = http.StatusBadRequest, CodeInvalidDecision
+	case errors.Is(err, vigil.ErrBusy):
+		status, code = http.StatusConflict, CodeBusy
+	case errors.Is(err, vigil.ErrNoQueue):
+		status, code = http.StatusNotImplemented, CodeNoQueue
+	}
+	return &Error{status: status, Code: code, Message: err.Error()}
+}
+
+// writeJSON writes v as the response body with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		data = []byte(`{"code":"internal","message":"encoding the response failed"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(data, '\n'))
+}
+
+// writeError writes err's response.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e := classify(err)
+	if e.status >= 500 {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+	}
+	if e.Code == CodeUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="vigil"`)
+	}
+	writeJSON(w, e.status, e)
+}

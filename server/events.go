@@ -1,0 +1,196 @@
+package server
+
+import (
+	"context"
+	"iter"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vigil-run/vigil/session"
+)
+
+// heartbeat keeps an idle stream open through proxies and lets the server
+// notice a client that went away.
+const heartbeat = 15 * time.Second
+
+// pollInterval is how often a store that cannot follow a log is read
+// again for a following stream.
+const pollInterval = 250 * time.Millisecond
+
+// handleEvents streams session id's events with seq > after (all of
+// them without after): as JSONL, one canonical record line each, ending at
+// the current tail unless follow=true; or, to a client that accepts
+// text/event-stream, as server-sent events that follow the log, each
+// with its seq as id, so that a reconnecting EventSource's Last-Event-ID
+// resumes after the last event it got, without loss or duplicates.
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
+	id, err := sessionID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	sse := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+	after := int64(-1)
+	raw := r.URL.Query().Get("after")
+	if last := r.Header.Get("Last-Event-ID"); sse && last != "" {
+		raw = last
+	}
+	if raw != "" {
+		if after, err = strconv.ParseInt(raw, 10, 64); err != nil || after < -1 {
+			s.writeError(w, r, apiError(http.StatusBadRequest, CodeBadRequest, "after: %q is not a seq (an integer from -1)", raw))
+			return
+		}
+	}
+	follow := sse
+	if f := r.URL.Query().Get("follow"); f != "" && !sse {
+		if follow, err = strconv.ParseBool(f); err != nil {
+			s.writeError(w, r, apiError(http.StatusBadRequest, CodeBadRequest, "follow: %q is not true or false", f))
+			return
+		}
+	}
+	// Look the session up first, so an unknown one is a 404, not an empty
+	// stream.
+	log, err := s.rt.Session(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	if !follow {
+		h.Set("Content-Type", "application/jsonl")
+		w.WriteHeader(http.StatusOK)
+		var buf []byte
+		for _, rec := range log.Records[min(after+1, int64(len(log.Records))):] {
+			buf = rec.AppendLine(buf)
+		}
+		_, _ = w.Write(buf)
+		return
+	}
+	if sse {
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("X-Accel-Buffering", "no")
+	} else {
+		h.Set("Content-Type", "application/jsonl")
+	}
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	if sse {
+		_, _ = w.Write([]byte("retry: 1000\n\n"))
+	}
+	_ = rc.Flush()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	recs := make(chan *session.Record, 64)
+	errc := make(chan error, 1)
+	go func() {
+		defer close(recs)
+		for rec, err := range s.follow(ctx, id, after+1) {
+			if err != nil {
+				errc <- err
+				return
+			}
+			select {
+			case recs <- rec:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	tick := time.NewTicker(heartbeat)
+	defer tick.Stop()
+	var buf []byte
+	for {
+		select {
+		case rec, ok := <-recs:
+			if !ok {
+				select {
+				case err := <-errc:
+					s.log.Warn("following a session failed", "session", id, "error", err)
+				default:
+				}
+				return
+			}
+			buf = frame(buf[:0], rec, sse)
+			// Write what else is ready before flushing once.
+			for more := true; more && len(buf) < 64<<10; {
+				select {
+				case rec, ok := <-recs:
+					if !ok {
+						more = false
+						break
+					}
+					buf = frame(buf, rec, sse)
+				default:
+					more = false
+				}
+			}
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+		case <-tick.C:
+			if sse {
+				if _, err := w.Write([]byte(": heartbeat\n\n")); err != nil {
+					return
+				}
+			}
+		case <-ctx.Done():
+			return
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+	}
+}
+
+// follow streams session id's records from seq from on: through the
+// store's Follow when it has one, else by reading the log again.
+func (s *Server) follow(ctx context.Context, id string, from int64) iter.Seq2[*session.Record, error] {
+	mgr, err := s.rt.Manager()
+	if err != nil {
+		return func(yield func(*session.Record, error) bool) { yield(nil, err) }
+	}
+	if f, ok := mgr.Store().(session.Follower); ok {
+		return f.Follow(ctx, id, from)
+	}
+	store := mgr.Store()
+	return func(yield func(*session.Record, error) bool) {
+		t := time.NewTicker(pollInterval)
+		defer t.Stop()
+		for {
+			log, err := store.Load(ctx, id)
+			if err != nil {
+				if ctx.Err() == nil {
+					yield(nil, err)
+				}
+				return
+			}
+			for _, rec := range log.Records[min(from, int64(len(log.Records))):] {
+				if !yield(rec, nil) {
+					return
+				}
+				from = rec.Seq() + 1
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}
+}
+
+// frame appends rec as the stream sends it: its canonical line, or a
+// server-sent event whose id is its seq and whose data is that line.
+func frame(buf []byte, rec *session.Record, sse bool) []byte {
+	if !sse {
+		return rec.AppendLine(buf)
+	}
+	buf = append(buf, "id: "...)
+	buf = strconv.AppendInt(buf, rec.Seq(), 10)
+	buf = append(buf, "\ndata: "...)
+	buf = rec.AppendLine(buf)
+	return append(buf, '\n')
+}

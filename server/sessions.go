@@ -1,0 +1,176 @@
+package server
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/vigil-run/vigil/session"
+)
+
+// The statuses of a session.
+const (
+	StatusIdle      = "idle"
+	StatusRunning   = "running"
+	StatusSuspended = "suspended"
+)
+
+// SessionInfo is a session's header as the API lists it.
+type SessionInfo struct {
+	ID      string          `json:"id"`
+	Created time.Time       `json:"created"`
+	Parent  *session.Parent `json:"parent,omitempty"`
+}
+
+// Summary is what GET /v1/sessions/{id} answers.
+type Summary struct {
+	SessionInfo
+	// Status is idle, running (a job is queued or running, or a turn is
+	// open) or suspended (waiting for approvals).
+	Status string `json:"status"`
+	// Events is the log's length: the seq the next event will have.
+	Events int `json:"events"`
+	// Turns is the number of the last turn (0: none yet).
+	Turns   int       `json:"turns"`
+	Pending []Pending `json:"pending,omitempty"`
+	Jobs    []JobInfo `json:"jobs,omitempty"`
+}
+
+// Pending is a tool call waiting for a decision (or decided, while the
+// step waits for its other calls).
+type Pending struct {
+	Call      string                    `json:"call"`
+	Tool      string                    `json:"tool"`
+	Arguments string                    `json:"arguments"`
+	By        string                    `json:"by,omitempty"`
+	Reason    string                    `json:"reason,omitempty"`
+	Decision  *session.ApprovalDecision `json:"decision,omitempty"`
+}
+
+// JobInfo is a queued or running job.
+type JobInfo struct {
+	ID       string    `json:"id"`
+	Kind     string    `json:"kind"`
+	State    string    `json:"state"`
+	Enqueued time.Time `json:"enqueued"`
+	Attempts int       `json:"attempts,omitempty"`
+	Worker   string    `json:"worker,omitempty"`
+}
+
+func infoOf(i session.Info) SessionInfo {
+	return SessionInfo{ID: i.ID, Created: i.Created, Parent: i.Parent}
+}
+
+type createRequest struct {
+	Fork *struct {
+		Session string `json:"session"`
+		At      *int64 `json:"at"`
+	} `json:"fork,omitempty"`
+}
+
+func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
+	var req createRequest
+	if err := decodeBody(r, &req, true); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var id string
+	var err error
+	if f := req.Fork; f != nil {
+		switch {
+		case !session.ValidID(f.Session):
+			err = apiError(http.StatusBadRequest, CodeBadRequest, "fork.session: %q is not a session id", f.Session)
+		case f.At == nil:
+			err = apiError(http.StatusBadRequest, CodeBadRequest, "fork.at: the last seq to inherit is required (-1 for none)")
+		default:
+			id, err = s.rt.Fork(r.Context(), f.Session, *f.At)
+		}
+	} else {
+		id, err = s.rt.NewSession(r.Context())
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	sum, err := s.summary(r, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/sessions/"+id)
+	writeJSON(w, http.StatusCreated, sum)
+}
+
+func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
+	infos, err := s.rt.Sessions(r.Context())
+	if err != nil && len(infos) == 0 {
+		s.writeError(w, r, err)
+		return
+	}
+	out := struct {
+		Sessions []SessionInfo `json:"sessions"`
+		// Unreadable names stored logs that could not be read.
+		Unreadable []string `json:"unreadable,omitempty"`
+	}{Sessions: make([]SessionInfo, 0, len(infos))}
+	for _, i := range infos {
+		out.Sessions = append(out.Sessions, infoOf(i))
+	}
+	if le, ok := err.(*session.ListError); ok {
+		for _, e := range le.Entries {
+			out.Unreadable = append(out.Unreadable, e.Error())
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
+	id, err := sessionID(r)
+	if err == nil {
+		var sum *Summary
+		if sum, err = s.summary(r, id); err == nil {
+			writeJSON(w, http.StatusOK, sum)
+			return
+		}
+	}
+	s.writeError(w, r, err)
+}
+
+// summary reads session id's log and queue.
+func (s *Server) summary(r *http.Request, id string) (*Summary, error) {
+	log, err := s.rt.Session(r.Context(), id)
+	if err != nil {
+		return nil, err
+	}
+	q, err := s.rt.Queue()
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := q.Jobs(r.Context(), id)
+	if err != nil {
+		return nil, err
+	}
+	sum := &Summary{SessionInfo: infoOf(log.Info), Status: StatusIdle, Events: len(log.Records)}
+	open := false
+	for i := len(log.Records) - 1; i >= 0; i-- {
+		rec := log.Records[i]
+		if t := rec.Type(); t == session.TypeTurnStart || t == session.TypeTurnEnd {
+			sum.Turns, open = rec.Turn(), t == session.TypeTurnStart
+			break
+		}
+	}
+	for _, j := range jobs {
+		sum.Jobs = append(sum.Jobs, JobInfo{ID: j.ID, Kind: j.Kind, State: string(j.State), Enqueued: j.Enqueued, Attempts: j.Attempts, Worker: j.Worker})
+	}
+	if susp := session.Suspended(log.Records); susp != nil {
+		for _, c := range susp.Calls {
+			sum.Pending = append(sum.Pending, Pending{Call: c.Call.ID, Tool: c.Call.Name, Arguments: c.Call.Arguments,
+				By: c.Request.By, Reason: c.Request.Reason, Decision: c.Decision})
+		}
+	}
+	switch {
+	case len(jobs) > 0 || open && sum.Pending == nil:
+		sum.Status = StatusRunning
+	case sum.Pending != nil:
+		sum.Status = StatusSuspended
+	}
+	return sum, nil
+}
