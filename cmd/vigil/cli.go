@@ -69,6 +69,8 @@ func newRootCmd(e *env) *cobra.Command {
 		newReplayCmd(e),
 		newApproveCmd(e),
 		newDenyCmd(e),
+		newServeCmd(e),
+		newWorkerCmd(e),
 		newDemoCmd(e),
 		newPluginsCmd(e),
 		newInitCmd(e),
