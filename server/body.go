@@ -38,7 +38,8 @@ func decodeBody(r *http.Request, v any, emptyOK bool) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &syn):
-		return malformed(data, syn.Offset, syn.Error())
+		// Offset is just past the offending byte.
+		return malformed(data, syn.Offset-1, syn.Error())
 	case errors.As(err, &typ):
 		return malformed(data, typ.Offset, typ.Error())
 	case errors.Is(err, io.ErrUnexpectedEOF):

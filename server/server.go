@@ -66,11 +66,28 @@ func New(rt *vigil.Runtime, o Options) (*Server, error) {
 	for _, rt := range s.routes() {
 		s.mux.Handle(rt.pattern, s.instrument(rt.pattern, rt.open, rt.h))
 	}
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, apiError(http.StatusNotFound, CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
-	})
+	s.mux.HandleFunc("/", s.noRoute)
 	s.handler = s.cors(s.mux)
 	return s, nil
+}
+
+// noRoute answers what no route matches: 405 when the path has a route
+// for another method, else 404.
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		other := r.Clone(r.Context())
+		other.Method = m
+		if _, pattern := s.mux.Handler(other); pattern != "/" && m != r.Method {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		s.writeError(w, r, apiError(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "%s %s: use %s", r.Method, r.URL.Path, strings.Join(allow, " or ")))
+		return
+	}
+	s.writeError(w, r, apiError(http.StatusNotFound, CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 }
 
 // route is one endpoint; open ones need no token.
