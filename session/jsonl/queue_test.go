@@ -17,3 +17,10 @@ func TestQueueConformance(t *testing.T) {
 		Crash: func(t *testing.T, s session.Store) { jsonl.Crash(s.(*jsonl.Store)) },
 	})
 }
+
+func TestFollowConformance(t *testing.T) {
+	sessiontest.RunFollow(t, func(t *testing.T) func(t *testing.T) session.Store {
+		dir := t.TempDir()
+		return func(t *testing.T) session.Store { return open(t, dir) }
+	})
+}
