@@ -21,3 +21,10 @@ func TestQueueConformance(t *testing.T) {
 		Crash: func(t *testing.T, s session.Store) { memory.Crash(s.(*memory.Store)) },
 	})
 }
+
+func TestFollowConformance(t *testing.T) {
+	sessiontest.RunFollow(t, func(t *testing.T) func(t *testing.T) session.Store {
+		first := memory.New()
+		return func(t *testing.T) session.Store { return first.Handle() }
+	})
+}
