@@ -40,6 +40,12 @@ type Store struct {
 	mu       sync.Mutex
 	leases   map[string]*lease // session id → the lease this store holds
 	leaseSeq uint64
+
+	// bg ends the queue's background work (claim waiters, the watchers
+	// of running claims) when the store closes; watchers counts it.
+	bg       context.Context
+	stopBG   context.CancelFunc
+	watchers sync.WaitGroup
 }
 
 // Option configures a [Store].
@@ -119,9 +125,11 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		// agrees with the channel name even if search_path changes.
 		cfg.RuntimeParams["search_path"] = pgx.Identifier{current}.Sanitize()
 	}
+	bg, stopBG := context.WithCancel(context.Background())
 	return &Store{
 		pool: newPool(cfg, o.conns), schema: current, channel: channelName(current), holder: o.holder,
 		ttl: o.ttl, durable: o.durable, log: o.log, leases: map[string]*lease{},
+		bg: bg, stopBG: stopBG,
 	}, nil
 }
 
@@ -148,8 +156,19 @@ func defaultHolder() string {
 // it is the connection's search path's, resolved by Open.
 func (s *Store) Schema() string { return s.schema }
 
-// Close releases the leases the store holds and closes its connections.
+// Close releases the leases the store holds (those of running claims too,
+// whose jobs another worker may then claim again) and closes its
+// connections. A Claim waiting returns.
 func (s *Store) Close() error {
+	s.shutdown(true)
+	return nil
+}
+
+// shutdown closes the store, releasing its leases or, when not release,
+// leaving them to expire as a crashed process's do.
+func (s *Store) shutdown(release bool) {
+	s.stopBG()
+	s.watchers.Wait()
 	s.mu.Lock()
 	held := make([]*lease, 0, len(s.leases))
 	for _, l := range s.leases {
@@ -157,17 +176,20 @@ func (s *Store) Close() error {
 	}
 	s.mu.Unlock()
 	for _, l := range held {
-		l.release()
+		if release {
+			l.release()
+		} else {
+			l.stopRenewing()
+		}
 	}
 	s.closeMu.Lock()
 	if s.closed {
 		s.closeMu.Unlock()
-		return nil
+		return
 	}
 	s.closed = true
 	s.closeMu.Unlock()
 	s.pool.close()
-	return nil
 }
 
 func checkID(id string) error {
@@ -561,4 +583,5 @@ var (
 	_ session.Store   = (*Store)(nil)
 	_ session.Flusher = (*Store)(nil)
 	_ session.Fencer  = (*Store)(nil)
+	_ session.Queue   = (*Store)(nil)
 )
