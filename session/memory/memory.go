@@ -1,11 +1,20 @@
 // Package memory is a [session.Store] that keeps logs in memory: for
 // tests, demos and sessions that need not outlive the process. Everything
 // appended is "durable" at once, for as long as the Store lives.
+//
+// It also has what a store shared by several workers has, in process:
+// turn leases ([session.Leaser]), a job queue ([session.Queue]) and
+// following ([session.Follower]). [Store.Handle] opens another handle on
+// the same logs, as another process sharing a store would: a lease is
+// held by a handle, and a handle that holds a session's lease has it
+// again at once (as store/jsonl's writer does), while another handle's
+// Lease or Append of that session is [session.ErrLocked].
 package memory
 
 import (
 	"context"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 	"sync"
@@ -16,8 +25,19 @@ import (
 // Store is an in-memory [session.Store]. The zero value is not usable;
 // call [New]. It is safe for concurrent use.
 type Store struct {
-	mu   sync.RWMutex
-	logs map[string]*log
+	b *backing
+}
+
+// backing is what the handles of one store share.
+type backing struct {
+	mu     sync.Mutex
+	logs   map[string]*log
+	leases map[string]*lease // session id -> its lease, if held
+	queue  queue
+	// changed is closed (and replaced) whenever a lease is released, a
+	// job is enqueued, ended or handed back, or records are appended:
+	// what waiters (Lease with wait, Claim, Follow) wait for.
+	changed chan struct{}
 }
 
 type log struct {
@@ -25,8 +45,29 @@ type log struct {
 	records []*session.Record
 }
 
+// lease is a session's turn lease, held by handle h.
+type lease struct {
+	h *Store
+}
+
 // New returns an empty store.
-func New() *Store { return &Store{logs: map[string]*log{}} }
+func New() *Store {
+	return &Store{b: &backing{
+		logs:    map[string]*log{},
+		leases:  map[string]*lease{},
+		changed: make(chan struct{}),
+	}}
+}
+
+// Handle returns another handle on the same logs, with leases of its own,
+// as another process sharing the store would have.
+func (s *Store) Handle() *Store { return &Store{b: s.b} }
+
+// notify wakes the waiters; b.mu is held.
+func (b *backing) notify() {
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
 
 // Create implements [session.Store].
 func (s *Store) Create(ctx context.Context, info session.Info) error {
@@ -36,22 +77,26 @@ func (s *Store) Create(ctx context.Context, info session.Info) error {
 	if info.Version == 0 {
 		info.Version = session.Version
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.logs[info.ID]; ok {
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	if _, ok := s.b.logs[info.ID]; ok {
 		return fmt.Errorf("memory: create %s: %w", info.ID, session.ErrExists)
 	}
-	s.logs[info.ID] = &log{info: cloneInfo(info)}
+	s.b.logs[info.ID] = &log{info: cloneInfo(info)}
 	return nil
 }
 
-// Append implements [session.Store].
+// Append implements [session.Store]. While another handle holds the
+// session's lease it is [session.ErrLocked].
 func (s *Store) Append(ctx context.Context, id string, next int64, records []*session.Record) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	l, ok := s.logs[id]
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	l, ok := s.b.logs[id]
 	if !ok {
 		return fmt.Errorf("memory: append %s: %w", id, session.ErrNotFound)
+	}
+	if le := s.b.leases[id]; le != nil && le.h != s {
+		return fmt.Errorf("memory: append %s: %w (held by another handle)", id, session.ErrLocked)
 	}
 	if n := int64(len(l.records)); n != next {
 		return fmt.Errorf("memory: append %s: %w: log continues at %d, not %d", id, session.ErrConflict, n, next)
@@ -60,14 +105,17 @@ func (s *Store) Append(ctx context.Context, id string, next int64, records []*se
 		return fmt.Errorf("memory: append %s: %w", id, err)
 	}
 	l.records = append(l.records, records...)
+	if len(records) > 0 {
+		s.b.notify()
+	}
 	return nil
 }
 
 // Load implements [session.Store].
 func (s *Store) Load(ctx context.Context, id string) (*session.Log, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	l, ok := s.logs[id]
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	l, ok := s.b.logs[id]
 	if !ok {
 		return nil, fmt.Errorf("memory: load %s: %w", id, session.ErrNotFound)
 	}
@@ -76,12 +124,12 @@ func (s *Store) Load(ctx context.Context, id string) (*session.Log, error) {
 
 // List implements [session.Store].
 func (s *Store) List(ctx context.Context) ([]session.Info, error) {
-	s.mu.RLock()
-	out := make([]session.Info, 0, len(s.logs))
-	for _, l := range s.logs {
+	s.b.mu.Lock()
+	out := make([]session.Info, 0, len(s.b.logs))
+	for _, l := range s.b.logs {
 		out = append(out, cloneInfo(l.info))
 	}
-	s.mu.RUnlock()
+	s.b.mu.Unlock()
 	slices.SortFunc(out, func(a, b session.Info) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
 }
@@ -97,13 +145,13 @@ func (s *Store) Fork(ctx context.Context, info session.Info, tail []*session.Rec
 	if info.Version == 0 {
 		info.Version = session.Version
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, ok := s.logs[info.Parent.ID]
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	p, ok := s.b.logs[info.Parent.ID]
 	if !ok {
 		return fmt.Errorf("memory: fork %s: parent %s: %w", info.ID, info.Parent.ID, session.ErrNotFound)
 	}
-	if _, ok := s.logs[info.ID]; ok {
+	if _, ok := s.b.logs[info.ID]; ok {
 		return fmt.Errorf("memory: fork %s: %w", info.ID, session.ErrExists)
 	}
 	at := info.Parent.Seq
@@ -115,8 +163,96 @@ func (s *Store) Fork(ctx context.Context, info session.Info, tail []*session.Rec
 	}
 	recs := make([]*session.Record, 0, int(at+1)+len(tail))
 	recs = append(append(recs, p.records[:at+1]...), tail...)
-	s.logs[info.ID] = &log{info: cloneInfo(info), records: recs}
+	s.b.logs[info.ID] = &log{info: cloneInfo(info), records: recs}
 	return nil
+}
+
+// Lease implements [session.Leaser]: the lease of id is this handle's
+// until release is called (or, taken by a claim, until the claim ends);
+// a handle holding it has it again at once, and one release drops it.
+func (s *Store) Lease(ctx context.Context, id string, wait bool) (release func(), err error) {
+	for {
+		s.b.mu.Lock()
+		if _, ok := s.b.logs[id]; !ok {
+			s.b.mu.Unlock()
+			return nil, fmt.Errorf("memory: lease %s: %w", id, session.ErrNotFound)
+		}
+		if le := s.acquire(id); le != nil {
+			s.b.mu.Unlock()
+			return func() { s.b.release(id, le) }, nil
+		}
+		ch := s.b.changed
+		s.b.mu.Unlock()
+		if !wait {
+			return nil, fmt.Errorf("memory: lease %s: %w (held by another handle)", id, session.ErrLocked)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("memory: lease %s: %w", id, ctx.Err())
+		case <-ch:
+		}
+	}
+}
+
+// acquire takes id's lease for s, or returns nil when another handle holds
+// it; b.mu is held.
+func (s *Store) acquire(id string) *lease {
+	le := s.b.leases[id]
+	switch {
+	case le == nil:
+		le = &lease{h: s}
+		s.b.leases[id] = le
+	case le.h != s:
+		return nil
+	}
+	return le
+}
+
+// release drops lease le of id, unless it was dropped already.
+func (b *backing) release(id string, le *lease) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.releaseLocked(id, le)
+}
+
+func (b *backing) releaseLocked(id string, le *lease) {
+	if b.leases[id] == le {
+		delete(b.leases, id)
+		b.notify()
+	}
+}
+
+// Follow implements [session.Follower].
+func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[*session.Record, error] {
+	return func(yield func(*session.Record, error) bool) {
+		next := max(from, 0)
+		for {
+			s.b.mu.Lock()
+			l, ok := s.b.logs[id]
+			if !ok {
+				s.b.mu.Unlock()
+				yield(nil, fmt.Errorf("memory: follow %s: %w", id, session.ErrNotFound))
+				return
+			}
+			var recs []*session.Record
+			if next < int64(len(l.records)) {
+				recs = slices.Clone(l.records[next:])
+			}
+			ch := s.b.changed
+			s.b.mu.Unlock()
+			for _, r := range recs {
+				if ctx.Err() != nil || !yield(r, nil) {
+					return
+				}
+				next++
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-ch:
+			}
+		}
+	}
 }
 
 func cloneInfo(i session.Info) session.Info {
@@ -127,4 +263,9 @@ func cloneInfo(i session.Info) session.Info {
 	return i
 }
 
-var _ session.Store = (*Store)(nil)
+var (
+	_ session.Store    = (*Store)(nil)
+	_ session.Leaser   = (*Store)(nil)
+	_ session.Queue    = (*Store)(nil)
+	_ session.Follower = (*Store)(nil)
+)

@@ -11,3 +11,13 @@ import (
 func TestStoreConformance(t *testing.T) {
 	sessiontest.Run(t, func(t *testing.T) session.Store { return memory.New() })
 }
+
+func TestQueueConformance(t *testing.T) {
+	sessiontest.RunQueue(t, sessiontest.QueueHarness{
+		New: func(t *testing.T) func(t *testing.T) session.Store {
+			first := memory.New()
+			return func(t *testing.T) session.Store { return first.Handle() }
+		},
+		Crash: func(t *testing.T, s session.Store) { memory.Crash(s.(*memory.Store)) },
+	})
+}

@@ -1,0 +1,222 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/vigil-run/vigil/session"
+)
+
+// queue is the job queue of a backing; b.mu guards it.
+type queue struct {
+	seq  int64
+	jobs []*job // unfinished, oldest first
+}
+
+type job struct {
+	job       session.Job // State and Worker are derived from claim
+	claim     *claim      // the running claim, nil when queued
+	cancelled bool        // Cancel signalled the running claim
+}
+
+type claim struct {
+	s         *Store
+	j         *job
+	lease     *lease
+	snapshot  session.Job
+	cancel    chan struct{}
+	closeOnce sync.Once
+}
+
+func (j *job) view() session.Job {
+	v := j.job
+	v.Input = slices.Clone(v.Input)
+	v.State, v.Worker = session.JobQueued, ""
+	if j.claim != nil {
+		v.State, v.Worker = session.JobRunning, j.claim.snapshot.Worker
+	}
+	return v
+}
+
+// Enqueue implements [session.Queue].
+func (s *Store) Enqueue(ctx context.Context, in session.Job) (session.Job, int, error) {
+	b := s.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.logs[in.Session]; !ok {
+		return session.Job{}, 0, fmt.Errorf("memory: enqueue %s: %w", in.Session, session.ErrNotFound)
+	}
+	b.queue.seq++
+	j := &job{job: session.Job{
+		ID:       fmt.Sprintf("%020d", b.queue.seq),
+		Session:  in.Session,
+		Kind:     in.Kind,
+		Input:    slices.Clone(in.Input),
+		Enqueued: time.Now(),
+		Base:     -1,
+	}}
+	ahead := 0
+	for _, o := range b.queue.jobs {
+		if o.job.Session == in.Session {
+			ahead++
+		}
+	}
+	b.queue.jobs = append(b.queue.jobs, j)
+	b.notify()
+	return j.view(), ahead, nil
+}
+
+// Jobs implements [session.Queue].
+func (s *Store) Jobs(ctx context.Context, id string) ([]session.Job, error) {
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	var out []session.Job
+	for _, j := range s.b.queue.jobs {
+		if j.job.Session == id {
+			out = append(out, j.view())
+		}
+	}
+	return out, nil
+}
+
+// Claim implements [session.Queue].
+func (s *Store) Claim(ctx context.Context, worker string) (session.Claim, error) {
+	b := s.b
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("memory: claim: %w", err)
+		}
+		b.mu.Lock()
+		if c := s.claimLocked(worker); c != nil {
+			b.mu.Unlock()
+			return c, nil
+		}
+		ch := b.changed
+		b.mu.Unlock()
+		select {
+		case <-ctx.Done():
+		case <-ch:
+		}
+	}
+}
+
+// claimLocked claims the oldest job that is its session's first and whose
+// session's lease s can take; b.mu is held.
+func (s *Store) claimLocked(worker string) *claim {
+	seen := map[string]bool{}
+	for _, j := range s.b.queue.jobs {
+		sid := j.job.Session
+		if seen[sid] {
+			continue
+		}
+		seen[sid] = true
+		if j.claim != nil {
+			continue
+		}
+		le := s.acquire(sid)
+		if le == nil {
+			continue
+		}
+		j.job.Attempts++
+		c := &claim{s: s, j: j, lease: le, cancel: make(chan struct{})}
+		c.snapshot = j.job
+		c.snapshot.Worker = worker
+		j.claim = c
+		c.snapshot = j.view()
+		return c
+	}
+	return nil
+}
+
+// Cancel implements [session.Queue].
+func (s *Store) Cancel(ctx context.Context, id string) (int, error) {
+	b := s.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.logs[id]; !ok {
+		return 0, fmt.Errorf("memory: cancel %s: %w", id, session.ErrNotFound)
+	}
+	n := 0
+	b.queue.jobs = slices.DeleteFunc(b.queue.jobs, func(j *job) bool {
+		if j.job.Session != id {
+			return false
+		}
+		n++
+		if j.claim == nil {
+			return true
+		}
+		j.cancelled = true
+		j.claim.closeOnce.Do(func() { close(j.claim.cancel) })
+		return false
+	})
+	return n, nil
+}
+
+// crash drops s's leases and hands its running jobs back, as if its
+// process had died (the cancelled ones are dropped).
+func (s *Store) crash() {
+	b := s.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id, le := range b.leases {
+		if le.h == s {
+			delete(b.leases, id)
+		}
+	}
+	b.queue.jobs = slices.DeleteFunc(b.queue.jobs, func(j *job) bool {
+		if j.claim == nil || j.claim.s != s {
+			return false
+		}
+		j.claim = nil
+		return j.cancelled
+	})
+	b.notify()
+}
+
+func (c *claim) Job() session.Job {
+	v := c.snapshot
+	v.Input = slices.Clone(v.Input)
+	return v
+}
+
+func (c *claim) Cancelled() <-chan struct{} { return c.cancel }
+
+// Start implements [session.Claim].
+func (c *claim) Start(ctx context.Context, base int64) error {
+	b := c.s.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c.j.claim != c {
+		return fmt.Errorf("memory: start %s: %w", c.snapshot.ID, session.ErrJobDone)
+	}
+	if c.j.job.Base < 0 {
+		c.j.job.Base = base
+	}
+	return nil
+}
+
+// Finish implements [session.Claim].
+func (c *claim) Finish(ctx context.Context) error { return c.end(true) }
+
+// Release implements [session.Claim]. A job cancelled while it ran is
+// dropped instead: the cancel was for it too.
+func (c *claim) Release(ctx context.Context) error { return c.end(false) }
+
+func (c *claim) end(finish bool) error {
+	b := c.s.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c.j.claim != c {
+		return fmt.Errorf("memory: end %s: %w", c.snapshot.ID, session.ErrJobDone)
+	}
+	c.j.claim = nil
+	if finish || c.j.cancelled {
+		b.queue.jobs = slices.DeleteFunc(b.queue.jobs, func(j *job) bool { return j == c.j })
+	}
+	b.releaseLocked(c.snapshot.Session, c.lease)
+	b.notify()
+	return nil
+}
