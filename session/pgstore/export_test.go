@@ -27,3 +27,8 @@ func PauseLease(ctx context.Context, s *Store, id string) (resume func() error, 
 		return err
 	}, nil
 }
+
+// Crash drops s as a dying process would: its renewals stop and its
+// connections close, but its leases stay in the database until they
+// expire.
+func Crash(s *Store) { s.shutdown(false) }

@@ -126,15 +126,22 @@ FOR UPDATE OF j SKIP LOCKED`
 // connection then watches the claim for a cancellation. Claim also returns
 // when the store is closed.
 func (s *Store) Claim(ctx context.Context, worker string) (session.Claim, error) {
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(s.bg, cancel)
 	defer stop()
 	fail := func(err error) (session.Claim, error) {
-		if s.bg.Err() != nil {
+		switch {
+		case s.bg.Err() != nil:
 			err = errPoolClosed
+		case parent.Err() != nil:
+			err = parent.Err()
 		}
 		return nil, fmt.Errorf("pgstore: claim: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
 	}
 	ln, err := s.listen(ctx, func(kind byte, _ string) bool { return kind == 'q' || kind == 'l' })
 	if err != nil {
