@@ -13,26 +13,44 @@ import (
 	"github.com/vigil-run/vigil/session"
 )
 
-// lease is a turn lease this store holds.
+// lease is a turn lease this store holds, taken by [Store.Lease] or by a
+// claim of the queue.
 type lease struct {
 	s     *Store
 	id    string
-	token string
-	stop  chan struct{}
-	done  chan struct{}
+	token string // the holder name in vigil_leases, unique to this lease
+	epoch int64  // the session's epoch this lease set when it was taken
 	once  sync.Once
+
+	mu       sync.Mutex
+	stop     chan struct{} // closed to stop the renewer; nil while none runs
+	done     chan struct{} // closed by the renewer when it returns
+	lost     bool          // a renewal found the lease taken by another holder
+	released bool
 }
 
-// leaseToken returns the holder name of the lease this store holds on id,
-// "" when it holds none.
-func (s *Store) leaseToken(id string) string {
+// held returns the lease this store holds on id, nil when none. A lost
+// lease is still held (and fences its holder's appends) until released.
+func (s *Store) held(id string) *lease {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if l := s.leases[id]; l != nil {
-		return l.token
-	}
-	return ""
+	return s.leases[id]
 }
+
+// heldEpoch returns the epoch of the lease this store holds on id, 0 when
+// it holds none.
+func (s *Store) heldEpoch(id string) int64 {
+	if l := s.held(id); l != nil {
+		return l.epoch
+	}
+	return 0
+}
+
+// Epoch implements [session.Fencer]: the epoch of the lease this store
+// holds on id (taken by [Store.Lease] or by a queue claim), 0 when it holds
+// none. A lease found lost keeps its epoch until it is released, so that
+// its holder's appends keep being refused.
+func (s *Store) Epoch(id string) int64 { return s.heldEpoch(id) }
 
 // busyError is the ErrBusy of a lease held by holder for left seconds
 // more: a *session.LockError, so that a waiter can show both.
@@ -41,6 +59,13 @@ func busyError(id, holder string, left float64) error {
 	return &session.LockError{Holder: holder, Expires: time.Now().Add(d),
 		Err: fmt.Errorf("%w: %s: a turn is running in %s (its lease expires in %s unless renewed)",
 			ErrBusy, id, holder, d.Round(100*time.Millisecond))}
+}
+
+// fencedError is the ErrFenced of an append under the lease of epoch
+// when the session is at epoch current.
+func fencedError(id string, epoch, current int64) error {
+	return fmt.Errorf("%w: %s: the lease of epoch %d was superseded (the session is at epoch %d)",
+		session.ErrFenced, id, epoch, current)
 }
 
 // Lease takes the turn lease of session id: until release is called, no
@@ -105,28 +130,48 @@ func (s *Store) Lease(ctx context.Context, id string, wait bool) (release func()
 	}
 }
 
+// takeLeaseSQL takes the lease of session $1 for holder $2 for $3 ms if
+// it is free or expired, and moves the session to the next epoch in the
+// same statement: the insert serializes takers on the lease row, the
+// update on the session row (which appends lock too), so epochs grow
+// strictly and an append fenced by an older epoch cannot slip in after.
+const takeLeaseSQL = `WITH l AS (
+	INSERT INTO vigil_leases (session_id, holder, expires)
+	SELECT id, $2, clock_timestamp() + $3 * interval '1 millisecond' FROM vigil_sessions WHERE id = $1
+	ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, expires = excluded.expires
+	WHERE vigil_leases.expires <= clock_timestamp()
+	RETURNING session_id
+)
+UPDATE vigil_sessions s SET epoch = s.epoch + 1 FROM l WHERE s.id = l.session_id RETURNING s.epoch`
+
+// newToken returns a holder name for a new lease.
+func (s *Store) newToken() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.leaseSeq++
+	return fmt.Sprintf("%s#%d", s.holder, s.leaseSeq)
+}
+
+// hold registers a lease just taken in the database and starts renewing
+// it.
+func (s *Store) hold(id, token string, epoch int64) *lease {
+	l := &lease{s: s, id: id, token: token, epoch: epoch}
+	s.mu.Lock()
+	s.leases[id] = l
+	s.mu.Unlock()
+	l.startRenewing()
+	return l
+}
+
 // tryLease takes the lease if it is free or expired. Otherwise it returns
 // the live lease's holder and seconds left ("" if it was gone when
 // looked at).
 func (s *Store) tryLease(ctx context.Context, id string) (*lease, string, float64, error) {
-	s.mu.Lock()
-	s.leaseSeq++
-	token := fmt.Sprintf("%s#%d", s.holder, s.leaseSeq)
-	s.mu.Unlock()
-	ttl := s.ttl.Milliseconds()
-	var got bool
-	err := s.queryRow(ctx, []any{&got}, `INSERT INTO vigil_leases (session_id, holder, expires)
-		SELECT id, $2, clock_timestamp() + $3 * interval '1 millisecond' FROM vigil_sessions WHERE id = $1
-		ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, expires = excluded.expires
-		WHERE vigil_leases.expires <= clock_timestamp()
-		RETURNING true`, id, token, ttl)
+	token := s.newToken()
+	var epoch int64
+	err := s.queryRow(ctx, []any{&epoch}, takeLeaseSQL, id, token, s.ttl.Milliseconds())
 	if err == nil {
-		l := &lease{s: s, id: id, token: token, stop: make(chan struct{}), done: make(chan struct{})}
-		s.mu.Lock()
-		s.leases[id] = l
-		s.mu.Unlock()
-		go l.renew()
-		return l, "", 0, nil
+		return s.hold(id, token, epoch), "", 0, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return nil, "", 0, err
@@ -148,38 +193,80 @@ func (s *Store) tryLease(ctx context.Context, id string) (*lease, string, float6
 	return nil, *holder, *left, nil
 }
 
-// renew extends the lease every third of the TTL until it is released or
+// startRenewing starts the renewer unless the lease is lost or released.
+func (l *lease) startRenewing() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stop != nil || l.lost || l.released {
+		return
+	}
+	l.stop, l.done = make(chan struct{}), make(chan struct{})
+	go l.renew(l.stop, l.done)
+}
+
+// stopRenewing stops the renewer, if one runs, and waits for it.
+func (l *lease) stopRenewing() {
+	l.mu.Lock()
+	stop, done := l.stop, l.done
+	l.stop, l.done = nil, nil
+	l.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-done
+	}
+}
+
+// renew extends the lease every third of the TTL until it is stopped or
 // lost.
-func (l *lease) renew() {
-	defer close(l.done)
+func (l *lease) renew(stop, done chan struct{}) {
+	defer close(done)
 	s := l.s
 	t := time.NewTicker(s.ttl / 3)
 	defer t.Stop()
 	for {
 		select {
-		case <-l.stop:
+		case <-stop:
 			return
 		case <-t.C:
 		}
-		s.closeMu.RLock()
-		if s.closed {
-			s.closeMu.RUnlock()
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), s.ttl/3)
-		tag, err := s.exec(ctx, `UPDATE vigil_leases SET expires = clock_timestamp() + $3 * interval '1 millisecond'
-			WHERE session_id = $1 AND holder = $2`, l.id, l.token, s.ttl.Milliseconds())
-		cancel()
-		s.closeMu.RUnlock()
+		ok, err := l.renewOnce()
 		switch {
+		case errors.Is(err, errPoolClosed):
+			return
 		case err != nil:
 			s.log.Warn("renewing a turn lease failed; retrying", "session", l.id, "error", err)
-		case tag.RowsAffected() == 0:
-			s.log.Error("lost a turn lease: it expired and was taken over", "session", l.id)
-			s.forget(l)
+		case !ok:
 			return
 		}
 	}
+}
+
+// renewOnce extends the lease once. It reports false when the lease was
+// found lost: then it stays held, lost, so that its holder's appends are
+// refused ([session.ErrFenced]) until the holder releases it, rather than
+// made as appends without a lease.
+func (l *lease) renewOnce() (bool, error) {
+	s := l.s
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return false, errPoolClosed
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.ttl/3)
+	defer cancel()
+	tag, err := s.exec(ctx, `UPDATE vigil_leases SET expires = clock_timestamp() + $3 * interval '1 millisecond'
+		WHERE session_id = $1 AND holder = $2`, l.id, l.token, s.ttl.Milliseconds())
+	if err != nil {
+		return false, err
+	}
+	if tag.RowsAffected() == 0 {
+		s.log.Error("lost a turn lease: it expired and was taken over", "session", l.id, "epoch", l.epoch)
+		l.mu.Lock()
+		l.lost = true
+		l.mu.Unlock()
+		return false, nil
+	}
+	return true, nil
 }
 
 // forget drops l from the store's held leases.
@@ -195,8 +282,10 @@ func (s *Store) forget(l *lease) {
 // logged: an undeleted lease expires on its own.
 func (l *lease) release() {
 	l.once.Do(func() {
-		close(l.stop)
-		<-l.done
+		l.mu.Lock()
+		l.released = true
+		l.mu.Unlock()
+		l.stopRenewing()
 		s := l.s
 		s.forget(l)
 		s.closeMu.RLock()

@@ -35,6 +35,28 @@ var migrations = []string{
 		holder     text NOT NULL,
 		expires    timestamptz NOT NULL
 	);`,
+	// 2: fencing epochs and the job queue.
+	`-- The epoch of the newest lease taken on the session: every lease
+	-- taken moves it up by one, and an append under a lease is refused
+	-- unless the session is still at that lease's epoch.
+	ALTER TABLE vigil_sessions ADD COLUMN epoch bigint NOT NULL DEFAULT 0;
+	-- The jobs not finished yet. No foreign key to vigil_sessions, for the
+	-- reason given for vigil_events: an enqueue inserts only for a session
+	-- it found.
+	CREATE TABLE vigil_jobs (
+		id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		session_id text NOT NULL,
+		kind       text NOT NULL,
+		input      bytea NOT NULL,
+		enqueued   timestamptz NOT NULL,
+		base       bigint NOT NULL DEFAULT -1,   -- the log's length when first started, -1 before
+		attempts   integer NOT NULL DEFAULT 0,   -- claims so far
+		state      text NOT NULL DEFAULT 'queued' CHECK (state IN ('queued', 'running')),
+		worker     text,                         -- the worker of the latest claim
+		epoch      bigint,                       -- the lease epoch of the latest claim
+		cancelled  boolean NOT NULL DEFAULT false -- cancelled while running
+	);
+	CREATE INDEX vigil_jobs_session ON vigil_jobs (session_id, id);`,
 }
 
 // SchemaVersion is the version of the tables this package reads and

@@ -40,6 +40,12 @@ type Store struct {
 	mu       sync.Mutex
 	leases   map[string]*lease // session id → the lease this store holds
 	leaseSeq uint64
+
+	// bg ends the queue's background work (claim waiters, the watchers
+	// of running claims) when the store closes; watchers counts it.
+	bg       context.Context
+	stopBG   context.CancelFunc
+	watchers sync.WaitGroup
 }
 
 // Option configures a [Store].
@@ -119,9 +125,11 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		// agrees with the channel name even if search_path changes.
 		cfg.RuntimeParams["search_path"] = pgx.Identifier{current}.Sanitize()
 	}
+	bg, stopBG := context.WithCancel(context.Background())
 	return &Store{
 		pool: newPool(cfg, o.conns), schema: current, channel: channelName(current), holder: o.holder,
 		ttl: o.ttl, durable: o.durable, log: o.log, leases: map[string]*lease{},
+		bg: bg, stopBG: stopBG,
 	}, nil
 }
 
@@ -148,8 +156,19 @@ func defaultHolder() string {
 // it is the connection's search path's, resolved by Open.
 func (s *Store) Schema() string { return s.schema }
 
-// Close releases the leases the store holds and closes its connections.
+// Close releases the leases the store holds (those of running claims too,
+// whose jobs another worker may then claim again) and closes its
+// connections. A Claim waiting returns.
 func (s *Store) Close() error {
+	s.shutdown(true)
+	return nil
+}
+
+// shutdown closes the store, releasing its leases or, when not release,
+// leaving them to expire as a crashed process's do.
+func (s *Store) shutdown(release bool) {
+	s.stopBG()
+	s.watchers.Wait()
 	s.mu.Lock()
 	held := make([]*lease, 0, len(s.leases))
 	for _, l := range s.leases {
@@ -157,17 +176,20 @@ func (s *Store) Close() error {
 	}
 	s.mu.Unlock()
 	for _, l := range held {
-		l.release()
+		if release {
+			l.release()
+		} else {
+			l.stopRenewing()
+		}
 	}
 	s.closeMu.Lock()
 	if s.closed {
 		s.closeMu.Unlock()
-		return nil
+		return
 	}
 	s.closed = true
 	s.closeMu.Unlock()
 	s.pool.close()
-	return nil
 }
 
 func checkID(id string) error {
@@ -258,10 +280,15 @@ func lines(records []*session.Record) [][]byte {
 }
 
 // appendSQL appends a batch in one statement: the session row's length
-// moves from $2 to $2+n only if it is $2 and no other holder has a live
-// lease; the events are inserted only if it moved; the notification is
-// sent (at commit) only then. $5 turns synchronous_commit off for this
-// transaction alone.
+// moves from $2 to $2+n only if it is $2 and, under a lease of epoch $4,
+// the session is still at that epoch (no lease was taken since), or,
+// without a lease ($4 = 0), no holder has a live lease; the events are
+// inserted only if it moved; the notification is sent (at commit) only
+// then. $5 turns synchronous_commit off for this transaction alone.
+//
+// The epoch is compared on the locked row: a lease taken concurrently
+// moves the epoch under the same row lock, so an append either commits
+// before the new holder's lease (which then loads it) or is fenced.
 const appendSQL = `WITH
 cfg AS (
 	SELECT CASE WHEN $5::bool THEN set_config('synchronous_commit', 'off', true) END AS v
@@ -269,8 +296,9 @@ cfg AS (
 s AS (
 	UPDATE vigil_sessions SET next = next + cardinality($3::bytea[])
 	WHERE id = $1 AND next = $2
-	  AND NOT EXISTS (SELECT 1 FROM vigil_leases l
-	                  WHERE l.session_id = $1 AND l.holder <> $4 AND l.expires > clock_timestamp())
+	  AND CASE WHEN $4::bigint > 0 THEN epoch = $4
+	      ELSE NOT EXISTS (SELECT 1 FROM vigil_leases l
+	                       WHERE l.session_id = $1 AND l.expires > clock_timestamp()) END
 	RETURNING next
 ),
 ins AS (
@@ -285,16 +313,30 @@ SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM ins), (SELECT count(*) FR
 
 // Append implements [session.Store]. The batch is written in one
 // statement, all or nothing. Besides the errors of the interface, a live
-// lease of another holder is an [ErrBusy] error.
+// lease of another holder is an [ErrBusy] error; while this store holds
+// the session's lease, the append is fenced by its epoch (see
+// [Store.AppendFenced]), also once the lease was found lost, until it is
+// released.
 func (s *Store) Append(ctx context.Context, id string, next int64, records []*session.Record) error {
+	return s.AppendFenced(ctx, id, s.heldEpoch(id), next, records)
+}
+
+// AppendFenced implements [session.Fencer]: [Store.Append] under the
+// lease of epoch, refused with an error wrapping [session.ErrFenced]
+// when a lease was taken on id since. Epoch 0 appends without a lease,
+// refused with [ErrBusy] while any holder has a live one.
+func (s *Store) AppendFenced(ctx context.Context, id string, epoch, next int64, records []*session.Record) error {
 	if err := checkID(id); err != nil {
 		return fmt.Errorf("pgstore: append: %w", err)
 	}
 	if err := session.CheckSeqs(next, records); err != nil {
 		return fmt.Errorf("pgstore: append %s: %w", id, err)
 	}
+	if epoch < 0 {
+		return fmt.Errorf("pgstore: append %s: %w: epoch %d", id, session.ErrFenced, epoch)
+	}
 	if len(records) == 0 {
-		if err := s.refusal(ctx, id, next, true); err != nil {
+		if err := s.refusal(ctx, id, epoch, next, true); err != nil {
 			return fmt.Errorf("pgstore: append %s: %w", id, err)
 		}
 		return nil
@@ -302,7 +344,7 @@ func (s *Store) Append(ctx context.Context, id string, next int64, records []*se
 	async := !s.durable && !session.ClosesStep(records)
 	var moved, inserted, notified, cfg int64
 	err := s.queryRow(ctx, []any{&moved, &inserted, &notified, &cfg},
-		appendSQL, id, next, lines(records), s.leaseToken(id), async, s.channel)
+		appendSQL, id, next, lines(records), epoch, async, s.channel)
 	if err != nil {
 		if isUniqueViolation(err) {
 			// Only possible if the events table was written around the
@@ -317,7 +359,7 @@ func (s *Store) Append(ctx context.Context, id string, next int64, records []*se
 		}
 		return nil
 	}
-	if err := s.refusal(ctx, id, next, false); err != nil {
+	if err := s.refusal(ctx, id, epoch, next, false); err != nil {
 		return fmt.Errorf("pgstore: append %s: %w", id, err)
 	}
 	// The state that refused the append changed before we looked: it
@@ -325,15 +367,16 @@ func (s *Store) Append(ctx context.Context, id string, next int64, records []*se
 	return fmt.Errorf("pgstore: append %s: %w: the log or its lease changed concurrently", id, session.ErrConflict)
 }
 
-// refusal explains why an append at next cannot go through: ErrNotFound,
-// ErrConflict or ErrBusy; nil when it could (now). emptyOK skips the
-// lease check, for an empty batch, which writes nothing.
-func (s *Store) refusal(ctx context.Context, id string, next int64, emptyOK bool) error {
-	var length int64
+// refusal explains why an append under epoch at next cannot go through:
+// ErrNotFound, ErrFenced, ErrConflict or ErrBusy; nil when it could
+// (now). emptyOK skips the lease check of an unleased append, for an
+// empty batch, which writes nothing.
+func (s *Store) refusal(ctx context.Context, id string, epoch, next int64, emptyOK bool) error {
+	var length, current int64
 	var holder *string
 	var left *float64
-	err := s.queryRow(ctx, []any{&length, &holder, &left},
-		`SELECT s.next, l.holder, extract(epoch FROM l.expires - clock_timestamp())::float8
+	err := s.queryRow(ctx, []any{&length, &current, &holder, &left},
+		`SELECT s.next, s.epoch, l.holder, extract(epoch FROM l.expires - clock_timestamp())::float8
 		FROM vigil_sessions s LEFT JOIN vigil_leases l ON l.session_id = s.id AND l.expires > clock_timestamp()
 		WHERE s.id = $1`, id)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -342,10 +385,13 @@ func (s *Store) refusal(ctx context.Context, id string, next int64, emptyOK bool
 	if err != nil {
 		return err
 	}
+	if epoch > 0 && epoch != current {
+		return fencedError(id, epoch, current)
+	}
 	if length != next {
 		return fmt.Errorf("%w: the log continues at %d, not %d", session.ErrConflict, length, next)
 	}
-	if !emptyOK && holder != nil && *holder != s.leaseToken(id) {
+	if epoch == 0 && !emptyOK && holder != nil {
 		return busyError(id, *holder, *left)
 	}
 	return nil
@@ -536,4 +582,6 @@ func (s *Store) Flush(ctx context.Context, id string) error {
 var (
 	_ session.Store   = (*Store)(nil)
 	_ session.Flusher = (*Store)(nil)
+	_ session.Fencer  = (*Store)(nil)
+	_ session.Queue   = (*Store)(nil)
 )

@@ -1,0 +1,34 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+)
+
+// PauseLease makes s a holder paused past its lease's expiry: it stops
+// renewing its lease on id, and the lease is expired in the database, as
+// the TTL passing would. resume renews it once (finding it lost if
+// another holder took it meanwhile) and, unless lost, renews it in the
+// background again.
+func PauseLease(ctx context.Context, s *Store, id string) (resume func() error, err error) {
+	l := s.held(id)
+	if l == nil {
+		return nil, fmt.Errorf("pause %s: no lease held", id)
+	}
+	l.stopRenewing()
+	if _, err := s.exec(ctx, `UPDATE vigil_leases SET expires = clock_timestamp() WHERE session_id = $1 AND holder = $2`, id, l.token); err != nil {
+		return nil, err
+	}
+	return func() error {
+		ok, err := l.renewOnce()
+		if ok {
+			l.startRenewing()
+		}
+		return err
+	}, nil
+}
+
+// Crash drops s as a dying process would: its renewals stop and its
+// connections close, but its leases stay in the database until they
+// expire.
+func Crash(s *Store) { s.shutdown(false) }

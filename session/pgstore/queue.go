@@ -1,0 +1,452 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/vigil-run/vigil/session"
+)
+
+// queuePoll bounds how long a waiting [Store.Claim] or a running claim's
+// watcher goes without looking at the queue: notifications wake them at
+// once, this is only the safety net should one go missing.
+const queuePoll = 5 * time.Second
+
+// jobID renders a job's key so that ids sort as the jobs were enqueued.
+func jobID(n int64) string { return fmt.Sprintf("%016d", n) }
+
+// Enqueue implements [session.Queue]: the job is a row of vigil_jobs, and
+// every process's waiting claims are woken (NOTIFY).
+func (s *Store) Enqueue(ctx context.Context, job session.Job) (session.Job, int, error) {
+	if err := checkID(job.Session); err != nil {
+		return session.Job{}, 0, fmt.Errorf("pgstore: enqueue: %w", err)
+	}
+	input := job.Input
+	if input == nil {
+		input = []byte{}
+	}
+	var id, ahead int64
+	var enqueued time.Time
+	err := s.queryRow(ctx, []any{&id, &enqueued, &ahead}, `WITH ins AS (
+		INSERT INTO vigil_jobs (session_id, kind, input, enqueued)
+		SELECT id, $2, $3, clock_timestamp() FROM vigil_sessions WHERE id = $1
+		RETURNING id, enqueued
+	), n AS (
+		SELECT pg_notify($4, 'q 0 ' || $1) FROM ins
+	)
+	SELECT ins.id, ins.enqueued, (SELECT count(*) FROM vigil_jobs j WHERE j.session_id = $1) + (SELECT count(*) - count(*) FROM n)
+	FROM ins`, job.Session, job.Kind, input, s.channel)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return session.Job{}, 0, fmt.Errorf("pgstore: enqueue %s: %w", job.Session, session.ErrNotFound)
+	}
+	if err != nil {
+		return session.Job{}, 0, fmt.Errorf("pgstore: enqueue %s: %w", job.Session, err)
+	}
+	out := session.Job{ID: jobID(id), Session: job.Session, Kind: job.Kind, Input: append([]byte(nil), input...),
+		Enqueued: enqueued, Base: -1, State: session.JobQueued}
+	return out, int(ahead), nil
+}
+
+// Jobs implements [session.Queue]. A job is running while the lease of
+// its latest claim is live; a job whose worker died is queued again.
+func (s *Store) Jobs(ctx context.Context, id string) ([]session.Job, error) {
+	if err := checkID(id); err != nil {
+		return nil, fmt.Errorf("pgstore: jobs: %w", err)
+	}
+	var out []session.Job
+	err := s.pool.with(ctx, func(c *pgx.Conn) error {
+		out = nil
+		rows, err := c.Query(ctx, `SELECT j.id, j.kind, j.input, j.enqueued, j.base, j.attempts,
+			coalesce(j.state = 'running' AND j.epoch = s.epoch AND l.session_id IS NOT NULL, false), j.worker
+		FROM vigil_sessions s
+		LEFT JOIN vigil_jobs j ON j.session_id = s.id
+		LEFT JOIN vigil_leases l ON l.session_id = s.id AND l.expires > clock_timestamp()
+		WHERE s.id = $1 ORDER BY j.id`, id)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		found := false
+		for rows.Next() {
+			found = true
+			var jid *int64
+			var kind, worker *string
+			var input []byte
+			var enqueued *time.Time
+			var base *int64
+			var attempts *int
+			var running bool
+			if err := rows.Scan(&jid, &kind, &input, &enqueued, &base, &attempts, &running, &worker); err != nil {
+				return err
+			}
+			if jid == nil {
+				continue // the session has no jobs
+			}
+			j := session.Job{ID: jobID(*jid), Session: id, Kind: *kind, Input: input, Enqueued: *enqueued,
+				Base: *base, Attempts: *attempts, State: session.JobQueued}
+			if running {
+				j.State, j.Worker = session.JobRunning, *worker
+			} else if worker != nil {
+				j.Worker = *worker
+			}
+			out = append(out, j)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if !found {
+			return session.ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: jobs %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// claimableSQL picks the oldest job that may run now: the oldest of its
+// session's, which nobody holds the lease of (a job whose worker died is
+// still 'running', and claimable once that worker's lease has expired).
+// Jobs other claimers are taking are skipped, not waited for.
+const claimableSQL = `SELECT j.id, j.session_id, j.cancelled FROM vigil_jobs j
+WHERE NOT EXISTS (SELECT 1 FROM vigil_jobs o WHERE o.session_id = j.session_id AND o.id < j.id)
+  AND NOT EXISTS (SELECT 1 FROM vigil_leases l WHERE l.session_id = j.session_id AND l.expires > clock_timestamp())
+ORDER BY j.id LIMIT 1
+FOR UPDATE OF j SKIP LOCKED`
+
+// Claim implements [session.Queue]. It waits on a connection of its own
+// that LISTENs for enqueued jobs and released leases, and looks again when
+// the soonest lease on a session with jobs expires (a dead worker's); the
+// connection then watches the claim for a cancellation. Claim also returns
+// when the store is closed.
+func (s *Store) Claim(ctx context.Context, worker string) (session.Claim, error) {
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.bg, cancel)
+	defer stop()
+	fail := func(err error) (session.Claim, error) {
+		switch {
+		case s.bg.Err() != nil:
+			err = errPoolClosed
+		case parent.Err() != nil:
+			err = parent.Err()
+		}
+		return nil, fmt.Errorf("pgstore: claim: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	ln, err := s.listen(ctx, func(kind byte, _ string) bool { return kind == 'q' || kind == 'l' })
+	if err != nil {
+		return fail(err)
+	}
+	for {
+		c, wait, err := s.tryClaim(ctx, ln.conn, worker)
+		if err != nil {
+			ln.close()
+			return fail(err)
+		}
+		if c != nil {
+			s.watch(c, ln)
+			return c, nil
+		}
+		if err := ln.wait(ctx, min(wait, queuePoll)); err != nil {
+			ln.close()
+			return fail(err)
+		}
+	}
+}
+
+// tryClaim claims a job if one may run now, in one transaction on conn:
+// it locks the job, takes its session's lease (moving the epoch) and marks
+// the job running under that epoch. Otherwise it returns how long until
+// the soonest lease on a session with jobs expires (queuePoll if none).
+func (s *Store) tryClaim(ctx context.Context, conn *pgx.Conn, worker string) (*claim, time.Duration, error) {
+	token := s.newToken()
+	wait := queuePoll
+	var got *claim
+	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		got, wait = nil, queuePoll
+		for range 16 {
+			var jid int64
+			var sid string
+			var cancelled bool
+			err := tx.QueryRow(ctx, claimableSQL).Scan(&jid, &sid, &cancelled)
+			if errors.Is(err, pgx.ErrNoRows) {
+				var left *float64
+				if err := tx.QueryRow(ctx, `SELECT extract(epoch FROM min(l.expires) - clock_timestamp())::float8
+					FROM vigil_leases l WHERE EXISTS (SELECT 1 FROM vigil_jobs j WHERE j.session_id = l.session_id)`).Scan(&left); err != nil {
+					return err
+				}
+				if left != nil {
+					// Just past the expiry, so that the lease is gone when we look.
+					wait = max(time.Duration(*left*float64(time.Second)), 0) + 10*time.Millisecond
+				}
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if cancelled {
+				// Cancelled while it ran, and its worker is gone: it is over.
+				if _, err := tx.Exec(ctx, `DELETE FROM vigil_jobs WHERE id = $1`, jid); err != nil {
+					return err
+				}
+				continue
+			}
+			var epoch int64
+			err = tx.QueryRow(ctx, takeLeaseSQL, sid, token, s.ttl.Milliseconds()).Scan(&epoch)
+			if errors.Is(err, pgx.ErrNoRows) {
+				continue // a lease was taken since we looked; look again
+			}
+			if err != nil {
+				return err
+			}
+			c := &claim{s: s, jid: jid, epoch: epoch, cancelled: make(chan struct{})}
+			var state string
+			var w *string
+			j := &c.job
+			if err := tx.QueryRow(ctx, `UPDATE vigil_jobs SET state = 'running', worker = $2, epoch = $3, attempts = attempts + 1
+				WHERE id = $1 RETURNING session_id, kind, input, enqueued, base, attempts, state, worker`, jid, worker, epoch).
+				Scan(&j.Session, &j.Kind, &j.Input, &j.Enqueued, &j.Base, &j.Attempts, &state, &w); err != nil {
+				return err
+			}
+			j.ID, j.State, j.Worker = jobID(jid), session.JobRunning, worker
+			got = c
+			return nil
+		}
+		wait = 0 // the queue changed under us all along; look again now
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	if got != nil {
+		got.lease = s.hold(got.job.Session, token, got.epoch)
+	}
+	return got, wait, nil
+}
+
+// claim is a job this store claimed.
+type claim struct {
+	s         *Store
+	jid       int64
+	epoch     int64
+	lease     *lease
+	cancelled chan struct{} // closed by the watcher
+	stop      context.CancelFunc
+	watched   chan struct{} // closed when the watcher returns
+
+	mu    sync.Mutex
+	job   session.Job
+	ended bool
+}
+
+// watch hands ln to a goroutine that closes c.cancelled once the job is
+// cancelled (or gone: a cancel dropped it while its worker was away),
+// woken by the cancel's notification, until the claim ends.
+func (s *Store) watch(c *claim, ln *listener) {
+	sid := c.job.Session
+	match := func(kind byte, id string) bool { return kind == 'c' && id == sid }
+	ln.match = match
+	ln.dirty.Store(false)
+	ctx, stop := context.WithCancel(s.bg)
+	c.stop, c.watched = stop, make(chan struct{})
+	s.watchers.Add(1)
+	go func() {
+		defer s.watchers.Done()
+		defer close(c.watched)
+		defer func() {
+			if ln != nil {
+				ln.close()
+			}
+		}()
+		for {
+			var cancelled bool
+			var epoch *int64
+			err := ln.conn.QueryRow(ctx, `SELECT cancelled, epoch FROM vigil_jobs WHERE id = $1`, c.jid).Scan(&cancelled, &epoch)
+			mine := epoch != nil && *epoch == c.epoch
+			switch {
+			case ctx.Err() != nil:
+				return
+			case errors.Is(err, pgx.ErrNoRows) || err == nil && cancelled && mine:
+				close(c.cancelled)
+				return
+			case err == nil && !mine:
+				return // claimed again by another: this claim is fenced, not cancelled
+			case err == nil:
+				err = ln.wait(ctx, queuePoll)
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				// The connection broke: listen again (looking first, as
+				// above, since a cancel may have come meanwhile).
+				s.log.Warn("watching a claimed job for cancellation failed; reconnecting", "session", sid, "error", err)
+				ln.close()
+				ln = nil
+				for ln == nil {
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(time.Second):
+					}
+					ln, _ = s.listen(ctx, match)
+				}
+			}
+		}
+	}()
+}
+
+func (c *claim) Job() session.Job {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	j := c.job
+	j.Input = append([]byte(nil), j.Input...)
+	return j
+}
+
+func (c *claim) Cancelled() <-chan struct{} { return c.cancelled }
+
+// Start implements [session.Claim]: a job cancelled meanwhile is
+// [session.ErrJobDone], one claimed again by another worker (this claim's
+// lease was lost) [session.ErrFenced].
+func (c *claim) Start(ctx context.Context, base int64) error {
+	c.mu.Lock()
+	ended := c.ended
+	c.mu.Unlock()
+	if ended {
+		return fmt.Errorf("pgstore: start job %s: %w", jobID(c.jid), session.ErrJobDone)
+	}
+	var stored int64
+	err := c.s.queryRow(ctx, []any{&stored}, `UPDATE vigil_jobs SET base = CASE WHEN base < 0 THEN $3 ELSE base END
+		WHERE id = $1 AND epoch = $2 AND NOT cancelled RETURNING base`, c.jid, c.epoch, base)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = c.gone(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("pgstore: start job %s: %w", jobID(c.jid), err)
+	}
+	c.mu.Lock()
+	c.job.Base = stored
+	c.mu.Unlock()
+	return nil
+}
+
+// gone explains why the claim's job row could not be updated.
+func (c *claim) gone(ctx context.Context) error {
+	var epoch *int64
+	var cancelled bool
+	err := c.s.queryRow(ctx, []any{&epoch, &cancelled}, `SELECT epoch, cancelled FROM vigil_jobs WHERE id = $1`, c.jid)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("%w: finished or cancelled", session.ErrJobDone)
+	case err != nil:
+		return err
+	case epoch == nil || *epoch != c.epoch:
+		return fmt.Errorf("%w: the job was claimed again after this claim's lease (epoch %d) was lost", session.ErrFenced, c.epoch)
+	case cancelled:
+		return fmt.Errorf("%w: cancelled", session.ErrJobDone)
+	}
+	return errors.New("the job changed concurrently")
+}
+
+// end runs fn, the claim's last word, once; then the lease is released
+// and the watcher stopped.
+func (c *claim) end(ctx context.Context, op string, fn func() error) error {
+	c.mu.Lock()
+	if c.ended {
+		c.mu.Unlock()
+		return fmt.Errorf("pgstore: %s job %s: %w", op, jobID(c.jid), session.ErrJobDone)
+	}
+	c.ended = true
+	c.mu.Unlock()
+	err := fn()
+	c.stop()
+	<-c.watched
+	c.lease.release() // wakes the claims waiting for the session's next job
+	if err != nil {
+		return fmt.Errorf("pgstore: %s job %s: %w", op, jobID(c.jid), err)
+	}
+	return nil
+}
+
+// Finish implements [session.Claim]. A job claimed again by another
+// worker since this claim's lease was lost is left to it, and the error
+// wraps [session.ErrFenced].
+func (c *claim) Finish(ctx context.Context) error {
+	return c.end(ctx, "finish", func() error {
+		tag, err := c.s.exec(ctx, `DELETE FROM vigil_jobs WHERE id = $1 AND epoch = $2`, c.jid, c.epoch)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return c.gone(ctx)
+		}
+		return nil
+	})
+}
+
+// Release implements [session.Claim]: the job is queued again, its Base
+// and Attempts kept; a job cancelled meanwhile is dropped instead.
+func (c *claim) Release(ctx context.Context) error {
+	return c.end(ctx, "release", func() error {
+		var n int64
+		err := c.s.queryRow(ctx, []any{&n}, `WITH q AS (
+			UPDATE vigil_jobs SET state = 'queued', worker = NULL, epoch = NULL
+			WHERE id = $1 AND epoch = $2 AND NOT cancelled RETURNING 1
+		), d AS (
+			DELETE FROM vigil_jobs WHERE id = $1 AND epoch = $2 AND cancelled RETURNING 1
+		)
+		SELECT (SELECT count(*) FROM q) + (SELECT count(*) FROM d)`, c.jid, c.epoch)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return c.gone(ctx)
+		}
+		return nil
+	})
+}
+
+// Cancel implements [session.Queue]: queued jobs are deleted, and so is a
+// running job whose claim's lease is gone (its worker died); the running
+// job of a live claim is marked cancelled, and a notification tells the
+// claim's watcher, in whatever process holds it.
+func (s *Store) Cancel(ctx context.Context, id string) (int, error) {
+	if err := checkID(id); err != nil {
+		return 0, fmt.Errorf("pgstore: cancel: %w", err)
+	}
+	var found, dropped, signalled int64
+	err := s.queryRow(ctx, []any{&found, &dropped, &signalled}, `WITH s AS (
+		SELECT s.id, s.epoch, EXISTS (SELECT 1 FROM vigil_leases l WHERE l.session_id = s.id AND l.expires > clock_timestamp()) AS live
+		FROM vigil_sessions s WHERE s.id = $1
+	), d AS (
+		DELETE FROM vigil_jobs j USING s WHERE j.session_id = s.id
+		  AND NOT (j.state = 'running' AND j.epoch = s.epoch AND s.live)
+		RETURNING j.id
+	), c AS (
+		UPDATE vigil_jobs j SET cancelled = true FROM s WHERE j.session_id = s.id
+		  AND j.state = 'running' AND j.epoch = s.epoch AND s.live
+		RETURNING j.id
+	), n AS (
+		SELECT pg_notify($2, 'c 0 ' || $1) WHERE EXISTS (SELECT 1 FROM d) OR EXISTS (SELECT 1 FROM c)
+	)
+	SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM d), (SELECT count(*) FROM c) + (SELECT count(*) - count(*) FROM n)`,
+		id, s.channel)
+	if err != nil {
+		return 0, fmt.Errorf("pgstore: cancel %s: %w", id, err)
+	}
+	if found == 0 {
+		return 0, fmt.Errorf("pgstore: cancel %s: %w", id, session.ErrNotFound)
+	}
+	return int(dropped + signalled), nil
+}
