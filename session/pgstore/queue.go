@@ -154,7 +154,11 @@ func (s *Store) Claim(ctx context.Context, worker string) (session.Claim, error)
 			return fail(err)
 		}
 		if c != nil {
-			s.watch(c, ln)
+			if !s.watch(c, ln) {
+				// The store closed as the claim committed: hand it back.
+				_ = c.Release(context.WithoutCancel(ctx))
+				return fail(errPoolClosed)
+			}
 			return c, nil
 		}
 		if err := ln.wait(ctx, min(wait, queuePoll)); err != nil {
@@ -251,15 +255,24 @@ type claim struct {
 
 // watch hands ln to a goroutine that closes c.cancelled once the job is
 // cancelled (or gone: a cancel dropped it while its worker was away),
-// woken by the cancel's notification, until the claim ends.
-func (s *Store) watch(c *claim, ln *listener) {
+// woken by the cancel's notification, until the claim ends. It reports
+// false, watching nothing, when the store is closing.
+func (s *Store) watch(c *claim, ln *listener) bool {
 	sid := c.job.Session
 	match := func(kind byte, id string) bool { return kind == 'c' && id == sid }
 	ln.match = match
 	ln.dirty.Store(false)
 	ctx, stop := context.WithCancel(s.bg)
 	c.stop, c.watched = stop, make(chan struct{})
+	s.mu.Lock()
+	if s.bg.Err() != nil {
+		s.mu.Unlock()
+		ln.close()
+		close(c.watched)
+		return false
+	}
 	s.watchers.Add(1)
+	s.mu.Unlock()
 	go func() {
 		defer s.watchers.Done()
 		defer close(c.watched)
@@ -304,6 +317,7 @@ func (s *Store) watch(c *claim, ln *listener) {
 			}
 		}
 	}()
+	return true
 }
 
 func (c *claim) Job() session.Job {
