@@ -31,8 +31,11 @@ type Store struct {
 	dir      string
 	interval time.Duration
 
+	note *dirNote // wake-ups shared with the stores open on dir in this process
+
 	mu      sync.Mutex
 	writers map[string]*writer
+	q       *jqueue // made at the first queue call
 	closed  bool
 }
 
@@ -60,6 +63,7 @@ func Open(dir string, opts ...Option) (*Store, error) {
 		o(s)
 	}
 	cleanTemps(dir)
+	s.note = openNote(dir)
 	return s, nil
 }
 
@@ -298,6 +302,7 @@ func (s *Store) releaseWriter(id string, w *writer) {
 	delete(s.writers, id)
 	s.mu.Unlock()
 	_ = w.close() // a write error was returned by the appends already
+	s.note.wakeQueue()
 }
 
 // busy is the ErrLocked error of id, naming its holder.
@@ -317,6 +322,9 @@ func (s *Store) Append(ctx context.Context, id string, next int64, records []*se
 	}
 	if err := w.append(next, records); err != nil {
 		return fmt.Errorf("jsonl: append %s: %w", id, err)
+	}
+	if len(records) > 0 {
+		s.note.appended(id)
 	}
 	return nil
 }
@@ -447,25 +455,47 @@ func (s *Store) Release(id string) error {
 	if w == nil {
 		return nil
 	}
-	if err := w.close(); err != nil {
+	err := w.close()
+	s.note.wakeQueue()
+	if err != nil {
 		return fmt.Errorf("jsonl: release %s: %w", id, err)
 	}
 	return nil
 }
 
-// Close releases every session; the store refuses writes afterwards.
+// Close releases every session and ends the store's claims (their jobs
+// are claimed again by other stores, as a crashed worker's are); the
+// store refuses writes afterwards.
 func (s *Store) Close() error {
+	return s.shut(false)
+}
+
+// shut closes the store; with crash, as a dying process would: nothing
+// buffered is written, and the files a clean close removes stay.
+func (s *Store) shut(crash bool) error {
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
 	s.closed = true
 	ws := s.writers
 	s.writers = map[string]*writer{}
+	q := s.q
 	s.mu.Unlock()
 	var errs []error
 	for id, w := range ws {
-		if err := w.close(); err != nil {
+		if crash {
+			w.abandon()
+		} else if err := w.close(); err != nil {
 			errs = append(errs, fmt.Errorf("jsonl: close %s: %w", id, err))
 		}
 	}
+	if q != nil {
+		q.close(crash)
+	}
+	s.note.wakeQueue()
+	closeNote(s.dir, s.note)
 	return errors.Join(errs...)
 }
 
@@ -511,4 +541,5 @@ var (
 	_ session.Store    = (*Store)(nil)
 	_ session.Flusher  = (*Store)(nil)
 	_ session.Releaser = (*Store)(nil)
+	_ session.Follower = (*Store)(nil)
 )

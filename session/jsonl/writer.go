@@ -19,6 +19,7 @@ import (
 type writer struct {
 	id       string
 	interval time.Duration
+	note     *dirNote
 	f        *os.File
 	lock     *flock.Flock
 	holder   string // the <id>.lock file naming this process while it holds lock
@@ -57,7 +58,7 @@ func openWriter(s *Store, id, path string, next *int64, lock *flock.Flock) (*wri
 			return nil, s.busy(id)
 		}
 	}
-	w := &writer{id: id, interval: s.interval, lock: lock, holder: s.holderPath(id)}
+	w := &writer{id: id, interval: s.interval, note: s.note, lock: lock, holder: s.holderPath(id)}
 	fail := func(err error) (*writer, error) {
 		if w.f != nil {
 			w.f.Close()
@@ -177,6 +178,8 @@ func (w *writer) flush(sync bool) error {
 	if len(data) > 0 {
 		_, err = w.f.Write(data)
 		w.unsynced = true
+		// Followers in other stores of this process read the file.
+		w.note.appended(w.id)
 	}
 	if err == nil && sync && w.unsynced {
 		if err = w.f.Sync(); err == nil {
@@ -210,6 +213,24 @@ func (w *writer) close() error {
 	// Removed while the lock is still held: only a holder writes it.
 	_ = os.Remove(w.holder)
 	return errors.Join(err, w.f.Close(), w.lock.Close())
+}
+
+// abandon drops the file and its lock as a dying process would: what is
+// buffered is lost, the holder file stays.
+func (w *writer) abandon() {
+	w.flushMu.Lock()
+	defer w.flushMu.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	w.closed = true
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	_ = w.f.Close()
+	_ = w.lock.Close()
 }
 
 // holderInfo is what the <id>.lock file records of the process holding a

@@ -476,6 +476,16 @@ func isClosed(ch <-chan struct{}) bool {
 	}
 }
 
+// waitCancelled waits for c's Cancelled channel to be closed.
+func waitCancelled(t *testing.T, c session.Claim) {
+	t.Helper()
+	select {
+	case <-c.Cancelled():
+	case <-time.After(claimTimeout):
+		t.Fatal("the running claim, on another handle, was not signalled")
+	}
+}
+
 func testCancel(t *testing.T, b *backing) {
 	ctx := context.Background()
 	worker, api := b.handle(t), b.handle(t)
@@ -491,11 +501,7 @@ func testCancel(t *testing.T, b *backing) {
 	n, err := api.Cancel(ctx, "s1")
 	require.NoError(t, err)
 	assert.Equal(t, 3, n, "two dropped, one signalled")
-	select {
-	case <-c.Cancelled():
-	case <-time.After(claimTimeout):
-		t.Fatal("the running claim, on another handle, was not signalled")
-	}
+	waitCancelled(t, c)
 	jobs := api.jobs(t, "s1")
 	require.Equal(t, []string{c.Job().ID}, ids(jobs), "the queued jobs are dropped, the running one stays until it ends")
 	assert.Equal(t, []string{other.ID}, ids(api.jobs(t, "s2")), "another session's are kept")
@@ -520,7 +526,7 @@ func testReleaseAfterCancel(t *testing.T, b *backing) {
 	n, err := api.Cancel(ctx, "s1")
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	<-c.Cancelled()
+	waitCancelled(t, c)
 	release(t, c)
 	assert.Empty(t, api.jobs(t, "s1"), "a cancelled job handed back is dropped, not run again")
 	api.noClaim(t, "nothing left")
