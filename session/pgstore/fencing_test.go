@@ -18,9 +18,9 @@ import (
 // fencingHarness opens stores sharing one schema; a pause stops a store's
 // renewals and expires its lease.
 var fencingHarness = sessiontest.FencingHarness{
-	New: func(t *testing.T) func() sessiontest.FencedStore {
+	New: func(t *testing.T) func(t *testing.T) sessiontest.FencedStore {
 		schema := pgtest.Schema(t)
-		return func() sessiontest.FencedStore { return pgtest.StoreIn(t, schema) }
+		return func(t *testing.T) sessiontest.FencedStore { return pgtest.StoreIn(t, schema) }
 	},
 	Pause: func(t *testing.T, h sessiontest.FencedStore, id string) func() {
 		resume, err := pgstore.PauseLease(context.Background(), h.(*pgstore.Store), id)
