@@ -41,4 +41,43 @@
 // A failed write or fsync breaks the session's writer: every later append
 // and flush of that session returns the error, until the session is
 // released and taken over again (which repairs the file).
+//
+// # The job queue
+//
+// The store is a [session.Queue] (what vigil serve accepts turns into),
+// kept in the directory's .queue folder, made by the first enqueue: an
+// append-only journal of queue changes (enqueue, claim, start, release,
+// finish, drop, cancel: one JSON line each), written and fsynced under an
+// exclusive file lock (.queue/lock) so that every process sharing the
+// directory shares one queue, and replayed by each store into memory,
+// incrementally (only the lines past the last it read). A journal rather
+// than a file per job: a change is one append and one fsync of one file
+// (no directory fsync per job), and a claim chooses among the jobs in
+// memory instead of reading a directory of files. It cannot grow forever:
+// once it is more than four times the lines its unfinished jobs need (and
+// past a thousand lines), a change rewrites it as one line per unfinished
+// job (a temporary file, fsynced, renamed over it); the other stores
+// notice the new file and replay it whole. A line torn by a crash is never
+// read, and is cut off by the next change.
+//
+// A claim takes the session's writer, exactly as [Store.Lease] does: a
+// session that another process writes (vigil run) keeps its jobs queued
+// until it is released, and a job's appends are its claimer's. Finish and
+// Release release the writer. Each store that claims holds a lock on its
+// own owner file (.queue/owners/<token>) while it is open; a job whose
+// claimer's owner file is no longer locked (its process died, or it was
+// closed) is claimed again, with its Base and Attempts. A job cancelled
+// while it ran is dropped when its claim ends, however it ends.
+//
+// Claims waiting in this process are woken at once by queue changes and
+// released writers of any store open on the directory in this process;
+// what other processes do is seen by polling the journal every 250ms,
+// which is also how a [session.Claim.Cancelled] of a claim here learns of
+// a Cancel made in another process.
+//
+// # Following
+//
+// [Store.Follow] streams a log as it grows, reading only the bytes past the
+// last whole line it read. Appends through a store of this process wake
+// it at once; other processes' appends are seen by polling every 250ms.
 package jsonl

@@ -397,7 +397,7 @@ func (q *jqueue) compact() error {
 
 // ensureOwner creates and locks this store's owner file, whose lock tells
 // the other stores that its claims are alive; it removes the files of
-// owners that died meanwhile. q.mu is held.
+// owners that died a while ago. q.mu is held.
 func (q *jqueue) ensureOwner() error {
 	if q.olock != nil {
 		return nil
@@ -411,9 +411,15 @@ func (q *jqueue) ensureOwner() error {
 		return fmt.Errorf("queue: lock the owner file: %w (locked: %v)", err, !ok)
 	}
 	q.olock = l
+	// An owner file is created an instant before it is locked: a young
+	// one is left alone (a dead owner's is harmless, just litter).
 	if entries, err := os.ReadDir(dir); err == nil {
 		for _, e := range entries {
-			if p := filepath.Join(dir, e.Name()); e.Name() != q.owner && !ownerAlive(p) {
+			p := filepath.Join(dir, e.Name())
+			if fi, err := e.Info(); err != nil || e.Name() == q.owner || time.Since(fi.ModTime()) < staleTemp {
+				continue
+			}
+			if !ownerAlive(p) {
 				_ = os.Remove(p)
 			}
 		}

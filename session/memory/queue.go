@@ -26,7 +26,8 @@ type claim struct {
 	s         *Store
 	j         *job
 	lease     *lease
-	snapshot  session.Job
+	worker    string
+	snapshot  session.Job // the job as claimed
 	cancel    chan struct{}
 	closeOnce sync.Once
 }
@@ -36,7 +37,7 @@ func (j *job) view() session.Job {
 	v.Input = slices.Clone(v.Input)
 	v.State, v.Worker = session.JobQueued, ""
 	if j.claim != nil {
-		v.State, v.Worker = session.JobRunning, j.claim.snapshot.Worker
+		v.State, v.Worker = session.JobRunning, j.claim.worker
 	}
 	return v
 }
@@ -121,9 +122,7 @@ func (s *Store) claimLocked(worker string) *claim {
 			continue
 		}
 		j.job.Attempts++
-		c := &claim{s: s, j: j, lease: le, cancel: make(chan struct{})}
-		c.snapshot = j.job
-		c.snapshot.Worker = worker
+		c := &claim{s: s, j: j, lease: le, worker: worker, cancel: make(chan struct{})}
 		j.claim = c
 		c.snapshot = j.view()
 		return c

@@ -58,6 +58,34 @@
 // lease is a file lock (this package has no runnable Examples: they
 // would need a server).
 //
+// # Fencing: every lease has an epoch
+//
+// A session row carries an epoch, moved up by one in the statement that
+// takes a lease (by [Store.Lease] or a queue claim), and the lease
+// remembers it. While a store holds a session's lease, its appends are
+// made under that epoch ([Store.AppendFenced] names one explicitly): the
+// append statement itself compares it with the session's, on the locked
+// row, and refuses with [session.ErrFenced] once another lease was taken.
+// A holder paused or cut off past its lease's expiry therefore never
+// appends again, not even after the next holder released. A lease whose
+// renewal found it taken stays held, and fencing, until its holder
+// releases it; it never turns into an append without a lease.
+//
+// # The job queue
+//
+// [Store] is a [session.Queue]: [Store.Enqueue] adds a row to vigil_jobs
+// and notifies; [Store.Claim] takes, in one transaction, the oldest job
+// of a session nobody holds the lease of (SELECT … FOR UPDATE SKIP LOCKED,
+// so claimers in any number of processes do not wait on each other),
+// the session's lease (a new epoch) and marks the job running under it.
+// The claim's lease is the store's own, renewed and fencing the store's
+// appends like any. A waiting Claim listens for enqueues and releases,
+// and looks again when the soonest lease on a session with jobs expires:
+// a dead worker's job stays 'running' and is claimed again once its lease
+// is gone, its Base and Attempts kept. [Store.Cancel] deletes the queued
+// jobs and marks the running one, whose claim, in whatever process, is
+// watching for that notification ([session.Claim.Cancelled]).
+//
 // # Following a log
 //
 // Every append notifies (NOTIFY) a channel of the store's schema with the

@@ -32,3 +32,7 @@ func PauseLease(ctx context.Context, s *Store, id string) (resume func() error, 
 // connections close, but its leases stay in the database until they
 // expire.
 func Crash(s *Store) { s.shutdown(false) }
+
+// Migrations are the schema's versions, for a test that builds an old
+// database.
+var Migrations = migrations

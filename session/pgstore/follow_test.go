@@ -9,7 +9,15 @@ import (
 
 	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/pgstore/pgtest"
+	"github.com/vigil-run/vigil/session/sessiontest"
 )
+
+func TestFollowConformance(t *testing.T) {
+	sessiontest.RunFollow(t, func(t *testing.T) func(t *testing.T) session.Store {
+		schema := pgtest.Schema(t)
+		return func(t *testing.T) session.Store { return pgtest.StoreIn(t, schema) }
+	})
+}
 
 type followed struct {
 	rec *session.Record

@@ -83,9 +83,10 @@ func fencedError(id string, epoch, current int64) error {
 //
 // Leases are not reentrant: a store that holds a session's lease is busy
 // to itself too. release is idempotent and blocks for at most a round
-// trip; a
-// lease that could not be renewed (the database was unreachable for a
-// TTL) is lost, and the holder's next append says so.
+// trip. A lease that could not be renewed (the database was unreachable
+// for a TTL) may be taken by another holder; then this store's appends to
+// the session are refused with [session.ErrFenced] until release is
+// called (see [Store.AppendFenced]).
 func (s *Store) Lease(ctx context.Context, id string, wait bool) (release func(), err error) {
 	if err := checkID(id); err != nil {
 		return nil, fmt.Errorf("pgstore: lease: %w", err)

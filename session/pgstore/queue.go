@@ -30,16 +30,16 @@ func (s *Store) Enqueue(ctx context.Context, job session.Job) (session.Job, int,
 	if input == nil {
 		input = []byte{}
 	}
-	var id, ahead int64
+	var id, ahead, notified int64
 	var enqueued time.Time
-	err := s.queryRow(ctx, []any{&id, &enqueued, &ahead}, `WITH ins AS (
+	err := s.queryRow(ctx, []any{&id, &enqueued, &ahead, &notified}, `WITH ins AS (
 		INSERT INTO vigil_jobs (session_id, kind, input, enqueued)
 		SELECT id, $2, $3, clock_timestamp() FROM vigil_sessions WHERE id = $1
 		RETURNING id, enqueued
 	), n AS (
 		SELECT pg_notify($4, 'q 0 ' || $1) FROM ins
 	)
-	SELECT ins.id, ins.enqueued, (SELECT count(*) FROM vigil_jobs j WHERE j.session_id = $1) + (SELECT count(*) - count(*) FROM n)
+	SELECT ins.id, ins.enqueued, (SELECT count(*) FROM vigil_jobs j WHERE j.session_id = $1), (SELECT count(*) FROM n)
 	FROM ins`, job.Session, job.Kind, input, s.channel)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return session.Job{}, 0, fmt.Errorf("pgstore: enqueue %s: %w", job.Session, session.ErrNotFound)
@@ -124,7 +124,8 @@ FOR UPDATE OF j SKIP LOCKED`
 // that LISTENs for enqueued jobs and released leases, and looks again when
 // the soonest lease on a session with jobs expires (a dead worker's); the
 // connection then watches the claim for a cancellation. Claim also returns
-// when the store is closed.
+// when the store is closed; a lost connection is an error (call Claim
+// again, after a pause).
 func (s *Store) Claim(ctx context.Context, worker string) (session.Claim, error) {
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
@@ -154,7 +155,11 @@ func (s *Store) Claim(ctx context.Context, worker string) (session.Claim, error)
 			return fail(err)
 		}
 		if c != nil {
-			s.watch(c, ln)
+			if !s.watch(c, ln) {
+				// The store closed as the claim committed: hand it back.
+				_ = c.Release(context.WithoutCancel(ctx))
+				return fail(errPoolClosed)
+			}
 			return c, nil
 		}
 		if err := ln.wait(ctx, min(wait, queuePoll)); err != nil {
@@ -180,9 +185,13 @@ func (s *Store) tryClaim(ctx context.Context, conn *pgx.Conn, worker string) (*c
 			var cancelled bool
 			err := tx.QueryRow(ctx, claimableSQL).Scan(&jid, &sid, &cancelled)
 			if errors.Is(err, pgx.ErrNoRows) {
+				// Expired leases are left out: their sessions' jobs were
+				// claimable now, so another claimer has them in hand, and
+				// its finish or release will notify.
 				var left *float64
 				if err := tx.QueryRow(ctx, `SELECT extract(epoch FROM min(l.expires) - clock_timestamp())::float8
-					FROM vigil_leases l WHERE EXISTS (SELECT 1 FROM vigil_jobs j WHERE j.session_id = l.session_id)`).Scan(&left); err != nil {
+					FROM vigil_leases l WHERE l.expires > clock_timestamp()
+					  AND EXISTS (SELECT 1 FROM vigil_jobs j WHERE j.session_id = l.session_id)`).Scan(&left); err != nil {
 					return err
 				}
 				if left != nil {
@@ -251,15 +260,24 @@ type claim struct {
 
 // watch hands ln to a goroutine that closes c.cancelled once the job is
 // cancelled (or gone: a cancel dropped it while its worker was away),
-// woken by the cancel's notification, until the claim ends.
-func (s *Store) watch(c *claim, ln *listener) {
+// woken by the cancel's notification, until the claim ends. It reports
+// false, watching nothing, when the store is closing.
+func (s *Store) watch(c *claim, ln *listener) bool {
 	sid := c.job.Session
 	match := func(kind byte, id string) bool { return kind == 'c' && id == sid }
 	ln.match = match
 	ln.dirty.Store(false)
 	ctx, stop := context.WithCancel(s.bg)
 	c.stop, c.watched = stop, make(chan struct{})
+	s.mu.Lock()
+	if s.bg.Err() != nil {
+		s.mu.Unlock()
+		ln.close()
+		close(c.watched)
+		return false
+	}
 	s.watchers.Add(1)
+	s.mu.Unlock()
 	go func() {
 		defer s.watchers.Done()
 		defer close(c.watched)
@@ -304,6 +322,7 @@ func (s *Store) watch(c *claim, ln *listener) {
 			}
 		}
 	}()
+	return true
 }
 
 func (c *claim) Job() session.Job {
@@ -425,8 +444,8 @@ func (s *Store) Cancel(ctx context.Context, id string) (int, error) {
 	if err := checkID(id); err != nil {
 		return 0, fmt.Errorf("pgstore: cancel: %w", err)
 	}
-	var found, dropped, signalled int64
-	err := s.queryRow(ctx, []any{&found, &dropped, &signalled}, `WITH s AS (
+	var found, dropped, signalled, notified int64
+	err := s.queryRow(ctx, []any{&found, &dropped, &signalled, &notified}, `WITH s AS (
 		SELECT s.id, s.epoch, EXISTS (SELECT 1 FROM vigil_leases l WHERE l.session_id = s.id AND l.expires > clock_timestamp()) AS live
 		FROM vigil_sessions s WHERE s.id = $1
 	), d AS (
@@ -440,7 +459,7 @@ func (s *Store) Cancel(ctx context.Context, id string) (int, error) {
 	), n AS (
 		SELECT pg_notify($2, 'c 0 ' || $1) WHERE EXISTS (SELECT 1 FROM d) OR EXISTS (SELECT 1 FROM c)
 	)
-	SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM d), (SELECT count(*) FROM c) + (SELECT count(*) - count(*) FROM n)`,
+	SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM d), (SELECT count(*) FROM c), (SELECT count(*) FROM n)`,
 		id, s.channel)
 	if err != nil {
 		return 0, fmt.Errorf("pgstore: cancel %s: %w", id, err)

@@ -167,7 +167,9 @@ func (s *Store) Close() error {
 // shutdown closes the store, releasing its leases or, when not release,
 // leaving them to expire as a crashed process's do.
 func (s *Store) shutdown(release bool) {
+	s.mu.Lock() // no watcher starts once stopped (see watch)
 	s.stopBG()
+	s.mu.Unlock()
 	s.watchers.Wait()
 	s.mu.Lock()
 	held := make([]*lease, 0, len(s.leases))

@@ -25,7 +25,7 @@ type FencingHarness struct {
 	// open a handle on it: each call returns another store (another
 	// "process") sharing the backing. The suite closes handles that are
 	// io.Closers when the subtest ends.
-	New func(t *testing.T) (open func() FencedStore)
+	New func(t *testing.T) (open func(t *testing.T) FencedStore)
 	// Pause makes h a holder paused (or cut off) past the expiry of its
 	// lease on id: h stops renewing the lease, and Pause returns once the
 	// lease has expired. resume lets h renew again; it returns once h has
@@ -51,7 +51,7 @@ func RunFencing(t *testing.T, h FencingHarness) {
 		t.Run(c.name, func(t *testing.T) {
 			newHandle := h.New(t)
 			open := func() FencedStore {
-				s := newHandle()
+				s := newHandle(t)
 				require.NotNil(t, s)
 				if cl, ok := s.(io.Closer); ok {
 					t.Cleanup(func() { assert.NoError(t, cl.Close()) })

@@ -462,6 +462,10 @@ func testFinish(t *testing.T, b *backing) {
 	h1.enqueue(t, "s1", `{}`)
 	c := h1.claim(t, "w")
 	finish(t, c)
+	ctx := context.Background()
+	assert.ErrorIs(t, c.Finish(ctx), session.ErrJobDone, "a second end")
+	assert.ErrorIs(t, c.Release(ctx), session.ErrJobDone)
+	assert.ErrorIs(t, c.Start(ctx, 1), session.ErrJobDone)
 	assert.Empty(t, h1.jobs(t, "s1"))
 	assert.Empty(t, h2.jobs(t, "s1"))
 	h2.noClaim(t, "a finished job is gone")
@@ -473,6 +477,16 @@ func isClosed(ch <-chan struct{}) bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// waitCancelled waits for c's Cancelled channel to be closed.
+func waitCancelled(t *testing.T, c session.Claim) {
+	t.Helper()
+	select {
+	case <-c.Cancelled():
+	case <-time.After(claimTimeout):
+		t.Fatal("the running claim, on another handle, was not signalled")
 	}
 }
 
@@ -491,11 +505,7 @@ func testCancel(t *testing.T, b *backing) {
 	n, err := api.Cancel(ctx, "s1")
 	require.NoError(t, err)
 	assert.Equal(t, 3, n, "two dropped, one signalled")
-	select {
-	case <-c.Cancelled():
-	case <-time.After(claimTimeout):
-		t.Fatal("the running claim, on another handle, was not signalled")
-	}
+	waitCancelled(t, c)
 	jobs := api.jobs(t, "s1")
 	require.Equal(t, []string{c.Job().ID}, ids(jobs), "the queued jobs are dropped, the running one stays until it ends")
 	assert.Equal(t, []string{other.ID}, ids(api.jobs(t, "s2")), "another session's are kept")
@@ -520,7 +530,7 @@ func testReleaseAfterCancel(t *testing.T, b *backing) {
 	n, err := api.Cancel(ctx, "s1")
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	<-c.Cancelled()
+	waitCancelled(t, c)
 	release(t, c)
 	assert.Empty(t, api.jobs(t, "s1"), "a cancelled job handed back is dropped, not run again")
 	api.noClaim(t, "nothing left")

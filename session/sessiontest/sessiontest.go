@@ -7,6 +7,12 @@
 //
 // newStore is called once per subtest and must return an empty store;
 // the suite closes it (if it is an io.Closer) when the subtest ends.
+//
+// Stores with the optional capabilities pass their suites too: [RunQueue]
+// for a [session.Queue], [RunFollow] for a [session.Follower],
+// [RunFencing] for a [session.Fencer]. Those take
+// a backing that several handles open at once, as several processes
+// sharing the store would.
 package sessiontest
 
 import (
