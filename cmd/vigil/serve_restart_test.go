@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -99,4 +100,68 @@ func TestServeContinuesATurnCutByAKill(t *testing.T) {
 	s.call(http.StatusOK, "GET", "/v1/sessions/"+id+"/verify", "", &rep)
 	assert.True(t, rep.OK, "%v", rep.Violations)
 	s.stop()
+}
+
+// TestServeDrainsOnSIGTERM: SIGTERM mid-turn lets the running turn
+// finish before vigil serve exits 0; when the turn outlasts --drain, the
+// process exits 1 without ending it, and the next start continues it.
+func TestServeDrainsOnSIGTERM(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		finish bool
+	}{{"the turn finishes", true}, {"the drain runs out", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			model, srv := newGatedModel(t, "openai")
+			dir := t.TempDir()
+			cfg := fmt.Sprintf(`plugins:
+  - { name: store/jsonl, config: { dir: sessions } }
+  - { name: provider/openai, config: { base_url: "%s/v1", api_key: k, model: m } }
+  - { name: agent, config: { model: m, max_steps: 4 } }
+  - { name: tools/calc }
+`, srv.URL)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "plugins.yaml"), []byte(cfg), 0o644))
+			s := serve(t, dir, "tok", "--drain", "1s")
+			var created struct{ ID string }
+			s.call(http.StatusCreated, "POST", "/v1/sessions", "", &created)
+			id := created.ID
+			s.call(http.StatusAccepted, "POST", "/v1/sessions/"+id+"/turns", `{"prompt":"what is 6*7?"}`, nil)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var lines []string
+			stream := s.events(ctx, id, "")
+			stream.until(t, &lines, session.TypeAssistantChunk)
+			stream.resp.Body.Close()
+
+			require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
+			if c.finish {
+				model.open()
+				require.NoError(t, s.cmd.Wait(), "the drained server exits 0")
+			} else {
+				err := s.cmd.Wait()
+				require.Equal(t, 1, exitStatus(err), "a drain that runs out exits 1")
+				model.open()
+			}
+			s = serve(t, dir, "tok")
+			stream = s.events(ctx, id, "")
+			defer stream.resp.Body.Close()
+			var reasons []string
+			want := 1
+			if !c.finish {
+				want = 2 // the cut turn, then its continuation
+			}
+			lines = nil
+			for len(reasons) < want {
+				rec, _ := stream.until(t, &lines, session.TypeTurnEnd)
+				te, err := session.DecodeData[session.TurnEnd](rec)
+				require.NoError(t, err)
+				reasons = append(reasons, te.Reason)
+			}
+			if c.finish {
+				assert.Equal(t, []string{session.ReasonCompleted}, reasons)
+			} else {
+				assert.Equal(t, []string{session.ReasonInterrupted, session.ReasonCompleted}, reasons)
+			}
+			s.stop()
+		})
+	}
 }
