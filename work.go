@@ -111,6 +111,11 @@ func (r *Runtime) runClaim(ctx context.Context, c session.Claim) (*Result, error
 	switch {
 	case errors.Is(err, session.ErrFenced):
 		log.Error("lost the session's lease mid-job; it is another worker's now", "error", err)
+		// Ending the claim frees what it holds here; the job is not
+		// touched, its row carries the new claim's epoch.
+		if rerr := c.Release(context.WithoutCancel(ctx)); rerr != nil && !errors.Is(rerr, session.ErrFenced) {
+			log.Debug("ending the fenced claim", "error", rerr)
+		}
 		return res, err
 	case err != nil && !errors.Is(err, agentloop.ErrSuspended):
 		log.Warn("job ended with an error", "error", err)
