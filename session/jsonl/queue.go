@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
 	"github.com/vigil-run/vigil/session"
 )
 

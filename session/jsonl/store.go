@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
 	"github.com/vigil-run/vigil/session"
 )
 

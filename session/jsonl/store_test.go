@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
 	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/jsonl"
 	"github.com/vigil-run/vigil/session/sessiontest"

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
 	"github.com/vigil-run/vigil/session"
 )
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/oklog/ulid/v2"
+
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/session"
 )
