@@ -140,7 +140,7 @@ func cmdServe(ctx context.Context, e *env, o serveOptions) (err error) {
 	// Streams end when the server stops, not only when clients leave.
 	streams, stopStreams := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopStreams()
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second,
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		BaseContext: func(net.Listener) context.Context { return streams }}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
