@@ -130,29 +130,29 @@ func (o *options) validate() error {
 	return nil
 }
 
-// raiseFiles lifts the open-file limit to what the run needs (each
+// raiseFiles lifts the open-file limit towards what the run needs (each
 // stream is a socket here and one in the server, which inherits the
-// limit), raising the hard limit too when allowed.
-func raiseFiles(need uint64) error {
+// limit): the soft limit up to the hard one, and the hard one too when
+// allowed. It returns the limit now in force.
+func raiseFiles(need uint64) (uint64, error) {
 	var l syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
-		return fmt.Errorf("getrlimit: %w", err)
+		return 0, fmt.Errorf("getrlimit: %w", err)
 	}
 	if l.Cur >= need {
-		return nil
+		return l.Cur, nil
 	}
-	want := l
-	want.Cur = need
-	if want.Max < need {
-		want.Max = need
-	}
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &want); err != nil {
-		if l.Max < need {
-			return fmt.Errorf("the run needs %d open files, the hard limit is %d: %w", need, l.Max, err)
+	if l.Max < need {
+		up := syscall.Rlimit{Cur: need, Max: need}
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &up); err == nil {
+			return need, nil
 		}
-		return fmt.Errorf("setrlimit: %w", err)
 	}
-	return nil
+	l.Cur = min(need, l.Max)
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+		return 0, fmt.Errorf("setrlimit: %w", err)
+	}
+	return l.Cur, nil
 }
 
 // report is the outcome of a run.
@@ -192,8 +192,13 @@ func run(o options, out io.Writer) (err error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.deadline)
 	defer cancel()
-	if err := raiseFiles(uint64(2*(o.idle+o.concurrency) + 1024)); err != nil {
+	need := uint64(2*(o.idle+o.concurrency) + 1024)
+	limit, err := raiseFiles(need)
+	if err != nil {
 		return err
+	}
+	if limit < need {
+		fmt.Fprintf(os.Stderr, "load: open files limited to %d (hard limit), the run may need %d\n", limit, need)
 	}
 	rep := report{Store: o.store, Workers: o.workers, Sessions: o.sessions, Turns: o.turns, Concurrency: o.concurrency, Idle: o.idle}
 	if o.store == "pg" {
