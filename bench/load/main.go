@@ -169,6 +169,7 @@ type report struct {
 	// CPU of the vigil processes (server + workers) in the turns phase.
 	CPUms         float64 `json:"cpu_ms_per_turn,omitempty"`
 	PGCPUms       float64 `json:"pg_cpu_ms_per_turn,omitempty"`
+	PGConns       float64 `json:"pg_connections_per_turn,omitempty"`
 	TurnsPerCPU   float64 `json:"turns_per_cpu_s,omitempty"`
 	ClientCPUms   float64 `json:"client_cpu_ms_per_turn"`
 	FirstP50ms    float64 `json:"first_event_p50_ms"`
@@ -288,6 +289,12 @@ func run(o options, out io.Writer) (err error) {
 			return err
 		}
 	}
+	var connsBefore int64
+	if o.store == "pg" && cl != nil {
+		if connsBefore, err = pgSessions(ctx, o.dsn); err != nil {
+			return err
+		}
+	}
 	clientBefore := selfCPU()
 	began := time.Now()
 	var done atomic.Int64
@@ -357,6 +364,13 @@ func run(o options, out io.Writer) (err error) {
 			return err
 		}
 		rep.PGCPUms = ms(pgAfter-pgBefore) / float64(turns)
+	}
+	if o.store == "pg" && cl != nil {
+		connsAfter, err := pgSessions(ctx, o.dsn)
+		if err != nil {
+			return err
+		}
+		rep.PGConns = float64(connsAfter-connsBefore-1) / float64(turns) // less this tool's
 	}
 	logf("%d turns in %.1fs; checking every log", turns, elapsed.Seconds())
 
@@ -482,6 +496,9 @@ func print(w io.Writer, r report, asJSON bool) {
 	}
 	if r.PGCPUms > 0 {
 		fmt.Fprintf(w, "  CPU of PostgreSQL: %.2f ms/turn\n", r.PGCPUms)
+	}
+	if r.PGConns > 0 {
+		fmt.Fprintf(w, "  PostgreSQL connections opened: %.2f per turn\n", r.PGConns)
 	}
 	fmt.Fprintf(w, "  CPU of this client: %.2f ms/turn\n", r.ClientCPUms)
 	fmt.Fprintf(w, "  post → first event: p50 %.1f ms, p99 %.1f ms; post → turn/end p50 %.1f ms\n", r.FirstP50ms, r.FirstP99ms, r.TurnP50ms)
