@@ -64,7 +64,7 @@ func start(ctx context.Context, o spawnOptions) (*cluster, error) {
 	if err := os.MkdirAll(filepath.Join(o.Dir, "data"), 0o755); err != nil {
 		return nil, fmt.Errorf("spawn: %w", err)
 	}
-	for _, f := range []string{"a.txt", "b.txt", "notes.md"} {
+	for _, f := range []string{"a.txt", "b.txt", "c.txt"} {
 		if err := os.WriteFile(filepath.Join(o.Dir, "data", f), []byte("load\n"), 0o644); err != nil {
 			return nil, fmt.Errorf("spawn: %w", err)
 		}
