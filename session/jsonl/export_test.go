@@ -11,3 +11,11 @@ func SetCompactLines(n int) (restore func()) {
 	compactLines = n
 	return func() { compactLines = old }
 }
+
+// Pollers reports how many pollers of s's directory were started in this
+// process so far, and whether one runs now.
+func Pollers(s *Store) (started int, running bool) {
+	s.note.mu.Lock()
+	defer s.note.mu.Unlock()
+	return s.note.polls, s.note.stop != nil
+}

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"iter"
 	"os"
-	"time"
 
 	"github.com/vigil-run/vigil/session"
 )
@@ -18,9 +17,12 @@ import (
 // of this process on the same directory wake the follower at once (what
 // this store buffered for the session is written first, as [Store.Load]
 // does; another store's group is seen once it is written, within its sync
-// interval); records appended by other processes are seen by polling the
-// file's size every 250ms. Each wake-up reads only the bytes past the last
-// whole line read.
+// interval); records appended by other processes are seen by the
+// directory's one poller, which looks at the size of each followed file
+// every 250ms. A waiting follower holds no file open: each wake-up opens
+// the file only when it grew, and reads only the bytes past the last whole
+// line read, so thousands of followers cost neither thousands of file
+// descriptors nor thousands of timers.
 func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[*session.Record, error] {
 	return func(yield func(*session.Record, error) bool) {
 		fail := func(err error) { yield(nil, fmt.Errorf("jsonl: follow %s: %w", id, err)) }
@@ -28,23 +30,20 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[*se
 			fail(err)
 			return
 		}
-		f, err := os.Open(s.Path(id))
-		if errors.Is(err, fs.ErrNotExist) {
+		path := s.Path(id)
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 			fail(session.ErrNotFound)
 			return
-		}
-		if err != nil {
+		} else if err != nil {
 			fail(err)
 			return
 		}
-		defer f.Close()
+		defer s.note.watch(id, path)()
 		var (
 			off    int64 // bytes of whole lines read
 			header bool
 			next   int64 // the seq of the next record in the file
-			poll   = time.NewTicker(pollInterval)
 		)
-		defer poll.Stop()
 		for {
 			wake := s.note.appendWait(id)
 			s.mu.Lock()
@@ -56,60 +55,68 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[*se
 					return
 				}
 			}
-			fi, err := f.Stat()
+			data, err := readPast(path, off)
 			if err != nil {
 				fail(err)
 				return
 			}
-			if fi.Size() > off {
-				data, err := io.ReadAll(io.NewSectionReader(f, off, fi.Size()-off))
-				if err != nil {
-					fail(err)
-					return
+			for {
+				nl := bytes.IndexByte(data, '\n')
+				if nl < 0 {
+					break // a line still being written (or torn, to be cut)
 				}
-				for {
-					nl := bytes.IndexByte(data, '\n')
-					if nl < 0 {
-						break // a line still being written (or torn, to be cut)
-					}
-					line := data[:nl]
-					data = data[nl+1:]
-					off += int64(nl + 1)
-					if !header {
-						info, err := session.DecodeHeader(line)
-						if err == nil && info.ID != id {
-							err = fmt.Errorf("%w: the header names %s", session.ErrCorrupt, info.ID)
-						}
-						if err != nil {
-							fail(err)
-							return
-						}
-						header = true
-						continue
-					}
-					rec, err := session.DecodeRecord(line)
-					if err == nil && rec.Seq() != next {
-						err = fmt.Errorf("%w: seq %d where %d belongs", session.ErrCorrupt, rec.Seq(), next)
+				line := data[:nl]
+				data = data[nl+1:]
+				off += int64(nl + 1)
+				if !header {
+					info, err := session.DecodeHeader(line)
+					if err == nil && info.ID != id {
+						err = fmt.Errorf("%w: the header names %s", session.ErrCorrupt, info.ID)
 					}
 					if err != nil {
 						fail(err)
 						return
 					}
-					next++
-					if rec.Seq() < from {
-						continue
-					}
-					if ctx.Err() != nil || !yield(rec, nil) {
-						return
-					}
+					header = true
+					continue
+				}
+				rec, err := session.DecodeRecord(line)
+				if err == nil && rec.Seq() != next {
+					err = fmt.Errorf("%w: seq %d where %d belongs", session.ErrCorrupt, rec.Seq(), next)
+				}
+				if err != nil {
+					fail(err)
+					return
+				}
+				next++
+				if rec.Seq() < from {
+					continue
+				}
+				if ctx.Err() != nil || !yield(rec, nil) {
+					return
 				}
 			}
 			select {
 			case <-ctx.Done():
 				return
 			case <-wake:
-			case <-poll.C:
 			}
 		}
 	}
+}
+
+// readPast returns the bytes of the file at path past off, opening it only
+// when it is longer than that.
+func readPast(path string, off int64) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil || fi.Size() <= off {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	// Read to the end as it is now (it may have grown since the Stat).
+	return io.ReadAll(io.NewSectionReader(f, off, 1<<62))
 }

@@ -89,6 +89,8 @@
 // # Following a log
 //
 // Every append notifies (NOTIFY) a channel of the store's schema with the
-// session id and its new length; [Store.Follow] listens and yields the
-// events of one session as any process appends them.
+// session id and its new length; [Store.Follow] yields the events of one
+// session as any process appends them. A store's followers share one
+// LISTEN connection and read through the pool when woken, so a waiting
+// follower holds no connection.
 package pgstore

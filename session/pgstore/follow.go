@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,16 +16,13 @@ import (
 	"github.com/vigil-run/vigil/session"
 )
 
-// pollInterval bounds how long a follower waits without a notification
-// before it looks anyway (a notification is never expected to go missing;
-// this only bounds the damage if one does).
-const pollInterval = 2 * time.Second
-
 // Follow yields the records of session id from seq from on: those stored
-// now, then each one as soon as any process appends it (LISTEN/NOTIFY on
-// a connection of its own). It ends when ctx is done, without an error,
-// or at the first error: an unknown session ([session.ErrNotFound]), a
-// record that does not decode, a lost connection.
+// now, then each one as soon as any process appends it. The store's
+// followers share one LISTEN connection (see fan), and read through the
+// pool only when woken, so a follower waiting holds no connection: an API
+// process can stream to thousands of idle sessions. It ends when ctx is
+// done, without an error, or at the first error: an unknown session
+// ([session.ErrNotFound]), a record that does not decode, a failed query.
 //
 //	for r, err := range store.Follow(ctx, id, 0) {
 //		if err != nil {
@@ -43,14 +41,18 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[*se
 			fail(err)
 			return
 		}
-		ln, err := s.listen(ctx, func(kind byte, sid string) bool { return kind == 'e' && sid == id })
+		// Subscribed before the first read, so that nothing appended
+		// after it goes unnoticed.
+		wake, unsubscribe, err := s.subscribe(id)
 		if err != nil {
 			fail(err)
 			return
 		}
-		defer ln.close()
+		defer unsubscribe()
 		var exists bool
-		if err := ln.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM vigil_sessions WHERE id = $1)`, id).Scan(&exists); err != nil {
+		if err := s.pool.with(ctx, func(c *pgx.Conn) error {
+			return c.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM vigil_sessions WHERE id = $1)`, id).Scan(&exists)
+		}); err != nil {
 			fail(err)
 			return
 		}
@@ -60,8 +62,11 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[*se
 		}
 		next := max(from, 0)
 		for {
-			recs, err := after(ctx, ln.conn, id, next)
-			if err != nil {
+			var recs []*session.Record
+			if err := s.pool.with(ctx, func(c *pgx.Conn) (err error) {
+				recs, err = after(ctx, c, id, next)
+				return err
+			}); err != nil {
 				fail(err)
 				return
 			}
@@ -71,10 +76,134 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[*se
 				}
 				next = r.Seq() + 1
 			}
-			if err := ln.wait(ctx, pollInterval); err != nil {
-				fail(err)
+			select {
+			case <-ctx.Done():
 				return
+			case <-s.bg.Done():
+				fail(errPoolClosed)
+				return
+			case <-wake:
 			}
+		}
+	}
+}
+
+// fan is a store's one LISTEN connection for its followers: a
+// notification that a session grew wakes that session's followers. When
+// the connection fails it reconnects, and once listening again wakes
+// every follower, for what was appended while nobody listened.
+type fan struct {
+	mu   sync.Mutex
+	subs map[string]map[chan struct{}]struct{} // session → its followers' wake-ups
+}
+
+// subscribe returns a channel that receives when session id may have
+// grown, starting the store's fan on first use; unsubscribe drops it.
+func (s *Store) subscribe(id string) (wake <-chan struct{}, unsubscribe func(), err error) {
+	s.mu.Lock()
+	if s.bg.Err() != nil { // no goroutine starts once stopped (see shutdown)
+		s.mu.Unlock()
+		return nil, nil, errPoolClosed
+	}
+	if s.fan == nil {
+		s.fan = &fan{subs: map[string]map[chan struct{}]struct{}{}}
+		s.watchers.Add(1)
+		go func(f *fan) {
+			defer s.watchers.Done()
+			f.run(s)
+		}(s.fan)
+	}
+	f := s.fan
+	s.mu.Unlock()
+	ch := make(chan struct{}, 1)
+	f.mu.Lock()
+	if f.subs[id] == nil {
+		f.subs[id] = map[chan struct{}]struct{}{}
+	}
+	f.subs[id][ch] = struct{}{}
+	f.mu.Unlock()
+	return ch, func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		delete(f.subs[id], ch)
+		if len(f.subs[id]) == 0 {
+			delete(f.subs, id)
+		}
+	}, nil
+}
+
+// wake signals the followers of id, or of every session when all.
+func (f *fan) wake(id string, all bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	signal := func(subs map[chan struct{}]struct{}) {
+		for ch := range subs {
+			select {
+			case ch <- struct{}{}:
+			default: // already signalled, not yet read
+			}
+		}
+	}
+	if all {
+		for _, subs := range f.subs {
+			signal(subs)
+		}
+		return
+	}
+	signal(f.subs[id])
+}
+
+// run keeps the fan's connection listening until the store closes.
+func (f *fan) run(s *Store) {
+	backoff := 50 * time.Millisecond
+	for {
+		listened, err := f.listen(s)
+		if s.bg.Err() != nil {
+			return
+		}
+		if listened {
+			backoff = 50 * time.Millisecond
+		}
+		s.log.Warn("the followers' LISTEN connection failed; reconnecting", "error", err, "in", backoff)
+		select {
+		case <-s.bg.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// listen connects, LISTENs and dispatches notifications until the
+// connection fails or the store closes; listened says whether it got as
+// far as listening.
+func (f *fan) listen(s *Store) (listened bool, err error) {
+	cfg := s.pool.config()
+	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) {
+		if n.Channel != s.channel {
+			return
+		}
+		parts := strings.SplitN(n.Payload, " ", 3)
+		if len(parts) == 3 && parts[0] == "e" {
+			f.wake(parts[2], false)
+		}
+	}
+	conn, err := pgx.ConnectConfig(s.bg, cfg)
+	if err != nil {
+		return false, fmt.Errorf("listen: %w", err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = conn.Close(ctx)
+	}()
+	if _, err := conn.Exec(s.bg, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
+		return false, fmt.Errorf("listen: %w", err)
+	}
+	f.wake("", true)
+	for {
+		if err := conn.PgConn().WaitForNotification(s.bg); err != nil {
+			return true, fmt.Errorf("listen: %w", err)
 		}
 	}
 }

@@ -2,12 +2,18 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
+	"net/url"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/pgstore"
 	"github.com/vigil-run/vigil/session/pgstore/pgtest"
 	"github.com/vigil-run/vigil/session/sessiontest"
 )
@@ -98,4 +104,76 @@ func TestFollowAnUnknownSessionIsErrNotFound(t *testing.T) {
 		n++
 	}
 	require.Equal(t, 1, n)
+}
+
+// An API process streams events to many idle sessions at once: their
+// followers must share one connection, not hold one each (a server would
+// run out of them at max_connections), and keep following when that
+// connection is cut.
+func TestFollowersShareOneConnection(t *testing.T) {
+	schema := pgtest.Schema(t)
+	ctx := context.Background()
+	app := "follow_" + schema
+	s, err := pgstore.Open(ctx, withApp(pgtest.DSN(t), app), pgstore.WithSchema(schema), pgstore.WithMaxConns(2))
+	require.NoError(t, err)
+	defer s.Close()
+	const n = 20
+	recs := turnRecords(nil, "q", "a", false)
+	for i := range n {
+		id := fmt.Sprintf("s%d", i)
+		require.NoError(t, s.Create(ctx, session.Info{ID: id, Created: epoch}))
+		require.NoError(t, s.Append(ctx, id, 0, recs[:1]))
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	got := make(chan followed, n+1)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	for i := range n {
+		wg.Go(func() {
+			for r, err := range s.Follow(fctx, fmt.Sprintf("s%d", i), 0) {
+				got <- followed{rec: r, err: err}
+				if err != nil {
+					return
+				}
+			}
+		})
+	}
+	for range n {
+		f := <-got
+		require.NoError(t, f.err)
+		require.Equal(t, int64(0), f.rec.Seq())
+	}
+
+	admin, err := pgx.Connect(ctx, pgtest.DSN(t))
+	require.NoError(t, err)
+	defer admin.Close(ctx)
+	var conns int
+	require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&conns))
+	assert.LessOrEqual(t, conns, 3, "%d followers waiting: one LISTEN connection and at most 2 pooled", n)
+
+	var cut int
+	require.NoError(t, admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE application_name = $1 AND query LIKE 'LISTEN%'`, app).Scan(&cut))
+	require.Equal(t, 1, cut, "the followers' LISTEN connection")
+	require.NoError(t, s.Append(ctx, "s3", 1, recs[1:2]))
+	select {
+	case f := <-got:
+		require.NoError(t, f.err)
+		assert.Equal(t, string(recs[1].Bytes()), string(f.rec.Bytes()))
+	case <-time.After(10 * time.Second):
+		t.Fatal("the append after the LISTEN connection was cut woke no follower")
+	}
+}
+
+// withApp sets the application_name of a URL or key=value DSN.
+func withApp(dsn, app string) string {
+	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
+		q := u.Query()
+		q.Set("application_name", app)
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	return dsn + " application_name=" + app
 }

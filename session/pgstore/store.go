@@ -40,6 +40,7 @@ type Store struct {
 	mu       sync.Mutex
 	leases   map[string]*lease // session id → the lease this store holds
 	leaseSeq uint64
+	fan      *fan // the followers' LISTEN connection, from the first Follow
 
 	// bg ends the queue's background work (claim waiters, the watchers
 	// of running claims) when the store closes; watchers counts it.
@@ -65,7 +66,8 @@ type options struct {
 func WithSchema(name string) Option { return func(o *options) { o.schema = name } }
 
 // WithMaxConns bounds the store's pooled connections (default 8).
-// Followers and lease waiters use a connection of their own besides.
+// Lease waiters and claims use a connection of their own besides, and
+// the store's followers share one.
 func WithMaxConns(n int) Option { return func(o *options) { o.conns = n } }
 
 // WithLeaseTTL sets how long a turn lease lives without renewal (default
