@@ -36,6 +36,10 @@ const (
 	ReasonBlocked     = "blocked"
 	ReasonMaxSteps    = "max-steps"
 	ReasonInterrupted = "interrupted"
+	// ReasonBudget: a limit (tokens, cost, wall clock, repeated calls)
+	// refused the turn's next step before its request; turn/end's error
+	// says which.
+	ReasonBudget = "budget"
 )
 
 // Reasons a request header is logged (request/header data.reason).
