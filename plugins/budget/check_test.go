@@ -188,3 +188,34 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+func TestTallyPerTurnAndSession(t *testing.T) {
+	recs := logOf(t,
+		[]step{{model: "m", in: 1000, out: 100}, {model: "big", in: 2000, out: 200}},
+		[]step{{model: "big", in: 10, out: 1, noUsage: true}, {model: "big", in: 500, out: 50}},
+	)
+	prices := map[string]budget.Price{"m": {Input: 1, Output: 10}, "big": {Input: 10, Output: 100}}
+	cost := func(v float64) *float64 { return &v }
+
+	acc := budget.Tally(recs, prices)
+	// m: 1000*1 + 100*10 = 2000e-6; big: 2000*10 + 200*100 = 40000e-6; 500*10+50*100 = 10000e-6
+	assert.Equal(t, budget.Spent{Input: 3500, Output: 350, Cost: cost(0.052)}, stripped(acc.Session))
+	require.Len(t, acc.Turns, 2)
+	assert.Equal(t, 1, acc.Turns[0].Turn)
+	assert.Equal(t, budget.Spent{Input: 3000, Output: 300, Cost: cost(0.042)}, stripped(acc.Turns[0].Spent))
+	assert.Equal(t, budget.Spent{Input: 500, Output: 50, Cost: cost(0.01)}, stripped(acc.Turns[1].Spent))
+
+	// Without a price for one model, no cost where it was used.
+	acc = budget.Tally(recs, map[string]budget.Price{"m": {Input: 1, Output: 10}})
+	assert.Nil(t, acc.Session.Cost)
+	assert.Equal(t, []string{"big"}, acc.Session.Unpriced)
+	assert.Nil(t, acc.Turns[1].Cost)
+	// Without a table, usage only.
+	acc = budget.Tally(recs, nil)
+	assert.Equal(t, budget.Spent{Input: 3500, Output: 350}, stripped(acc.Session))
+}
+
+// stripped is s as JSON shows it (the unexported running sum aside).
+func stripped(s budget.Spent) budget.Spent {
+	return budget.Spent{Input: s.Input, Output: s.Output, Cost: s.Cost, Unpriced: s.Unpriced}
+}
