@@ -19,7 +19,8 @@ type TurnOptions struct {
 	Prompt string
 	// Continue runs a continuation of the session's last turn instead of
 	// a new one: that turn ended interrupted (its process died mid-turn,
-	// and opening the session repaired it), and the model is asked again
+	// and opening the session repaired it) or budget (a limit refused its
+	// next step), and the model is asked again
 	// from the log, with no new user message. Prompt must be empty and
 	// Session set; a session with nothing to continue is refused with
 	// [ErrNothingToContinue].

@@ -42,6 +42,14 @@ const (
 	ReasonBudget = "budget"
 )
 
+// Continuable reports whether a turn that ended with reason may be
+// carried on by a continuation turn (turn/start {"continues": N}): it
+// was cut short before the model answered, by a crash (interrupted) or
+// by a limit (budget).
+func Continuable(reason string) bool {
+	return reason == ReasonInterrupted || reason == ReasonBudget
+}
+
 // Reasons a request header is logged (request/header data.reason).
 const (
 	HeaderInitial = "initial"

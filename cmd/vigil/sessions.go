@@ -132,7 +132,7 @@ func describeRecord(r *session.Record) string {
 	switch r.Type() {
 	case session.TypeTurnStart:
 		if d, _ := session.DecodeData[session.TurnStart](r); d.Continues != 0 {
-			return fmt.Sprintf("turn %d, continuing interrupted turn %d", r.Turn(), d.Continues)
+			return fmt.Sprintf("turn %d, continuing turn %d", r.Turn(), d.Continues)
 		}
 		return fmt.Sprintf("turn %d", r.Turn())
 	case session.TypeTurnEnd:

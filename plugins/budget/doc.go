@@ -30,7 +30,9 @@
 // {"reason":"budget","error":"budget: …"} naming the limit and what was
 // spent, and agentloop.Agent.Run returns an *agentloop.BudgetError. The
 // log verifies, and the session takes further turns (a session limit
-// refuses each again until it is raised).
+// refuses each again until it is raised); a continuation
+// (agentloop.Agent.Continue, `vigil run -s ID --continue`) carries the
+// refused turn on as a new turn, with turn limits of its own.
 //
 // A step that passes gets its max_tokens capped to what remains of the
 // tightest token limit, or of a cost limit at the model's output price,

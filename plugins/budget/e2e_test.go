@@ -100,6 +100,31 @@ func TestTurnTokenBudgetEndsTheTurnBeforeTheNextRequest(t *testing.T) {
 	verified(t, rt, res.Session)
 }
 
+// A turn a budget ended is carried on by a continuation: a new turn,
+// with a turn budget of its own, asks the model for the answer it was
+// refused.
+func TestABudgetEndedTurnContinues(t *testing.T) {
+	ctx := context.Background()
+	rt := compose(t, "", "{ turn: { tokens: 10 } }")
+	res, err := rt.Turn(ctx, vigil.TurnOptions{Prompt: "What is in this folder?"})
+	require.Error(t, err)
+	require.Equal(t, session.ReasonBudget, res.Reason)
+
+	res, err = rt.Turn(ctx, vigil.TurnOptions{Session: res.Session, Continue: true})
+	require.NoError(t, err)
+	assert.Equal(t, session.ReasonCompleted, res.Reason)
+	assert.Equal(t, 2, res.Turn)
+	assert.Contains(t, res.Content, "a.txt", "the answer from the tool result turn 1 logged")
+	recs := verified(t, rt, res.Session)
+	for _, r := range recs {
+		if r.Type() == session.TypeTurnStart && r.Turn() == 2 {
+			ts, err := session.DecodeData[session.TurnStart](r)
+			require.NoError(t, err)
+			assert.Equal(t, 1, ts.Continues)
+		}
+	}
+}
+
 // A session budget spent by earlier turns refuses a new turn's first
 // step: turn/start, user/message, turn/end budget.
 func TestSessionTokenBudgetRefusesTheNextTurn(t *testing.T) {
