@@ -38,8 +38,9 @@ type TurnOptions struct {
 }
 
 // Result is the outcome of a turn: its session, number, end reason
-// (session.ReasonCompleted, ReasonMaxSteps, ReasonAborted, ReasonError),
-// steps, the content of its last assistant message and the token usage.
+// (session.ReasonCompleted, ReasonMaxSteps, ReasonAborted, ReasonError,
+// ReasonBlocked, ReasonBudget), steps, the content of its last assistant
+// message and the token usage.
 type Result = agentloop.TurnResult
 
 // Turn runs one turn and returns its result. The session is opened under

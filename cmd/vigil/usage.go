@@ -56,7 +56,14 @@ func describeSpent(s budget.Spent) string {
 	case s.Cost != nil:
 		out += "; $" + strconv.FormatFloat(*s.Cost, 'f', -1, 64)
 	case len(s.Unpriced) > 0:
-		out += "; no price for " + strings.Join(s.Unpriced, ", ")
+		names := make([]string, len(s.Unpriced))
+		for i, m := range s.Unpriced {
+			names[i] = m
+			if m == "" {
+				names[i] = "the provider's default model"
+			}
+		}
+		out += "; no price for " + strings.Join(names, ", ")
 	}
 	return out
 }

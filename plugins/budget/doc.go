@@ -45,6 +45,9 @@
 // max_tokens again. Set the agent's max_tokens for the cap to change the
 // header only near the end of a budget, not at every step.
 //
+// One-shot calls (a compaction summary) log no usage, so no limit counts
+// them.
+//
 // Every decision reads only the log (and the clock, for wall_clock,
 // against the logged turn/start time), so the log explains it: the
 // turn/end records which limit fired and the header records each cap.
