@@ -58,7 +58,9 @@ func (c *Config) Check(records []*session.Record, turn int, model string, now ti
 			return refuse(limit, "budget: the %s's cost is spent: $%s of $%s", scope, usd(s.cost), usd(max))
 		}
 		if price.Output > 0 {
-			remain = min(remain, int((max-s.cost)*1e6/price.Output))
+			// The nudge keeps a float error from costing a whole token
+			// (869.9999… for 870).
+			remain = min(remain, int(math.Floor((max-s.cost)*1e6/price.Output+1e-9)))
 		}
 		return nil
 	}
