@@ -121,7 +121,11 @@ func showSession(w io.Writer, info session.Info, records []*session.Record, pric
 		}
 		fmt.Fprintf(w, "%5d %s%s\n", r.Seq(), indent, line)
 	}
-	fmt.Fprintf(w, "usage: %d turns, %s\n", len(acc.Turns), describeSpent(acc.Session))
+	turnsWord := "turns"
+	if len(acc.Turns) == 1 {
+		turnsWord = "turn"
+	}
+	fmt.Fprintf(w, "usage: %d %s, %s\n", len(acc.Turns), turnsWord, describeSpent(acc.Session))
 	if s := session.Suspended(records); s != nil {
 		printPending(w, info.ID, s)
 	}
