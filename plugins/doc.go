@@ -19,6 +19,7 @@ import (
 	_ "github.com/vigil-run/vigil/config"                     // group
 	_ "github.com/vigil-run/vigil/invariants"                 // invariants
 	_ "github.com/vigil-run/vigil/plugins/approvals"          // approvals
+	_ "github.com/vigil-run/vigil/plugins/budget"             // budget
 	_ "github.com/vigil-run/vigil/plugins/compaction"         // compaction
 	_ "github.com/vigil-run/vigil/plugins/external"           // external
 	_ "github.com/vigil-run/vigil/plugins/provider/anthropic" // provider/anthropic
