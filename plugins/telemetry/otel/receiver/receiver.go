@@ -14,8 +14,8 @@ import (
 	"net/http"
 	"sync"
 
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
