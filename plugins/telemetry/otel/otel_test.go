@@ -24,6 +24,8 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
+	grpccodes "google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
@@ -386,72 +388,77 @@ func TestRebuiltSpansAreTheLiveSpans(t *testing.T) {
 	}
 }
 
-// hangingGRPC accepts connections and never answers on them.
-func hangingGRPC(t *testing.T) string {
+// hangingTraces is a collector whose trace export hangs until released,
+// then fails for good (a code the exporter does not retry).
+type hangingTraces struct {
+	coltracepb.UnimplementedTraceServiceServer
+	release chan struct{}
+}
+
+func (h hangingTraces) Export(ctx context.Context, _ *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+	select {
+	case <-h.release:
+	case <-ctx.Done():
+	}
+	return nil, status.Error(grpccodes.InvalidArgument, "refused")
+}
+
+// hangingGRPC returns the address of a gRPC collector that hangs, and its
+// release.
+func hangingGRPC(t *testing.T) (string, func()) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	var mu sync.Mutex
-	var conns []net.Conn
+	h := hangingTraces{release: make(chan struct{})}
+	var once sync.Once
+	release := func() { once.Do(func() { close(h.release) }) }
+	srv := grpc.NewServer()
+	coltracepb.RegisterTraceServiceServer(srv, h)
 	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return ln.Addr().String()
+	go func() { defer close(done); _ = srv.Serve(ln) }()
+	t.Cleanup(func() { release(); srv.Stop(); <-done })
+	return ln.Addr().String(), release
 }
 
-// hangingHTTP answers no request until the test ends.
-func hangingHTTP(t *testing.T) string {
+// hangingHTTP is hangingGRPC over HTTP.
+func hangingHTTP(t *testing.T) (string, func()) {
 	t.Helper()
 	stop := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(stop) }) }
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-stop:
 		case <-r.Context().Done():
 		}
+		http.Error(w, "refused", http.StatusBadRequest)
 	}))
-	t.Cleanup(func() { close(stop); srv.Close() })
-	return srv.URL
+	t.Cleanup(func() { release(); srv.Close() })
+	return srv.URL, release
 }
 
 // closedPort returns an address nothing listens on.
-func closedPort(t *testing.T) string {
+func closedPort(t *testing.T) (string, func()) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
-	return addr
+	return addr, nil
 }
 
 // TestUnreachableCollectorNeverFailsATurn: with the collector's port
-// closed, or a collector that never answers, the turn completes as
-// without telemetry; every span that could not be delivered is counted
-// as dropped (here: all five, some refused by the full queue, the others
-// failed or abandoned when the plugin stops), and the loss is logged once.
+// closed, or a collector that does not answer, the turn completes as
+// without telemetry. While the collector hangs, the one export in flight
+// and the one span the queue holds are all the turn handed over: the
+// other spans were dropped at once and counted. Once the plugin stopped,
+// every span that was not delivered (here: all five) is counted, and the
+// loss was logged once.
 func TestUnreachableCollectorNeverFailsATurn(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		protocol string
-		endpoint func(*testing.T) string
+		endpoint func(*testing.T) (string, func())
 	}{
 		{"closed port over grpc", otel.ProtocolGRPC, closedPort},
 		{"closed port over http", otel.ProtocolHTTP, closedPort},
@@ -459,9 +466,19 @@ func TestUnreachableCollectorNeverFailsATurn(t *testing.T) {
 		{"hanging http server", otel.ProtocolHTTP, hangingHTTP},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newProc(t, otel.Config{Endpoint: tc.endpoint(t), Protocol: tc.protocol, Insecure: true,
-				QueueSize: 1, Timeout: 200 * time.Millisecond})
+			endpoint, release := tc.endpoint(t)
+			cfg := otel.Config{Endpoint: endpoint, Protocol: tc.protocol, Insecure: true, QueueSize: 1, Timeout: 200 * time.Millisecond}
+			if release != nil {
+				// Longer than any turn: the export in flight is still
+				// hanging when the turn ends.
+				cfg.Timeout = time.Minute
+			}
+			p := newProc(t, cfg)
 			p.turn()
+			if release != nil {
+				assert.GreaterOrEqual(t, p.tel.Dropped(), int64(3), "the queue had no room, and the turn did not wait for it")
+				release()
+			}
 			require.NoError(t, p.fiber.Dispose())
 			assert.Equal(t, int64(5), p.tel.Dropped())
 			assert.Equal(t, 1, strings.Count(p.logs.String(), "dropping telemetry"), p.logs.String())
