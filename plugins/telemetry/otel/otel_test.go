@@ -141,23 +141,30 @@ func (tl tool) Execute(_ context.Context, args json.RawMessage) (string, error) 
 // then answers; it returns the session's records.
 func (p *proc) turn() (*live.Session, []*session.Record) {
 	p.t.Helper()
-	ctx := context.Background()
-	prov, err := scripted.New(scripted.Config{Script: []scripted.Reply{
-		{ToolCalls: []scripted.ToolCall{
+	sess, err := p.mgr.Create(context.Background())
+	require.NoError(p.t, err)
+	res := p.run(sess, agentloop.Config{Model: "test-model", MaxTokens: 256},
+		scripted.Reply{ToolCalls: []scripted.ToolCall{
 			{Name: "read_file", Arguments: map[string]any{"path": "a.txt"}},
 			{Name: "list_dir", Arguments: map[string]any{"path": "."}},
 		}},
-		{Text: "Both done."},
-	}})
-	require.NoError(p.t, err)
-	a := agentloop.New(p.c, agentloop.Config{Model: "test-model", MaxTokens: 256}, agentloop.WithProvider(prov),
-		agentloop.WithTools(tool{"read_file"}, tool{"list_dir"}))
-	sess, err := p.mgr.Create(ctx)
-	require.NoError(p.t, err)
-	res, err := a.Run(ctx, sess, "read a.txt and list .")
-	require.NoError(p.t, err)
+		scripted.Reply{Text: "Both done."})
 	require.Equal(p.t, session.ReasonCompleted, res.Reason)
 	return sess, sess.Records()
+}
+
+// run runs one turn of sess with a new agent and the scripted replies.
+func (p *proc) run(sess *live.Session, cfg agentloop.Config, replies ...scripted.Reply) *agentloop.TurnResult {
+	p.t.Helper()
+	prov, err := scripted.New(scripted.Config{Script: replies})
+	require.NoError(p.t, err)
+	a := agentloop.New(p.c, cfg, agentloop.WithProvider(prov),
+		agentloop.WithTools(tool{"read_file"}, tool{"list_dir"}, tool{"fail"}))
+	res, err := a.Run(context.Background(), sess, "go")
+	if res == nil {
+		require.NoError(p.t, err)
+	}
+	return res
 }
 
 func ofType(recs []*session.Record, typ string) []*session.Record {
@@ -483,6 +490,140 @@ func TestUnreachableCollectorNeverFailsATurn(t *testing.T) {
 			assert.Equal(t, int64(5), p.tel.Dropped())
 			assert.Equal(t, 1, strings.Count(p.logs.String(), "dropping telemetry"), p.logs.String())
 			assert.Contains(t, p.logs.String(), "telemetry dropped: spans=5")
+		})
+	}
+}
+
+// TestFailuresAreErrorStatus: a tool result with an error and a turn that
+// did not complete are spans with an error status, error.type saying
+// which.
+func TestFailuresAreErrorStatus(t *testing.T) {
+	col := httpCollector(t)
+	p := newProc(t, otel.Config{Endpoint: col.endpoint, Protocol: otel.ProtocolHTTP})
+	sess, err := p.mgr.Create(context.Background())
+	require.NoError(t, err)
+	res := p.run(sess, agentloop.Config{Model: "m", MaxSteps: 1},
+		scripted.Reply{ToolCalls: []scripted.ToolCall{{Name: "fail", Arguments: map[string]any{}}}},
+		scripted.Reply{Text: "never asked"})
+	require.Equal(t, session.ReasonMaxSteps, res.Reason)
+	require.NoError(t, p.tel.Flush(context.Background()))
+	result, err := session.DecodeData[session.ToolResult](ofType(sess.Records(), session.TypeToolResult)[0])
+	require.NoError(t, err)
+	require.NotNil(t, result.Error)
+
+	byName := map[string]*tracepb.Span{}
+	for _, s := range col.rcv.Spans() {
+		byName[s.Name] = s
+	}
+	require.Len(t, byName, 3)
+	tl := byName["execute_tool fail"]
+	require.NotNil(t, tl)
+	assert.Equal(t, tracepb.Status_STATUS_CODE_ERROR, tl.Status.GetCode())
+	assert.Contains(t, tl.Status.GetMessage(), result.Error.Code)
+	assert.Equal(t, result.Error.Code, attrs(tl)["error.type"])
+	turn := byName["invoke_agent"]
+	require.NotNil(t, turn)
+	assert.Equal(t, tracepb.Status_STATUS_CODE_ERROR, turn.Status.GetCode())
+	assert.Equal(t, session.ReasonMaxSteps, attrs(turn)["error.type"])
+	assert.Equal(t, session.ReasonMaxSteps, attrs(turn)["vigil.turn.reason"])
+	assert.Equal(t, tracepb.Status_STATUS_CODE_UNSET, byName["chat m"].Status.GetCode())
+}
+
+// TestEveryTurnIsItsOwnTrace: the second turn of a session is a trace of
+// its own, and its model calls still name the model of the header an
+// earlier turn logged.
+func TestEveryTurnIsItsOwnTrace(t *testing.T) {
+	col := grpcCollector(t)
+	p := newProc(t, otel.Config{Endpoint: col.endpoint, Insecure: true})
+	sess, err := p.mgr.Create(context.Background())
+	require.NoError(t, err)
+	prov, err := scripted.New(scripted.Config{Script: []scripted.Reply{{Text: "one"}, {Text: "two"}}})
+	require.NoError(t, err)
+	a := agentloop.New(p.c, agentloop.Config{Model: "test-model"}, agentloop.WithProvider(prov))
+	for _, prompt := range []string{"first", "second"} {
+		_, err := a.Run(context.Background(), sess, prompt)
+		require.NoError(t, err)
+	}
+	require.Len(t, ofType(sess.Records(), session.TypeRequestHeader), 1, "the second turn logs no header")
+	require.NoError(t, p.tel.Flush(context.Background()))
+
+	traces := map[string][]string{}
+	for _, s := range col.rcv.Spans() {
+		traces[hex.EncodeToString(s.TraceId)] = append(traces[hex.EncodeToString(s.TraceId)], s.Name)
+	}
+	require.Len(t, traces, 2)
+	for id, names := range traces {
+		assert.ElementsMatch(t, []string{"invoke_agent", "chat test-model"}, names, id)
+	}
+}
+
+// TestSamplingDecidesWholeTurns: a turn not sampled sends none of its
+// spans, its children included (they are emitted before their root); the
+// metrics count it all the same.
+func TestSamplingDecidesWholeTurns(t *testing.T) {
+	col := grpcCollector(t)
+	none := 0.0
+	p := newProc(t, otel.Config{Endpoint: col.endpoint, Insecure: true, Sampling: &none})
+	p.turn()
+	require.NoError(t, p.tel.Flush(context.Background()))
+	assert.Empty(t, col.rcv.Spans())
+	assert.NotEmpty(t, col.rcv.Metrics().ResourceMetrics)
+	assert.Zero(t, p.tel.Dropped())
+}
+
+// TestAForkLeavesItsParentsTurnsToTheParent: the spans of a fork are its
+// own turns'; the inherited ones are in its parent's traces.
+func TestAForkLeavesItsParentsTurnsToTheParent(t *testing.T) {
+	col := grpcCollector(t)
+	p := newProc(t, otel.Config{Endpoint: col.endpoint, Insecure: true})
+	parent, recs := p.turn()
+	fork, err := p.mgr.Fork(context.Background(), parent.ID(), recs[len(recs)-1].Seq())
+	require.NoError(t, err)
+	assert.Empty(t, otel.Spans(fork.ID(), fork.Records(), otel.Options{}))
+	p.run(fork, agentloop.Config{Model: "test-model"}, scripted.Reply{Text: "forked"})
+	spans := otel.Spans(fork.ID(), fork.Records(), otel.Options{})
+	require.Len(t, spans, 2)
+	for _, s := range spans {
+		assert.Greater(t, s.First, recs[len(recs)-1].Seq(), s.Name)
+	}
+}
+
+// TestTheEnvironmentSaysWhatTheConfigLeavesOut: with no endpoint and no
+// service name in the config, the standard OTEL_* variables say them.
+func TestTheEnvironmentSaysWhatTheConfigLeavesOut(t *testing.T) {
+	col := grpcCollector(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+col.endpoint)
+	t.Setenv("OTEL_SERVICE_NAME", "from-env")
+	p := newProc(t, otel.Config{})
+	p.turn()
+	require.NoError(t, p.tel.Flush(context.Background()))
+	require.Len(t, col.rcv.Spans(), 5)
+	rs := col.rcv.Traces().ResourceSpans
+	assert.Contains(t, rs[0].Resource.Attributes, &commonpb.KeyValue{Key: "service.name",
+		Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "from-env"}}})
+}
+
+func TestConfigRefusesWhatCannotWork(t *testing.T) {
+	half, two := 0.5, 2.0
+	for _, tc := range []struct {
+		name string
+		cfg  otel.Config
+		ok   bool
+	}{
+		{"defaults", otel.Config{}, true},
+		{"an http URL", otel.Config{Endpoint: "http://collector:4318/otlp", Protocol: otel.ProtocolHTTP, Sampling: &half}, true},
+		{"an unknown protocol", otel.Config{Protocol: "udp"}, false},
+		{"a ratio above 1", otel.Config{Sampling: &two}, false},
+		{"a URL of another scheme", otel.Config{Endpoint: "ftp://collector"}, false},
+		{"a negative queue", otel.Config{QueueSize: -1}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.cfg.Validate()
+			if tc.ok {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorIs(t, err, otel.ErrConfig)
 		})
 	}
 }

@@ -156,10 +156,9 @@ func (t *Telemetry) observe(_ context.Context, cm *live.Commit) error {
 	return nil
 }
 
+// emit sends s, when its trace is sampled, and records the metrics of a
+// model call whatever the sampling.
 func (t *Telemetry) emit(s *Span) {
-	if !t.pipe.sampled(s.TraceID) {
-		return
-	}
 	t.pipe.emit(s)
 	if s.Kind != trace.SpanKindClient {
 		return
