@@ -342,7 +342,8 @@ func assertSameSpans(t *testing.T, want, got []*tracepb.Span) {
 
 // TestRebuiltSpansAreTheLiveSpans: the spans Export and OTLPJSON rebuild
 // from the stored log are the very spans the plugin sent live (so the
-// collector sees one trace, not two), content included when it is on.
+// collector sees one trace per turn, not two), content included when it
+// is on.
 func TestRebuiltSpansAreTheLiveSpans(t *testing.T) {
 	for _, content := range []bool{false, true} {
 		t.Run(map[bool]string{false: "without content", true: "with content"}[content], func(t *testing.T) {
@@ -351,6 +352,9 @@ func TestRebuiltSpansAreTheLiveSpans(t *testing.T) {
 			cfg := otel.Config{Endpoint: liveCol.endpoint, Insecure: true, Content: content}
 			p := newProc(t, cfg)
 			sess, _ := p.turn()
+			// A second turn: the plugin folds the log again to catch up,
+			// and its spans must still be the rebuilt ones.
+			p.run(sess, agentloop.Config{Model: "test-model", MaxTokens: 256}, scripted.Reply{Text: "Again."})
 			require.NoError(t, p.tel.Flush(ctx))
 			require.NoError(t, p.mgr.Close(ctx))
 
@@ -365,7 +369,7 @@ func TestRebuiltSpansAreTheLiveSpans(t *testing.T) {
 			cfg.Endpoint = again.endpoint
 			n, err := otel.Export(ctx, cfg, log)
 			require.NoError(t, err)
-			assert.Equal(t, 5, n)
+			assert.Equal(t, 7, n)
 			assertSameSpans(t, liveCol.rcv.Spans(), again.rcv.Spans())
 
 			out, err := otel.OTLPJSON(ctx, cfg, log)

@@ -134,12 +134,14 @@ func (t *Telemetry) observe(_ context.Context, cm *live.Commit) error {
 		// that closed was emitted when it was committed, or is for
 		// `vigil trace` to export.
 		b := newBuilder(id, Options{Content: t.cfg.Content})
+		b.quiet = true
 		for _, old := range cm.Session.Records() {
 			if old.Seq() >= r.Seq() {
 				break
 			}
 			b.add(old)
 		}
+		b.quiet = false
 		st = &sessionState{sess: cm.Session, b: b}
 		t.sessions[id] = st
 	}

@@ -99,6 +99,10 @@ type builder struct {
 	calls   map[string]*openCall
 	records []*session.Record // the log so far, kept only for content
 	next    int64             // seq the next record must have
+	// quiet leaves content out of the spans add returns, for a fold whose
+	// spans are discarded (the live plugin catching up with a log): the
+	// state is the same, and deriving each step's messages is not free.
+	quiet bool
 }
 
 type openTurn struct {
@@ -113,14 +117,14 @@ type openTurn struct {
 }
 
 type openStep struct {
-	seq     int64
-	time    time.Time
-	num     int
-	digest  string
-	msg     *session.AssistantMessage
-	msgSeq  int64
-	msgTime time.Time
-	input   []session.Message // the request's messages, with content
+	seq      int64
+	time     time.Time
+	num      int
+	digest   string
+	msg      *session.AssistantMessage
+	msgSeq   int64
+	msgTime  time.Time
+	inputEnd int // with content: the request's messages are the fold of records[:inputEnd]
 }
 
 type openCall struct {
@@ -158,7 +162,7 @@ func (b *builder) add(r *session.Record) []Span {
 		if b.opts.Content {
 			// The request's messages are the fold of the log before
 			// step/start (the rule the invariants check).
-			b.step.input, _ = session.DeriveMessages(b.records[:len(b.records)-1])
+			b.step.inputEnd = len(b.records) - 1
 		}
 	case session.TypeRequestDigest:
 		if b.step != nil {
@@ -282,11 +286,12 @@ func (b *builder) chatSpan(r *session.Record, end session.StepEnd) Span {
 	if st.digest != "" {
 		attrs = append(attrs, AttrDigest.String(st.digest))
 	}
-	if b.opts.Content {
+	if b.opts.Content && !b.quiet {
+		input, _ := session.DeriveMessages(b.records[:st.inputEnd])
 		if h.System != "" {
 			attrs = append(attrs, semconv.GenAISystemInstructionsKey.String(jsonText([]part{{Type: "text", Content: h.System}})))
 		}
-		attrs = append(attrs, semconv.GenAIInputMessagesKey.String(jsonText(inputMessages(st.input))))
+		attrs = append(attrs, semconv.GenAIInputMessagesKey.String(jsonText(inputMessages(input))))
 		if st.msg != nil {
 			attrs = append(attrs, semconv.GenAIOutputMessagesKey.String(jsonText([]message{outputMessage(st.msg, end.Finish)})))
 		}
@@ -315,7 +320,7 @@ func (b *builder) toolSpan(c *openCall, r *session.Record, res session.ToolResul
 		AttrTurn.Int(t.num),
 		AttrStep.Int(c.step),
 	)
-	if b.opts.Content {
+	if b.opts.Content && !b.quiet {
 		attrs = append(attrs, semconv.GenAIToolCallArgumentsKey.String(c.call.Arguments), semconv.GenAIToolCallResultKey.String(res.Content))
 	}
 	s := Span{Name: semconv.GenAIOperationNameExecuteTool.Value.AsString() + " " + c.call.Name, Kind: trace.SpanKindInternal,
