@@ -388,8 +388,25 @@ func TestRebuiltSpansAreTheLiveSpans(t *testing.T) {
 				a := attrs(s)
 				switch {
 				case strings.HasPrefix(s.Name, "chat"):
-					_, has := a["gen_ai.input.messages"]
+					in, has := a["gen_ai.input.messages"]
 					assert.Equal(t, content, has, s.Name)
+					if !has {
+						continue
+					}
+					// The semantic conventions' message shape, from the
+					// fold of the log before the step.
+					var msgs []struct {
+						Role  string `json:"role"`
+						Parts []struct {
+							Type    string `json:"type"`
+							Content string `json:"content"`
+						} `json:"parts"`
+					}
+					require.NoError(t, json.Unmarshal([]byte(in.(string)), &msgs))
+					require.NotEmpty(t, msgs)
+					assert.Equal(t, "user", msgs[0].Role)
+					assert.Equal(t, "go", msgs[0].Parts[0].Content)
+					assert.Contains(t, a, "gen_ai.output.messages")
 				case strings.HasPrefix(s.Name, "execute_tool"):
 					_, has := a["gen_ai.tool.call.result"]
 					assert.Equal(t, content, has, s.Name)
