@@ -204,7 +204,11 @@ func (t *Telemetry) Close(ctx context.Context) error {
 	t.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.timeout())
 	defer cancel()
-	err := errors.Join(t.pipe.tp.Shutdown(ctx), t.mp.Shutdown(ctx))
+	// Both at once, so that the one bound covers the two.
+	mdone := make(chan error, 1)
+	go func() { mdone <- t.mp.Shutdown(ctx) }()
+	err := t.pipe.tp.Shutdown(ctx)
+	err = errors.Join(err, <-mdone)
 	t.gate.abandon()
 	if n, m := t.drops.spans.Load(), t.drops.metrics.Load(); n > 0 || m > 0 {
 		t.log.Warn("telemetry dropped", "spans", n, "metric_exports", m, "endpoint", t.cfg.Endpoint)
