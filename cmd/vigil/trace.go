@@ -29,6 +29,7 @@ func newTraceCmd(e *env) *cobra.Command {
 entry of -c names (without one, the OTEL_EXPORTER_OTLP_* environment
 variables say where). The spans are those the telemetry/otel plugin sends
 live, ids included: a session traced live and exported again is one trace.
+A turn still open (running, or suspended on an approval) has no spans yet.
 Each argument is a log file, or the id of a session in the store of the
 composition -c names. --format otlp-json prints the spans instead, as the
 protobuf JSON mapping of one ExportTraceServiceRequest.
