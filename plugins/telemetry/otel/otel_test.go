@@ -609,19 +609,35 @@ func TestAForkLeavesItsParentsTurnsToTheParent(t *testing.T) {
 	}
 }
 
-// TestTheEnvironmentSaysWhatTheConfigLeavesOut: with no endpoint and no
-// service name in the config, the standard OTEL_* variables say them.
+// TestTheEnvironmentSaysWhatTheConfigLeavesOut: with no endpoint, no
+// protocol and no service name in the config, the standard OTEL_*
+// variables say them.
 func TestTheEnvironmentSaysWhatTheConfigLeavesOut(t *testing.T) {
-	col := grpcCollector(t)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+col.endpoint)
-	t.Setenv("OTEL_SERVICE_NAME", "from-env")
-	p := newProc(t, otel.Config{})
-	p.turn()
-	require.NoError(t, p.tel.Flush(context.Background()))
-	require.Len(t, col.rcv.Spans(), 5)
-	rs := col.rcv.Traces().ResourceSpans
-	assert.Contains(t, rs[0].Resource.Attributes, &commonpb.KeyValue{Key: "service.name",
-		Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "from-env"}}})
+	for _, tc := range []struct {
+		protocol  string
+		collector func(*testing.T) *collector
+	}{
+		{"grpc", grpcCollector},
+		{"http/protobuf", httpCollector},
+	} {
+		t.Run(tc.protocol, func(t *testing.T) {
+			col := tc.collector(t)
+			endpoint := col.endpoint
+			if !strings.Contains(endpoint, "://") {
+				endpoint = "http://" + endpoint
+			}
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", tc.protocol)
+			t.Setenv("OTEL_SERVICE_NAME", "from-env")
+			p := newProc(t, otel.Config{})
+			p.turn()
+			require.NoError(t, p.tel.Flush(context.Background()))
+			require.Len(t, col.rcv.Spans(), 5)
+			rs := col.rcv.Traces().ResourceSpans
+			assert.Contains(t, rs[0].Resource.Attributes, &commonpb.KeyValue{Key: "service.name",
+				Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "from-env"}}})
+		})
+	}
 }
 
 func TestConfigRefusesWhatCannotWork(t *testing.T) {
