@@ -29,6 +29,7 @@ import (
 	_ "github.com/vigil-run/vigil/plugins/store/jsonl"        // store/jsonl
 	_ "github.com/vigil-run/vigil/plugins/store/memory"       // store/memory
 	_ "github.com/vigil-run/vigil/plugins/store/postgres"     // store/postgres
+	_ "github.com/vigil-run/vigil/plugins/telemetry/otel"     // telemetry/otel
 	_ "github.com/vigil-run/vigil/plugins/tools/calc"         // tools/calc
 	_ "github.com/vigil-run/vigil/plugins/tools/fs"           // tools/fs
 	_ "github.com/vigil-run/vigil/plugins/tools/mcp"          // tools/mcp
