@@ -518,3 +518,56 @@ func newTrialRand(t *testing.T) *rand.Rand {
 	t.Logf("trial seed %d (VIGIL_TRIAL_SEED replays it)", seed)
 	return rand.New(rand.NewPCG(seed, seed))
 }
+
+// TestServeStoppedWorkerIsFenced: a worker stopped (SIGSTOP) mid-turn
+// for longer than its lease TTL loses the session to another worker,
+// which continues the turn to its end; woken (SIGCONT), the first worker
+// appends nothing more: its job ends fenced, the log verifies, and the
+// client following it got each event once.
+func TestServeStoppedWorkerIsFenced(t *testing.T) {
+	dsn, schema := pgtestDSN(t)
+	model, srv := newSlowModel(t, 2, 30*time.Millisecond)
+	dir := t.TempDir()
+	writePGConfig(t, dir, dsn, schema, srv.URL, time.Second)
+	s := serve(t, dir, "tok", "--workers", "0")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var created struct{ ID string }
+	s.call(http.StatusCreated, "POST", "/v1/sessions", "", &created)
+	id := created.ID
+	follow := followSSE(ctx, t, s, id)
+
+	w1 := startWorker(t, dir, "w1")
+	model.holdNext()
+	s.call(http.StatusAccepted, "POST", "/v1/sessions/"+id+"/turns", `{"prompt":"paused"}`, nil)
+	select { // w1 asked the model: it is mid-turn
+	case <-model.held:
+	case <-time.After(time.Minute):
+		t.Fatal("the turn did not reach the model")
+	}
+	require.NoError(t, w1.cmd.Process.Signal(syscall.SIGSTOP))
+	model.let() // the reply waits in w1's socket
+
+	startWorker(t, dir, "w2")
+	continued := func(recs []*session.Record) bool {
+		for _, r := range recs {
+			if r.Type() == session.TypeTurnEnd && r.Turn() == 2 {
+				return true
+			}
+		}
+		return false
+	}
+	require.True(t, follow.waitFor(time.Minute, continued), "w2 did not continue the turn")
+	before := s.settle(t, id, time.Minute)
+
+	require.NoError(t, w1.cmd.Process.Signal(syscall.SIGCONT))
+	assert.True(t, w1.log.waitFor("lost the session's lease mid-job", time.Minute), "w1's job did not end fenced:\n%s", w1.log)
+	rep := checkSurvived(t, s, follow, []string{"paused"})
+	assert.Equal(t, before.Events, rep.events, "w1 appended nothing once woken")
+	assert.Equal(t, faultReport{turns: 2, continued: 1, events: before.Events}, rep)
+
+	// Fenced, w1 is still a worker: it drains and exits cleanly.
+	require.NoError(t, w1.cmd.Process.Signal(syscall.SIGTERM))
+	<-w1.exited
+	assert.NoError(t, w1.err)
+}
