@@ -20,11 +20,19 @@ import (
 // this only bounds the damage if one does).
 const pollInterval = 2 * time.Second
 
-// Follow yields the records of session id from seq from on: those stored
-// now, then each one as soon as any process appends it (LISTEN/NOTIFY on
-// a connection of its own). It ends when ctx is done, without an error,
-// or at the first error: an unknown session ([session.ErrNotFound]), a
-// record that does not decode, a lost connection.
+// followRetry bounds how long a follower whose connection broke keeps
+// trying to connect again (the database restarting, a failover) before it
+// ends with the error.
+const followRetry = time.Minute
+
+// Follow yields the records of session id from seq from on: those
+// stored now, then each one as soon as any process appends it (LISTEN/NOTIFY
+// on a connection of its own). A connection lost while following is made
+// again (for up to a minute of failed attempts), and the records appended
+// meanwhile are read then: the sequence goes on without a gap or a
+// repeat. It ends when ctx is done, without an error, or at the first
+// error: an unknown session ([session.ErrNotFound]), a record that does
+// not decode, no connection at the start or for that minute.
 //
 //	for r, err := range store.Follow(ctx, id, 0) {
 //		if err != nil {
@@ -43,39 +51,83 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[*se
 			fail(err)
 			return
 		}
-		ln, err := s.listen(ctx, func(kind byte, sid string) bool { return kind == 'e' && sid == id })
+		match := func(kind byte, sid string) bool { return kind == 'e' && sid == id }
+		ln, err := s.listen(ctx, match)
 		if err != nil {
 			fail(err)
 			return
 		}
-		defer ln.close()
 		var exists bool
 		if err := ln.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM vigil_sessions WHERE id = $1)`, id).Scan(&exists); err != nil {
+			ln.close()
 			fail(err)
 			return
 		}
 		if !exists {
+			ln.close()
 			fail(session.ErrNotFound)
 			return
 		}
 		next := max(from, 0)
 		for {
-			recs, err := after(ctx, ln.conn, id, next)
-			if err != nil {
-				fail(err)
+			more, err := follow(ctx, ln, id, &next, yield)
+			lost := ln.conn.IsClosed()
+			ln.close()
+			if !more || ctx.Err() != nil {
 				return
 			}
-			for _, r := range recs {
-				if !yield(r, nil) {
-					return
-				}
-				next = r.Seq() + 1
+			if !lost {
+				fail(err) // not the connection: the query or the log
+				return
 			}
-			if err := ln.wait(ctx, pollInterval); err != nil {
+			s.log.Warn("following a session: the connection was lost; reconnecting", "session", id, "error", err)
+			if ln, err = s.relisten(ctx, match); err != nil {
 				fail(err)
 				return
 			}
 		}
+	}
+}
+
+// follow yields id's records from *next on, on ln, until yield stops
+// (more is false) or an error. Listening comes first, so that a record
+// appended between a read and the wait wakes it.
+func follow(ctx context.Context, ln *listener, id string, next *int64, yield func(*session.Record, error) bool) (more bool, err error) {
+	for {
+		recs, err := after(ctx, ln.conn, id, *next)
+		if err != nil {
+			return true, err
+		}
+		for _, r := range recs {
+			if !yield(r, nil) {
+				return false, nil
+			}
+			*next = r.Seq() + 1
+		}
+		if err := ln.wait(ctx, pollInterval); err != nil {
+			return true, err
+		}
+	}
+}
+
+// relisten connects a listener again after its connection was lost,
+// trying every second or so for up to followRetry.
+func (s *Store) relisten(ctx context.Context, match func(kind byte, id string) bool) (*listener, error) {
+	deadline := time.Now().Add(followRetry)
+	pause := 50 * time.Millisecond
+	for {
+		ln, err := s.listen(ctx, match)
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+			return ln, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-s.bg.Done():
+			return nil, errPoolClosed
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, time.Second)
 	}
 }
 

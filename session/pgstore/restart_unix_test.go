@@ -1,0 +1,64 @@
+//go:build unix
+
+package pgstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/pgstore"
+	"github.com/vigil-run/vigil/session/pgstore/pgtest"
+)
+
+// TestFollowCarriesOnAcrossARestart: the database restarting under a
+// follower cuts its connection; it connects again and yields what was
+// appended meanwhile and after, with no error, gap or repeat.
+func TestFollowCarriesOnAcrossARestart(t *testing.T) {
+	cluster := pgtest.NewCluster(t)
+	open := func() *pgstore.Store {
+		s, err := pgstore.Open(context.Background(), cluster.DSN(), pgstore.WithSchema("follow"))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	writer, reader := open(), open()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, writer.Create(ctx, session.Info{ID: "s", Created: epoch}))
+	recs := turnRecords(nil, "q", "a", false)
+	require.NoError(t, writer.Append(ctx, "s", 0, recs[:3]))
+
+	got := make(chan followed, 100)
+	go func() {
+		defer close(got)
+		for r, err := range reader.Follow(ctx, "s", 0) {
+			got <- followed{rec: r, err: err}
+			if err != nil || r.Seq() == int64(len(recs)-1) {
+				return
+			}
+		}
+	}()
+	next := func() *session.Record {
+		f, ok := <-got
+		require.True(t, ok, "the follow ended")
+		require.NoError(t, f.err)
+		return f.rec
+	}
+	for i := range 3 {
+		require.Equal(t, string(recs[i].Bytes()), string(next().Bytes()))
+	}
+	cluster.Restart(100 * time.Millisecond)
+	// A new store: the writer's pooled connections died with the server.
+	writer = open()
+	require.NoError(t, writer.Append(ctx, "s", 3, recs[3:4]))
+	require.NoError(t, writer.Append(ctx, "s", 4, recs[4:]))
+	for i := 3; i < len(recs); i++ {
+		require.Equal(t, string(recs[i].Bytes()), string(next().Bytes()))
+	}
+	_, more := <-got
+	require.False(t, more)
+}
