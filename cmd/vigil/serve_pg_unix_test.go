@@ -614,6 +614,23 @@ func TestServeSurvivesAPostgresRestart(t *testing.T) {
 	for k := range ids {
 		require.True(t, follows[k].waitFor(time.Minute, hasUserMessage(prompts[k][0])), "session %d did not start", k)
 	}
+	// Requests at once, so that the API's pool holds several connections
+	// when the server goes.
+	getAll := func() []int {
+		codes := make([]int, 8)
+		var wg sync.WaitGroup
+		for i := range codes {
+			wg.Go(func() {
+				resp := s.request(ctx, "GET", "/v1/sessions/"+ids[i%sessions], "")
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				codes[i] = resp.StatusCode
+			})
+		}
+		wg.Wait()
+		return codes
+	}
+	require.Equal(t, []int{200, 200, 200, 200, 200, 200, 200, 200}, getAll())
 	cluster.Stop()
 	for _, path := range []string{"/v1/sessions/" + ids[0], "/v1/sessions/" + ids[0] + "/verify"} {
 		resp := s.request(ctx, "GET", path, "")
@@ -628,6 +645,7 @@ func TestServeSurvivesAPostgresRestart(t *testing.T) {
 	time.Sleep(500 * time.Millisecond) // the outage
 	cluster.Start()
 	// Back: the API works at once, and takes the rest of the load.
+	assert.Equal(t, []int{200, 200, 200, 200, 200, 200, 200, 200}, getAll(), "the API once the database is back")
 	for round := rounds / 2; round < rounds; round++ {
 		post(round)
 	}
@@ -638,12 +656,17 @@ func TestServeSurvivesAPostgresRestart(t *testing.T) {
 		total.continued += rep.continued
 		total.events += rep.events
 	}
+	retried := 0
 	for _, w := range workers {
+		if strings.Contains(w.log.String(), "claiming a job failed; retrying") {
+			retried++
+		}
 		select {
 		case <-w.exited:
 			t.Errorf("worker %s exited: %v", w.name, w.err)
 		default:
 		}
 	}
+	assert.Positive(t, retried, "the workers lost the database and claimed again")
 	t.Logf("%d sessions × %d turns across a restart: %d turns, %d of them continuations, %d events", sessions, rounds, total.turns, total.continued, total.events)
 }

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // PauseLease makes s a holder paused past its lease's expiry: it stops
@@ -36,3 +37,11 @@ func Crash(s *Store) { s.shutdown(false) }
 // Migrations are the schema's versions, for a test that builds an old
 // database.
 var Migrations = migrations
+
+// SetPingAfter sets how long a pooled connection may sit idle before it
+// is checked, until the test ends.
+func SetPingAfter(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := pingAfter
+	pingAfter = d
+	t.Cleanup(func() { pingAfter = old })
+}

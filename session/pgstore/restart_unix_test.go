@@ -4,9 +4,11 @@ package pgstore_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-run/vigil/session"
@@ -61,4 +63,47 @@ func TestFollowCarriesOnAcrossARestart(t *testing.T) {
 	}
 	_, more := <-got
 	require.False(t, more)
+}
+
+// TestCallsWorkOnceARestartedServerIsBack: the pooled connections a
+// restart broke are not handed out to fail once the server is back. Idle
+// for long, they are pinged; idle briefly, they are pinged too once
+// another connection was found broken (during the outage, here).
+func TestCallsWorkOnceARestartedServerIsBack(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		pingIdle time.Duration
+		outage   bool // a call fails during the outage
+	}{
+		{"idle past the ping delay", time.Millisecond, false},
+		{"idle briefly, after a broken connection", time.Hour, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pgstore.SetPingAfter(t, c.pingIdle)
+			cluster := pgtest.NewCluster(t)
+			s, err := pgstore.Open(context.Background(), cluster.DSN(), pgstore.WithSchema("pool"))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = s.Close() })
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			require.NoError(t, s.Create(ctx, session.Info{ID: "s", Created: epoch}))
+			loads := func() []error {
+				errs := make([]error, 8) // at once: the pool holds 8 connections
+				var wg sync.WaitGroup
+				for i := range errs {
+					wg.Go(func() { _, errs[i] = s.Load(ctx, "s") })
+				}
+				wg.Wait()
+				return errs
+			}
+			require.Equal(t, make([]error, 8), loads())
+			cluster.Stop()
+			if c.outage {
+				_, err := s.Load(ctx, "s")
+				require.Error(t, err)
+			}
+			cluster.Start()
+			assert.Equal(t, make([]error, 8), loads())
+		})
+	}
 }
