@@ -90,5 +90,18 @@
 //
 // Every append notifies (NOTIFY) a channel of the store's schema with the
 // session id and its new length; [Store.Follow] listens and yields the
-// events of one session as any process appends them.
+// events of one session as any process appends them. A follower whose
+// connection breaks (the server restarted) connects again and reads what
+// was appended meanwhile, so its sequence has no gap and no repeat.
+//
+// # Losing the server
+//
+// Calls made while the database is unreachable fail; none waits for it.
+// Pooled connections are checked (pinged) before reuse once they sat idle
+// for a second or another connection was found broken, so that the calls
+// after a restart do not fail on the connections it closed. A claim
+// watcher and a waiting follower connect again on their own; a worker's
+// Claim fails and is called again (vigil's Runtime.Work pauses, then
+// retries); a job whose turn the outage left open is claimed again once
+// its lease has expired, and the turn, repaired, continued.
 package pgstore
