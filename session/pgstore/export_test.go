@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/vigil-run/vigil/session"
 )
 
 // PauseLease makes s a holder paused past its lease's expiry: it stops
@@ -44,4 +46,11 @@ func SetPingAfter(t interface{ Cleanup(func()) }, d time.Duration) {
 	old := pingAfter
 	pingAfter = d
 	t.Cleanup(func() { pingAfter = old })
+}
+
+// Stored reports whether the log of id holds records from seq next on,
+// byte for byte: how a retried append whose first try committed is
+// recognised.
+func Stored(ctx context.Context, s *Store, id string, next int64, records []*session.Record) bool {
+	return s.stored(ctx, id, next, lines(records))
 }

@@ -104,15 +104,30 @@ func (p *pool) release(c *pgx.Conn) {
 	_ = c.Close(ctx)
 }
 
-// with runs fn on a pooled connection.
+// errConnLost marks the error of a call whose connection broke under it
+// (see [pool.with]).
+var errConnLost = errors.New("the connection was lost")
+
+// with runs fn on a pooled connection. An error that broke the
+// connection also matches errConnLost.
 func (p *pool) with(ctx context.Context, fn func(*pgx.Conn) error) error {
 	c, err := p.acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer p.release(c)
-	return fn(c)
+	err = fn(c)
+	if err != nil && c.IsClosed() {
+		return lostError{err}
+	}
+	return err
 }
+
+// lostError is an error that broke its connection.
+type lostError struct{ err error }
+
+func (e lostError) Error() string   { return e.err.Error() }
+func (e lostError) Unwrap() []error { return []error{e.err, errConnLost} }
 
 func (p *pool) close() {
 	p.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -106,4 +107,41 @@ func TestCallsWorkOnceARestartedServerIsBack(t *testing.T) {
 			assert.Equal(t, make([]error, 8), loads())
 		})
 	}
+}
+
+// TestAnAppendSurvivesItsConnectionBreaking: an append whose pooled
+// connection the server closed (its backend terminated, as a restart or
+// an idle timeout would) is made once more on another connection, not
+// failed: the log gets each record once.
+func TestAnAppendSurvivesItsConnectionBreaking(t *testing.T) {
+	cluster := pgtest.NewCluster(t)
+	s, err := pgstore.Open(context.Background(), cluster.DSN(), pgstore.WithSchema("append"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, s.Create(ctx, session.Info{ID: "s", Created: epoch}))
+	recs := turnRecords(nil, "q", "a", false)
+	require.NoError(t, s.Append(ctx, "s", 0, recs[:3]))
+
+	admin, err := pgx.Connect(ctx, cluster.DSN())
+	require.NoError(t, err)
+	defer admin.Close(ctx)
+	var killed int
+	require.NoError(t, admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&killed))
+	require.Positive(t, killed, "the store's pooled connection")
+
+	require.NoError(t, s.Append(ctx, "s", 3, recs[3:]))
+	log, err := s.Load(ctx, "s")
+	require.NoError(t, err)
+	require.Len(t, log.Records, len(recs))
+	for i, r := range recs {
+		assert.Equal(t, string(r.Bytes()), string(log.Records[i].Bytes()))
+	}
+	// Had the first try committed, the retry's refusal is recognised as
+	// that commit, byte for byte, and only that.
+	assert.True(t, pgstore.Stored(ctx, s, "s", 3, recs[3:]))
+	assert.False(t, pgstore.Stored(ctx, s, "s", 2, recs[3:]))
+	assert.False(t, pgstore.Stored(ctx, s, "s", 3, append(recs[3:len(recs):len(recs)], recs[0])))
 }
