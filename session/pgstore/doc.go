@@ -93,4 +93,18 @@
 // session as any process appends them. A store's followers share one
 // LISTEN connection and read through the pool when woken, so a waiting
 // follower holds no connection.
+// A follower whose read fails because the server went away (a restart, a
+// failover) tries again, for up to a minute, and reads what was appended
+// meanwhile, so its sequence has no gap and no repeat.
+//
+// # Losing the server
+//
+// Calls made while the database is unreachable fail; none waits for it.
+// Pooled connections are checked (pinged) before reuse once they sat idle
+// for a second or another connection was found broken, so that the calls
+// after a restart do not fail on the connections it closed. The
+// followers' LISTEN connection and a claim watcher connect again on their
+// own; a worker's Claim fails and is called again (vigil's Runtime.Work
+// pauses, then retries); a job whose turn the outage left open is claimed
+// again once its lease has expired, and the turn, repaired, continued.
 package pgstore

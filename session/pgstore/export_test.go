@@ -3,6 +3,9 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"time"
+
+	"github.com/vigil-run/vigil/session"
 )
 
 // PauseLease makes s a holder paused past its lease's expiry: it stops
@@ -36,3 +39,18 @@ func Crash(s *Store) { s.shutdown(false) }
 // Migrations are the schema's versions, for a test that builds an old
 // database.
 var Migrations = migrations
+
+// SetPingAfter sets how long a pooled connection may sit idle before it
+// is checked, until the test ends.
+func SetPingAfter(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := pingAfter
+	pingAfter = d
+	t.Cleanup(func() { pingAfter = old })
+}
+
+// Stored reports whether the log of id holds records from seq next on,
+// byte for byte: how a retried append whose first try committed is
+// recognised.
+func Stored(ctx context.Context, s *Store, id string, next int64, records []*session.Record) bool {
+	return s.stored(ctx, id, next, lines(records))
+}
