@@ -18,10 +18,10 @@ import (
 )
 
 func newReplayCmd(e *env) *cobra.Command {
-	var cfg string
-	var asJSON bool
+	var cfg, against string
+	var asJSON, liveRun bool
 	cmd := &cobra.Command{
-		Use:   "replay ID|FILE...",
+		Use:   "replay [--against FILE [--live]] ID|FILE|DIR...",
 		Short: "Re-derive every request of sessions and compare",
 		Long: `Re-run stored sessions (ids in the store of the composition -c names, or
 log files) through the real loop with the invariants plugin strict, and
@@ -39,9 +39,25 @@ step the recording does not have) is reported, naming the turn and step.
 
 Exit 0 when every request of every session matched, 1 otherwise, 4 when
 an argument is neither a file nor a stored session. --json prints
-{session, steps, identical, errors} per session (an array for several).`,
+{session, steps, identical, errors} per session (an array for several).
+
+--against FILE re-runs the recorded user turns through the composition in
+FILE instead (its system prompt, tools, compaction and plugins), feeding
+the recorded model responses, tool results, summaries and decisions while
+the requests still equal the recorded ones, and reports per session the
+first request that differs: which header field (header.system,
+header.tools, …) or message (messages[N]), with a diff of the recorded
+value (-) and the one built now (+). An argument may be a store directory:
+every log in it is replayed, with progress on stderr and a summary table
+(--json: an array of {session, steps, identical, divergence, fork}).
+--live sends the requests from the divergence on to the composition's own
+provider, with its own tools, and writes the result as a fork of the
+original in the -c store (the original is not touched). Exit 0 when every
+request matched, 1 otherwise, 2 when FILE cannot be loaded.`,
 		Example: `  vigil replay 01JD8XKQ4G0W6Q1Y3T5V7X9Z0A
-  vigil replay .vigil/sessions/*.jsonl --json`,
+  vigil replay .vigil/sessions/*.jsonl --json
+  vigil replay --against new.yaml .vigil/sessions
+  vigil replay --against new.yaml --live 01JD8XKQ4G0W6Q1Y3T5V7X9Z0A`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return fmt.Errorf("replay needs a session id or log file")
@@ -50,11 +66,20 @@ an argument is neither a file nor a stored session. --json prints
 		},
 		ValidArgsFunction: completeSessionIDs(e, true),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
+			if against != "" {
+				return cmdReplayAgainst(cmd.Context(), e, cfg, against, liveRun, asJSON, args)
+			}
+			if liveRun {
+				return usageError{fmt.Errorf("--live needs --against")}
+			}
 			return cmdReplay(cmd.Context(), e, cfg, asJSON, args)
 		}),
 	}
 	configFlag(cmd, &cfg)
 	jsonFlag(cmd, &asJSON, "the step-by-step comparison")
+	cmd.Flags().StringVar(&against, "against", "", "re-run the recorded user turns through the composition in this plugins.yaml")
+	_ = cmd.MarkFlagFilename("against", "yaml", "yml")
+	cmd.Flags().BoolVar(&liveRun, "live", false, "with --against: from the divergence on, ask the composition's provider and write a fork")
 	return cmd
 }
 
