@@ -434,11 +434,3 @@ func renderTools(ts []session.ToolSpec) string {
 	}
 	return strings.Join(lines, "\n")
 }
-
-func renderMessages(ms []session.Message) string {
-	lines := make([]string, len(ms))
-	for i := range ms {
-		lines[i] = render(ms[i])
-	}
-	return strings.Join(lines, "\n")
-}
