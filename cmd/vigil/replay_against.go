@@ -159,12 +159,14 @@ func againstOne(ctx context.Context, e *env, cfg string, h **host, c *bus.Contex
 			return err
 		}
 	}
-	store, err := service(*h, live.Sessions)
+	stored, err := service(*h, live.Sessions)
 	if err != nil {
 		return err
 	}
+	// The fork lives on the composition's bus (its invariants check it),
+	// in the -c store.
 	at := int64(res.DivergedTurn) - 1
-	child, err := store.Fork(ctx, log.Info.ID, at)
+	child, err := live.NewManager(c, stored.Store()).Fork(ctx, log.Info.ID, at)
 	if err != nil {
 		return err
 	}
