@@ -13,6 +13,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-run/vigil/plugins/compaction"
+	"github.com/vigil-run/vigil/plugins/provider/replay"
 )
 
 // systemEchoServer is an OpenAI-compatible server whose answer names the
@@ -103,4 +106,10 @@ func TestReplayAgainstLiveWritesAFork(t *testing.T) {
 	assert.NotContains(t, string(fork), `asked as: be brief`)
 	_, stderr, err = vigilIn(t, dir, "", "verify", rep.Fork)
 	assert.NoError(t, err, stderr)
+}
+
+// TestReplayKnowsTheSummaryPrefix: replay serves a recorded compaction
+// summary without compaction's prefix, which it may not import.
+func TestReplayKnowsTheSummaryPrefix(t *testing.T) {
+	assert.Equal(t, compaction.SummaryPrefix, replay.SummaryPrefix)
 }

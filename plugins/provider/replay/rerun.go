@@ -72,6 +72,8 @@ func (e *DivergedError) Error() string {
 		at += fmt.Sprintf(" step %d", e.Step)
 	}
 	switch {
+	case e.Replayed == session.TypeStepStart && (e.Recorded == session.TypeTurnEnd || e.Recorded == ""):
+		return fmt.Sprintf("replay: %s: the recording ran out before the turn ended: the rerun started this step, the recording has none", at)
 	case e.Replayed == "":
 		return fmt.Sprintf("replay: %s: the rerun stopped where the recording has %s (seq %d)", at, e.Recorded, e.Seq)
 	case e.Recorded == "":
@@ -405,7 +407,7 @@ func (x *rerun) align(from, to, base int) error {
 		}
 		if k < len(got) {
 			de.Replayed = got[k].Type()
-			if de.Recorded == "" {
+			if de.Recorded == "" || de.Replayed == session.TypeStepStart {
 				de.Turn, de.Step = got[k].Turn(), got[k].Step()
 			}
 		}
@@ -550,14 +552,17 @@ func equalTemp(a, b *float64) bool {
 }
 
 // maxSteps is the step limit of a loop instance that starts at i: the
-// steps of the first turn of it that ended at the limit, else the most
-// steps of any recorded turn. The instance ends at the next header of
+// steps of the first turn of it that ended at the limit, else one more
+// than the most steps of any recorded turn. The instance ends at the next header of
 // another instance, or where a turn ended at a limit lower than a step
 // already run (an instance that ran no step logged no header).
 func (x *rerun) maxSteps(i int) int {
+	// One more than any turn ran: a turn that did not end at the limit
+	// must not end at it in the rerun either (and where the recording
+	// ran out, the rerun asks for the step it does not have).
 	most := 1
 	for _, r := range x.recs {
-		most = max(most, r.Step())
+		most = max(most, r.Step()+1)
 	}
 	steps, least := 0, 1
 	for k := i; k < len(x.recs); k++ {
