@@ -97,10 +97,11 @@ func FromRecords(recs []*session.Record) (*Recording, error) {
 			if err != nil {
 				return nil, fmt.Errorf("replay: seq %d: %w", r.Seq(), err)
 			}
-			// A turn closed by crash repair has no failure to serve: its
-			// process died, after the chunks recorded.
+			// Only a turn that failed (or was aborted) failed in its
+			// stream: one closed by crash repair died after the chunks
+			// recorded, one a veto blocked was refused an event.
 			for _, i := range failed {
-				if e.Reason == session.ReasonInterrupted {
+				if e.Reason != session.ReasonError && e.Reason != session.ReasonAborted {
 					break
 				}
 				rec.Steps[i].Err = e.Error

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
@@ -84,6 +87,98 @@ func (e *DivergedError) Error() string {
 
 // Is makes a DivergedError match ErrDiverged.
 func (e *DivergedError) Is(target error) bool { return target == ErrDiverged }
+
+// blockedEnd parses the error of a turn/end of reason blocked, as
+// agentloop.BlockedError writes it.
+var blockedEnd = regexp.MustCompile(`^blocked by plugin ("(?:[^"\\]|\\.)*"): (\S+) refused: (.*)$`)
+
+// blocker is a plugin named as the one whose veto ended a recorded turn;
+// it refuses the one event the recording shows refused.
+type blocker struct {
+	name string
+	sess *live.Session
+	seq  int64
+	typ  string
+	why  string
+}
+
+func (b *blocker) Name() string { return b.name }
+
+func (b *blocker) Apply(c *bus.Context, _ any) error {
+	bus.Veto.On(c, func(_ context.Context, d bus.Dispatch) error {
+		if cm, ok := d.Payload.(*live.Commit); ok && cm.Session == b.sess && cm.Record.Seq() == b.seq && cm.Record.Type() == b.typ {
+			return errors.New(b.why)
+		}
+		return nil
+	})
+	return nil
+}
+
+// block mounts a blocker for the recorded turn [i, limit) when a veto
+// ended it, and returns how to dispose it. ended: the turn/end at
+// limit-1 is the loop's (else the process died before it, and the veto
+// is known from the results it closed the step with).
+func (x *rerun) block(i, limit int, ended bool) (func(), error) {
+	none := func() {}
+	msg := ""
+	if e, err := session.DecodeData[session.TurnEnd](x.recs[limit-1]); ended && err == nil && e.Reason == session.ReasonBlocked {
+		msg = e.Error
+	}
+	for _, r := range x.recs[i:limit] {
+		if msg != "" {
+			break
+		}
+		if res, err := session.DecodeData[session.ToolResult](r); err == nil && r.Type() == session.TypeToolResult && res.Error != nil {
+			if m, ok := strings.CutPrefix(res.Error.Message, "the tool did not run: "); ok && blockedEnd.MatchString(m) {
+				msg = m
+			}
+		}
+	}
+	m := blockedEnd.FindStringSubmatch(msg)
+	if m == nil {
+		return none, nil
+	}
+	name, err := strconv.Unquote(m[1])
+	if err != nil {
+		return none, nil
+	}
+	// Where the refused event would have been: the loop closed the turn
+	// from there, as CloseTail would — all of it, or, when its process
+	// died on the way, a prefix of its closers before turn/end.
+	p := -1
+	for k := i + 1; k < limit && p < 0; k++ {
+		closers := session.CloseTail(x.recs[:k])
+		if ended && len(closers) != limit-k || !ended && len(closers)-1 < limit-k {
+			continue
+		}
+		p = k
+		for n, ev := range closers[:limit-k] {
+			r := x.recs[k+n]
+			if ev.Type != r.Type() {
+				p = -1
+				break
+			}
+			// The loop's closers say why the call did not run; their
+			// calls and codes are repair's.
+			if res, ok := ev.Data.(session.ToolResult); ok {
+				got, err := session.DecodeData[session.ToolResult](r)
+				if err != nil || got.ID != res.ID || got.Error == nil || got.Error.Code != res.Error.Code {
+					p = -1
+					break
+				}
+			}
+		}
+	}
+	if p < 0 {
+		return none, nil
+	}
+	b := &blocker{name: name, sess: x.sess, seq: int64(x.sess.Len() + p - i), typ: m[2], why: m[3]}
+	f, err := x.c.Plugin(b, nil)
+	if err != nil {
+		return nil, fmt.Errorf("replay: the veto of %s: %w", name, err)
+	}
+	return func() { _ = f.Dispose() }, nil
+}
 
 // errCrashed is the veto that stops a rerun's loop where the recorded
 // process died.
@@ -350,6 +445,14 @@ func (x *rerun) entry(ctx context.Context, i int, out *Rerun) (int, error) {
 		} else if p := x.crashPoint(i, end); p >= 0 {
 			crash, stop = p, p
 		}
+		// A turn a plugin's veto ended (a policy, a budget): the same
+		// plugin name refuses the same event where the recording shows
+		// it refused.
+		undo, err := x.block(i, stop, stop == end)
+		if err != nil {
+			return 0, err
+		}
+		defer undo()
 	}
 	if err := x.agentFor(i, stop); err != nil {
 		return 0, err

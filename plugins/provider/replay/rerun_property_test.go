@@ -44,6 +44,21 @@ func (e echoTool) Execute(_ context.Context, args json.RawMessage) (string, erro
 // ConcurrencySafe: alpha's calls of a step run as one batch.
 func (e echoTool) ConcurrencySafe() bool { return e.name == "alpha" }
 
+// guard is a policy plugin whose veto ends the turn (reason blocked).
+type guard struct{}
+
+func (guard) Name() string { return "guard" }
+func (guard) Apply(c *bus.Context, _ any) error {
+	bus.Veto.On(c, func(_ context.Context, d bus.Dispatch) error {
+		if cm, ok := d.Payload.(*live.Commit); ok && cm.Record.Type() == session.TypeToolCall &&
+			bytes.Contains(cm.Record.Data(), []byte(`"name":"gamma"`)) && bytes.Contains(cm.Record.Data(), []byte(`11`)) {
+			return errors.New("over budget")
+		}
+		return nil
+	})
+	return nil
+}
+
 var toolNames = []string{"alpha", "beta", "gamma"}
 
 // swappable is the provider of a recording world: the script of the turn
@@ -243,6 +258,12 @@ func genSession(t *rapid.T) []*session.Record {
 			{Tool: "gamma", Arguments: "12", Action: "deny", Reason: "not 12"},
 		}}); err != nil {
 			t.Fatalf("approvals: %v", err)
+		}
+	}
+	if rapid.Bool().Draw(t, "guard") {
+		// A policy that ends a turn: it refuses gamma's calls with x 11.
+		if _, err := c.Plugin(guard{}, nil); err != nil {
+			t.Fatalf("guard: %v", err)
 		}
 	}
 	live.Committed.On(c, func(_ context.Context, cm *live.Commit) error {
