@@ -23,8 +23,8 @@ func newReplayCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "replay [--against FILE [--live]] ID|FILE|DIR...",
 		Short: "Re-derive every request of sessions and compare",
-		Long: `Re-run stored sessions (ids in the store of the composition -c names, or
-log files) through the real loop with the invariants plugin strict, and
+		Long: `Re-run stored sessions (ids in the store of the composition -c names, log
+files, or every log of a store directory) through the real loop with the invariants plugin strict, and
 report whether every request re-derives identically: each step runs with
 the request header and tools the log had in force at that step, the model
 answers with the recorded stream and each tool call with its recorded
@@ -102,6 +102,10 @@ func cmdReplay(ctx context.Context, e *env, cfg string, asJSON bool, args []stri
 			_ = h.close()
 		}
 	}()
+	args, err := expandLogs(args)
+	if err != nil {
+		return err
+	}
 	failed, missing := false, false
 	reports := make([]replayReport, 0, len(args))
 	for _, arg := range args {

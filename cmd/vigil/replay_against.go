@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -120,7 +121,7 @@ func againstOne(ctx context.Context, e *env, cfg string, h **host, c *bus.Contex
 	if err != nil {
 		return err
 	}
-	vr, err := invariants.Verify(strings.NewReader(string(data)))
+	vr, err := invariants.Verify(bytes.NewReader(data))
 	if err != nil {
 		return err
 	}
@@ -131,7 +132,7 @@ func againstOne(ctx context.Context, e *env, cfg string, h **host, c *bus.Contex
 		}
 		return fmt.Errorf("refused: the log fails verify: %s", strings.Join(msgs, "; "))
 	}
-	log, err := session.Decode(strings.NewReader(string(data)))
+	log, err := session.Decode(bytes.NewReader(data))
 	if err != nil {
 		return err
 	}
