@@ -114,6 +114,34 @@ func (b *blocker) Apply(c *bus.Context, _ any) error {
 	return nil
 }
 
+// failedBeforeCrash marks the steps of the recorded turn [i, crash) whose
+// stream failed before the process died: the loop answered their calls
+// "the turn ended before the tool ran: <why>", or logged their step/end
+// with finish error.
+func (x *rerun) failedBeforeCrash(i, crash int) {
+	why := map[[2]int]string{}
+	for _, r := range x.recs[i:crash] {
+		at := [2]int{r.Turn(), r.Step()}
+		switch r.Type() {
+		case session.TypeToolResult:
+			if res, err := session.DecodeData[session.ToolResult](r); err == nil && res.Error != nil && res.Error.Code == session.CodeToolNotStarted {
+				if m, ok := strings.CutPrefix(res.Error.Message, "the turn ended before the tool ran: "); ok {
+					why[at] = m
+				}
+			}
+		case session.TypeStepEnd:
+			if e, err := session.DecodeData[session.StepEnd](r); err == nil && e.Finish == session.FinishError && why[at] == "" {
+				why[at] = "the recorded stream failed"
+			}
+		}
+	}
+	for at, w := range why {
+		if st := x.byStep[at]; st != nil && st.Err == "" {
+			st.Err = w
+		}
+	}
+}
+
 // block mounts a blocker for the recorded turn [i, limit) when a veto
 // ended it, and returns how to dispose it. ended: the turn/end at
 // limit-1 is the loop's (else the process died before it, and the veto
@@ -237,7 +265,11 @@ func Run(ctx context.Context, c *bus.Context, mgr *live.Manager, recorded []*ses
 		if inv.Session != sess.ID() {
 			return next(ctx, inv)
 		}
-		return x.box.execute(inv), nil
+		out := x.box.execute(inv)
+		if x.abort != nil && inv.Call.ID == x.abortAfter {
+			x.abort() // the turn was cancelled while this call ran
+		}
+		return out, nil
 	}, bus.Prepend)()
 	// The fence: no event of the session at or past it is committed.
 	defer bus.Veto.On(c, func(_ context.Context, d bus.Dispatch) error {
@@ -272,6 +304,11 @@ type rerun struct {
 	fence int64 // -1: none
 	agent *agentloop.Agent
 	cfg   agentloop.Config
+	// abort cancels the turn being re-run, which the recording shows
+	// aborted, after the call abortAfter ran (or its failed step's
+	// stream, when no call started).
+	abort      func()
+	abortAfter string
 }
 
 func newRerun(c *bus.Context, rec *Recording, recs []*session.Record, sess *live.Session) *rerun {
@@ -445,6 +482,9 @@ func (x *rerun) entry(ctx context.Context, i int, out *Rerun) (int, error) {
 		} else if p := x.crashPoint(i, end); p >= 0 {
 			crash, stop = p, p
 		}
+		if crash >= 0 {
+			x.failedBeforeCrash(i, crash)
+		}
 		// A turn a plugin's veto ended (a policy, a budget): the same
 		// plugin name refuses the same event where the recording shows
 		// it refused.
@@ -459,6 +499,26 @@ func (x *rerun) entry(ctx context.Context, i int, out *Rerun) (int, error) {
 	}
 	base := x.sess.Len()
 	x.fence = int64(base + stop - i)
+	// A turn that was aborted is cancelled where the recording shows it
+	// noticed: after the stream of its failed step, or after the last
+	// call that started.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	x.abort = nil
+	if e, err := session.DecodeData[session.TurnEnd](x.recs[end-1]); err == nil && e.Reason == session.ReasonAborted && stop == end {
+		cause := errors.New(e.Error)
+		x.abort = func() { cancel(cause) }
+		x.abortAfter = ""
+		for _, r := range x.recs[i:end] {
+			if s, err := session.DecodeData[session.ToolStart](r); err == nil && r.Type() == session.TypeToolStart {
+				x.abortAfter = s.ID
+			}
+			if e, err := session.DecodeData[session.StepEnd](r); err == nil && r.Type() == session.TypeStepEnd && e.Finish == session.FinishError {
+				x.abortAfter = "" // cancelled in this step's stream
+				break
+			}
+		}
+	}
 	var err error
 	switch {
 	case first.Type() != session.TypeTurnStart:
@@ -744,6 +804,24 @@ func (s *stepProvider) Stream(ctx context.Context, req *agentloop.Request) (agen
 	st := s.x.byStep[[2]int{req.Turn, req.Step}]
 	if st == nil {
 		return nil, s.p.fail(fmt.Errorf("%w: the recording has no turn %d step %d", ErrExhausted, req.Turn, req.Step))
+	}
+	if abort := s.x.abort; abort != nil && st.Err != "" {
+		// The recorded stream ended when the turn was cancelled.
+		rec := *st
+		rec.Err = ""
+		inner, err := s.p.serve(ctx, rec)
+		if err != nil {
+			return nil, err
+		}
+		return func(yield func(agentloop.Chunk, error) bool) {
+			for c, err := range inner {
+				if !yield(c, err) || err != nil {
+					return
+				}
+			}
+			abort()
+			yield(agentloop.Chunk{}, context.Cause(ctx))
+		}, nil
 	}
 	return s.p.serve(ctx, *st)
 }

@@ -27,7 +27,10 @@ import (
 )
 
 // echoTool answers with its name and arguments.
-type echoTool struct{ name string }
+type echoTool struct {
+	name   string
+	cancel func()
+}
 
 func (e echoTool) Spec() session.ToolSpec {
 	return session.ToolSpec{Name: e.name, Description: "echoes " + e.name,
@@ -35,6 +38,9 @@ func (e echoTool) Spec() session.ToolSpec {
 }
 
 func (e echoTool) Execute(_ context.Context, args json.RawMessage) (string, error) {
+	if bytes.Contains(args, []byte(`"x":14`)) && e.cancel != nil {
+		e.cancel() // the user interrupts the turn while this call runs
+	}
 	if bytes.Contains(args, []byte(`"x":13`)) {
 		return "", &agentloop.ToolError{Code: "UNLUCKY", Message: "13"}
 	}
@@ -63,11 +69,28 @@ var toolNames = []string{"alpha", "beta", "gamma"}
 
 // swappable is the provider of a recording world: the script of the turn
 // being run.
-type swappable struct{ cur agentloop.Provider }
+type swappable struct {
+	cur     agentloop.Provider
+	abortAt int // the step whose stream the user interrupts (0: none)
+	cancel  func()
+}
 
 func (s *swappable) Name() string { return "scripted" }
 func (s *swappable) Stream(ctx context.Context, r *agentloop.Request) (agentloop.Stream, error) {
-	return s.cur.Stream(ctx, r)
+	inner, err := s.cur.Stream(ctx, r)
+	if err != nil || s.abortAt == 0 || r.Step != s.abortAt {
+		return inner, err
+	}
+	// The user interrupts the turn after the first chunk of this step.
+	return func(yield func(agentloop.Chunk, error) bool) {
+		for c, err := range inner {
+			ok := yield(c, err)
+			s.cancel()
+			if !ok || err != nil {
+				return
+			}
+		}
+	}, nil
 }
 
 // generator drives the real loop on a bus with the invariants plugin
@@ -88,6 +111,7 @@ type generator struct {
 	// being run, by step.
 	change map[int][]bool
 	dying  bool // the process of the turn being run dies in it
+	cancel func() // interrupts the turn being run
 }
 
 func (g *generator) setTools(on []bool) {
@@ -95,7 +119,11 @@ func (g *generator) setTools(on []bool) {
 		w, has := g.tools[name]
 		switch {
 		case on[i] && !has:
-			w, err := agentloop.ProvideTool(g.c, echoTool{name})
+			w, err := agentloop.ProvideTool(g.c, echoTool{name: name, cancel: func() {
+				if g.cancel != nil {
+					g.cancel()
+				}
+			}})
 			if err != nil {
 				g.t.Fatalf("provide %s: %v", name, err)
 			}
@@ -133,7 +161,7 @@ func (g *generator) script() []scripted.Reply {
 			for range rapid.IntRange(0, 2).Draw(g.t, "calls") {
 				r.ToolCalls = append(r.ToolCalls, scripted.ToolCall{
 					Name:      rapid.SampledFrom(append(toolNames, "missing")).Draw(g.t, "tool"),
-					Arguments: map[string]any{"x": rapid.IntRange(10, 14).Draw(g.t, "x")},
+					Arguments: map[string]any{"x": rapid.IntRange(10, 14).Draw(g.t, "x")}, // 13 fails, 14 interrupts
 				})
 			}
 		}
@@ -164,12 +192,20 @@ func (g *generator) turn(sess *live.Session, cont bool) {
 	for step := range rapid.IntRange(0, 3).Draw(g.t, "tool changes") {
 		g.change[step+1] = rapid.SliceOfN(rapid.Bool(), len(toolNames), len(toolNames)).Draw(g.t, "tools")
 	}
+	ctx, cancel := context.WithCancel(g.ctx)
+	defer cancel()
+	g.cancel, g.prov.cancel = cancel, cancel
+	g.prov.abortAt = 0
+	if rapid.IntRange(0, 5).Draw(g.t, "interrupt") == 0 {
+		g.prov.abortAt = rapid.IntRange(1, 3).Draw(g.t, "interrupt at step")
+	}
 	var err error
 	if cont {
-		_, err = g.agent.Continue(g.ctx, sess)
+		_, err = g.agent.Continue(ctx, sess)
 	} else {
-		_, err = g.agent.Run(g.ctx, sess, rapid.SampledFrom(prompts).Draw(g.t, "prompt"))
+		_, err = g.agent.Run(ctx, sess, rapid.SampledFrom(prompts).Draw(g.t, "prompt"))
 	}
+	g.cancel, g.prov.abortAt = nil, 0
 	if !g.dying {
 		g.settle(sess, err)
 	}
