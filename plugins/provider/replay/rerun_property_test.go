@@ -110,7 +110,7 @@ type generator struct {
 	// change is the tool set to switch to after a step/end of the turn
 	// being run, by step.
 	change map[int][]bool
-	dying  bool // the process of the turn being run dies in it
+	dying  bool   // the process of the turn being run dies in it
 	cancel func() // interrupts the turn being run
 }
 
