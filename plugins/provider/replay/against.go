@@ -176,12 +176,47 @@ func Against(ctx context.Context, c *bus.Context, mgr *live.Manager, agent *agen
 		return x.ap.verdict(q.Call), nil
 	}, bus.Prepend)()
 
+	// The fence stops the loop where a recorded process died, counted
+	// from the turn's turn/start in the rerun.
+	shape := &rerun{recs: recorded, byStep: map[[2]int]*Step{}}
+	for _, st := range x.steps {
+		shape.byStep[[2]int{st.Turn, st.Step}] = st
+	}
+	fenceRel, fence := int64(-1), int64(-1)
+	defer bus.Veto.On(c, func(_ context.Context, d bus.Dispatch) error {
+		cm, ok := d.Payload.(*live.Commit)
+		if !ok || cm.Session != sess || fenceRel < 0 || x.live && x.diverged() {
+			return nil
+		}
+		if cm.Record.Type() == session.TypeTurnStart && fence < 0 {
+			fence = cm.Record.Seq() + fenceRel
+		}
+		if fence >= 0 && cm.Record.Seq() >= fence {
+			return errCrashed
+		}
+		return nil
+	})()
+
 	for i := opts.From; i < len(recorded); i++ {
 		r := recorded[i]
 		if r.Type() != session.TypeTurnStart {
 			continue
 		}
 		x.turn = i
+		end := i + 1
+		for end < len(recorded) && recorded[end].Turn() == r.Turn() && recorded[end-1].Type() != session.TypeTurnEnd {
+			end++
+		}
+		crash := -1
+		if last := recorded[end-1]; last.Type() != session.TypeTurnEnd {
+			crash = end
+		} else if p := shape.crashPoint(i, end); p >= 0 {
+			crash = p
+		}
+		if crash >= 0 && !x.diverged() {
+			shape.failedBeforeCrash(i, crash)
+			fenceRel, fence = int64(crash-i), -1
+		}
 		var err error
 		if continues(r) > 0 {
 			_, err = agent.Continue(ctx, sess)
@@ -190,6 +225,18 @@ func Against(ctx context.Context, c *bus.Context, mgr *live.Manager, agent *agen
 		}
 		for errors.Is(err, agentloop.ErrSuspended) && x.decide(ctx, sess) {
 			_, err = agent.Resume(ctx, sess)
+		}
+		if fenceRel >= 0 {
+			fenceRel, fence = -1, -1
+			if errors.Is(err, errCrashed) {
+				// Closed the way crash repair closed the dead process's turn.
+				err = nil
+				for _, ev := range session.CloseTail(sess.Records()) {
+					if _, aerr := sess.Append(ctx, ev); aerr != nil {
+						return nil, fmt.Errorf("replay: repair turn %d: %w", r.Turn(), aerr)
+					}
+				}
+			}
 		}
 		if err != nil && !errors.Is(err, ErrDiverged) {
 			x.out.Errors = append(x.out.Errors, err)

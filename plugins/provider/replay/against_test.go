@@ -2,15 +2,19 @@ package replay_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/plugins/provider/replay"
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	"github.com/vigil-run/vigil/plugins/tools/calc"
+	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 	"github.com/vigil-run/vigil/session/memory"
 )
 
@@ -64,4 +68,56 @@ func TestAgainstNamesTheFirstFieldThatDiffers(t *testing.T) {
 			assert.Contains(t, res.Divergence.Diff(), "+ ")
 		})
 	}
+}
+
+// TestAgainstTheSameCompositionFollowsACrashedTurn: a recording whose
+// second turn's process died (closed by crash repair) and whose third
+// turn continued it, re-run by an agent configured as the recording's:
+// the crashed turn stops where the recording does and is closed as
+// repair closed it, so every later request matches too.
+func TestAgainstTheSameCompositionFollowsACrashedTurn(t *testing.T) {
+	ctx := context.Background()
+	dir := folder(t)
+	cfg := agentloop.Config{System: "be helpful", Model: "m1"}
+	script := scripted.Config{Repeat: true, Script: []scripted.Reply{
+		{ToolCalls: []scripted.ToolCall{{Name: "list_dir", Arguments: map[string]any{"path": "."}}}}, {Text: "done"},
+	}}
+	w := newWorld(t, memory.New(), dir)
+	prov, err := scripted.New(script)
+	require.NoError(t, err)
+	a := agentloop.New(w.c, cfg, agentloop.WithProvider(prov), agentloop.WithTools(w.tools...))
+	sess, err := w.mgr.Create(ctx)
+	require.NoError(t, err)
+	_, err = a.Run(ctx, sess, "look")
+	require.NoError(t, err)
+	// The process dies once the tool started.
+	dies := int64(sess.Len() + 9)
+	undo := bus.Veto.On(w.c, func(_ context.Context, d bus.Dispatch) error {
+		if cm, ok := d.Payload.(*live.Commit); ok && cm.Session == sess && cm.Record.Seq() >= dies {
+			return errors.New("the process died")
+		}
+		return nil
+	})
+	_, err = a.Run(ctx, sess, "look again")
+	require.Error(t, err)
+	undo()
+	for _, ev := range session.Closers(sess.Records()) {
+		_, err := sess.Append(ctx, ev)
+		require.NoError(t, err)
+	}
+	require.Equal(t, session.TypeTurnEnd, sess.Records()[sess.Len()-1].Type())
+	b := agentloop.New(w.c, cfg, agentloop.WithProvider(prov), agentloop.WithTools(w.tools...))
+	_, err = b.Continue(ctx, sess)
+	require.NoError(t, err)
+
+	again := newWorld(t, memory.New(), dir)
+	p, err := scripted.New(script)
+	require.NoError(t, err)
+	c := agentloop.New(again.c, cfg, agentloop.WithProvider(p), agentloop.WithTools(again.tools...))
+	defer c.Close()
+	res, err := replay.Against(ctx, again.c, again.mgr, c, sess.Records(), replay.AgainstOptions{})
+	require.NoError(t, err)
+	assert.Nil(t, res.Divergence, "%+v", res.Divergence)
+	assert.Equal(t, res.Steps, res.Identical)
+	assert.GreaterOrEqual(t, res.Steps, 4)
 }
