@@ -167,7 +167,11 @@ func Against(ctx context.Context, c *bus.Context, mgr *live.Manager, agent *agen
 		if inv.Session != sess.ID() || x.diverged() {
 			return next(ctx, inv)
 		}
-		return x.box.execute(inv), nil
+		out := x.box.execute(inv)
+		if abort, after := x.abortState(); abort != nil && inv.Call.ID == after {
+			abort() // the recorded turn was cancelled while this call ran
+		}
+		return out, nil
 	}, bus.Prepend)()
 	defer agentloop.ToolApprove.On(c, func(_ context.Context, q *agentloop.ApprovalQuery) (agentloop.Verdict, error) {
 		if q.Session != sess || x.diverged() {
@@ -217,15 +221,21 @@ func Against(ctx context.Context, c *bus.Context, mgr *live.Manager, agent *agen
 			shape.failedBeforeCrash(i, crash)
 			fenceRel, fence = int64(crash-i), -1
 		}
+		tctx, cancel := context.WithCancelCause(ctx)
+		x.setAbort(nil, "")
+		if cause, after, ok := aborted(recorded, i, end); ok && crash < 0 {
+			x.setAbort(func() { cancel(cause) }, after)
+		}
 		var err error
 		if continues(r) > 0 {
-			_, err = agent.Continue(ctx, sess)
+			_, err = agent.Continue(tctx, sess)
 		} else {
-			_, err = agent.Run(ctx, sess, prompt(recorded, i))
+			_, err = agent.Run(tctx, sess, prompt(recorded, i))
 		}
 		for errors.Is(err, agentloop.ErrSuspended) && x.decide(ctx, sess) {
-			_, err = agent.Resume(ctx, sess)
+			_, err = agent.Resume(tctx, sess)
 		}
+		cancel(nil)
 		if fenceRel >= 0 {
 			fenceRel, fence = -1, -1
 			if errors.Is(err, errCrashed) {
@@ -238,7 +248,7 @@ func Against(ctx context.Context, c *bus.Context, mgr *live.Manager, agent *agen
 				}
 			}
 		}
-		if err != nil && !errors.Is(err, ErrDiverged) {
+		if err != nil && !errors.Is(err, ErrDiverged) && !x.aborting() {
 			x.out.Errors = append(x.out.Errors, err)
 		}
 		if errors.Is(err, agentloop.ErrSuspended) {
@@ -268,6 +278,30 @@ type against struct {
 
 	mu  sync.Mutex
 	out *AgainstResult
+	// abort cancels the turn being re-run where the recorded one was
+	// cancelled: after the call abortAfter, or its failed stream.
+	abort      func()
+	abortAfter string
+}
+
+func (x *against) setAbort(abort func(), after string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.abort, x.abortAfter = abort, after
+}
+
+func (x *against) abortState() (func(), string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.out.Divergence != nil {
+		return nil, "" // from a divergence on, nothing follows the recording
+	}
+	return x.abort, x.abortAfter
+}
+
+func (x *against) aborting() bool {
+	a, _ := x.abortState()
+	return a != nil
 }
 
 func (x *against) diverged() bool {
@@ -339,6 +373,9 @@ func (x *against) step(ctx context.Context, req *agentloop.Request) (*Divergence
 		return d, nil
 	}
 	p := New(x.rec)
+	if abort, _ := x.abortState(); abort != nil && st.Err != "" {
+		return nil, func() (agentloop.Stream, error) { return abortedStream(ctx, p, *st, abort) }
+	}
 	return nil, func() (agentloop.Stream, error) { return p.serve(ctx, *st) }
 }
 

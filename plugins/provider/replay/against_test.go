@@ -121,3 +121,40 @@ func TestAgainstTheSameCompositionFollowsACrashedTurn(t *testing.T) {
 	assert.Equal(t, res.Steps, res.Identical)
 	assert.GreaterOrEqual(t, res.Steps, 4)
 }
+
+// TestAgainstTheSameCompositionFollowsAnAbortedTurn: a recording whose
+// first turn the user interrupted while a tool ran, re-run by an agent
+// configured as the recording's: the turn is cancelled where the
+// recording shows it was, so the next turn's requests match too.
+func TestAgainstTheSameCompositionFollowsAnAbortedTurn(t *testing.T) {
+	ctx := context.Background()
+	cfg := agentloop.Config{System: "be helpful", Model: "m1"}
+	script := scripted.Config{Repeat: true, Script: []scripted.Reply{
+		{ToolCalls: []scripted.ToolCall{{Name: "alpha", Arguments: map[string]any{"x": 14}}, {Name: "alpha", Arguments: map[string]any{"x": 10}}}},
+		{Text: "done"},
+	}}
+	w := newWorld(t, memory.New(), t.TempDir())
+	prov, err := scripted.New(script)
+	require.NoError(t, err)
+	turnCtx, cancel := context.WithCancel(ctx)
+	a := agentloop.New(w.c, cfg, agentloop.WithProvider(prov), agentloop.WithTools(echoTool{name: "alpha", cancel: cancel}))
+	sess, err := w.mgr.Create(ctx)
+	require.NoError(t, err)
+	res, err := a.Run(turnCtx, sess, "look")
+	require.Error(t, err)
+	require.Equal(t, session.ReasonAborted, res.Reason)
+	_, err = a.Run(ctx, sess, "go on")
+	require.NoError(t, err)
+
+	again := newWorld(t, memory.New(), t.TempDir())
+	p, err := scripted.New(script)
+	require.NoError(t, err)
+	b := agentloop.New(again.c, cfg, agentloop.WithProvider(p), agentloop.WithTools(echoTool{name: "alpha"}))
+	defer b.Close()
+	got, err := replay.Against(ctx, again.c, again.mgr, b, sess.Records(), replay.AgainstOptions{})
+	require.NoError(t, err)
+	assert.Nil(t, got.Divergence, "%+v", got.Divergence)
+	assert.Equal(t, got.Steps, got.Identical)
+	assert.Equal(t, 2, got.Steps)
+	assert.Empty(t, got.Errors)
+}

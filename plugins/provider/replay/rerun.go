@@ -114,6 +114,44 @@ func (b *blocker) Apply(c *bus.Context, _ any) error {
 	return nil
 }
 
+// aborted reports whether the recorded turn [i, end) was aborted, with
+// the cause it ended with and the call after which it was cancelled (""
+// when the cancel cut its failed step's stream).
+func aborted(recs []*session.Record, i, end int) (cause error, after string, ok bool) {
+	te, err := session.DecodeData[session.TurnEnd](recs[end-1])
+	if err != nil || te.Reason != session.ReasonAborted {
+		return nil, "", false
+	}
+	for _, r := range recs[i:end] {
+		if s, err := session.DecodeData[session.ToolStart](r); err == nil && r.Type() == session.TypeToolStart {
+			after = s.ID
+		}
+		if se, err := session.DecodeData[session.StepEnd](r); err == nil && r.Type() == session.TypeStepEnd && se.Finish == session.FinishError {
+			return errors.New(te.Error), "", true // cancelled in this step's stream
+		}
+	}
+	return errors.New(te.Error), after, true
+}
+
+// abortedStream serves st's chunks and then cancels the turn, the way
+// the recorded stream ended.
+func abortedStream(ctx context.Context, p *Provider, st Step, abort func()) (agentloop.Stream, error) {
+	st.Err = ""
+	inner, err := p.serve(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	return func(yield func(agentloop.Chunk, error) bool) {
+		for c, err := range inner {
+			if !yield(c, err) || err != nil {
+				return
+			}
+		}
+		abort()
+		yield(agentloop.Chunk{}, context.Cause(ctx))
+	}, nil
+}
+
 // failedBeforeCrash marks the steps of the recorded turn [i, crash) whose
 // stream failed before the process died: the loop answered their calls
 // "the turn ended before the tool ran: <why>", or logged their step/end
@@ -505,19 +543,8 @@ func (x *rerun) entry(ctx context.Context, i int, out *Rerun) (int, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	x.abort = nil
-	if e, err := session.DecodeData[session.TurnEnd](x.recs[end-1]); err == nil && e.Reason == session.ReasonAborted && stop == end {
-		cause := errors.New(e.Error)
-		x.abort = func() { cancel(cause) }
-		x.abortAfter = ""
-		for _, r := range x.recs[i:end] {
-			if s, err := session.DecodeData[session.ToolStart](r); err == nil && r.Type() == session.TypeToolStart {
-				x.abortAfter = s.ID
-			}
-			if e, err := session.DecodeData[session.StepEnd](r); err == nil && r.Type() == session.TypeStepEnd && e.Finish == session.FinishError {
-				x.abortAfter = "" // cancelled in this step's stream
-				break
-			}
-		}
+	if cause, after, ok := aborted(x.recs, i, end); ok && stop == end {
+		x.abort, x.abortAfter = func() { cancel(cause) }, after
 	}
 	var err error
 	switch {
@@ -806,22 +833,7 @@ func (s *stepProvider) Stream(ctx context.Context, req *agentloop.Request) (agen
 		return nil, s.p.fail(fmt.Errorf("%w: the recording has no turn %d step %d", ErrExhausted, req.Turn, req.Step))
 	}
 	if abort := s.x.abort; abort != nil && st.Err != "" {
-		// The recorded stream ended when the turn was cancelled.
-		rec := *st
-		rec.Err = ""
-		inner, err := s.p.serve(ctx, rec)
-		if err != nil {
-			return nil, err
-		}
-		return func(yield func(agentloop.Chunk, error) bool) {
-			for c, err := range inner {
-				if !yield(c, err) || err != nil {
-					return
-				}
-			}
-			abort()
-			yield(agentloop.Chunk{}, context.Cause(ctx))
-		}, nil
+		return abortedStream(ctx, s.p, *st, abort) // the recorded stream ended when the turn was cancelled
 	}
 	return s.p.serve(ctx, *st)
 }
