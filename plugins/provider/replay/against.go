@@ -223,7 +223,7 @@ func Against(ctx context.Context, c *bus.Context, mgr *live.Manager, agent *agen
 		}
 		tctx, cancel := context.WithCancelCause(ctx)
 		x.setAbort(nil, "")
-		if cause, after, ok := aborted(recorded, i, end); ok && crash < 0 {
+		if after, cause, ok := aborted(recorded, i, end); ok && crash < 0 {
 			x.setAbort(func() { cancel(cause) }, after)
 		}
 		var err error

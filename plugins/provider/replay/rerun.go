@@ -117,20 +117,20 @@ func (b *blocker) Apply(c *bus.Context, _ any) error {
 // aborted reports whether the recorded turn [i, end) was aborted, with
 // the cause it ended with and the call after which it was cancelled (""
 // when the cancel cut its failed step's stream).
-func aborted(recs []*session.Record, i, end int) (cause error, after string, ok bool) {
+func aborted(recs []*session.Record, i, end int) (after string, cause error, ok bool) {
 	te, err := session.DecodeData[session.TurnEnd](recs[end-1])
 	if err != nil || te.Reason != session.ReasonAborted {
-		return nil, "", false
+		return "", nil, false
 	}
 	for _, r := range recs[i:end] {
 		if s, err := session.DecodeData[session.ToolStart](r); err == nil && r.Type() == session.TypeToolStart {
 			after = s.ID
 		}
 		if se, err := session.DecodeData[session.StepEnd](r); err == nil && r.Type() == session.TypeStepEnd && se.Finish == session.FinishError {
-			return errors.New(te.Error), "", true // cancelled in this step's stream
+			return "", errors.New(te.Error), true // cancelled in this step's stream
 		}
 	}
-	return errors.New(te.Error), after, true
+	return after, errors.New(te.Error), true
 }
 
 // abortedStream serves st's chunks and then cancels the turn, the way
@@ -543,7 +543,7 @@ func (x *rerun) entry(ctx context.Context, i int, out *Rerun) (int, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	x.abort = nil
-	if cause, after, ok := aborted(x.recs, i, end); ok && stop == end {
+	if after, cause, ok := aborted(x.recs, i, end); ok && stop == end {
 		x.abort, x.abortAfter = func() { cancel(cause) }, after
 	}
 	var err error
