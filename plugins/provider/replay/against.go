@@ -362,7 +362,7 @@ func (x *against) step(ctx context.Context, req *agentloop.Request) (*Divergence
 	}
 	if !ok || st == nil {
 		return &Divergence{Turn: req.Turn, Step: req.Step, Field: "request", Expected: "(the recording has no such step)",
-			Actual: render(req.Header)}, nil
+			Actual: fmt.Sprintf("a request of %d messages", len(req.Messages))}, nil
 	}
 	msgs, _, _, err := session.DeriveRequest(x.recs, at)
 	if err != nil {
