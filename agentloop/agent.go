@@ -139,6 +139,18 @@ func WithTools(ts ...Tool) Option {
 	}
 }
 
+// WithToolSource makes the agent offer, at each step, the tools fn
+// returns then instead of the tool services: a tool set that changes
+// between steps without the bus (a replay serves each step the tools its
+// recording had in force then). Like [WithTools], it does not wait for
+// tool list changes announced on the bus.
+func WithToolSource(fn func() ([]Tool, error)) Option {
+	return func(a *Agent) {
+		a.tools = fn
+		a.fixedTools = true
+	}
+}
+
 // WithBackoff replaces the delay between provider attempts (see
 // [DefaultBackoff]); tests use it to retry without waiting.
 func WithBackoff(b Backoff) Option {

@@ -22,6 +22,19 @@
 // since no provider receives those requests, their steps log no
 // request/digest.
 //
+// [Run] re-runs a whole recorded log through the real loop, each step
+// with the request header and tools in force at that step, the model,
+// the tools (tool/execute) and the approvals (tool/approve) answered from
+// the recording, events outside turns copied, a crashed turn stopped
+// where the process died and closed as repair closed it; the rerun must
+// log the recorded events ([DivergedError] says where it did not) and
+// each request the recorded digest. [Against] re-runs the recorded user
+// turns through another composition's agent instead, answering from the
+// recording while the requests match, and names the first request that
+// differs ([Divergence]: the header field or message index, with the
+// recorded and the new value); with Live the composition's own provider
+// and tools take over from there.
+//
 // The plugin reads the recording named by its config. The Go API
 // ([Load], [LoadSession], [FromRecords], [New], [Listen]) is for a
 // program or a test that replays a log it holds without a plugins.yaml.

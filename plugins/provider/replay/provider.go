@@ -83,9 +83,16 @@ func (p *Provider) Stream(ctx context.Context, req *agentloop.Request) (agentloo
 	}
 	p.next++
 	p.mu.Unlock()
+	return p.serve(ctx, st)
+}
 
+// serve streams the recorded output of st: its chunks, then its failure
+// or its usage and finish.
+func (p *Provider) serve(ctx context.Context, st Step) (agentloop.Stream, error) {
+	// The recorded failure is served as the turn/end logged it, so that
+	// the turn ends with the same error again.
 	if st.Err != "" && len(st.Chunks) == 0 {
-		return nil, p.fail(errors.New(st.Err))
+		return nil, errors.New(st.Err)
 	}
 	return func(yield func(agentloop.Chunk, error) bool) {
 		for _, c := range st.Chunks {
@@ -102,7 +109,7 @@ func (p *Provider) Stream(ctx context.Context, req *agentloop.Request) (agentloo
 			}
 		}
 		if st.Err != "" {
-			yield(agentloop.Chunk{}, p.fail(errors.New(st.Err)))
+			yield(agentloop.Chunk{}, errors.New(st.Err))
 			return
 		}
 		if st.Usage != nil || st.Finish != "" {

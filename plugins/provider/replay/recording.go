@@ -15,6 +15,9 @@ type Step struct {
 	Turn, Step int
 	// Digest is the step's request/digest, "" when none was logged.
 	Digest string
+	// Header is the request header in force at the step: the latest
+	// request/header up to the step's request.
+	Header session.Header
 	Chunks []agentloop.Chunk
 	Usage  *session.Usage
 	Finish string
@@ -35,18 +38,22 @@ func FromRecords(recs []*session.Record) (*Recording, error) {
 	rec := &Recording{}
 	var cur *Step
 	var failed []int // steps of the open turn that finished with "error"
-	for _, r := range recs {
+	var hdr session.Header
+	for i, r := range recs {
 		switch r.Type() {
 		case session.TypeRequestHeader:
+			if _, err := session.DecodeData[session.RequestHeader](r); err != nil {
+				return nil, fmt.Errorf("replay: seq %d: %w", r.Seq(), err)
+			}
+			hdr, _ = session.DeriveHeader(recs[i : i+1])
 			if rec.Provider == "" {
-				h, err := session.DecodeData[session.RequestHeader](r)
-				if err != nil {
-					return nil, fmt.Errorf("replay: seq %d: %w", r.Seq(), err)
-				}
-				rec.Provider = h.Header.Provider
+				rec.Provider = hdr.Provider
+			}
+			if cur != nil {
+				cur.Header = hdr
 			}
 		case session.TypeStepStart:
-			rec.Steps = append(rec.Steps, Step{Turn: r.Turn(), Step: r.Step()})
+			rec.Steps = append(rec.Steps, Step{Turn: r.Turn(), Step: r.Step(), Header: hdr})
 			cur = &rec.Steps[len(rec.Steps)-1]
 		case session.TypeRequestDigest:
 			if cur != nil {
@@ -90,7 +97,13 @@ func FromRecords(recs []*session.Record) (*Recording, error) {
 			if err != nil {
 				return nil, fmt.Errorf("replay: seq %d: %w", r.Seq(), err)
 			}
+			// Only a turn that failed (or was aborted) failed in its
+			// stream: one closed by crash repair died after the chunks
+			// recorded, one a veto blocked was refused an event.
 			for _, i := range failed {
+				if e.Reason != session.ReasonError && e.Reason != session.ReasonAborted {
+					break
+				}
 				rec.Steps[i].Err = e.Error
 				if rec.Steps[i].Err == "" {
 					rec.Steps[i].Err = "recorded step failed (" + e.Reason + ")"

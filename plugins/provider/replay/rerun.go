@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
@@ -31,102 +35,807 @@ type Rerun struct {
 	Steps []StepComparison
 	// Errors are the errors the turns ended with, in order. A turn that
 	// failed in the recording fails again (the provider serves the
-	// failure); a listener's refusal is an error too.
+	// failure); a listener's refusal is an error too, and so is a
+	// [*DivergedError], after which the rerun stopped.
 	Errors []error
 }
 
 // Identical reports whether every recorded request was sent again, the
-// same, and no other.
+// same, and no other, and the rerun followed the recording to its end
+// (a log with no request, say one whose every turn died before its first
+// step, replays identically).
 func (r *Rerun) Identical() bool {
+	for _, err := range r.Errors {
+		if errors.Is(err, ErrDiverged) {
+			return false
+		}
+	}
 	for _, s := range r.Steps {
 		if !s.Same {
 			return false
 		}
 	}
-	return len(r.Steps) > 0
+	return true
 }
 
-// Run runs every turn of the recorded log again on a new session of mgr,
-// with an agent on c: its header is the recording's (system, model,
-// sampling, tools), the model answers from the recording, and each tool
-// answers with its recorded results in order; events outside turns (a
-// compaction's) are copied as they are. The requests must re-derive from
-// the new log exactly as they did from the original: Steps compares their
-// digests. Mount the invariants plugin on c to have every request checked
-// against a fresh fold on the way.
+// DivergedError says where a rerun stopped following its recording: the
+// loop logged another event than the recording has at that point, or
+// stopped before it.
+type DivergedError struct {
+	// Seq is the recorded event's seq (-1 past the recording's end).
+	Seq        int64
+	Turn, Step int
+	// Recorded and Replayed are the event types ("" for none).
+	Recorded, Replayed string
+}
+
+func (e *DivergedError) Error() string {
+	at := fmt.Sprintf("turn %d", e.Turn)
+	if e.Step > 0 {
+		at += fmt.Sprintf(" step %d", e.Step)
+	}
+	switch {
+	case e.Replayed == session.TypeStepStart && (e.Recorded == session.TypeTurnEnd || e.Recorded == ""):
+		return fmt.Sprintf("replay: %s: the recording ran out before the turn ended: the rerun started this step, the recording has none", at)
+	case e.Replayed == "":
+		return fmt.Sprintf("replay: %s: the rerun stopped where the recording has %s (seq %d)", at, e.Recorded, e.Seq)
+	case e.Recorded == "":
+		return fmt.Sprintf("replay: %s: the rerun logged %s past the end of the recording", at, e.Replayed)
+	}
+	return fmt.Sprintf("replay: %s: the rerun logged %s where the recording has %s (seq %d)", at, e.Replayed, e.Recorded, e.Seq)
+}
+
+// Is makes a DivergedError match ErrDiverged.
+func (e *DivergedError) Is(target error) bool { return target == ErrDiverged }
+
+// blockedEnd parses the error of a turn/end of reason blocked, as
+// agentloop.BlockedError writes it.
+var blockedEnd = regexp.MustCompile(`^blocked by plugin ("(?:[^"\\]|\\.)*"): (\S+) refused: (.*)$`)
+
+// blocker is a plugin named as the one whose veto ended a recorded turn;
+// it refuses the one event the recording shows refused.
+type blocker struct {
+	name string
+	sess *live.Session
+	seq  int64
+	typ  string
+	why  string
+}
+
+func (b *blocker) Name() string { return b.name }
+
+func (b *blocker) Apply(c *bus.Context, _ any) error {
+	bus.Veto.On(c, func(_ context.Context, d bus.Dispatch) error {
+		if cm, ok := d.Payload.(*live.Commit); ok && cm.Session == b.sess && cm.Record.Seq() == b.seq && cm.Record.Type() == b.typ {
+			return errors.New(b.why)
+		}
+		return nil
+	})
+	return nil
+}
+
+// aborted reports whether the recorded turn [i, end) was aborted, with
+// the cause it ended with and the call after which it was cancelled (""
+// when the cancel cut its failed step's stream).
+func aborted(recs []*session.Record, i, end int) (after string, cause error, ok bool) {
+	te, err := session.DecodeData[session.TurnEnd](recs[end-1])
+	if err != nil || te.Reason != session.ReasonAborted {
+		return "", nil, false
+	}
+	for _, r := range recs[i:end] {
+		if s, err := session.DecodeData[session.ToolStart](r); err == nil && r.Type() == session.TypeToolStart {
+			after = s.ID
+		}
+		if se, err := session.DecodeData[session.StepEnd](r); err == nil && r.Type() == session.TypeStepEnd && se.Finish == session.FinishError {
+			return "", errors.New(te.Error), true // cancelled in this step's stream
+		}
+	}
+	return after, errors.New(te.Error), true
+}
+
+// abortedStream serves st's chunks and then cancels the turn, the way
+// the recorded stream ended.
+func abortedStream(ctx context.Context, p *Provider, st Step, abort func()) (agentloop.Stream, error) {
+	st.Err = ""
+	inner, err := p.serve(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	return func(yield func(agentloop.Chunk, error) bool) {
+		for c, err := range inner {
+			if !yield(c, err) || err != nil {
+				return
+			}
+		}
+		abort()
+		yield(agentloop.Chunk{}, context.Cause(ctx))
+	}, nil
+}
+
+// failedBeforeCrash marks the steps of the recorded turn [i, crash) whose
+// stream failed before the process died: the loop answered their calls
+// "the turn ended before the tool ran: <why>", or logged their step/end
+// with finish error.
+func (x *rerun) failedBeforeCrash(i, crash int) {
+	why := map[[2]int]string{}
+	for _, r := range x.recs[i:crash] {
+		at := [2]int{r.Turn(), r.Step()}
+		switch r.Type() {
+		case session.TypeToolResult:
+			if res, err := session.DecodeData[session.ToolResult](r); err == nil && res.Error != nil && res.Error.Code == session.CodeToolNotStarted {
+				if m, ok := strings.CutPrefix(res.Error.Message, "the turn ended before the tool ran: "); ok {
+					why[at] = m
+				}
+			}
+		case session.TypeStepEnd:
+			if e, err := session.DecodeData[session.StepEnd](r); err == nil && e.Finish == session.FinishError && why[at] == "" {
+				why[at] = "the recorded stream failed"
+			}
+		}
+	}
+	for at, w := range why {
+		if st := x.byStep[at]; st != nil && st.Err == "" {
+			st.Err = w
+		}
+	}
+}
+
+// block mounts a blocker for the recorded turn [i, limit) when a veto
+// ended it, and returns how to dispose it. ended: the turn/end at
+// limit-1 is the loop's (else the process died before it, and the veto
+// is known from the results it closed the step with).
+func (x *rerun) block(i, limit int, ended bool) (func(), error) {
+	none := func() {}
+	msg := ""
+	if e, err := session.DecodeData[session.TurnEnd](x.recs[limit-1]); ended && err == nil && e.Reason == session.ReasonBlocked {
+		msg = e.Error
+	}
+	for _, r := range x.recs[i:limit] {
+		if msg != "" {
+			break
+		}
+		if res, err := session.DecodeData[session.ToolResult](r); err == nil && r.Type() == session.TypeToolResult && res.Error != nil {
+			if m, ok := strings.CutPrefix(res.Error.Message, "the tool did not run: "); ok && blockedEnd.MatchString(m) {
+				msg = m
+			}
+		}
+	}
+	m := blockedEnd.FindStringSubmatch(msg)
+	if m == nil {
+		return none, nil
+	}
+	name, err := strconv.Unquote(m[1])
+	if err != nil {
+		return none, nil
+	}
+	// Where the refused event would have been: the loop closed the turn
+	// from there, as CloseTail would — all of it, or, when its process
+	// died on the way, a prefix of its closers before turn/end.
+	p := -1
+	for k := i + 1; k < limit && p < 0; k++ {
+		closers := session.CloseTail(x.recs[:k])
+		if ended && len(closers) != limit-k || !ended && len(closers)-1 < limit-k {
+			continue
+		}
+		p = k
+		for n, ev := range closers[:limit-k] {
+			r := x.recs[k+n]
+			if ev.Type != r.Type() {
+				p = -1
+				break
+			}
+			// The loop's closers say why the call did not run; their
+			// calls and codes are repair's.
+			if res, ok := ev.Data.(session.ToolResult); ok {
+				got, err := session.DecodeData[session.ToolResult](r)
+				if err != nil || got.ID != res.ID || got.Error == nil || got.Error.Code != res.Error.Code {
+					p = -1
+					break
+				}
+			}
+		}
+	}
+	if p < 0 {
+		return none, nil
+	}
+	b := &blocker{name: name, sess: x.sess, seq: int64(x.sess.Len() + p - i), typ: m[2], why: m[3]}
+	f, err := x.c.Plugin(b, nil)
+	if err != nil {
+		return nil, fmt.Errorf("replay: the veto of %s: %w", name, err)
+	}
+	return func() { _ = f.Dispose() }, nil
+}
+
+// errCrashed is the veto that stops a rerun's loop where the recorded
+// process died.
+var errCrashed = errors.New("replay: the recorded process stopped here")
+
+// Run runs the recorded log again on a new session of mgr, through the
+// real loop, with agents on c, and compares the requests.
+//
+// The log is walked in order. Each turn is run again (agentloop's Run,
+// Continue for a continuation turn, Resume once a suspended step got its
+// recorded decisions) by an agent whose config is the recorded request
+// header in force at the turn's first step, with a new agent wherever the
+// recording shows a new loop instance (a request/header of reason initial
+// or resume), so the loop logs its headers where the original did. At
+// each step the agent is offered the tools the recording's header had in
+// force at that step (a hot reload, an MCP tool-list change) and its
+// provider names itself as that header does; the model answers with the
+// recorded stream of the same turn and step, and each tool with its
+// recorded results in order. Events outside turns (a compaction, an
+// approval policy) are copied, their sources and surface range
+// translated to the new log's seqs. A turn the recorded process died in
+// (closed by crash repair) is run up to where the recording stops, then
+// closed the way repair closes it.
+//
+// The new log must follow the recording event for event: where it does
+// not, the rerun stops with a [*DivergedError] in Errors. Steps compares
+// the request digests. Mount the invariants plugin on c to have every
+// request checked against a fresh fold on the way.
 //
 // Approvals are replayed as recorded: a call the recording asked about
 // is asked again (same asker, same reason), one the policy in force
 // denied is denied again, the others run, and a suspended turn gets the
-// recorded decisions again and resumes — so the new log has the same
-// events at the same seqs. A turn the recording left waiting is left
-// waiting (its error matches agentloop.ErrSuspended).
+// recorded decisions again, in their order, and resumes. A turn the
+// recording left waiting is left waiting (its error matches
+// agentloop.ErrSuspended).
 func Run(ctx context.Context, c *bus.Context, mgr *live.Manager, recorded []*session.Record) (*Rerun, error) {
-	header, ok := session.DeriveHeader(recorded)
-	if !ok {
-		return nil, fmt.Errorf("replay: the log has no request/header: nothing to replay")
-	}
 	rec, err := FromRecords(recorded)
 	if err != nil {
 		return nil, err
 	}
-	cfg := agentloop.Config{System: header.System, Model: header.Model, Temperature: header.Temperature,
-		MaxTokens: header.MaxTokens, Stop: header.Stop, MaxSteps: maxStep(recorded)}
-	agent := agentloop.New(c, cfg, agentloop.WithProvider(New(rec)), agentloop.WithTools(recordedTools(recorded, header)...), agentloop.WithName("replay"))
-	defer func() { _ = agent.Close() }()
 	sess, err := mgr.Create(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ap := recordedApprovals(recorded)
+	x := newRerun(c, rec, recorded, sess)
+	defer x.closeAgent()
 	// Prepended: the recording's answer comes before any policy mounted on c.
 	defer agentloop.ToolApprove.On(c, func(_ context.Context, q *agentloop.ApprovalQuery) (agentloop.Verdict, error) {
 		if q.Session != sess {
 			return agentloop.Verdict{}, nil
 		}
-		return ap.verdict(q.Call), nil
+		return x.ap.verdict(q.Call), nil
 	}, bus.Prepend)()
-	out := &Rerun{Session: sess}
-	for i := 0; i < len(recorded); i++ {
-		r := recorded[i]
-		switch {
-		case r.Type() == session.TypeTurnStart:
-			prompt := ""
-			if i+1 < len(recorded) && recorded[i+1].Type() == session.TypeUserMessage {
-				if m, err := session.DecodeData[session.UserMessage](recorded[i+1]); err == nil {
-					prompt = m.Content
-				}
-			}
-			_, err := agent.Run(ctx, sess, prompt)
-			for errors.Is(err, agentloop.ErrSuspended) && ap.decide(ctx, sess) {
-				_, err = agent.Resume(ctx, sess)
-			}
-			if err != nil {
-				out.Errors = append(out.Errors, err)
-			}
-			for i+1 < len(recorded) && recorded[i+1].Turn() == r.Turn() {
-				i++
-			}
-		case r.Turn() == 0 && r.Type() != session.TypeEndSeed:
-			ev := session.Event{Type: r.Type(), Sources: r.Sources(), Ignorable: r.Ignorable(), Data: json.RawMessage(r.Data())}
-			if sf := r.Surface(); sf.Op == session.OpReplace {
-				ev.Surface = &sf
-			}
-			if _, err := sess.Append(ctx, ev); err != nil {
-				out.Errors = append(out.Errors, err)
-			}
+	// Prepended: the recorded result comes before any tool runs.
+	defer agentloop.ToolExecute.On(c, func(ctx context.Context, inv *agentloop.ToolInvocation, next bus.Next[*agentloop.ToolInvocation, agentloop.ToolOutput]) (agentloop.ToolOutput, error) {
+		if inv.Session != sess.ID() {
+			return next(ctx, inv)
 		}
-	}
+		out := x.box.execute(inv)
+		if x.abort != nil && inv.Call.ID == x.abortAfter {
+			x.abort() // the turn was cancelled while this call ran
+		}
+		return out, nil
+	}, bus.Prepend)()
+	// The fence: no event of the session at or past it is committed.
+	defer bus.Veto.On(c, func(_ context.Context, d bus.Dispatch) error {
+		if cm, ok := d.Payload.(*live.Commit); ok && cm.Session == sess && x.fence >= 0 && cm.Record.Seq() >= x.fence {
+			return errCrashed
+		}
+		return nil
+	})()
+	out := &Rerun{Session: sess}
+	err = x.walk(ctx, out)
 	out.Steps = compareDigests(recorded, sess.Records())
+	if err != nil {
+		return out, err
+	}
 	return out, nil
 }
 
-func maxStep(records []*session.Record) int {
-	n := 1
-	for _, r := range records {
-		n = max(n, r.Step())
+// rerun is the state of one [Run].
+type rerun struct {
+	c      *bus.Context
+	rec    *Recording
+	recs   []*session.Record
+	sess   *live.Session
+	ap     *approvals
+	box    results
+	safe   map[string]bool // tools that ran in concurrent batches
+	prov   *stepProvider
+	byStep map[[2]int]*Step
+	// seqs maps a recorded record's index to the seq of its counterpart
+	// in the new log (-1: none).
+	seqs  []int64
+	fence int64 // -1: none
+	agent *agentloop.Agent
+	cfg   agentloop.Config
+	// abort cancels the turn being re-run, which the recording shows
+	// aborted, after the call abortAfter ran (or its failed step's
+	// stream, when no call started).
+	abort      func()
+	abortAfter string
+}
+
+func newRerun(c *bus.Context, rec *Recording, recs []*session.Record, sess *live.Session) *rerun {
+	x := &rerun{c: c, rec: rec, recs: recs, sess: sess, ap: recordedApprovals(recs), box: recordedResults(recs), safe: concurrencySafe(recs),
+		byStep: map[[2]int]*Step{}, seqs: make([]int64, len(recs)), fence: -1}
+	for i := range rec.Steps {
+		s := &rec.Steps[i]
+		x.byStep[[2]int{s.Turn, s.Step}] = s
 	}
-	return n
+	for i := range x.seqs {
+		x.seqs[i] = -1
+	}
+	x.prov = &stepProvider{x: x, p: New(rec)}
+	return x
+}
+
+func (x *rerun) closeAgent() {
+	if x.agent != nil {
+		_ = x.agent.Close()
+		x.agent = nil
+	}
+}
+
+// walk follows the recording from its first record.
+func (x *rerun) walk(ctx context.Context, out *Rerun) error {
+	for i := 0; i < len(x.recs); {
+		r := x.recs[i]
+		var err error
+		switch {
+		case r.Type() == session.TypeEndSeed:
+			i++
+		case r.Turn() == 0:
+			err = x.copy(ctx, i)
+			i++
+		case r.Type() == session.TypeTurnStart:
+			i, err = x.entry(ctx, i, out)
+		case external(r):
+			i, err = x.decide(ctx, i)
+		default:
+			// Inside a turn, after the decisions of a suspended step.
+			i, err = x.entry(ctx, i, out)
+		}
+		if err != nil {
+			var de *DivergedError
+			if errors.As(err, &de) {
+				out.Errors = append(out.Errors, err)
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// external reports an approval decision a person made (the loop logs
+// the ones a session-scoped allow covers).
+func external(r *session.Record) bool {
+	if r.Type() != session.TypeApprovalDecision {
+		return false
+	}
+	d, err := session.DecodeData[session.ApprovalDecision](r)
+	return err == nil && d.By != session.SessionRuleBy
+}
+
+// copy appends the recorded event at i, outside any turn, with its seqs
+// translated.
+func (x *rerun) copy(ctx context.Context, i int) error {
+	r := x.recs[i]
+	ev := session.Event{Type: r.Type(), Ignorable: r.Ignorable(), Data: json.RawMessage(r.Data())}
+	var err error
+	if ev.Sources, err = x.translate(r.Sources()); err != nil {
+		return fmt.Errorf("replay: seq %d: %w", r.Seq(), err)
+	}
+	if sf := r.Surface(); sf.Op == session.OpReplace {
+		ends, err := x.translate([]int64{sf.Start, sf.End})
+		if err != nil {
+			return fmt.Errorf("replay: seq %d: %w", r.Seq(), err)
+		}
+		sf.Start, sf.End = ends[0], ends[1]
+		ev.Surface = &sf
+	}
+	got, err := x.sess.Append(ctx, ev)
+	if err != nil {
+		return fmt.Errorf("replay: copy seq %d (%s): %w", r.Seq(), r.Type(), err)
+	}
+	x.seqs[i] = got.Seq()
+	return nil
+}
+
+func (x *rerun) translate(seqs []int64) ([]int64, error) {
+	if seqs == nil {
+		return nil, nil
+	}
+	out := make([]int64, len(seqs))
+	for k, s := range seqs {
+		if s < 0 || s >= int64(len(x.seqs)) || x.seqs[s] < 0 {
+			return nil, fmt.Errorf("seq %d has no counterpart in the rerun", s)
+		}
+		out[k] = x.seqs[s]
+	}
+	return out, nil
+}
+
+// decide appends the recorded decision at i, and returns the index of
+// the record after it and the decisions it made for the calls a
+// session-scoped allow covers.
+func (x *rerun) decide(ctx context.Context, i int) (int, error) {
+	r := x.recs[i]
+	d, err := session.DecodeData[session.ApprovalDecision](r)
+	if err != nil {
+		return 0, fmt.Errorf("replay: seq %d: %w", r.Seq(), err)
+	}
+	base := x.sess.Len()
+	if _, err := agentloop.Decide(ctx, x.sess, d.ID, agentloop.Decision{Allow: d.Allow, By: d.By, Reason: d.Reason, Scope: d.Scope}); err != nil {
+		return 0, fmt.Errorf("%w (the decision could not be made again: %v)", &DivergedError{Seq: r.Seq(), Turn: r.Turn(), Step: r.Step(), Recorded: r.Type()}, err)
+	}
+	end := i + x.sess.Len() - base
+	if end > len(x.recs) {
+		end = len(x.recs)
+	}
+	return end, x.align(i, end, base)
+}
+
+// entry runs the loop from the recorded record at i (a turn/start, or
+// the first record after a suspended step's decisions) until the
+// recording's turn ends, suspends or its process died, and returns the
+// index of the record after.
+func (x *rerun) entry(ctx context.Context, i int, out *Rerun) (int, error) {
+	first := x.recs[i]
+	n := first.Turn()
+	end := i + 1
+	for end < len(x.recs) && x.recs[end].Turn() == n && x.recs[end-1].Type() != session.TypeTurnEnd {
+		end++
+	}
+	stop := end
+	for k := i + 1; k < end; k++ {
+		if external(x.recs[k]) {
+			stop = k
+			break
+		}
+	}
+	// A header of a new loop instance after the turn's first step: the
+	// process died with the step's calls decided, and another resumed
+	// it. This loop stops where the first one did.
+	split := -1
+	for k, steps := i, 0; k < stop; k++ {
+		r := x.recs[k]
+		if r.Type() == session.TypeStepStart {
+			steps++
+		}
+		if r.Type() != session.TypeRequestHeader || steps < 2 {
+			continue
+		}
+		if h, err := session.DecodeData[session.RequestHeader](r); err == nil && h.Reason != session.HeaderChange {
+			for p := k; p > i; p-- {
+				if session.Suspended(x.recs[:p]) != nil {
+					split = p
+					break
+				}
+			}
+			if split > 0 {
+				stop = split
+				break
+			}
+		}
+	}
+	crash := -1
+	if stop == end {
+		if last := x.recs[end-1]; last.Type() != session.TypeTurnEnd {
+			crash = end // the recording stops inside the turn
+		} else if p := x.crashPoint(i, end); p >= 0 {
+			crash, stop = p, p
+		}
+		if crash >= 0 {
+			x.failedBeforeCrash(i, crash)
+		}
+		// A turn a plugin's veto ended (a policy, a budget): the same
+		// plugin name refuses the same event where the recording shows
+		// it refused.
+		undo, err := x.block(i, stop, stop == end)
+		if err != nil {
+			return 0, err
+		}
+		defer undo()
+	}
+	if err := x.agentFor(i, stop); err != nil {
+		return 0, err
+	}
+	base := x.sess.Len()
+	x.fence = int64(base + stop - i)
+	// A turn that was aborted is cancelled where the recording shows it
+	// noticed: after the stream of its failed step, or after the last
+	// call that started.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	x.abort = nil
+	if after, cause, ok := aborted(x.recs, i, end); ok && stop == end {
+		x.abort, x.abortAfter = func() { cancel(cause) }, after
+	}
+	var err error
+	switch {
+	case first.Type() != session.TypeTurnStart:
+		_, err = x.agent.Resume(ctx, x.sess)
+	case continues(first) > 0:
+		_, err = x.agent.Continue(ctx, x.sess)
+	default:
+		_, err = x.agent.Run(ctx, x.sess, prompt(x.recs, i))
+	}
+	x.fence = -1
+	switch {
+	case err == nil:
+	case (crash >= 0 || split >= 0) && errors.Is(err, errCrashed):
+		// The loop was stopped where the recorded process died; this
+		// agent's memory of the session is not the next process's.
+		x.closeAgent()
+	case errors.Is(err, agentloop.ErrSuspended) && stop < end:
+	default:
+		out.Errors = append(out.Errors, err)
+	}
+	if err := x.align(i, stop, base); err != nil {
+		return 0, err
+	}
+	if crash >= 0 && crash < end {
+		// Closed the way crash repair closes a dead process's turn.
+		base = x.sess.Len()
+		for _, ev := range session.CloseTail(x.sess.Records()) {
+			if _, err := x.sess.Append(ctx, ev); err != nil {
+				return 0, fmt.Errorf("replay: repair turn %d: %w", n, err)
+			}
+		}
+		if err := x.align(stop, end, base); err != nil {
+			return 0, err
+		}
+		return end, nil
+	}
+	return stop, nil
+}
+
+// align checks that the new log's records from base on are, type for
+// type, the recorded records [from, to), and maps their seqs.
+func (x *rerun) align(from, to, base int) error {
+	got := x.sess.Records()[base:]
+	for k := 0; k < max(to-from, len(got)); k++ {
+		de := &DivergedError{Seq: -1}
+		if k < to-from {
+			r := x.recs[from+k]
+			de.Seq, de.Turn, de.Step, de.Recorded = r.Seq(), r.Turn(), r.Step(), r.Type()
+		}
+		if k < len(got) {
+			de.Replayed = got[k].Type()
+			if de.Recorded == "" || de.Replayed == session.TypeStepStart {
+				de.Turn, de.Step = got[k].Turn(), got[k].Step()
+			}
+		}
+		if de.Recorded != de.Replayed {
+			return de
+		}
+		x.seqs[from+k] = got[k].Seq()
+	}
+	return nil
+}
+
+// crashPoint returns where the recorded process died in the turn
+// [start, end) that crash repair closed: the first index p whose
+// closers, as repair makes them, are exactly the records [p, end); or -1
+// when the turn was not closed by repair.
+func (x *rerun) crashPoint(start, end int) int {
+	if e, err := session.DecodeData[session.TurnEnd](x.recs[end-1]); err != nil || e.Reason != session.ReasonInterrupted {
+		return -1
+	}
+	for p := start + 1; p < end; p++ {
+		closers := session.CloseTail(x.recs[:p])
+		if len(closers) != end-p {
+			continue
+		}
+		same := true
+		for k, ev := range closers {
+			if !sameEvent(ev, x.recs[p+k]) {
+				same = false
+				break
+			}
+		}
+		if same {
+			return p
+		}
+	}
+	return -1
+}
+
+// sameEvent reports whether ev, as repair makes it, is the record r.
+func sameEvent(ev session.Event, r *session.Record) bool {
+	if ev.Type != r.Type() || ev.Turn != r.Turn() || ev.Step != r.Step() || !slices.Equal(ev.Sources, r.Sources()) {
+		return false
+	}
+	a, err := json.Marshal(ev.Data)
+	if err != nil {
+		return false
+	}
+	var va, vb any
+	if json.Unmarshal(a, &va) != nil || json.Unmarshal(r.Data(), &vb) != nil {
+		return false
+	}
+	return reflect.DeepEqual(va, vb)
+}
+
+func continues(r *session.Record) int {
+	s, err := session.DecodeData[session.TurnStart](r)
+	if err != nil {
+		return 0
+	}
+	return s.Continues
+}
+
+// prompt is the user message the turn starting at i was run with.
+func prompt(recs []*session.Record, i int) string {
+	if i+1 < len(recs) && recs[i+1].Type() == session.TypeUserMessage && recs[i+1].Turn() == recs[i].Turn() {
+		if m, err := session.DecodeData[session.UserMessage](recs[i+1]); err == nil {
+			return m.Content
+		}
+	}
+	return ""
+}
+
+// agentFor makes sure the agent for the recorded records [i, stop) is
+// the one the recording shows: a new one where the original was a new
+// loop instance (it logged a header of reason initial or resume there),
+// configured from the header in force at the segment's first step.
+func (x *rerun) agentFor(i, stop int) error {
+	fresh, sawHeader := x.agent == nil, false
+	var hdr *session.Header
+	for _, r := range x.recs[i:stop] {
+		switch r.Type() {
+		case session.TypeRequestHeader:
+			if !sawHeader {
+				h, err := session.DecodeData[session.RequestHeader](r)
+				if err != nil {
+					return fmt.Errorf("replay: seq %d: %w", r.Seq(), err)
+				}
+				fresh = fresh || h.Reason != session.HeaderChange
+				sawHeader = true
+			}
+		case session.TypeStepStart:
+			if s := x.byStep[[2]int{r.Turn(), r.Step()}]; s != nil && hdr == nil {
+				h := s.Header
+				hdr = &h
+			}
+		}
+	}
+	if hdr == nil {
+		// No step starts here (a resumed step that ends its turn): the
+		// config that matters is the step limit.
+		h, _ := session.DeriveHeader(x.recs[:stop])
+		if x.agent != nil {
+			h = session.Header{System: x.cfg.System, Model: x.cfg.Model, Temperature: x.cfg.Temperature, MaxTokens: x.cfg.MaxTokens, Stop: x.cfg.Stop}
+		}
+		hdr = &h
+	}
+	// The step limit: the segment's turn ended at it, or it is at least
+	// the last step the segment runs.
+	exact, least := 0, 1
+	for k, r := range x.recs[i:stop] {
+		least = max(least, r.Step())
+		if r.Type() == session.TypeTurnEnd {
+			if e, err := session.DecodeData[session.TurnEnd](r); err == nil && e.Reason == session.ReasonMaxSteps && i+k > 0 {
+				exact = x.recs[i+k-1].Step()
+			}
+		}
+	}
+	cfg := agentloop.Config{System: hdr.System, Model: hdr.Model, Temperature: hdr.Temperature,
+		MaxTokens: hdr.MaxTokens, Stop: hdr.Stop, MaxSteps: exact}
+	if !fresh && (cfg.System != x.cfg.System || cfg.Model != x.cfg.Model || cfg.MaxTokens != x.cfg.MaxTokens ||
+		!slices.Equal(cfg.Stop, x.cfg.Stop) || !equalTemp(cfg.Temperature, x.cfg.Temperature) ||
+		exact > 0 && x.cfg.MaxSteps != exact || x.cfg.MaxSteps < least) {
+		fresh = true
+	}
+	if !fresh {
+		return nil
+	}
+	if cfg.MaxSteps == 0 {
+		cfg.MaxSteps = x.maxSteps(i)
+		if cfg.MaxSteps < least {
+			cfg.MaxSteps = least
+		}
+	}
+	x.closeAgent()
+	x.cfg = cfg
+	x.agent = agentloop.New(x.c, cfg, agentloop.WithProvider(x.prov), agentloop.WithToolSource(x.tools), agentloop.WithName("replay"))
+	return nil
+}
+
+func equalTemp(a, b *float64) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
+
+// maxSteps is the step limit of a loop instance that starts at i: the
+// steps of the first turn of it that ended at the limit, else one more
+// than the most steps of any recorded turn. The instance ends at the next header of
+// another instance, or where a turn ended at a limit lower than a step
+// already run (an instance that ran no step logged no header).
+func (x *rerun) maxSteps(i int) int {
+	// One more than any turn ran: a turn that did not end at the limit
+	// must not end at it in the rerun either (and where the recording
+	// ran out, the rerun asks for the step it does not have).
+	most := 1
+	for _, r := range x.recs {
+		most = max(most, r.Step()+1)
+	}
+	steps, least := 0, 1
+	for k := i; k < len(x.recs); k++ {
+		r := x.recs[k]
+		least = max(least, r.Step())
+		switch r.Type() {
+		case session.TypeStepStart:
+			steps++
+		case session.TypeRequestHeader:
+			if h, err := session.DecodeData[session.RequestHeader](r); err == nil && h.Reason != session.HeaderChange && steps > 1 {
+				return most
+			}
+		case session.TypeTurnEnd:
+			if e, err := session.DecodeData[session.TurnEnd](r); err == nil && e.Reason == session.ReasonMaxSteps && k > 0 {
+				if n := x.recs[k-1].Step(); n >= least {
+					return n
+				}
+				return max(most, least)
+			}
+		}
+	}
+	return most
+}
+
+// nextHeader is the recorded header in force at the step the loop is
+// about to run in the new log, or the header logged last.
+func (x *rerun) nextHeader() session.Header {
+	turn, step := 1, 1
+	for r := range x.sess.Backward() {
+		switch r.Type() {
+		case session.TypeTurnEnd:
+			turn, step = r.Turn()+1, 1
+		case session.TypeTurnStart:
+			turn, step = r.Turn(), 1
+		case session.TypeStepStart:
+			turn, step = r.Turn(), r.Step()+1
+		default:
+			continue
+		}
+		break
+	}
+	if s := x.byStep[[2]int{turn, step}]; s != nil {
+		return s.Header
+	}
+	h, _ := x.sess.Header()
+	return h
+}
+
+// tools is the agent's tool source: the tools of the next step's
+// recorded header, each answering with its recorded results.
+func (x *rerun) tools() ([]agentloop.Tool, error) {
+	h := x.nextHeader()
+	out := make([]agentloop.Tool, len(h.Tools))
+	for k, spec := range h.Tools {
+		out[k] = &recordedTool{spec: spec, safe: x.safe[spec.Name]}
+	}
+	return out, nil
+}
+
+// stepProvider serves each step the recorded stream of the same turn and
+// step, and names itself as the header in force at the next step does.
+type stepProvider struct {
+	x *rerun
+	p *Provider
+}
+
+func (s *stepProvider) Name() string { return s.x.nextHeader().Provider }
+
+func (s *stepProvider) Stream(ctx context.Context, req *agentloop.Request) (agentloop.Stream, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if !req.LoopBuilt() {
+		return nil, s.p.fail(ErrOneShot)
+	}
+	st := s.x.byStep[[2]int{req.Turn, req.Step}]
+	if st == nil {
+		return nil, s.p.fail(fmt.Errorf("%w: the recording has no turn %d step %d", ErrExhausted, req.Turn, req.Step))
+	}
+	if abort := s.x.abort; abort != nil && st.Err != "" {
+		return abortedStream(ctx, s.p, *st, abort) // the recorded stream ended when the turn was cancelled
+	}
+	return s.p.serve(ctx, *st)
 }
 
 type stepDigest struct {
@@ -166,24 +875,14 @@ func compareDigests(orig, again []*session.Record) []StepComparison {
 	return out
 }
 
-// recordedTool answers calls with the results the log recorded for the
-// same tool, in order: the replayed model makes the same calls.
-type recordedTool struct {
-	spec    session.ToolSpec
-	mu      sync.Mutex
-	results []session.ToolResult
-}
+// results are a recording's tool results by call id (unique in a
+// session, and the rerun's calls have the recorded ids). Only the
+// results of calls that started came from tool/execute: the loop answers
+// the others itself (a denied call, bad arguments), again.
+type results map[string]session.ToolResult
 
-func recordedTools(records []*session.Record, h session.Header) []agentloop.Tool {
-	byName := map[string]*recordedTool{}
-	out := []agentloop.Tool{}
-	for _, spec := range h.Tools {
-		t := &recordedTool{spec: spec}
-		byName[spec.Name] = t
-		out = append(out, t)
-	}
-	// Only the results of calls that started came from a tool: the loop
-	// answers the others itself (a denied call, bad arguments), again.
+func recordedResults(records []*session.Record) results {
+	b := results{}
 	started := map[string]bool{}
 	for _, r := range records {
 		switch r.Type() {
@@ -193,42 +892,67 @@ func recordedTools(records []*session.Record, h session.Header) []agentloop.Tool
 			}
 		case session.TypeToolResult:
 			if res, err := session.DecodeData[session.ToolResult](r); err == nil && started[res.ID] {
-				if t, ok := byName[res.Name]; ok {
-					t.results = append(t.results, res)
-				}
+				b[res.ID] = res
 			}
 		}
 	}
-	return out
+	return b
+}
+
+// execute answers a call of the rerun with its recorded result.
+func (b results) execute(inv *agentloop.ToolInvocation) agentloop.ToolOutput {
+	res, ok := b[inv.Call.ID]
+	if !ok {
+		return agentloop.ToolOutput{Error: &session.ToolResultError{Code: "REPLAY_NO_RESULT", Message: "the recording has no result of this call"}}
+	}
+	return agentloop.ToolOutput{Content: res.Content, Error: res.Error}
+}
+
+// concurrencySafe returns the names of the tools a recording shows ran
+// concurrently: the loop logs the calls of a batch of concurrency-safe
+// tools one after the other, before any starts, and so must the rerun.
+func concurrencySafe(records []*session.Record) map[string]bool {
+	safe := map[string]bool{}
+	for k := 1; k < len(records); k++ {
+		if records[k].Type() != session.TypeToolCall || records[k-1].Type() != session.TypeToolCall {
+			continue
+		}
+		for _, r := range records[k-1 : k+1] {
+			if c, err := session.DecodeData[session.ToolCall](r); err == nil {
+				safe[c.Name] = true
+			}
+		}
+	}
+	return safe
+}
+
+// recordedTool is a tool of a recorded header. Its calls are answered
+// on tool/execute, from the recording, before they reach it.
+type recordedTool struct {
+	spec session.ToolSpec
+	safe bool
 }
 
 func (t *recordedTool) Spec() session.ToolSpec { return t.spec }
 
+// ConcurrencySafe implements agentloop.ConcurrencySafe as the recording
+// shows the tool.
+func (t *recordedTool) ConcurrencySafe() bool { return t.safe }
+
 func (t *recordedTool) Execute(context.Context, json.RawMessage) (string, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.results) == 0 {
-		return "", &agentloop.ToolError{Code: "REPLAY_NO_RESULT", Message: "the recording has no more results of this tool"}
-	}
-	res := t.results[0]
-	t.results = t.results[1:]
-	if res.Error != nil {
-		return res.Content, &agentloop.ToolError{Code: res.Error.Code, Message: res.Error.Message}
-	}
-	return res.Content, nil
+	return "", &agentloop.ToolError{Code: "REPLAY_NO_RESULT", Message: "the recording has no result of this call"}
 }
 
 var _ agentloop.Tool = (*recordedTool)(nil)
 
 // approvals is what a recording says of its tool calls' approvals.
 type approvals struct {
-	requests  map[string]session.ApprovalRequest
-	decisions map[string]session.ApprovalDecision // a person's, not the loop's
-	policy    map[string]*session.PolicyMatcher   // in force at each call
+	requests map[string]session.ApprovalRequest
+	policy   map[string]*session.PolicyMatcher // in force at each call
 }
 
 func recordedApprovals(records []*session.Record) *approvals {
-	a := &approvals{requests: map[string]session.ApprovalRequest{}, decisions: map[string]session.ApprovalDecision{}, policy: map[string]*session.PolicyMatcher{}}
+	a := &approvals{requests: map[string]session.ApprovalRequest{}, policy: map[string]*session.PolicyMatcher{}}
 	var pm *session.PolicyMatcher
 	for _, r := range records {
 		switch r.Type() {
@@ -243,11 +967,6 @@ func recordedApprovals(records []*session.Record) *approvals {
 		case session.TypeApprovalRequest:
 			if q, err := session.DecodeData[session.ApprovalRequest](r); err == nil {
 				a.requests[q.ID] = q
-			}
-		case session.TypeApprovalDecision:
-			// The loop logs the decisions a session-scoped allow covers.
-			if d, err := session.DecodeData[session.ApprovalDecision](r); err == nil && d.By != session.SessionRuleBy {
-				a.decisions[d.ID] = d
 			}
 		}
 	}
@@ -265,23 +984,4 @@ func (a *approvals) verdict(call session.ToolCall) agentloop.Verdict {
 		}
 	}
 	return agentloop.Verdict{Action: session.ActionAllow}
-}
-
-// decide gives sess's undecided calls their recorded decisions. It
-// reports whether every one had one: the step can resume.
-func (a *approvals) decide(ctx context.Context, sess *live.Session) bool {
-	s := session.Suspended(sess.Records())
-	if s == nil {
-		return false
-	}
-	for _, c := range s.Undecided() {
-		d, ok := a.decisions[c.Call.ID]
-		if !ok {
-			return false
-		}
-		if _, err := agentloop.Decide(ctx, sess, c.Call.ID, agentloop.Decision{Allow: d.Allow, By: d.By, Reason: d.Reason, Scope: d.Scope}); err != nil {
-			return false
-		}
-	}
-	return true
 }

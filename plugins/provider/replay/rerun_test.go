@@ -13,7 +13,11 @@ import (
 	"github.com/vigil-run/vigil/plugins/approvals"
 	"github.com/vigil-run/vigil/plugins/provider/replay"
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
+	storemem "github.com/vigil-run/vigil/plugins/store/memory"
+	"github.com/vigil-run/vigil/plugins/tools/calc"
+	fstools "github.com/vigil-run/vigil/plugins/tools/fs"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 	"github.com/vigil-run/vigil/session/memory"
 )
 
@@ -56,10 +60,23 @@ func TestRunReportsARequestThatNoLongerReDerives(t *testing.T) {
 	assert.NotEqual(t, rr.Steps[0].Recorded, rr.Steps[0].Replayed)
 }
 
-func TestRunRefusesALogWithoutHeader(t *testing.T) {
+// TestRunReplaysALogWithoutRequests: a log whose turns all ended before
+// a request (verify passes it) has nothing to compare, and no divergence.
+func TestRunReplaysALogWithoutRequests(t *testing.T) {
+	orig := newWorld(t, memory.New(), t.TempDir())
+	sess, err := orig.mgr.Create(context.Background())
+	require.NoError(t, err)
+	for _, ev := range []session.Event{{Type: session.TypeTurnStart, Turn: 1, Data: session.TurnStart{}}, {Type: session.TypeTurnEnd, Turn: 1, Data: session.TurnEnd{Reason: session.ReasonInterrupted}}} {
+		_, err := sess.Append(context.Background(), ev)
+		require.NoError(t, err)
+	}
 	w := newWorld(t, memory.New(), t.TempDir())
-	_, err := replay.Run(context.Background(), w.c, w.mgr, nil)
-	require.ErrorContains(t, err, "no request/header")
+	rr, err := replay.Run(context.Background(), w.c, w.mgr, sess.Records())
+	require.NoError(t, err)
+	assert.Empty(t, rr.Steps)
+	assert.Empty(t, rr.Errors)
+	assert.True(t, rr.Identical())
+	assert.Len(t, rr.Session.Records(), 2)
 }
 
 // TestRunReplaysApprovalsAsRecorded: a recording whose calls were asked
@@ -111,4 +128,62 @@ func TestRunReplaysApprovalsAsRecorded(t *testing.T) {
 	}
 	assert.Equal(t, typesOf(orig.Records()), typesOf(rr.Session.Records()))
 	assert.Contains(t, typesOf(orig.Records()), session.TypeApprovalDecision)
+}
+
+// TestRunReplaysAHotReloadedToolChange: between turns the composition is
+// reloaded — tools/fs replaced by tools/calc, then the agent plugin with
+// another system prompt — so the log's headers change (change, then
+// resume); the replay offers each step what was in force then.
+func TestRunReplaysAHotReloadedToolChange(t *testing.T) {
+	ctx := context.Background()
+	dir := folder(t)
+	w := newWorld(t, memory.New(), dir)
+	_, err := w.c.Plugin(storemem.Plugin, nil)
+	require.NoError(t, err)
+	_, err = w.c.Plugin(scripted.Plugin, &scripted.Config{Script: []scripted.Reply{
+		{ToolCalls: []scripted.ToolCall{{Name: "list_dir", Arguments: map[string]any{"path": "."}}}}, {Text: "a folder"},
+		{ToolCalls: []scripted.ToolCall{{Name: "calc", Arguments: map[string]any{"expr": "1+2"}}}}, {Text: "3"},
+		{Text: "bye"},
+	}})
+	require.NoError(t, err)
+	agentFiber, err := w.c.Plugin(agentloop.Plugin, &agentloop.Config{System: "v1"})
+	require.NoError(t, err)
+	fsFiber, err := w.c.Plugin(fstools.Plugin, &fstools.Config{Root: dir})
+	require.NoError(t, err)
+	mgr, err := live.Sessions.Get(w.c)
+	require.NoError(t, err)
+	sess, err := mgr.Create(ctx)
+	require.NoError(t, err)
+	turn := func(prompt string) {
+		a, err := agentloop.AgentService.Get(w.c)
+		require.NoError(t, err)
+		_, err = a.Run(ctx, sess, prompt)
+		require.NoError(t, err)
+	}
+	turn("look")
+	require.NoError(t, fsFiber.Dispose())
+	_, err = w.c.Plugin(calc.Plugin, nil)
+	require.NoError(t, err)
+	turn("add")
+	require.NoError(t, agentFiber.Dispose())
+	_, err = w.c.Plugin(agentloop.Plugin, &agentloop.Config{System: "v2"})
+	require.NoError(t, err)
+	turn("bye")
+	var reasons []string
+	for _, r := range sess.Records() {
+		if r.Type() == session.TypeRequestHeader {
+			h, err := session.DecodeData[session.RequestHeader](r)
+			require.NoError(t, err)
+			reasons = append(reasons, h.Reason)
+		}
+	}
+	require.Equal(t, []string{session.HeaderInitial, session.HeaderChange, session.HeaderResume}, reasons)
+
+	again := newWorld(t, memory.New(), t.TempDir())
+	rr, err := replay.Run(ctx, again.c, again.mgr, sess.Records())
+	require.NoError(t, err)
+	assert.Empty(t, rr.Errors)
+	assert.True(t, rr.Identical(), "%+v", rr.Steps)
+	assert.Len(t, rr.Steps, 5)
+	assert.Equal(t, len(sess.Records()), len(rr.Session.Records()))
 }

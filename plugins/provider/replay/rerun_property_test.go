@@ -1,0 +1,457 @@
+package replay_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/invariants"
+	"github.com/vigil-run/vigil/plugins/approvals"
+	"github.com/vigil-run/vigil/plugins/compaction"
+	"github.com/vigil-run/vigil/plugins/provider/replay"
+	"github.com/vigil-run/vigil/plugins/provider/scripted"
+	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
+	"github.com/vigil-run/vigil/session/memory"
+)
+
+// echoTool answers with its name and arguments.
+type echoTool struct {
+	name   string
+	cancel func()
+}
+
+func (e echoTool) Spec() session.ToolSpec {
+	return session.ToolSpec{Name: e.name, Description: "echoes " + e.name,
+		Parameters: json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer"}}}`)}
+}
+
+func (e echoTool) Execute(_ context.Context, args json.RawMessage) (string, error) {
+	if bytes.Contains(args, []byte(`"x":14`)) && e.cancel != nil {
+		e.cancel() // the user interrupts the turn while this call runs
+	}
+	if bytes.Contains(args, []byte(`"x":13`)) {
+		return "", &agentloop.ToolError{Code: "UNLUCKY", Message: "13"}
+	}
+	return e.name + ":" + string(args), nil
+}
+
+// ConcurrencySafe: alpha's calls of a step run as one batch.
+func (e echoTool) ConcurrencySafe() bool { return e.name == "alpha" }
+
+// guard is a policy plugin whose veto ends the turn (reason blocked).
+type guard struct{}
+
+func (guard) Name() string { return "guard" }
+func (guard) Apply(c *bus.Context, _ any) error {
+	bus.Veto.On(c, func(_ context.Context, d bus.Dispatch) error {
+		if cm, ok := d.Payload.(*live.Commit); ok && cm.Record.Type() == session.TypeToolCall &&
+			bytes.Contains(cm.Record.Data(), []byte(`"name":"gamma"`)) && bytes.Contains(cm.Record.Data(), []byte(`11`)) {
+			return errors.New("over budget")
+		}
+		return nil
+	})
+	return nil
+}
+
+var toolNames = []string{"alpha", "beta", "gamma"}
+
+// swappable is the provider of a recording world: the script of the turn
+// being run.
+type swappable struct {
+	cur     agentloop.Provider
+	abortAt int // the step whose stream the user interrupts (0: none)
+	cancel  func()
+}
+
+func (s *swappable) Name() string { return "scripted" }
+func (s *swappable) Stream(ctx context.Context, r *agentloop.Request) (agentloop.Stream, error) {
+	inner, err := s.cur.Stream(ctx, r)
+	if err != nil || s.abortAt == 0 || r.Step != s.abortAt {
+		return inner, err
+	}
+	// The user interrupts the turn after the first chunk of this step.
+	return func(yield func(agentloop.Chunk, error) bool) {
+		for c, err := range inner {
+			ok := yield(c, err)
+			s.cancel()
+			if !ok || err != nil {
+				return
+			}
+		}
+	}, nil
+}
+
+// generator drives the real loop on a bus with the invariants plugin
+// strict, through random turns: tool services provided and withdrawn
+// between steps (a hot reload, an MCP list change), new agents with
+// another config (a reloaded agent plugin), compaction between turns,
+// approvals asked and decided, processes that die mid-turn (their turn
+// closed by crash repair) and continuation turns, and forks.
+type generator struct {
+	t     *rapid.T
+	ctx   context.Context
+	c     *bus.Context
+	mgr   *live.Manager
+	prov  *swappable
+	agent *agentloop.Agent
+	tools map[string]func() // withdraw, by name of a provided tool
+	// change is the tool set to switch to after a step/end of the turn
+	// being run, by step.
+	change map[int][]bool
+	dying  bool   // the process of the turn being run dies in it
+	cancel func() // interrupts the turn being run
+}
+
+func (g *generator) setTools(on []bool) {
+	for i, name := range toolNames {
+		w, has := g.tools[name]
+		switch {
+		case on[i] && !has:
+			w, err := agentloop.ProvideTool(g.c, echoTool{name: name, cancel: func() {
+				if g.cancel != nil {
+					g.cancel()
+				}
+			}})
+			if err != nil {
+				g.t.Fatalf("provide %s: %v", name, err)
+			}
+			g.tools[name] = w
+		case !on[i] && has:
+			w()
+			delete(g.tools, name)
+		}
+	}
+}
+
+func (g *generator) newAgent() {
+	if g.agent != nil {
+		_ = g.agent.Close()
+	}
+	cfg := agentloop.Config{
+		System:   rapid.SampledFrom([]string{"", "be brief", "be careful"}).Draw(g.t, "system"),
+		Model:    rapid.SampledFrom([]string{"m1", "m2"}).Draw(g.t, "model"),
+		MaxSteps: rapid.IntRange(1, 4).Draw(g.t, "max_steps"),
+	}
+	if rapid.Bool().Draw(g.t, "temperature") {
+		v := 0.5
+		cfg.Temperature = &v
+	}
+	g.agent = agentloop.New(g.c, cfg, agentloop.WithProvider(g.prov), agentloop.WithBackoff(func(int, *agentloop.ProviderError) time.Duration { return 0 }))
+}
+
+// script draws the replies of one turn.
+func (g *generator) script() []scripted.Reply {
+	n := rapid.IntRange(1, 4).Draw(g.t, "replies")
+	out := make([]scripted.Reply, n)
+	for i := range out {
+		r := scripted.Reply{Text: rapid.SampledFrom([]string{"", "ok", "let me see", "done"}).Draw(g.t, "text")}
+		if i < n-1 || rapid.Bool().Draw(g.t, "last calls") {
+			for range rapid.IntRange(0, 2).Draw(g.t, "calls") {
+				r.ToolCalls = append(r.ToolCalls, scripted.ToolCall{
+					Name:      rapid.SampledFrom(append(toolNames, "missing")).Draw(g.t, "tool"),
+					Arguments: map[string]any{"x": rapid.IntRange(10, 14).Draw(g.t, "x")}, // 13 fails, 14 interrupts
+				})
+			}
+		}
+		if rapid.IntRange(0, 9).Draw(g.t, "fails") == 0 {
+			r.Error = &scripted.Failure{Message: "model down"}
+		}
+		if r.Text == "" && len(r.ToolCalls) == 0 {
+			r.Text = "empty"
+		}
+		out[i] = r
+	}
+	return out
+}
+
+func (g *generator) useScript(replies []scripted.Reply) {
+	p, err := scripted.New(scripted.Config{Script: replies})
+	if err != nil {
+		g.t.Fatalf("scripted: %v", err)
+	}
+	g.prov.cur = p
+}
+
+// turn runs one turn (or a continuation) on sess, deciding what it asks
+// until it ends.
+func (g *generator) turn(sess *live.Session, cont bool) {
+	g.useScript(g.script())
+	g.change = map[int][]bool{}
+	for step := range rapid.IntRange(0, 3).Draw(g.t, "tool changes") {
+		g.change[step+1] = rapid.SliceOfN(rapid.Bool(), len(toolNames), len(toolNames)).Draw(g.t, "tools")
+	}
+	ctx, cancel := context.WithCancel(g.ctx)
+	defer cancel()
+	g.cancel, g.prov.cancel = cancel, cancel
+	g.prov.abortAt = 0
+	if rapid.IntRange(0, 5).Draw(g.t, "interrupt") == 0 {
+		g.prov.abortAt = rapid.IntRange(1, 3).Draw(g.t, "interrupt at step")
+	}
+	var err error
+	if cont {
+		_, err = g.agent.Continue(ctx, sess)
+	} else {
+		_, err = g.agent.Run(ctx, sess, rapid.SampledFrom(prompts).Draw(g.t, "prompt"))
+	}
+	g.cancel, g.prov.abortAt = nil, 0
+	if !g.dying {
+		g.settle(sess, err)
+	}
+	g.change = nil
+}
+
+// settle decides what a suspended turn asks until it ends.
+func (g *generator) settle(sess *live.Session, err error) {
+	for errors.Is(err, agentloop.ErrSuspended) {
+		// One at a time: a session-scoped allow decides the calls it covers.
+		for s := session.Suspended(sess.Records()); s != nil && len(s.Undecided()) > 0; s = session.Suspended(sess.Records()) {
+			c := s.Undecided()[0]
+			d := agentloop.Decision{Allow: rapid.Bool().Draw(g.t, "allow"), By: "ann"}
+			if d.Allow && rapid.Bool().Draw(g.t, "always") {
+				d.Scope = session.ScopeSession
+			}
+			if _, err := agentloop.Decide(g.ctx, sess, c.Call.ID, d); err != nil {
+				g.t.Fatalf("decide: %v", err)
+			}
+		}
+		if rapid.Bool().Draw(g.t, "resume elsewhere") {
+			g.newAgent() // `vigil approve` from another process
+		}
+		_, err = g.agent.Resume(g.ctx, sess)
+	}
+}
+
+// crash runs a turn whose process dies after a few events, then closes
+// it as crash repair does when the session is next opened.
+func (g *generator) crash(sess *live.Session) {
+	at := int64(sess.Len() + rapid.IntRange(1, 12).Draw(g.t, "crash after"))
+	dispose := bus.Veto.On(g.c, func(_ context.Context, d bus.Dispatch) error {
+		if cm, ok := d.Payload.(*live.Commit); ok && cm.Session == sess && cm.Record.Seq() >= at {
+			return errors.New("the process died")
+		}
+		return nil
+	})
+	g.dying = true
+	g.turn(sess, false)
+	g.dying = false
+	dispose()
+	for _, ev := range session.Closers(sess.Records()) {
+		if _, err := sess.Append(g.ctx, ev); err != nil {
+			g.t.Fatalf("repair: %v", err)
+		}
+	}
+	g.newAgent() // the next process
+	if session.Suspended(sess.Records()) != nil {
+		// It died waiting for a decision: not a crash, the turn goes on.
+		g.settle(sess, agentloop.ErrSuspended)
+	}
+}
+
+// lastTurnEnd returns whether the last turn ended interrupted.
+func interrupted(sess *live.Session) bool {
+	for r := range sess.Backward() {
+		if r.Type() == session.TypeTurnEnd {
+			e, _ := session.DecodeData[session.TurnEnd](r)
+			return e.Reason == session.ReasonInterrupted
+		}
+		if r.Type() == session.TypeTurnStart {
+			return false
+		}
+	}
+	return false
+}
+
+func quietRoot(t *rapid.T) *bus.Root {
+	root := bus.New(bus.WithLogger(hclog.New(&hclog.LoggerOptions{Output: io.Discard})))
+	return root
+}
+
+// genSession records one random session and returns its log.
+func genSession(t *rapid.T) []*session.Record {
+	ctx := context.Background()
+	root := quietRoot(t)
+	defer root.Dispose()
+	c := root.Context()
+	if _, err := c.Plugin(invariants.New(), &invariants.Config{Mode: invariants.ModeStrict}); err != nil {
+		t.Fatalf("invariants: %v", err)
+	}
+	g := &generator{t: t, ctx: ctx, c: c, mgr: live.NewManager(c, memory.New()), prov: &swappable{}, tools: map[string]func(){}}
+	if rapid.Bool().Draw(t, "approvals") {
+		if _, err := c.Plugin(approvals.Plugin, &approvals.Config{Rules: []approvals.Rule{
+			{Tool: "beta", Action: "ask", Reason: "beta needs a yes"},
+			{Tool: "gamma", Arguments: "12", Action: "deny", Reason: "not 12"},
+		}}); err != nil {
+			t.Fatalf("approvals: %v", err)
+		}
+	}
+	if rapid.Bool().Draw(t, "guard") {
+		// A policy that ends a turn: it refuses gamma's calls with x 11.
+		if _, err := c.Plugin(guard{}, nil); err != nil {
+			t.Fatalf("guard: %v", err)
+		}
+	}
+	live.Committed.On(c, func(_ context.Context, cm *live.Commit) error {
+		if cm.Record.Type() == session.TypeStepEnd && g.change != nil {
+			if on, ok := g.change[cm.Record.Step()]; ok {
+				g.setTools(on) // a hot reload between two steps of a turn
+			}
+		}
+		return nil
+	})
+	g.setTools(rapid.SliceOfN(rapid.Bool(), len(toolNames), len(toolNames)).Draw(t, "tools"))
+	g.newAgent()
+	sess, err := g.mgr.Create(ctx)
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	for range rapid.IntRange(1, 5).Draw(t, "turns") {
+		switch rapid.IntRange(0, 9).Draw(t, "between") {
+		case 0, 1:
+			g.newAgent() // the agent plugin reloaded with another config
+		case 2:
+			g.setTools(rapid.SliceOfN(rapid.Bool(), len(toolNames), len(toolNames)).Draw(t, "tools"))
+		case 3:
+			g.compact(sess)
+		case 4, 5:
+			if ends := turnEnds(sess); len(ends) > 0 {
+				at := rapid.SampledFrom(ends).Draw(t, "fork at")
+				child, err := g.mgr.Fork(ctx, sess.ID(), at)
+				if err != nil {
+					t.Fatalf("fork at %d: %v", at, err)
+				}
+				sess = child
+			}
+		}
+		switch {
+		case interrupted(sess) && rapid.IntRange(0, 2).Draw(t, "continue") > 0:
+			g.turn(sess, true)
+		case rapid.IntRange(0, 3).Draw(t, "crash") == 0:
+			g.crash(sess)
+		default:
+			g.turn(sess, false)
+		}
+	}
+	_ = g.agent.Close()
+	return sess.Records()
+}
+
+func (g *generator) compact(sess *live.Session) {
+	k, err := compaction.New(g.c, compaction.Config{MaxMessages: 3, Keep: 1})
+	if err != nil {
+		g.t.Fatalf("compaction: %v", err)
+	}
+	p, err := scripted.New(scripted.Config{Script: []scripted.Reply{{Text: "a summary"}}})
+	if err != nil {
+		g.t.Fatalf("scripted: %v", err)
+	}
+	h, _ := sess.Header()
+	if _, err := k.Compact(g.ctx, sess, p, h); err != nil {
+		g.t.Fatalf("compact: %v", err)
+	}
+}
+
+func turnEnds(sess *live.Session) []int64 {
+	var out []int64
+	for _, r := range sess.Records() {
+		if r.Type() == session.TypeTurnEnd {
+			out = append(out, r.Seq())
+		}
+	}
+	return out
+}
+
+func encodeRecords(recs []*session.Record) []byte {
+	out := session.AppendHeaderLine(nil, session.Info{ID: "01M8MM3F3QXQNVZ1VTD7ENJERQ"})
+	for _, r := range recs {
+		out = r.AppendLine(out)
+	}
+	return out
+}
+
+// TestRunReplaysEveryValidSession: every session the real loop records —
+// whatever its header and tool changes, compactions, approvals, crashes,
+// continuations and forks — passes verify and replays identically: each
+// step re-run with the header and tools in force then, through the real
+// loop and the invariants plugin, sends the request it recorded. Run
+// with -rapid.checks=10000 for the full property.
+func TestRunReplaysEveryValidSession(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		recs := genSession(t)
+		rep, err := invariants.Verify(bytes.NewReader(encodeRecords(recs)))
+		if err != nil || len(rep.Violations) > 0 {
+			t.Fatalf("the generated log fails verify: %v %v", err, rep)
+		}
+		root := quietRoot(t)
+		defer root.Dispose()
+		c := root.Context()
+		if _, err := c.Plugin(invariants.New(), &invariants.Config{Mode: invariants.ModeStrict}); err != nil {
+			t.Fatalf("invariants: %v", err)
+		}
+		rr, err := replay.Run(context.Background(), c, live.NewManager(c, memory.New()), recs)
+		if err != nil {
+			t.Fatalf("replay: %v", err)
+		}
+		for _, err := range rr.Errors {
+			var ie *invariants.InvariantError
+			if errors.As(err, &ie) || errors.Is(err, replay.ErrDiverged) || errors.Is(err, replay.ErrExhausted) {
+				t.Fatalf("replay: %v\n%s\nreplayed:\n%s", err, dump(recs), dump(rr.Session.Records()))
+			}
+		}
+		for _, s := range rr.Steps {
+			if !s.Same {
+				t.Fatalf("turn %d step %d: recorded %s, replayed %s\n%s", s.Turn, s.Step, s.Recorded, s.Replayed, dump(recs))
+			}
+		}
+		// Determinism: the rerun logs the recorded events, the same data
+		// at the same seqs (the fork's session/end-seed aside).
+		// After it, a session-rule decision cites a seq one lower.
+		got := rr.Session.Records()
+		k, seeded := 0, false
+		for _, r := range recs {
+			if r.Type() == session.TypeEndSeed {
+				seeded = true
+				continue
+			}
+			if seeded && r.Type() == session.TypeApprovalDecision {
+				d, _ := session.DecodeData[session.ApprovalDecision](r)
+				if d.Cites > 0 && k < len(got) && got[k].Type() == r.Type() {
+					k++
+					continue
+				}
+			}
+			if k >= len(got) {
+				t.Fatalf("the rerun stopped before seq %d\n%s", r.Seq(), dump(recs))
+			}
+			g := got[k]
+			k++
+			if g.Type() != r.Type() || g.Turn() != r.Turn() || g.Step() != r.Step() || (!bytes.Equal(g.Data(), r.Data()) && r.Type() != session.TypeRequestHeader) {
+				t.Fatalf("seq %d: recorded %s %s, replayed %s %s\n%s\nreplayed:\n%s", r.Seq(), r.Type(), r.Data(), g.Type(), g.Data(), dump(recs), dump(got))
+			}
+		}
+		if k != len(got) {
+			t.Fatalf("the rerun logged %d events, the recording %d", len(got), k)
+		}
+	})
+}
+
+func dump(recs []*session.Record) string {
+	var b bytes.Buffer
+	for _, r := range recs {
+		fmt.Fprintf(&b, "%d t%d s%d %s %s\n", r.Seq(), r.Turn(), r.Step(), r.Type(), r.Data())
+	}
+	return b.String()
+}
+
+var _ = require.NoError
