@@ -309,6 +309,19 @@ func Run(ctx context.Context, c *bus.Context, mgr *live.Manager, recorded []*ses
 		}
 		return out, nil
 	}, bus.Prepend)()
+	// A turn a budget ended is refused at the same step with the recorded
+	// error, whatever limits are mounted now (a wall clock cannot fire the
+	// same way twice).
+	stops := map[[2]int]string{}
+	for _, st := range session.BudgetStops(recorded) {
+		stops[[2]int{st.Turn, st.Step}] = st.Error
+	}
+	defer agentloop.StepBegin.On(c, func(_ context.Context, sc *agentloop.StepCheck) error {
+		if msg, ok := stops[[2]int{sc.Turn, sc.Step}]; ok && sc.Session == sess {
+			return &agentloop.BudgetError{Limit: "replay", Message: msg}
+		}
+		return nil
+	}, bus.Prepend)()
 	// The fence: no event of the session at or past it is committed.
 	defer bus.Veto.On(c, func(_ context.Context, d bus.Dispatch) error {
 		if cm, ok := d.Payload.(*live.Commit); ok && cm.Session == sess && x.fence >= 0 && cm.Record.Seq() >= x.fence {
@@ -715,6 +728,14 @@ func (x *rerun) agentFor(i, stop int) error {
 			}
 		}
 	}
+	// A budget refused the step after a turn's last: the loop must get
+	// that far to be refused there.
+	first := x.recs[i].Turn()
+	for _, st := range session.BudgetStops(x.recs[:stop]) {
+		if st.Turn >= first {
+			least = max(least, st.Step)
+		}
+	}
 	cfg := agentloop.Config{System: hdr.System, Model: hdr.Model, Temperature: hdr.Temperature,
 		MaxTokens: hdr.MaxTokens, Stop: hdr.Stop, MaxSteps: exact}
 	if !fresh && (cfg.System != x.cfg.System || cfg.Model != x.cfg.Model || cfg.MaxTokens != x.cfg.MaxTokens ||
@@ -753,6 +774,9 @@ func (x *rerun) maxSteps(i int) int {
 	most := 1
 	for _, r := range x.recs {
 		most = max(most, r.Step()+1)
+	}
+	for _, st := range session.BudgetStops(x.recs) {
+		most = max(most, st.Step+1)
 	}
 	steps, least := 0, 1
 	for k := i; k < len(x.recs); k++ {
