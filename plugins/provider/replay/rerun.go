@@ -316,9 +316,16 @@ func Run(ctx context.Context, c *bus.Context, mgr *live.Manager, recorded []*ses
 	for _, st := range session.BudgetStops(recorded) {
 		stops[[2]int{st.Turn, st.Step}] = st.Error
 	}
+	// A step a budget capped is capped to its recorded max_tokens again.
 	defer agentloop.StepBegin.On(c, func(_ context.Context, sc *agentloop.StepCheck) error {
-		if msg, ok := stops[[2]int{sc.Turn, sc.Step}]; ok && sc.Session == sess {
+		if sc.Session != sess {
+			return nil
+		}
+		if msg, ok := stops[[2]int{sc.Turn, sc.Step}]; ok {
 			return &agentloop.BudgetError{Limit: "replay", Message: msg}
+		}
+		if st := x.byStep[[2]int{sc.Turn, sc.Step}]; st != nil && st.Header.MaxTokens > 0 {
+			sc.Cap(st.Header.MaxTokens)
 		}
 		return nil
 	}, bus.Prepend)()
@@ -737,8 +744,8 @@ func (x *rerun) agentFor(i, stop int) error {
 		}
 	}
 	cfg := agentloop.Config{System: hdr.System, Model: hdr.Model, Temperature: hdr.Temperature,
-		MaxTokens: hdr.MaxTokens, Stop: hdr.Stop, MaxSteps: exact}
-	if !fresh && (cfg.System != x.cfg.System || cfg.Model != x.cfg.Model || cfg.MaxTokens != x.cfg.MaxTokens ||
+		MaxTokens: x.uncapped(i, stop, hdr.MaxTokens), Stop: hdr.Stop, MaxSteps: exact}
+	if !fresh && (cfg.System != x.cfg.System || cfg.Model != x.cfg.Model || !capsTo(x.cfg.MaxTokens, cfg.MaxTokens) ||
 		!slices.Equal(cfg.Stop, x.cfg.Stop) || !equalTemp(cfg.Temperature, x.cfg.Temperature) ||
 		exact > 0 && x.cfg.MaxSteps != exact || x.cfg.MaxSteps < least) {
 		fresh = true
@@ -756,6 +763,35 @@ func (x *rerun) agentFor(i, stop int) error {
 	x.cfg = cfg
 	x.agent = agentloop.New(x.c, cfg, agentloop.WithProvider(x.prov), agentloop.WithToolSource(x.tools), agentloop.WithName("replay"))
 	return nil
+}
+
+// uncapped is the max_tokens of the agent that ran the records [i, stop):
+// a budget may have capped some steps' headers below it (agent/step's
+// Cap), never raised one, so it is the largest of the segment's step
+// headers, or unbounded (0) when one of them is. The rerun caps each step
+// to its recorded header again (see Run).
+func (x *rerun) uncapped(i, stop, first int) int {
+	most := first
+	for _, r := range x.recs[i:stop] {
+		if r.Type() != session.TypeStepStart {
+			continue
+		}
+		s := x.byStep[[2]int{r.Turn(), r.Step()}]
+		if s == nil {
+			continue
+		}
+		if s.Header.MaxTokens == 0 || most == 0 {
+			return 0
+		}
+		most = max(most, s.Header.MaxTokens)
+	}
+	return most
+}
+
+// capsTo reports whether an agent of max_tokens have runs a step whose
+// header has want: the same, or lower through a cap (0 is unbounded).
+func capsTo(have, want int) bool {
+	return have == want || want > 0 && (have == 0 || want < have)
 }
 
 func equalTemp(a, b *float64) bool {

@@ -18,6 +18,7 @@ import (
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/plugins/approvals"
+	"github.com/vigil-run/vigil/plugins/budget"
 	"github.com/vigil-run/vigil/plugins/compaction"
 	"github.com/vigil-run/vigil/plugins/provider/replay"
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
@@ -294,6 +295,19 @@ func genSession(t *rapid.T) []*session.Record {
 			{Tool: "gamma", Arguments: "12", Action: "deny", Reason: "not 12"},
 		}}); err != nil {
 			t.Fatalf("approvals: %v", err)
+		}
+	}
+	if rapid.IntRange(0, 3).Draw(t, "budget") == 0 {
+		// The real budget plugin: token limits cap max_tokens and end
+		// turns, repeated calls end them (no wall clock: the generator's
+		// steps take no time).
+		cfg := &budget.Config{
+			Session:    budget.Limits{Tokens: rapid.SampledFrom([]int{0, 40, 120}).Draw(t, "session tokens")},
+			Turn:       budget.TurnLimits{Tokens: rapid.SampledFrom([]int{0, 8, 20}).Draw(t, "turn tokens")},
+			MaxRepeats: rapid.SampledFrom([]int{-1, 1, 2}).Draw(t, "max repeats"),
+		}
+		if _, err := c.Plugin(budget.Plugin, cfg); err != nil {
+			t.Fatalf("budget: %v", err)
 		}
 	}
 	if rapid.Bool().Draw(t, "guard") {
