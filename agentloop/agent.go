@@ -322,16 +322,18 @@ func (a *Agent) release(sess *live.Session, key *int, headed bool) {
 	// the least recently used idle sessions lose their digest cache.
 	a.tick++
 	st.used = a.tick
+	// A busy session's digester is its turn's, written without the lock:
+	// it counts as cached and is never read here.
 	cached := 0
 	for _, o := range a.sessions {
-		if o.dig.enc != nil {
+		if o.busy || o.dig.enc != nil {
 			cached++
 		}
 	}
 	for ; cached > maxDigestCaches; cached-- {
 		var lru *sessionState
 		for _, o := range a.sessions {
-			if o.dig.enc != nil && !o.busy && o != st && (lru == nil || o.used < lru.used) {
+			if !o.busy && o != st && o.dig.enc != nil && (lru == nil || o.used < lru.used) {
 				lru = o
 			}
 		}
