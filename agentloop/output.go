@@ -24,7 +24,8 @@ type OutputError struct {
 	// its first answer as an output-validation user/message.
 	Retried bool
 	// Problems are the validation errors of the last answer, one a line
-	// ("/age: got string, want integer").
+	// ("at '/age': got string, want integer"), a cause indented under
+	// the error it explains.
 	Problems []string
 }
 
@@ -34,8 +35,14 @@ func (e *OutputError) Error() string {
 	if e.Retried {
 		b.WriteString(" (after one retry)")
 	}
-	b.WriteString(": ")
-	b.WriteString(strings.Join(e.Problems, "; "))
+	for i, p := range e.Problems {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString("; ")
+		}
+		b.WriteString(strings.TrimLeft(p, " "))
+	}
 	return b.String()
 }
 
@@ -78,7 +85,11 @@ func compileOutputSchema(v map[string]any) (*outputSchema, error) {
 		var sve *jsonschema.SchemaValidationError
 		if errors.As(err, &sve) {
 			if ve, ok := errors.AsType[*jsonschema.ValidationError](sve.Err); ok {
-				return nil, fmt.Errorf("output_schema is not a valid JSON Schema: %s", strings.Join(problems(ve), "; "))
+				probs := problems(ve)
+				for i := range probs {
+					probs[i] = strings.TrimLeft(probs[i], " ")
+				}
+				return nil, fmt.Errorf("output_schema is not a valid JSON Schema: %s", strings.Join(probs, "; "))
 			}
 		}
 		return nil, fmt.Errorf("output_schema is not a valid JSON Schema: %w", err)
@@ -106,22 +117,22 @@ func (o *outputSchema) check(answer string) []string {
 	return []string{err.Error()}
 }
 
-// problems lists the leaf errors of a validation, each with the JSON
-// pointer of the value it is about ("(root)" for the whole value).
+// problems lists what is wrong, as the library explains it: one line per
+// error, each naming the JSON pointer of the value it is about ("at
+// '/age': got string, want integer"), a nested line (a cause of an
+// anyOf, say) indented under its parent. The library's first line, which
+// names only the schema's internal URL, is left out.
 func problems(ve *jsonschema.ValidationError) []string {
-	var out []string
-	for _, u := range ve.BasicOutput().Errors {
-		if u.Error == nil {
-			continue
-		}
-		at := u.InstanceLocation
-		if at == "" {
-			at = "(root)"
-		}
-		out = append(out, at+": "+u.Error.String())
+	lines := strings.Split(strings.TrimRight(ve.Error(), "\n"), "\n")
+	if len(lines) > 1 {
+		lines = lines[1:]
 	}
-	if len(out) == 0 {
-		out = append(out, ve.Error())
+	out := make([]string, 0, len(lines))
+	for _, l := range lines {
+		// "- at …" at the top level, "  - at …" below it.
+		trimmed := strings.TrimLeft(l, " ")
+		indent := l[:len(l)-len(trimmed)]
+		out = append(out, indent+strings.TrimPrefix(trimmed, "- "))
 	}
 	return out
 }
@@ -132,8 +143,10 @@ func outputFeedback(problems []string) string {
 	var b strings.Builder
 	b.WriteString("Your answer does not match the required output JSON Schema:\n")
 	for _, p := range problems {
+		trimmed := strings.TrimLeft(p, " ")
+		b.WriteString(p[:len(p)-len(trimmed)])
 		b.WriteString("- ")
-		b.WriteString(p)
+		b.WriteString(trimmed)
 		b.WriteByte('\n')
 	}
 	b.WriteString("Answer again with only a JSON value that matches the schema.")

@@ -48,7 +48,7 @@ func (r *Rerun) Identical() bool {
 
 // Run runs every turn of the recorded log again on a new session of mgr,
 // with an agent on c: its header is the recording's (system, model,
-// sampling, tools), the model answers from the recording, and each tool
+// sampling, tools, output schema), the model answers from the recording, and each tool
 // answers with its recorded results in order; events outside turns (a
 // compaction's) are copied as they are. The requests must re-derive from
 // the new log exactly as they did from the original: Steps compares their
@@ -71,7 +71,7 @@ func Run(ctx context.Context, c *bus.Context, mgr *live.Manager, recorded []*ses
 		return nil, err
 	}
 	cfg := agentloop.Config{System: header.System, Model: header.Model, Temperature: header.Temperature,
-		MaxTokens: header.MaxTokens, Stop: header.Stop, MaxSteps: maxStep(recorded)}
+		MaxTokens: header.MaxTokens, Stop: header.Stop, MaxSteps: maxStep(recorded), OutputSchema: schemaConfig(header.OutputSchema)}
 	agent := agentloop.New(c, cfg, agentloop.WithProvider(New(rec)), agentloop.WithTools(recordedTools(recorded, header)...), agentloop.WithName("replay"))
 	defer func() { _ = agent.Close() }()
 	sess, err := mgr.Create(ctx)
