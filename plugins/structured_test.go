@@ -43,8 +43,10 @@ type wire struct {
 
 var wires = []wire{
 	{
-		name:  "openai",
-		entry: func(url string) string { return fmt.Sprintf(`{ name: provider/openai, config: { base_url: %q, model: gpt-4o-mini } }`, url+"/v1") },
+		name: "openai",
+		entry: func(url string) string {
+			return fmt.Sprintf(`{ name: provider/openai, config: { base_url: %q, model: gpt-4o-mini } }`, url+"/v1")
+		},
 		reply: func(text string) providertest.Reply {
 			q, _ := json.Marshal(text)
 			return sse(`{"index":0,"delta":{"role":"assistant","content":`+string(q)+`},"finish_reason":null}`, `{"index":0,"delta":{},"finish_reason":"stop"}`)
@@ -77,8 +79,10 @@ var wires = []wire{
 		},
 	},
 	{
-		name:  "anthropic",
-		entry: func(url string) string { return fmt.Sprintf(`{ name: provider/anthropic, config: { base_url: %q, api_key: sk-test, model: claude-sonnet-4-5 } }`, url) },
+		name: "anthropic",
+		entry: func(url string) string {
+			return fmt.Sprintf(`{ name: provider/anthropic, config: { base_url: %q, api_key: sk-test, model: claude-sonnet-4-5 } }`, url)
+		},
 		reply: func(text string) providertest.Reply {
 			q, _ := json.Marshal(text)
 			return messagesSSE(anthropicStart,
