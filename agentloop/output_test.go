@@ -113,3 +113,37 @@ func TestSealRefusesAnOutputSchemaEdit(t *testing.T) {
 		assert.Empty(t, rec.requests())
 	}
 }
+
+// TestOutputRetryBoundHoldsAcrossAResume: the retry is counted from the
+// log, so a turn suspended on an approval after its retry and resumed by
+// another agent gets no second one.
+func TestOutputRetryBoundHoldsAcrossAResume(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	_, tools := workspace(t)
+	askFor(e, "read_file")
+	cfg := agentloop.Config{OutputSchema: okSchema()}
+	a := agentloop.New(e.c, cfg, agentloop.WithTools(tools...), agentloop.WithProvider(script(t,
+		scripted.Reply{Text: "not json"},
+		scripted.Reply{ToolCalls: []scripted.ToolCall{{Name: "read_file", Arguments: map[string]any{"path": "go.mod"}}}},
+	)))
+	sess := e.session()
+	res, err := a.Run(ctx, sess, "ok?")
+	require.ErrorIs(t, err, agentloop.ErrSuspended)
+	_, err = agentloop.Decide(ctx, sess, res.Pending[0].Call.ID, agentloop.Decision{Allow: true, By: "ann"})
+	require.NoError(t, err)
+
+	b := agentloop.New(e.c, cfg, agentloop.WithTools(tools...), agentloop.WithProvider(script(t, scripted.Reply{Text: `{"ok":"no"}`})))
+	res, err = b.Resume(ctx, sess)
+	oe, ok := errors.AsType[*agentloop.OutputError](err)
+	require.True(t, ok, "%v", err)
+	assert.True(t, oe.Retried)
+	assert.Equal(t, session.ReasonError, res.Reason)
+	var feedback int
+	for _, r := range ofType(sess.Records(), session.TypeUserMessage) {
+		if decode[session.UserMessage](t, r).Origin == session.OriginOutputValidation {
+			feedback++
+		}
+	}
+	assert.Equal(t, 1, feedback)
+}
