@@ -55,6 +55,14 @@ type Config struct {
 	// return before it abandons the call with a TOOL_ABANDONED result
 	// (default 3s).
 	ToolGrace time.Duration `yaml:"tool_grace"`
+	// OutputSchema, when set, is a JSON Schema the final answer of every
+	// turn must match. It goes into the request header (output_schema),
+	// so providers ask for it with their structured-output modes; an
+	// answer that does not match gets one retry, with the problems as a
+	// user/message of origin output-validation, and then ends the turn
+	// with an [*OutputError]. The schema must compile (draft 2020-12
+	// unless it names its $schema) and refer to nothing outside itself.
+	OutputSchema map[string]any `yaml:"output_schema"`
 }
 
 // Validate checks the config.
@@ -74,6 +82,9 @@ func (c *Config) Validate() error {
 	}
 	if t := c.Temperature; t != nil && (*t < 0 || *t > 2) {
 		errs = append(errs, fmt.Errorf("temperature %v is outside [0, 2]", *t))
+	}
+	if _, err := compileOutputSchema(c.OutputSchema); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -96,6 +107,10 @@ type Agent struct {
 	// fixedTools: the tools were given (WithTools), not read from services.
 	fixedTools bool
 	backoff    Backoff
+	// schema is cfg.OutputSchema compiled; schemaErr why it did not
+	// compile (a Config that was not validated), which fails every turn.
+	schema    *outputSchema
+	schemaErr error
 
 	mu       sync.Mutex
 	sessions map[string]*sessionState // by session id
@@ -207,6 +222,7 @@ func New(c *bus.Context, cfg Config, opts ...Option) *Agent {
 	if a.cfg.ToolGrace == 0 {
 		a.cfg.ToolGrace = DefaultToolGrace
 	}
+	a.schema, a.schemaErr = compileOutputSchema(a.cfg.OutputSchema)
 	return a
 }
 

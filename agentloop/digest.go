@@ -121,8 +121,11 @@ func (d *digester) full(hb []byte) string {
 }
 
 // headerJSON encodes h as session.RequestDigest does: empty or null tool
-// parameters are absent.
+// parameters and output schema are absent.
 func headerJSON(h session.Header) ([]byte, bool) {
+	if s := bytes.TrimSpace(h.OutputSchema); len(h.OutputSchema) > 0 && (len(s) == 0 || string(s) == "null") {
+		h.OutputSchema = nil
+	}
 	for i, t := range h.Tools {
 		if s := bytes.TrimSpace(t.Parameters); len(s) == 0 || string(s) == "null" {
 			if len(t.Parameters) > 0 {

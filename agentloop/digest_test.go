@@ -49,6 +49,8 @@ func genHeader() *rapid.Generator[session.Header] {
 			params := rapid.SampledFrom([]string{"", "null", "  ", `{"type":"object"}`, "{ \"type\" : \"object\", \"x\": \"<&>\" }"}).Draw(t, "params")
 			h.Tools = append(h.Tools, session.ToolSpec{Name: genString().Draw(t, "tn"), Description: genString().Draw(t, "td"), Parameters: json.RawMessage(params)})
 		}
+		schema := rapid.SampledFrom([]string{"", "null", "  ", `{"type":"object"}`, "{ \"type\" : \"string\", \"title\": \"<&>\" }"}).Draw(t, "schema")
+		h.OutputSchema = json.RawMessage(schema)
 		return h
 	})
 }

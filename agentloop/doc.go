@@ -123,6 +123,21 @@
 // TOOL_OUTCOME_UNKNOWN / TOOL_NOT_STARTED results. A session whose last
 // turn did not end interrupted is refused with [ErrNothingToContinue].
 //
+// # Structured output
+//
+// Config.OutputSchema, a JSON Schema (compiled with
+// santhosh-tekuri/jsonschema; a $ref outside the schema is refused), goes
+// into the request header as output_schema, so providers ask for it
+// natively and the invariants and digests cover it. When a step ends the
+// turn (no tool calls), its answer — that step's assistant content — is
+// validated. An answer that does not match gets one retry: the loop logs
+// a user/message with origin output-validation listing the problems and
+// runs another step (within MaxSteps; with no step left there is no
+// retry). A second miss, or a miss with no retry left, ends the turn with
+// reason error and an [*OutputError] matching [ErrOutputInvalid]. The
+// retry is counted from the log, so a turn resumed after an approval
+// keeps the bound.
+//
 // # Status
 //
 // An agent announces its status on agent/status ([StatusEvent]): idle →

@@ -158,6 +158,8 @@ func (s *seal) differs(r *Request) string {
 		return "header sampling"
 	case len(x.Tools) != len(y.Tools):
 		return "header tools"
+	case !bytes.Equal(x.OutputSchema, y.OutputSchema):
+		return "header output_schema"
 	}
 	for i := range x.Tools {
 		t, u := &x.Tools[i], &y.Tools[i]

@@ -151,6 +151,9 @@ func (t *turn) run(ctx context.Context, prompt string) (*TurnResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if a.schemaErr != nil {
+		return nil, fmt.Errorf("agentloop: %w", a.schemaErr)
+	}
 	if err := refuseOpenTurn(t.sess); err != nil {
 		return nil, err
 	}
@@ -191,6 +194,15 @@ func (t *turn) steps(ctx context.Context, first int) (*TurnResult, error) {
 		case out.reason != "":
 			return t.finish(out.reason, out.err)
 		case !out.toolCalls:
+			retry, cause, err := t.checkOutput(step, out.content)
+			switch {
+			case err != nil:
+				return t.finish(failReason(err), err)
+			case cause != nil:
+				return t.finish(session.ReasonError, cause)
+			case retry:
+				continue
+			}
 			return t.finish(session.ReasonCompleted, nil)
 		case step >= a.cfg.MaxSteps:
 			return t.finish(session.ReasonMaxSteps, nil)
@@ -255,6 +267,9 @@ func (a *Agent) header(prov Provider, tools []Tool) session.Header {
 		Temperature: a.cfg.Temperature,
 		MaxTokens:   a.cfg.MaxTokens,
 		Stop:        a.cfg.Stop,
+	}
+	if a.schema != nil {
+		h.OutputSchema = a.schema.text
 	}
 	if n, ok := prov.(Namer); ok {
 		h.Provider = n.Name()

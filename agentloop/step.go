@@ -17,6 +17,8 @@ type stepOutcome struct {
 	err       error  // the cause of reason
 	// notStarted: the step was refused before its step/start.
 	notStarted bool
+	// content is the step's answer: its assistant message's content.
+	content string
 }
 
 // step runs step n of the turn: step/start, request/header when needed,
@@ -127,7 +129,7 @@ func (t *turn) step(ctx context.Context, n int) (stepOutcome, error) {
 		t.res.Usage.Output += u.Output
 	}
 
-	out := stepOutcome{toolCalls: len(msg.ToolCalls) > 0}
+	out := stepOutcome{toolCalls: len(msg.ToolCalls) > 0, content: msg.Content}
 	finish := asm.finish
 	if streamErr != nil {
 		// The delivered prefix is kept; calls it holds never run, and each

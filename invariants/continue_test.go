@@ -98,6 +98,16 @@ func TestVerifyContinuations(t *testing.T) {
 			b.interruptedTurn("go")
 			b.continuation(1, "a new prompt")
 		}, []string{invariants.RuleTurnNesting}},
+		{"with the loop's output-validation feedback", func(b *logBuilder) {
+			b.interruptedTurn("go")
+			b.turn++
+			b.step = 0
+			b.add(session.Event{Type: session.TypeTurnStart, Turn: b.turn, Data: session.TurnStart{Continues: 1}})
+			b.stepWith(stepSpec{chunks: []string{"not json"}})
+			b.add(session.Event{Type: session.TypeUserMessage, Turn: b.turn, Data: session.UserMessage{Content: "fix it", Origin: session.OriginOutputValidation}})
+			b.stepWith(stepSpec{chunks: []string{"{}"}})
+			b.add(session.Event{Type: session.TypeTurnEnd, Turn: b.turn, Data: session.TurnEnd{Reason: session.ReasonCompleted}})
+		}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -28,6 +28,8 @@ func TestHeaderDiffNamesWhatDiffers(t *testing.T) {
 			`request-header: tool 0: name differs from the latest request/header (expected "echo", actual "shout")`},
 		{"tool added", func(h *session.Header) { h.Tools = append(h.Tools, session.ToolSpec{Name: "calc"}) },
 			`request-header: tools differs from the latest request/header (expected [echo], actual [echo calc])`},
+		{"output schema", func(h *session.Header) { h.OutputSchema = json.RawMessage(`{"type":"object"}`) },
+			`request-header: output_schema differs from the latest request/header (expected , actual {"type":"object"})`},
 		{"model", func(h *session.Header) { h.Model = "m2" },
 			`request-header: model differs from the latest request/header (expected "m", actual "m2")`},
 	} {

@@ -33,7 +33,8 @@ func turnEnclosure(t *trace, r *session.Record) *Violation {
 // turnNesting: turn/start only when no turn is open, numbered next;
 // turn/end matches the open turn and no step is open. A continuation
 // (turn/start with continues) carries on the latest turn, which ended
-// interrupted, and has no user/message of its own.
+// interrupted, and has no user/message of its own (the loop's
+// output-validation feedback is not a person's message).
 func turnNesting(t *trace, r *session.Record) *Violation {
 	switch r.Type() {
 	case session.TypeTurnStart:
@@ -55,7 +56,7 @@ func turnNesting(t *trace, r *session.Record) *Violation {
 			return violation(RuleTurnNesting, r.Seq(), "turn/start continues turn %d, which ended %s, not %s or %s", n, t.lastEnd, session.ReasonInterrupted, session.ReasonBudget)
 		}
 	case session.TypeUserMessage:
-		if t.turnOpen && t.continuing {
+		if t.turnOpen && t.continuing && !loopFeedback(r) {
 			return violation(RuleTurnNesting, r.Seq(), "user/message in turn %d, a continuation (it has no user message)", t.turn)
 		}
 	case session.TypeTurnEnd:
@@ -285,4 +286,11 @@ func assistantAssembly(t *trace, r *session.Record) *Violation {
 		}
 	}
 	return nil
+}
+
+// loopFeedback reports whether r is a user/message the loop wrote, not a
+// person: its output-validation feedback.
+func loopFeedback(r *session.Record) bool {
+	um, err := session.DecodeData[session.UserMessage](r)
+	return err == nil && um.Origin == session.OriginOutputValidation
 }

@@ -31,8 +31,8 @@ func requestReconstruction(expected, actual []session.Message) *Violation {
 	return nil
 }
 
-// requestHeader: model, system, tools and sampling equal the latest
-// request/header.
+// requestHeader: model, system, tools, sampling and output schema equal
+// the latest request/header.
 func requestHeader(logged session.Header, ok bool, sent session.Header) *Violation {
 	if !ok {
 		return &Violation{Rule: RuleRequestHeader, Seq: -1, Index: -1, Message: "no request/header logged before the request"}
@@ -60,6 +60,8 @@ func headerDiff(a, b session.Header) (field, want, got string) {
 		return "stop", cut(fmt.Sprintf("%q", a.Stop)), cut(fmt.Sprintf("%q", b.Stop))
 	case (a.Temperature == nil) != (b.Temperature == nil) || (a.Temperature != nil && *a.Temperature != *b.Temperature):
 		return "temperature", fmtTemp(a.Temperature), fmtTemp(b.Temperature)
+	case !session.HeaderEquals(session.Header{OutputSchema: a.OutputSchema}, session.Header{OutputSchema: b.OutputSchema}):
+		return "output_schema", cut(string(a.OutputSchema)), cut(string(b.OutputSchema))
 	}
 	return toolsDiff(a.Tools, b.Tools)
 }

@@ -22,7 +22,9 @@ import (
 // omitted when empty, "parameters" omitted when empty or null, else the
 // schema's JSON text with insignificant white space removed}),
 // "temperature" (a number, present when set even if 0), "max_tokens",
-// "stop"; and each M is a message with, in this order, "role" (always),
+// "stop", "output_schema" (the schema's JSON text with insignificant white
+// space removed; absent when empty or null, so the digest of a header
+// without one is what it was before the field existed); and each M is a message with, in this order, "role" (always),
 // "content", "reasoning", "tool_calls" (each {"id","name","arguments"},
 // all always present), "tool_call_id", "name", each omitted when empty.
 // "messages" is [] when there are none. Strings are escaped as
@@ -48,8 +50,13 @@ func RequestDigest(h Header, msgs []Message) string {
 		Messages []Message `json:"messages"`
 	}{h, msgs})
 	if err != nil {
-		// Only invalid tool parameters JSON can fail; digest them as text
-		// so the digest still differs from any valid request's.
+		// Only invalid tool parameters or output schema JSON can fail;
+		// digest them as text so the digest still differs from any valid
+		// request's.
+		if len(h.OutputSchema) > 0 && !json.Valid(h.OutputSchema) {
+			q, _ := json.Marshal(string(h.OutputSchema))
+			h.OutputSchema = q
+		}
 		for i := range h.Tools {
 			if !json.Valid(h.Tools[i].Parameters) {
 				q, _ := json.Marshal(string(h.Tools[i].Parameters))

@@ -185,6 +185,7 @@ func appendPayload(dst []byte, v any) ([]byte, bool) {
 	case UserMessage:
 		dst = append(dst, '{')
 		dst = appendStringField(dst, "content", p.Content, false)
+		dst = appendStringField(dst, "origin", p.Origin, true)
 		return append(dst, '}'), true
 	case Digest:
 		dst = append(dst, '{')

@@ -62,7 +62,7 @@ func genPayload(t *rapid.T) any {
 		}
 		return StepEnd{Finish: opt("finish"), Usage: u}
 	case 4:
-		return UserMessage{Content: opt("content")}
+		return UserMessage{Content: opt("content"), Origin: opt("origin")}
 	case 5:
 		return Digest{SHA256: opt("sha"), Messages: rapid.Int().Draw(t, "n")}
 	case 6:

@@ -142,7 +142,16 @@ type Usage struct {
 // UserMessage is the data of user/message (a surface event).
 type UserMessage struct {
 	Content string `json:"content"`
+	// Origin says who wrote a message no person wrote: OriginOutputValidation
+	// for the loop's feedback on an answer that did not match the output
+	// schema. Empty for a person's message (and a compaction summary).
+	Origin string `json:"origin,omitempty"`
 }
+
+// OriginOutputValidation is the origin of the user/message the loop logs
+// when the final answer does not match the header's output_schema: the
+// validation errors, for the model's one retry.
+const OriginOutputValidation = "output-validation"
 
 // RequestHeader is the data of request/header.
 type RequestHeader struct {

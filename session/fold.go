@@ -314,5 +314,8 @@ func normalizeHeader(h Header) Header {
 	if len(h.Stop) == 0 {
 		h.Stop = nil
 	}
+	if isEmptyJSON(h.OutputSchema) {
+		h.OutputSchema = nil
+	}
 	return h
 }

@@ -17,6 +17,10 @@ type Header struct {
 	Temperature *float64   `json:"temperature,omitempty"`
 	MaxTokens   int        `json:"max_tokens,omitempty"`
 	Stop        []string   `json:"stop,omitempty"`
+	// OutputSchema, when set, is the JSON Schema the final answer must
+	// match; providers ask for it with their structured-output modes. It
+	// is last so that the digests of headers without it are unchanged.
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 }
 
 // ToolSpec describes a tool to the model. Parameters is a JSON Schema.
@@ -27,11 +31,13 @@ type ToolSpec struct {
 }
 
 // HeaderEquals reports whether two headers are model-visibly the same.
-// Empty system and empty tools count as absent; tool parameters compare
-// as JSON text after compaction of insignificant white space.
+// Empty system and empty tools count as absent; tool parameters
+// and the output schema compare as JSON text after compaction of
+// insignificant white space (absent and null are the same).
 func HeaderEquals(a, b Header) bool {
 	if a.Provider != b.Provider || a.Model != b.Model || a.System != b.System ||
-		a.MaxTokens != b.MaxTokens || !slices.Equal(a.Stop, b.Stop) || len(a.Tools) != len(b.Tools) {
+		a.MaxTokens != b.MaxTokens || !slices.Equal(a.Stop, b.Stop) || len(a.Tools) != len(b.Tools) ||
+		!jsonTextEqual(a.OutputSchema, b.OutputSchema) {
 		return false
 	}
 	if (a.Temperature == nil) != (b.Temperature == nil) || (a.Temperature != nil && *a.Temperature != *b.Temperature) {

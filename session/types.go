@@ -150,6 +150,7 @@ func CloneHeader(h Header) Header {
 		h.Temperature = &t
 	}
 	h.Stop = slices.Clone(h.Stop)
+	h.OutputSchema = bytes.Clone(h.OutputSchema)
 	if h.Tools != nil {
 		tools := make([]ToolSpec, len(h.Tools))
 		for i, t := range h.Tools {

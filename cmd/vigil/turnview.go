@@ -87,6 +87,12 @@ func (v *turnView) record(r *session.Record) {
 		v.mu.Unlock()
 	case session.TypeAssistantMessage, session.TypeStepEnd, session.TypeTurnEnd:
 		v.endModel()
+	case session.TypeUserMessage:
+		// The loop's feedback on an answer the output schema refused: the
+		// streamed answer is followed by another, on a line of its own.
+		if m, err := session.DecodeData[session.UserMessage](r); err == nil && m.Origin == session.OriginOutputValidation {
+			v.st.note("↻ the answer does not match the output schema; asking the model again")
+		}
 	case session.TypeToolCall:
 		if c, err := session.DecodeData[session.ToolCall](r); err == nil {
 			v.mu.Lock()

@@ -7,7 +7,9 @@
 // alternate, so consecutive messages that map to the same role (the
 // results of parallel tool calls, typically) are sent as one message.
 // max_tokens is required by the API: the header's value is used, else the
-// config's, else 1024.
+// config's, else 1024. A header's output_schema is sent as structured
+// output, output_config.format {"type":"json_schema","schema"}, the
+// schema as logged.
 //
 // The stream becomes [agentloop.Chunk] values: text deltas, thinking
 // deltas as reasoning, input_json_delta fragments as tool-call arguments

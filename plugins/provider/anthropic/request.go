@@ -51,7 +51,22 @@ func params(req *agentloop.Request, cfg Config) (sdk.MessageNewParams, error) {
 	if len(h.Stop) > 0 {
 		p.StopSequences = h.Stop
 	}
+	if s := bytes.TrimSpace(h.OutputSchema); len(s) > 0 && string(s) != "null" {
+		if !json.Valid(s) {
+			return p, fmt.Errorf("output_schema is not valid JSON")
+		}
+		// Structured outputs: output_config.format, the schema sent as
+		// the exact text the header holds.
+		p.OutputConfig.Format = param.Override[sdk.JSONOutputFormatParam](outputFormat{Type: "json_schema", Schema: json.RawMessage(s)})
+	}
 	return p, nil
+}
+
+// outputFormat is output_config.format with its schema kept as the exact
+// JSON Schema text of the request header.
+type outputFormat struct {
+	Type   string          `json:"type"`
+	Schema json.RawMessage `json:"schema"`
 }
 
 // messages maps derived messages to Messages API turns. Tool results are

@@ -18,6 +18,13 @@
 // Messages without reasoning carry no such field, so requests to OpenAI
 // stay within its schema.
 //
+// A header's output_schema is sent as Structured Outputs:
+// response_format {"type":"json_schema","json_schema":{"name","schema",
+// "strict"}}, the schema as logged, named by its title when that is a valid
+// name (else "output"), strict only when every object in it is closed
+// (additionalProperties false) and requires all its properties, as strict
+// mode demands; the agent loop validates the answer either way.
+//
 // Errors are [*agentloop.ProviderError] values. Rate limits (429) and
 // server errors (5xx) are marked retryable with the server's Retry-After,
 // unless the server's x-should-retry says otherwise (it may also make

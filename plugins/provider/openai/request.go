@@ -44,6 +44,11 @@ func params(req *agentloop.Request, model string) (oai.ChatCompletionNewParams, 
 	if len(h.Stop) > 0 {
 		p.Stop = oai.ChatCompletionNewParamsStopUnion{OfStringArray: h.Stop}
 	}
+	if rf, ok, err := responseFormat(h.OutputSchema); err != nil {
+		return p, err
+	} else if ok {
+		p.ResponseFormat = rf
+	}
 	return p, nil
 }
 

@@ -362,6 +362,8 @@ type rerun struct {
 	fence int64 // -1: none
 	agent *agentloop.Agent
 	cfg   agentloop.Config
+	// schema is the output schema of cfg as the header logs it.
+	schema json.RawMessage
 	// abort cancels the turn being re-run, which the recording shows
 	// aborted, after the call abortAfter ran (or its failed step's
 	// stream, when no call started).
@@ -744,9 +746,10 @@ func (x *rerun) agentFor(i, stop int) error {
 		}
 	}
 	cfg := agentloop.Config{System: hdr.System, Model: hdr.Model, Temperature: hdr.Temperature,
-		MaxTokens: x.uncapped(i, stop, hdr.MaxTokens), Stop: hdr.Stop, MaxSteps: exact}
+		MaxTokens: x.uncapped(i, stop, hdr.MaxTokens), Stop: hdr.Stop, MaxSteps: exact, OutputSchema: schemaConfig(hdr.OutputSchema)}
 	if !fresh && (cfg.System != x.cfg.System || cfg.Model != x.cfg.Model || !capsTo(x.cfg.MaxTokens, cfg.MaxTokens) ||
 		!slices.Equal(cfg.Stop, x.cfg.Stop) || !equalTemp(cfg.Temperature, x.cfg.Temperature) ||
+		!session.HeaderEquals(session.Header{OutputSchema: hdr.OutputSchema}, session.Header{OutputSchema: x.schema}) ||
 		exact > 0 && x.cfg.MaxSteps != exact || x.cfg.MaxSteps < least) {
 		fresh = true
 	}
@@ -760,7 +763,7 @@ func (x *rerun) agentFor(i, stop int) error {
 		}
 	}
 	x.closeAgent()
-	x.cfg = cfg
+	x.cfg, x.schema = cfg, hdr.OutputSchema
 	x.agent = agentloop.New(x.c, cfg, agentloop.WithProvider(x.prov), agentloop.WithToolSource(x.tools), agentloop.WithName("replay"))
 	return nil
 }
