@@ -3,6 +3,8 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"testing"
+	"time"
 )
 
 // PauseLease makes s a holder paused past its lease's expiry: it stops
@@ -36,3 +38,29 @@ func Crash(s *Store) { s.shutdown(false) }
 // Migrations are the schema's versions, for a test that builds an old
 // database.
 var Migrations = migrations
+
+// SetQueuePoll sets the queue's safety poll (see queuePoll) until t ends.
+// Call it before opening t's stores, so that it is restored after they
+// are closed.
+func SetQueuePoll(t testing.TB, d time.Duration) {
+	old := queuePoll
+	queuePoll = d
+	t.Cleanup(func() { queuePoll = old })
+}
+
+// Listen starts s's LISTEN connection, which must not have started yet,
+// and returns once it listens: when it wakes its subscribers, as it does
+// each time it starts listening.
+func Listen(ctx context.Context, s *Store) error {
+	wake, unsubscribe, err := s.subscribe(topic{'-', ""})
+	if err != nil {
+		return err
+	}
+	defer unsubscribe()
+	select {
+	case <-wake:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
