@@ -93,4 +93,13 @@
 // session as any process appends them. A store's followers share one
 // LISTEN connection and read through the pool when woken, so a waiting
 // follower holds no connection.
+//
+// That connection is the store's only one outside the pool: waiting
+// claims, the cancel watchers of running claims and [Store.Lease] waits
+// listen on it too, each woken by the notifications of its kind (a job
+// enqueued, a lease released, a job cancelled) and looking for itself,
+// on a pooled connection, what changed. A process holds one listening
+// connection however many jobs it runs or waits for, and a claim opens
+// none. When the connection drops it is made again, and then every
+// waiter looks again, for what was notified while nobody listened.
 package pgstore

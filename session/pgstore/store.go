@@ -40,10 +40,11 @@ type Store struct {
 	mu       sync.Mutex
 	leases   map[string]*lease // session id → the lease this store holds
 	leaseSeq uint64
-	fan      *fan // the followers' LISTEN connection, from the first Follow
+	fan      *fan // the store's one LISTEN connection, from the first waiter
 
-	// bg ends the queue's background work (claim waiters, the watchers
-	// of running claims) when the store closes; watchers counts it.
+	// bg ends the store's background work (the fan, claim waiters, the
+	// watchers of running claims) when the store closes; watchers counts
+	// it.
 	bg       context.Context
 	stopBG   context.CancelFunc
 	watchers sync.WaitGroup
@@ -66,8 +67,8 @@ type options struct {
 func WithSchema(name string) Option { return func(o *options) { o.schema = name } }
 
 // WithMaxConns bounds the store's pooled connections (default 8).
-// Lease waiters and claims use a connection of their own besides, and
-// the store's followers share one.
+// Besides them the store holds one LISTEN connection, shared by its
+// followers, waiting claims, cancel watchers and lease waiters.
 func WithMaxConns(n int) Option { return func(o *options) { o.conns = n } }
 
 // WithLeaseTTL sets how long a turn lease lives without renewal (default
