@@ -64,3 +64,13 @@ func Listen(ctx context.Context, s *Store) error {
 		return ctx.Err()
 	}
 }
+
+// HoldNotes keeps s from sending the deferred notifications of its
+// asynchronous appends until resume.
+func HoldNotes(s *Store) (resume func()) {
+	s.notes.gate.Lock()
+	return s.notes.gate.Unlock
+}
+
+// Channel is the NOTIFY channel of s's schema.
+func Channel(s *Store) string { return s.channel }

@@ -267,3 +267,39 @@ func TestSubscribersLookAgainWhenTheListenConnectionIsBack(t *testing.T) {
 		})
 	}
 }
+
+// Notifying transactions commit one at a time database-wide, so the
+// appends that do not close a step are notified in batches: those made
+// while a batch is on its way go out together, as one notification of
+// the session's latest length. An append that closes a step notifies at
+// its commit.
+func TestAsynchronousAppendsAreNotifiedInBatches(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := pgtest.Store(t)
+	require.NoError(t, s.Create(ctx, session.Info{ID: "s", Created: epoch}))
+	ln, err := pgx.Connect(ctx, pgtest.DSN(t))
+	require.NoError(t, err)
+	defer ln.Close(context.Background())
+	_, err = ln.Exec(ctx, "LISTEN "+pgx.Identifier{pgstore.Channel(s)}.Sanitize())
+	require.NoError(t, err)
+	next := func() string {
+		n, err := ln.WaitForNotification(ctx)
+		require.NoError(t, err)
+		return n.Payload
+	}
+
+	recs := turnRecords(nil, "q", "a", false)
+	closes := len(recs) - 2 // step/end
+	require.Equal(t, session.TypeStepEnd, recs[closes].Type())
+	resume := pgstore.HoldNotes(s)
+	for i := range closes {
+		require.NoError(t, s.Append(ctx, "s", int64(i), recs[i:i+1]))
+	}
+	resume()
+	assert.Equal(t, fmt.Sprintf("e %d s", closes), next(), "one notification of the appends made while held")
+	resume = pgstore.HoldNotes(s)
+	defer resume()
+	require.NoError(t, s.Append(ctx, "s", int64(closes), recs[closes:closes+1]))
+	assert.Equal(t, fmt.Sprintf("e %d s", closes+1), next(), "the step's end, notified as it commits")
+}
