@@ -90,7 +90,13 @@
 //
 // Every append notifies (NOTIFY) a channel of the store's schema with the
 // session id and its new length; [Store.Follow] yields the events of one
-// session as any process appends them. A store's followers share one
+// session as any process appends them. PostgreSQL commits notifying
+// transactions one at a time, database-wide, so only an append that
+// closes a step notifies in its own transaction; the others are notified
+// right after they commit, those of a store's appends that commit while a
+// notification is on its way batched into the next one (a turn's last
+// append always notifies at its commit, so a writer that dies in between
+// delays its followers only until the turn is repaired or continued). A store's followers share one
 // LISTEN connection and read through the pool when woken, so a waiting
 // follower holds no connection.
 //
