@@ -19,7 +19,8 @@ type TurnOptions struct {
 	Prompt string
 	// Continue runs a continuation of the session's last turn instead of
 	// a new one: that turn ended interrupted (its process died mid-turn,
-	// and opening the session repaired it), and the model is asked again
+	// and opening the session repaired it) or budget (a limit refused its
+	// next step), and the model is asked again
 	// from the log, with no new user message. Prompt must be empty and
 	// Session set; a session with nothing to continue is refused with
 	// [ErrNothingToContinue].
@@ -37,8 +38,9 @@ type TurnOptions struct {
 }
 
 // Result is the outcome of a turn: its session, number, end reason
-// (session.ReasonCompleted, ReasonMaxSteps, ReasonAborted, ReasonError),
-// steps, the content of its last assistant message and the token usage.
+// (session.ReasonCompleted, ReasonMaxSteps, ReasonAborted, ReasonError,
+// ReasonBlocked, ReasonBudget), steps, the content of its last assistant
+// message and the token usage.
 type Result = agentloop.TurnResult
 
 // Turn runs one turn and returns its result. The session is opened under

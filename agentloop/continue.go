@@ -10,7 +10,8 @@ import (
 )
 
 // ErrNothingToContinue is matched by the refusal of [Agent.Continue] on a
-// session whose last turn did not end interrupted (or that has no turn):
+// session whose last turn did not end interrupted or budget (or that has
+// no turn):
 // there is no cut-short turn to carry on.
 var ErrNothingToContinue = errors.New("agentloop: nothing to continue")
 
@@ -28,8 +29,8 @@ func (e *NothingToContinueError) Error() string {
 	if e.Turn == 0 {
 		return fmt.Sprintf("session %s has no turn to continue", e.Session)
 	}
-	return fmt.Sprintf("nothing to continue in session %s: its last turn, %d, ended %s, not %s",
-		e.Session, e.Turn, e.Reason, session.ReasonInterrupted)
+	return fmt.Sprintf("nothing to continue in session %s: its last turn, %d, ended %s, not %s or %s",
+		e.Session, e.Turn, e.Reason, session.ReasonInterrupted, session.ReasonBudget)
 }
 
 func (e *NothingToContinueError) Is(target error) bool { return target == ErrNothingToContinue }
@@ -39,7 +40,9 @@ func (e *NothingToContinueError) Is(target error) bool { return target == ErrNot
 // session was opened), it logs turn/start {"continues": N} for that turn
 // N and no user message, then steps as [Agent.Run] does: the model is
 // asked again from the fold, which shows the interrupted calls'
-// TOOL_OUTCOME_UNKNOWN / TOOL_NOT_STARTED results. A session with an open
+// TOOL_OUTCOME_UNKNOWN / TOOL_NOT_STARTED results. A turn a limit ended
+// (reason budget, before a step's request) is continued the same way:
+// the model is asked for the answer it was refused. A session with an open
 // turn is refused as Run refuses it; one whose last turn ended any other
 // way with a [*NothingToContinueError].
 func (a *Agent) Continue(ctx context.Context, sess *live.Session, opts ...RunOption) (*TurnResult, error) {
@@ -91,7 +94,7 @@ func continuable(sess *live.Session) error {
 			if err != nil {
 				return fmt.Errorf("agentloop: turn/end at seq %d: %w", r.Seq(), err)
 			}
-			if end.Reason == session.ReasonInterrupted {
+			if session.Continuable(end.Reason) {
 				return nil
 			}
 			return &NothingToContinueError{Session: sess.ID(), Turn: r.Turn(), Reason: end.Reason}

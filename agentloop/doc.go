@@ -18,6 +18,13 @@
 // a turn whose last allowed step still asked for tools ends with reason
 // max-steps.
 //
+// Before each step, before its step/start, the loop emits agent/step
+// ([StepBegin]) for limits (the budget plugin): a listener's
+// [*BudgetError] ends the turn with reason budget, nothing of the step
+// logged; [StepCheck.Cap] lowers the step's max_tokens, which then goes
+// into the header the step logs, so the request is still the logged
+// header plus the fold.
+//
 // # Requests
 //
 // A step's [Request] is the latest request/header plus the fold of the

@@ -14,7 +14,8 @@ type TurnResult struct {
 	Session string
 	// Turn is the turn's number in the session.
 	Turn int
-	// Reason is the turn/end reason: completed, max-steps, aborted, error.
+	// Reason is the turn/end reason: completed, max-steps, aborted, error,
+	// blocked, budget (then the error is a [*BudgetError]).
 	Reason string
 	// Steps counts the steps the turn ran.
 	Steps int
@@ -178,7 +179,9 @@ func (t *turn) steps(ctx context.Context, first int) (*TurnResult, error) {
 	a := t.a
 	for step := first; ; step++ {
 		out, err := t.step(ctx, step)
-		t.res.Steps = step
+		if !out.notStarted {
+			t.res.Steps = step
+		}
 		if err != nil {
 			return t.finish(failReason(err), err)
 		}

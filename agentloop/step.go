@@ -3,6 +3,7 @@ package agentloop
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/vigil-run/vigil/session"
 )
@@ -14,6 +15,8 @@ type stepOutcome struct {
 	suspended bool   // the step waits for approvals: it stays open
 	reason    string // non-empty: the turn ends with this reason
 	err       error  // the cause of reason
+	// notStarted: the step was refused before its step/start.
+	notStarted bool
 }
 
 // step runs step n of the turn: step/start, request/header when needed,
@@ -27,6 +30,16 @@ func (t *turn) step(ctx context.Context, n int) (stepOutcome, error) {
 		return stepOutcome{reason: session.ReasonError, err: err}, nil
 	}
 	want := a.header(prov, tools)
+	// Limits decide before anything of the step is logged; a cap goes
+	// into the header the step logs, so the request stays derivable.
+	chk := &StepCheck{Agent: a.id, Session: sess, Turn: t.n, Step: n, Model: want.Model, maxTokens: want.MaxTokens}
+	if err := StepBegin.Emit(ctx, a.c, chk); err != nil {
+		if be, ok := errors.AsType[*BudgetError](err); ok {
+			return stepOutcome{reason: session.ReasonBudget, err: be, notStarted: true}, nil
+		}
+		return stepOutcome{reason: session.ReasonError, err: fmt.Errorf("agentloop: agent/step: %w", err), notStarted: true}, nil
+	}
+	want.MaxTokens = chk.maxTokens
 
 	// The request's messages are the fold of the log strictly before
 	// step/start. The fold is read just before appending step/start; if

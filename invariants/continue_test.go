@@ -38,6 +38,15 @@ func (b *logBuilder) interruptedTurn(user string) {
 	}
 }
 
+// budgetTurn appends a turn a limit refused before its first step.
+func (b *logBuilder) budgetTurn(user string) {
+	b.turn++
+	b.step = 0
+	b.add(session.Event{Type: session.TypeTurnStart, Turn: b.turn, Data: session.TurnStart{}})
+	b.add(session.Event{Type: session.TypeUserMessage, Turn: b.turn, Data: session.UserMessage{Content: user}})
+	b.add(session.Event{Type: session.TypeTurnEnd, Turn: b.turn, Data: session.TurnEnd{Reason: session.ReasonBudget, Error: "budget: the session's tokens are spent: 10 of 10"}})
+}
+
 // continuation appends a turn continuing turn n: no user message of its
 // own (unless user is set, a forgery), one step answering in text.
 func (b *logBuilder) continuation(n int, user string) {
@@ -52,7 +61,7 @@ func (b *logBuilder) continuation(n int, user string) {
 }
 
 // TestVerifyContinuations: a continuation of the latest turn, which ended
-// interrupted, verifies; one of a completed turn, of a turn that is not
+// interrupted or budget, verifies; one of a completed turn, of a turn that is not
 // the latest, or holding a user message is a turn-nesting violation.
 func TestVerifyContinuations(t *testing.T) {
 	cases := []struct {
@@ -64,6 +73,14 @@ func TestVerifyContinuations(t *testing.T) {
 			b.realisticTurn()
 			b.interruptedTurn("go")
 			b.continuation(2, "")
+		}, nil},
+		{"of a budget-ended latest turn", func(b *logBuilder) {
+			b.realisticTurn()
+			b.budgetTurn("go")
+			b.continuation(2, "")
+		}, nil},
+		{"a budget-ended turn alone", func(b *logBuilder) {
+			b.budgetTurn("go")
 		}, nil},
 		{"of a completed turn", func(b *logBuilder) {
 			b.realisticTurn()

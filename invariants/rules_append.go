@@ -51,8 +51,8 @@ func turnNesting(t *trace, r *session.Record) *Violation {
 		case n == 0:
 		case n != t.turn:
 			return violation(RuleTurnNesting, r.Seq(), "turn/start continues turn %d, which is not the latest turn (%d)", n, t.turn)
-		case t.lastEnd != session.ReasonInterrupted:
-			return violation(RuleTurnNesting, r.Seq(), "turn/start continues turn %d, which ended %s, not %s", n, t.lastEnd, session.ReasonInterrupted)
+		case !session.Continuable(t.lastEnd):
+			return violation(RuleTurnNesting, r.Seq(), "turn/start continues turn %d, which ended %s, not %s or %s", n, t.lastEnd, session.ReasonInterrupted, session.ReasonBudget)
 		}
 	case session.TypeUserMessage:
 		if t.turnOpen && t.continuing {

@@ -24,6 +24,7 @@ func TestEveryBuiltinPluginIsRegistered(t *testing.T) {
 		"provider/scripted", "provider/replay", "provider/openai", "provider/anthropic",
 		"tools/fs", "tools/calc",
 		"store/jsonl", "store/memory",
+		"telemetry/otel",
 	} {
 		m, ok := bus.LookupModule(name)
 		if !assert.True(t, ok, name) {

@@ -19,6 +19,7 @@ import (
 	_ "github.com/vigil-run/vigil/config"                     // group
 	_ "github.com/vigil-run/vigil/invariants"                 // invariants
 	_ "github.com/vigil-run/vigil/plugins/approvals"          // approvals
+	_ "github.com/vigil-run/vigil/plugins/budget"             // budget
 	_ "github.com/vigil-run/vigil/plugins/compaction"         // compaction
 	_ "github.com/vigil-run/vigil/plugins/external"           // external
 	_ "github.com/vigil-run/vigil/plugins/provider/anthropic" // provider/anthropic
@@ -28,6 +29,7 @@ import (
 	_ "github.com/vigil-run/vigil/plugins/store/jsonl"        // store/jsonl
 	_ "github.com/vigil-run/vigil/plugins/store/memory"       // store/memory
 	_ "github.com/vigil-run/vigil/plugins/store/postgres"     // store/postgres
+	_ "github.com/vigil-run/vigil/plugins/telemetry/otel"     // telemetry/otel
 	_ "github.com/vigil-run/vigil/plugins/tools/calc"         // tools/calc
 	_ "github.com/vigil-run/vigil/plugins/tools/fs"           // tools/fs
 	_ "github.com/vigil-run/vigil/plugins/tools/mcp"          // tools/mcp

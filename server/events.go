@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"iter"
 	"net/http"
 	"strconv"
@@ -109,6 +111,14 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 				select {
 				case err := <-errc:
 					s.log.Warn("following a session failed", "session", id, "error", err)
+					if sse {
+						// The status is sent already: say why the stream
+						// ends, as an event of its own kind.
+						e := classify(err)
+						data, _ := json.Marshal(e)
+						_, _ = fmt.Fprintf(w, "event: error\ndata: %s\n\n", data)
+						_ = rc.Flush()
+					}
 				default:
 				}
 				return

@@ -36,7 +36,19 @@ const (
 	ReasonBlocked     = "blocked"
 	ReasonMaxSteps    = "max-steps"
 	ReasonInterrupted = "interrupted"
+	// ReasonBudget: a limit (tokens, cost, wall clock, repeated calls)
+	// refused the turn's next step before its request; turn/end's error
+	// says which.
+	ReasonBudget = "budget"
 )
+
+// Continuable reports whether a turn that ended with reason may be
+// carried on by a continuation turn (turn/start {"continues": N}): it
+// was cut short before the model answered, by a crash (interrupted) or
+// by a limit (budget).
+func Continuable(reason string) bool {
+	return reason == ReasonInterrupted || reason == ReasonBudget
+}
 
 // Reasons a request header is logged (request/header data.reason).
 const (

@@ -67,6 +67,7 @@ func newRootCmd(e *env) *cobra.Command {
 		newSessionsCmd(e),
 		newVerifyCmd(e),
 		newReplayCmd(e),
+		newTraceCmd(e),
 		newApproveCmd(e),
 		newDenyCmd(e),
 		newServeCmd(e),

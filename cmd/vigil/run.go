@@ -35,8 +35,8 @@ there are none. The answer streams to stdout; the session id and its log's
 path, tool calls and waits go to stderr. -s continues a session instead of
 starting one; flags may come after the prompt. --continue (with -s and no
 prompt) carries on the session's last turn when it was interrupted (its
-process died mid-turn): the model is asked again from the log, which shows
-the interrupted tool calls' results.
+process died mid-turn) or a budget ended it: the model is asked again from
+the log, which shows the interrupted tool calls' results.
 
 A turn holds its session's lease: a second run on a session another process
 is running a turn on is refused (exit 1, naming the holder) unless --wait.`,
@@ -54,7 +54,7 @@ is running a turn on is refused (exit 1, naming the holder) unless --wait.`,
 	sessionFlag(e, cmd, &o.sid, "continue this session instead of starting one")
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the turn's result as JSON instead of streaming the answer")
 	cmd.Flags().BoolVar(&o.wait, "wait", false, "wait for a turn another process runs on the session")
-	cmd.Flags().BoolVar(&o.cont, "continue", false, "continue the session's interrupted last turn (with -s, no prompt)")
+	cmd.Flags().BoolVar(&o.cont, "continue", false, "continue the session's interrupted or budget-ended last turn (with -s, no prompt)")
 	return cmd
 }
 

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/vigil-run/vigil/plugins/budget"
 	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/live"
 )
@@ -16,7 +17,7 @@ import (
 // listSessions lists every readable session on stdout and names each
 // unreadable one on stderr, with its error; only with strict does an
 // unreadable one fail the command.
-func listSessions(ctx context.Context, e *env, mgr *live.Manager, asJSON, strict bool) error {
+func listSessions(ctx context.Context, e *env, mgr *live.Manager, prices map[string]budget.Price, asJSON, strict bool) error {
 	w := e.stdout
 	infos, err := mgr.Store().List(ctx)
 	unreadable := 0
@@ -43,6 +44,8 @@ func listSessions(ctx context.Context, e *env, mgr *live.Manager, asJSON, strict
 			continue
 		}
 		r.Events = len(log.Records)
+		acc := budget.Tally(log.Records, prices)
+		r.Usage, r.TurnUsage = acc.Session, nonNil(acc.Turns)
 		for _, rec := range log.Records {
 			if rec.Type() == session.TypeTurnStart {
 				r.Turns++
@@ -66,6 +69,10 @@ type sessionRow struct {
 	Parent  *session.Parent `json:"parent,omitempty"`
 	Events  int             `json:"events"`
 	Turns   int             `json:"turns"`
+	// Usage is the session's step/end usage in all, priced by the budget
+	// entry's table; TurnUsage the same per turn.
+	Usage     budget.Spent       `json:"usage"`
+	TurnUsage []budget.TurnSpent `json:"turn_usage"`
 }
 
 func printSessions(w io.Writer, rows []sessionRow, asJSON bool) error {
@@ -86,7 +93,12 @@ func printSessions(w io.Writer, rows []sessionRow, asJSON bool) error {
 
 // showSession renders a log readably: turns, steps, messages and tool
 // calls, one line each.
-func showSession(w io.Writer, info session.Info, records []*session.Record) error {
+func showSession(w io.Writer, info session.Info, records []*session.Record, prices map[string]budget.Price) error {
+	acc := budget.Tally(records, prices)
+	turns := make(map[int]budget.Spent, len(acc.Turns))
+	for _, ts := range acc.Turns {
+		turns[ts.Turn] = ts.Spent
+	}
 	fmt.Fprintf(w, "session %s  created %s", info.ID, info.Created.Format("2006-01-02 15:04:05Z"))
 	if p := info.Parent; p != nil {
 		fmt.Fprintf(w, "  fork of %s at seq %d", p.ID, p.Seq)
@@ -104,8 +116,16 @@ func showSession(w io.Writer, info session.Info, records []*session.Record) erro
 		if line == "" {
 			continue
 		}
+		if r.Type() == session.TypeTurnEnd {
+			line += "  [" + describeSpent(turns[r.Turn()]) + "]"
+		}
 		fmt.Fprintf(w, "%5d %s%s\n", r.Seq(), indent, line)
 	}
+	turnsWord := "turns"
+	if len(acc.Turns) == 1 {
+		turnsWord = "turn"
+	}
+	fmt.Fprintf(w, "usage: %d %s, %s\n", len(acc.Turns), turnsWord, describeSpent(acc.Session))
 	if s := session.Suspended(records); s != nil {
 		printPending(w, info.ID, s)
 	}
@@ -116,7 +136,7 @@ func describeRecord(r *session.Record) string {
 	switch r.Type() {
 	case session.TypeTurnStart:
 		if d, _ := session.DecodeData[session.TurnStart](r); d.Continues != 0 {
-			return fmt.Sprintf("turn %d, continuing interrupted turn %d", r.Turn(), d.Continues)
+			return fmt.Sprintf("turn %d, continuing turn %d", r.Turn(), d.Continues)
 		}
 		return fmt.Sprintf("turn %d", r.Turn())
 	case session.TypeTurnEnd:

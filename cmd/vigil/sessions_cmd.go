@@ -73,7 +73,11 @@ func newSessionsListCmd(e *env) *cobra.Command {
 		Long: `List every readable session of the store: id, creation time, turns, events
 and the session it was forked from. Each unreadable one is named on stderr
 with its error; only with --strict does that fail the command (exit 1).
---json prints an array of {id, created (RFC 3339), parent, events, turns}.`,
+--json prints an array of {id, created (RFC 3339), parent, events, turns,
+usage, turn_usage}: usage is {input, output} tokens as the steps logged
+them, with cost (USD) when the budget entry of the composition has a
+price for every model used (else unpriced names the others); turn_usage
+is the same per turn, with its number.`,
 		Example: `  vigil sessions list
   vigil sessions list --json | jq -r '.[].id'`,
 		Aliases: []string{"ls"},
@@ -84,7 +88,11 @@ with its error; only with --strict does that fail the command (exit 1).
 				return err
 			}
 			defer done()
-			return listSessions(cmd.Context(), e, mgr, asJSON, strict)
+			prices, err := pricesOf(e, cfg)
+			if err != nil {
+				return err
+			}
+			return listSessions(cmd.Context(), e, mgr, prices, asJSON, strict)
 		}),
 	}
 	configFlag(cmd, &cfg)
@@ -100,8 +108,11 @@ func newSessionsShowCmd(e *env) *cobra.Command {
 		Use:   "show ID",
 		Short: "Show a session's turns, steps, messages and tool calls",
 		Long: `Render a session's log readably, one line per event that matters: turns,
-steps, messages, tool calls and results. --json prints the log itself
-(JSONL, as export does).`,
+steps, messages, tool calls and results, each turn's end with its token
+usage, and the session's usage last; cost too when the budget entry of
+the composition prices the models used (prices: {MODEL: {input, output}},
+USD per million tokens). --json prints the log itself (JSONL, as export
+does).`,
 		Example:           "  vigil sessions show 01JD8XKQ4G0W6Q1Y3T5V7X9Z0A",
 		Args:              exactArgs(1, "1 argument (a session id)"),
 		ValidArgsFunction: completeSessionIDs(e, false),
@@ -114,7 +125,11 @@ steps, messages, tool calls and results. --json prints the log itself
 				_, err = e.stdout.Write(encodeLog(log.Info, log.Records))
 				return err
 			}
-			return showSession(e.stdout, log.Info, log.Records)
+			prices, err := pricesOf(e, cfg)
+			if err != nil {
+				return err
+			}
+			return showSession(e.stdout, log.Info, log.Records, prices)
 		}),
 	}
 	configFlag(cmd, &cfg)

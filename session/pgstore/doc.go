@@ -96,9 +96,9 @@
 // right after they commit, those of a store's appends that commit while a
 // notification is on its way batched into the next one (a turn's last
 // append always notifies at its commit, so a writer that dies in between
-// delays its followers only until the turn is repaired or continued). A store's followers share one
-// LISTEN connection and read through the pool when woken, so a waiting
-// follower holds no connection.
+// delays its followers only until the turn is repaired or continued). A
+// store's followers share one LISTEN connection and read through the pool
+// when woken, so a waiting follower holds no connection.
 //
 // That connection is the store's only one outside the pool: waiting
 // claims, the cancel watchers of running claims and [Store.Lease] waits
@@ -108,4 +108,20 @@
 // connection however many jobs it runs or waits for, and a claim opens
 // none. When the connection drops it is made again, and then every
 // waiter looks again, for what was notified while nobody listened.
+//
+// A follower whose read fails because the server went away (a restart, a
+// failover) tries again, for up to a minute, and reads what was appended
+// meanwhile, so its sequence has no gap and no repeat.
+//
+// # Losing the server
+//
+// Calls made while the database is unreachable fail; none waits for it.
+// Pooled connections are checked (pinged) before reuse once they sat idle
+// for a second or another connection was found broken, so that the calls
+// after a restart do not fail on the connections it closed. The store's
+// LISTEN connection connects again on its own, and then wakes every
+// waiter to look again; a worker's Claim whose look fails returns the
+// error and is called again (vigil's Runtime.Work pauses, then retries);
+// a job whose turn the outage left open is claimed again once its lease
+// has expired, and the turn, repaired, continued.
 package pgstore

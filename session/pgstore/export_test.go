@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/vigil-run/vigil/session"
 )
 
 // PauseLease makes s a holder paused past its lease's expiry: it stops
@@ -74,3 +76,18 @@ func HoldNotes(s *Store) (resume func()) {
 
 // Channel is the NOTIFY channel of s's schema.
 func Channel(s *Store) string { return s.channel }
+
+// SetPingAfter sets how long a pooled connection may sit idle before it
+// is checked, until the test ends.
+func SetPingAfter(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := pingAfter
+	pingAfter = d
+	t.Cleanup(func() { pingAfter = old })
+}
+
+// Stored reports whether the log of id holds records from seq next on,
+// byte for byte: how a retried append whose first try committed is
+// recognised.
+func Stored(ctx context.Context, s *Store, id string, next int64, records []*session.Record) bool {
+	return s.stored(ctx, id, next, lines(records))
+}

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"strings"
@@ -20,7 +21,9 @@ import (
 // pool only when woken, so a follower waiting holds no connection: an API
 // process can stream to thousands of idle sessions. It ends when ctx is
 // done, without an error, or at the first error: an unknown session
-// ([session.ErrNotFound]), a record that does not decode, a failed query.
+// ([session.ErrNotFound]), a record that does not decode, reads that
+// failed for a minute (a server that went away is waited for that long,
+// and what was appended meanwhile read then: no gap, no repeat).
 //
 //	for r, err := range store.Follow(ctx, id, 0) {
 //		if err != nil {
@@ -59,15 +62,41 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[*se
 			return
 		}
 		next := max(from, 0)
+		var failing time.Time // since when reads fail, zero while they work
+		pause := 50 * time.Millisecond
 		for {
 			var recs []*session.Record
-			if err := s.pool.with(ctx, func(c *pgx.Conn) (err error) {
+			err := s.pool.with(ctx, func(c *pgx.Conn) (err error) {
 				recs, err = after(ctx, c, id, next)
 				return err
-			}); err != nil {
-				fail(err)
-				return
+			})
+			if err != nil {
+				// A log that does not decode is final; a server that went
+				// away (a restart, a failover) is waited for, a while.
+				if errors.As(err, new(*session.CorruptError)) || ctx.Err() != nil {
+					fail(err)
+					return
+				}
+				if failing.IsZero() {
+					failing = time.Now()
+					s.log.Warn("following a session: reading failed; trying again", "session", id, "error", err)
+				}
+				if time.Since(failing) > followRetry {
+					fail(err)
+					return
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-s.bg.Done():
+					fail(errPoolClosed)
+					return
+				case <-time.After(pause):
+				}
+				pause = min(2*pause, time.Second)
+				continue
 			}
+			failing, pause = time.Time{}, 50*time.Millisecond
 			for _, r := range recs {
 				if !yield(r, nil) {
 					return
@@ -85,6 +114,10 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[*se
 		}
 	}
 }
+
+// followRetry bounds how long a follower whose reads fail (the database
+// restarting, a failover) keeps trying before it ends with the error.
+const followRetry = time.Minute
 
 // fan is a store's one LISTEN connection, shared by everything of the
 // store's that waits for another process: followers (a session grew),

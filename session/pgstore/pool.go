@@ -19,15 +19,21 @@ type pool struct {
 	mu     sync.Mutex
 	idle   []idleConn
 	closed bool
+	// broken counts the connections found broken: a server restart or
+	// failover breaks them all, so the idle ones released before the count
+	// moved are checked before reuse rather than handed out to fail.
+	broken uint64
 }
 
 type idleConn struct {
-	c     *pgx.Conn
-	since time.Time
+	c      *pgx.Conn
+	since  time.Time
+	broken uint64 // pool.broken when c was released
 }
 
-// pingAfter is how long a connection may sit idle before it is checked.
-const pingAfter = 30 * time.Second
+// pingAfter is how long a connection may sit idle before it is checked
+// (pgxpool's default too): a server that restarted meanwhile closed it.
+var pingAfter = time.Second
 
 var errPoolClosed = errors.New("pgstore: store closed")
 
@@ -58,10 +64,14 @@ func (p *pool) acquire(ctx context.Context) (*pgx.Conn, error) {
 		}
 		ic := p.idle[n-1]
 		p.idle = p.idle[:n-1]
+		suspect := ic.broken != p.broken
 		p.mu.Unlock()
-		if time.Since(ic.since) < pingAfter || ic.c.Ping(ctx) == nil {
+		if !suspect && time.Since(ic.since) < pingAfter || ic.c.Ping(ctx) == nil {
 			return ic.c, nil
 		}
+		p.mu.Lock()
+		p.broken++
+		p.mu.Unlock()
 		_ = ic.c.Close(context.WithoutCancel(ctx))
 	}
 	c, err := pgx.ConnectConfig(ctx, p.cfg.Copy())
@@ -79,9 +89,14 @@ func (p *pool) release(c *pgx.Conn) {
 	pc := c.PgConn()
 	p.mu.Lock()
 	if !p.closed && !c.IsClosed() && !pc.IsBusy() && pc.TxStatus() == 'I' {
-		p.idle = append(p.idle, idleConn{c, time.Now()})
+		p.idle = append(p.idle, idleConn{c, time.Now(), p.broken})
 		p.mu.Unlock()
 		return
+	}
+	if c.IsClosed() {
+		// Broken, or closed by a cancelled query: either way, the idle
+		// ones are worth a ping before reuse.
+		p.broken++
 	}
 	p.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -89,15 +104,30 @@ func (p *pool) release(c *pgx.Conn) {
 	_ = c.Close(ctx)
 }
 
-// with runs fn on a pooled connection.
+// errConnLost marks the error of a call whose connection broke under it
+// (see [pool.with]).
+var errConnLost = errors.New("the connection was lost")
+
+// with runs fn on a pooled connection. An error that broke the
+// connection also matches errConnLost.
 func (p *pool) with(ctx context.Context, fn func(*pgx.Conn) error) error {
 	c, err := p.acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer p.release(c)
-	return fn(c)
+	err = fn(c)
+	if err != nil && c.IsClosed() {
+		return lostError{err}
+	}
+	return err
 }
+
+// lostError is an error that broke its connection.
+type lostError struct{ err error }
+
+func (e lostError) Error() string   { return e.err.Error() }
+func (e lostError) Unwrap() []error { return []error{e.err, errConnLost} }
 
 func (p *pool) close() {
 	p.mu.Lock()

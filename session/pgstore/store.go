@@ -357,8 +357,19 @@ func (s *Store) AppendFenced(ctx context.Context, id string, epoch, next int64, 
 	}
 	async := !s.durable && !session.ClosesStep(records)
 	var moved, inserted, notified, cfg int64
-	err := s.queryRow(ctx, []any{&moved, &inserted, &notified, &cfg},
-		appendSQL, id, next, lines(records), epoch, async, s.channel)
+	batch := lines(records)
+	retried := false
+	err := s.pool.with(ctx, func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, appendSQL, id, next, batch, epoch, async, s.channel).Scan(&moved, &inserted, &notified, &cfg)
+	})
+	if err != nil && errors.Is(err, errConnLost) && ctx.Err() == nil {
+		// The connection broke (a backend killed, a server restarting):
+		// once more on another. The batch may have committed before the
+		// break; the seq check refuses it then, and the log shows it.
+		retried = true
+		err = s.queryRow(ctx, []any{&moved, &inserted, &notified, &cfg},
+			appendSQL, id, next, batch, epoch, async, s.channel)
+	}
 	if err != nil {
 		if isUniqueViolation(err) {
 			// Only possible if the events table was written around the
@@ -376,12 +387,43 @@ func (s *Store) AppendFenced(ctx context.Context, id string, epoch, next int64, 
 		}
 		return nil
 	}
+	if retried && s.stored(ctx, id, next, batch) {
+		// The first try committed.
+		if async {
+			s.notes.add(id, next+int64(len(records)))
+		}
+		return nil
+	}
 	if err := s.refusal(ctx, id, epoch, next, false); err != nil {
 		return fmt.Errorf("pgstore: append %s: %w", id, err)
 	}
 	// The state that refused the append changed before we looked: it
 	// was a conflict all the same, and the writer must reload.
 	return fmt.Errorf("pgstore: append %s: %w: the log or its lease changed concurrently", id, session.ErrConflict)
+}
+
+// stored reports whether the log of id holds batch from seq next on,
+// byte for byte: an append whose connection broke after its commit.
+func (s *Store) stored(ctx context.Context, id string, next int64, batch [][]byte) bool {
+	var got [][]byte
+	err := s.pool.with(ctx, func(c *pgx.Conn) error {
+		rows, err := c.Query(ctx, `SELECT line FROM vigil_events WHERE session_id = $1 AND seq >= $2 AND seq < $3 ORDER BY seq`,
+			id, next, next+int64(len(batch)))
+		if err != nil {
+			return err
+		}
+		got, err = pgx.CollectRows(rows, pgx.RowTo[[]byte])
+		return err
+	})
+	if err != nil || len(got) != len(batch) {
+		return false
+	}
+	for i := range got {
+		if !bytes.Equal(got[i], batch[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // refusal explains why an append under epoch at next cannot go through:
