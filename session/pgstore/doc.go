@@ -90,9 +90,25 @@
 //
 // Every append notifies (NOTIFY) a channel of the store's schema with the
 // session id and its new length; [Store.Follow] yields the events of one
-// session as any process appends them. A store's followers share one
-// LISTEN connection and read through the pool when woken, so a waiting
-// follower holds no connection.
+// session as any process appends them. PostgreSQL commits notifying
+// transactions one at a time, database-wide, so only an append that
+// closes a step notifies in its own transaction; the others are notified
+// right after they commit, those of a store's appends that commit while a
+// notification is on its way batched into the next one (a turn's last
+// append always notifies at its commit, so a writer that dies in between
+// delays its followers only until the turn is repaired or continued). A
+// store's followers share one LISTEN connection and read through the pool
+// when woken, so a waiting follower holds no connection.
+//
+// That connection is the store's only one outside the pool: waiting
+// claims, the cancel watchers of running claims and [Store.Lease] waits
+// listen on it too, each woken by the notifications of its kind (a job
+// enqueued, a lease released, a job cancelled) and looking for itself,
+// on a pooled connection, what changed. A process holds one listening
+// connection however many jobs it runs or waits for, and a claim opens
+// none. When the connection drops it is made again, and then every
+// waiter looks again, for what was notified while nobody listened.
+//
 // A follower whose read fails because the server went away (a restart, a
 // failover) tries again, for up to a minute, and reads what was appended
 // meanwhile, so its sequence has no gap and no repeat.
@@ -102,9 +118,10 @@
 // Calls made while the database is unreachable fail; none waits for it.
 // Pooled connections are checked (pinged) before reuse once they sat idle
 // for a second or another connection was found broken, so that the calls
-// after a restart do not fail on the connections it closed. The
-// followers' LISTEN connection and a claim watcher connect again on their
-// own; a worker's Claim fails and is called again (vigil's Runtime.Work
-// pauses, then retries); a job whose turn the outage left open is claimed
-// again once its lease has expired, and the turn, repaired, continued.
+// after a restart do not fail on the connections it closed. The store's
+// LISTEN connection connects again on its own, and then wakes every
+// waiter to look again; a worker's Claim whose look fails returns the
+// error and is called again (vigil's Runtime.Work pauses, then retries);
+// a job whose turn the outage left open is claimed again once its lease
+// has expired, and the turn, repaired, continued.
 package pgstore

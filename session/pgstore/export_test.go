@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"testing"
 	"time"
 
 	"github.com/vigil-run/vigil/session"
@@ -39,6 +40,42 @@ func Crash(s *Store) { s.shutdown(false) }
 // Migrations are the schema's versions, for a test that builds an old
 // database.
 var Migrations = migrations
+
+// SetQueuePoll sets the queue's safety poll (see queuePoll) until t ends.
+// Call it before opening t's stores, so that it is restored after they
+// are closed.
+func SetQueuePoll(t testing.TB, d time.Duration) {
+	old := queuePoll
+	queuePoll = d
+	t.Cleanup(func() { queuePoll = old })
+}
+
+// Listen starts s's LISTEN connection, which must not have started yet,
+// and returns once it listens: when it wakes its subscribers, as it does
+// each time it starts listening.
+func Listen(ctx context.Context, s *Store) error {
+	wake, unsubscribe, err := s.subscribe(topic{'-', ""})
+	if err != nil {
+		return err
+	}
+	defer unsubscribe()
+	select {
+	case <-wake:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// HoldNotes keeps s from sending the deferred notifications of its
+// asynchronous appends until resume.
+func HoldNotes(s *Store) (resume func()) {
+	s.notes.gate.Lock()
+	return s.notes.gate.Unlock
+}
+
+// Channel is the NOTIFY channel of s's schema.
+func Channel(s *Store) string { return s.channel }
 
 // SetPingAfter sets how long a pooled connection may sit idle before it
 // is checked, until the test ends.

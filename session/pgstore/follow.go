@@ -7,7 +7,6 @@ import (
 	"iter"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -45,7 +44,7 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[*se
 		}
 		// Subscribed before the first read, so that nothing appended
 		// after it goes unnoticed.
-		wake, unsubscribe, err := s.subscribe(id)
+		wake, unsubscribe, err := s.subscribe(topic{'e', id})
 		if err != nil {
 			fail(err)
 			return
@@ -120,25 +119,38 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[*se
 // restarting, a failover) keeps trying before it ends with the error.
 const followRetry = time.Minute
 
-// fan is a store's one LISTEN connection for its followers: a
-// notification that a session grew wakes that session's followers. When
-// the connection fails it reconnects, and once listening again wakes
-// every follower, for what was appended while nobody listened.
+// fan is a store's one LISTEN connection, shared by everything of the
+// store's that waits for another process: followers (a session grew),
+// waiting claims (a job was enqueued, a lease released), cancel watchers
+// (a job was cancelled) and lease waiters (a lease was released). A
+// notification wakes the subscribers of its topic; they look for
+// themselves what changed. When the connection fails it reconnects, and
+// once listening again wakes every subscriber, for what was notified
+// while nobody listened.
 type fan struct {
 	mu   sync.Mutex
-	subs map[string]map[chan struct{}]struct{} // session → its followers' wake-ups
+	subs map[topic]map[chan struct{}]struct{} // topic → its subscribers' wake-ups
 }
 
-// subscribe returns a channel that receives when session id may have
-// grown, starting the store's fan on first use; unsubscribe drops it.
-func (s *Store) subscribe(id string) (wake <-chan struct{}, unsubscribe func(), err error) {
+// topic is what a subscriber waits for: notifications of kind ('e' a
+// session grew, 'q' a job was enqueued, 'l' a lease was released, 'c' a
+// job was cancelled) about session id, or about any session when id is "".
+type topic struct {
+	kind byte
+	id   string
+}
+
+// subscribe returns a channel that receives when a notification of one
+// of topics may have come, starting the store's fan on first use;
+// unsubscribe drops it.
+func (s *Store) subscribe(topics ...topic) (wake <-chan struct{}, unsubscribe func(), err error) {
 	s.mu.Lock()
 	if s.bg.Err() != nil { // no goroutine starts once stopped (see shutdown)
 		s.mu.Unlock()
 		return nil, nil, errPoolClosed
 	}
 	if s.fan == nil {
-		s.fan = &fan{subs: map[string]map[chan struct{}]struct{}{}}
+		s.fan = &fan{subs: map[topic]map[chan struct{}]struct{}{}}
 		s.watchers.Add(1)
 		go func(f *fan) {
 			defer s.watchers.Done()
@@ -149,23 +161,28 @@ func (s *Store) subscribe(id string) (wake <-chan struct{}, unsubscribe func(), 
 	s.mu.Unlock()
 	ch := make(chan struct{}, 1)
 	f.mu.Lock()
-	if f.subs[id] == nil {
-		f.subs[id] = map[chan struct{}]struct{}{}
+	for _, t := range topics {
+		if f.subs[t] == nil {
+			f.subs[t] = map[chan struct{}]struct{}{}
+		}
+		f.subs[t][ch] = struct{}{}
 	}
-	f.subs[id][ch] = struct{}{}
 	f.mu.Unlock()
 	return ch, func() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		delete(f.subs[id], ch)
-		if len(f.subs[id]) == 0 {
-			delete(f.subs, id)
+		for _, t := range topics {
+			delete(f.subs[t], ch)
+			if len(f.subs[t]) == 0 {
+				delete(f.subs, t)
+			}
 		}
 	}, nil
 }
 
-// wake signals the followers of id, or of every session when all.
-func (f *fan) wake(id string, all bool) {
+// wake signals the subscribers of a notification of kind about id, or
+// every subscriber when all.
+func (f *fan) wake(kind byte, id string, all bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	signal := func(subs map[chan struct{}]struct{}) {
@@ -182,7 +199,8 @@ func (f *fan) wake(id string, all bool) {
 		}
 		return
 	}
-	signal(f.subs[id])
+	signal(f.subs[topic{kind, id}])
+	signal(f.subs[topic{kind, ""}])
 }
 
 // run keeps the fan's connection listening until the store closes.
@@ -196,7 +214,7 @@ func (f *fan) run(s *Store) {
 		if listened {
 			backoff = 50 * time.Millisecond
 		}
-		s.log.Warn("the followers' LISTEN connection failed; reconnecting", "error", err, "in", backoff)
+		s.log.Warn("the store's LISTEN connection failed; reconnecting", "error", err, "in", backoff)
 		select {
 		case <-s.bg.Done():
 			return
@@ -215,9 +233,10 @@ func (f *fan) listen(s *Store) (listened bool, err error) {
 		if n.Channel != s.channel {
 			return
 		}
+		// "K N ID": a notification of kind K about session ID.
 		parts := strings.SplitN(n.Payload, " ", 3)
-		if len(parts) == 3 && parts[0] == "e" {
-			f.wake(parts[2], false)
+		if len(parts) == 3 && len(parts[0]) == 1 {
+			f.wake(parts[0][0], parts[2], false)
 		}
 	}
 	conn, err := pgx.ConnectConfig(s.bg, cfg)
@@ -232,7 +251,7 @@ func (f *fan) listen(s *Store) (listened bool, err error) {
 	if _, err := conn.Exec(s.bg, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
 		return false, fmt.Errorf("listen: %w", err)
 	}
-	f.wake("", true)
+	f.wake(0, "", true)
 	for {
 		if err := conn.PgConn().WaitForNotification(s.bg); err != nil {
 			return true, fmt.Errorf("listen: %w", err)
@@ -260,70 +279,4 @@ func after(ctx context.Context, conn *pgx.Conn, id string, next int64) ([]*sessi
 		next++
 	}
 	return out, rows.Err()
-}
-
-// listener is a connection of its own that LISTENs on the store's channel
-// and remembers whether a notification of interest arrived.
-type listener struct {
-	conn  *pgx.Conn
-	match func(kind byte, id string) bool
-	dirty atomic.Bool
-}
-
-// listen opens a listener for the notifications match accepts. Payloads
-// are "e NEXT ID" (session ID now has NEXT events) and "l 0 ID" (the lease
-// of session ID was released).
-func (s *Store) listen(ctx context.Context, match func(kind byte, id string) bool) (*listener, error) {
-	ln := &listener{match: match}
-	cfg := s.pool.config()
-	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) {
-		if n.Channel != s.channel || len(n.Payload) < 2 {
-			return
-		}
-		parts := strings.SplitN(n.Payload, " ", 3)
-		if len(parts) == 3 && ln.match(n.Payload[0], parts[2]) {
-			ln.dirty.Store(true)
-		}
-	}
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("listen: %w", err)
-	}
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
-		_ = conn.Close(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("listen: %w", err)
-	}
-	ln.conn = conn
-	return ln, nil
-}
-
-// wait returns once a matching notification arrived since the previous
-// wait, or after d; or with ctx's error.
-func (ln *listener) wait(ctx context.Context, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for !ln.dirty.Swap(false) {
-		left := time.Until(deadline)
-		if left <= 0 {
-			return nil
-		}
-		wctx, cancel := context.WithTimeout(ctx, left)
-		err := ln.conn.PgConn().WaitForNotification(wctx)
-		cancel()
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if errors.Is(err, context.DeadlineExceeded) && !ln.conn.IsClosed() {
-				return nil
-			}
-			return fmt.Errorf("listen: %w", err)
-		}
-	}
-	return nil
-}
-
-func (ln *listener) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = ln.conn.Close(ctx)
 }

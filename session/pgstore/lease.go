@@ -91,12 +91,16 @@ func (s *Store) Lease(ctx context.Context, id string, wait bool) (release func()
 	if err := checkID(id); err != nil {
 		return nil, fmt.Errorf("pgstore: lease: %w", err)
 	}
-	var ln *listener
-	defer func() {
-		if ln != nil {
-			ln.close()
+	var wake <-chan struct{}
+	if wait {
+		// Subscribed (to the store's fan) before the first try, so that
+		// a release after it wakes us.
+		var unsubscribe func()
+		if wake, unsubscribe, err = s.subscribe(topic{'l', id}); err != nil {
+			return nil, fmt.Errorf("pgstore: lease %s: %w", id, err)
 		}
-	}()
+		defer unsubscribe()
+	}
 	for {
 		l, holder, left, err := s.tryLease(ctx, id)
 		if err != nil {
@@ -110,23 +114,12 @@ func (s *Store) Lease(ctx context.Context, id string, wait bool) (release func()
 		}
 		if !wait {
 			return nil, busyError(id, holder, left) // it names the package and id
-
-		}
-		if ln == nil {
-			// Listen before the next try, so a release in between wakes us.
-			if ln, err = s.listen(ctx, func(kind byte, sid string) bool { return kind == 'l' && sid == id }); err != nil {
-				return nil, fmt.Errorf("pgstore: lease %s: %w", id, err)
-			}
-			continue
 		}
 		// Wake when it is released, or when it expires.
 		d := time.Duration(left*float64(time.Second)) + 20*time.Millisecond
 		d = min(max(d, 20*time.Millisecond), s.ttl)
-		if err := ln.wait(ctx, d); err != nil {
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("pgstore: lease %s: waiting for %s: %w", id, holder, ctx.Err())
-			}
-			return nil, fmt.Errorf("pgstore: lease %s: %w", id, err)
+		if err := s.sleep(ctx, wake, d); err != nil {
+			return nil, fmt.Errorf("pgstore: lease %s: waiting for %s: %w", id, holder, err)
 		}
 	}
 }

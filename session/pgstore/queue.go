@@ -14,8 +14,9 @@ import (
 
 // queuePoll bounds how long a waiting [Store.Claim] or a running claim's
 // watcher goes without looking at the queue: notifications wake them at
-// once, this is only the safety net should one go missing.
-const queuePoll = 5 * time.Second
+// once, this is only the safety net should one go missing. (A variable
+// for the tests that prove the notifications work without it.)
+var queuePoll = 5 * time.Second
 
 // jobID renders a job's key so that ids sort as the jobs were enqueued.
 func jobID(n int64) string { return fmt.Sprintf("%016d", n) }
@@ -120,12 +121,14 @@ WHERE NOT EXISTS (SELECT 1 FROM vigil_jobs o WHERE o.session_id = j.session_id A
 ORDER BY j.id LIMIT 1
 FOR UPDATE OF j SKIP LOCKED`
 
-// Claim implements [session.Queue]. It waits on a connection of its own
-// that LISTENs for enqueued jobs and released leases, and looks again when
-// the soonest lease on a session with jobs expires (a dead worker's); the
-// connection then watches the claim for a cancellation. Claim also returns
-// when the store is closed; a lost connection is an error (call Claim
-// again, after a pause).
+// Claim implements [session.Queue]. It waits for the store's shared
+// LISTEN connection (see fan) to tell of an enqueued job or a released
+// lease, and looks again when the soonest lease on a session with jobs
+// expires (a dead worker's); it holds a pooled connection only while it
+// looks, so any number of claims wait on no connection of their own. The
+// claim's cancel watcher listens the same way. Claim also returns when
+// the store is closed; a failed query is an error (call Claim again,
+// after a pause).
 func (s *Store) Claim(ctx context.Context, worker string) (session.Claim, error) {
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
@@ -144,95 +147,60 @@ func (s *Store) Claim(ctx context.Context, worker string) (session.Claim, error)
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
-	ln, err := s.listen(ctx, func(kind byte, _ string) bool { return kind == 'q' || kind == 'l' })
+	// Subscribed before the first look, so that nothing enqueued or
+	// released after it goes unnoticed.
+	wake, unsubscribe, err := s.subscribe(topic{'q', ""}, topic{'l', ""})
 	if err != nil {
 		return fail(err)
 	}
+	defer unsubscribe()
 	for {
-		c, wait, err := s.tryClaim(ctx, ln.conn, worker)
+		c, wait, err := s.tryClaim(ctx, worker)
 		if err != nil {
-			ln.close()
 			return fail(err)
 		}
 		if c != nil {
-			if !s.watch(c, ln) {
+			if !s.watch(c) {
 				// The store closed as the claim committed: hand it back.
 				_ = c.Release(context.WithoutCancel(ctx))
 				return fail(errPoolClosed)
 			}
 			return c, nil
 		}
-		if err := ln.wait(ctx, min(wait, queuePoll)); err != nil {
-			ln.close()
+		if err := s.sleep(ctx, wake, min(wait, queuePoll)); err != nil {
 			return fail(err)
 		}
 	}
 }
 
-// tryClaim claims a job if one may run now, in one transaction on conn:
-// it locks the job, takes its session's lease (moving the epoch) and marks
-// the job running under that epoch. Otherwise it returns how long until
+// sleep returns after d, or once wake receives; or with ctx's error, or
+// errPoolClosed once the store is closed.
+func (s *Store) sleep(ctx context.Context, wake <-chan struct{}, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.bg.Done():
+		return errPoolClosed
+	case <-wake:
+	case <-t.C:
+	}
+	return nil
+}
+
+// tryClaim claims a job if one may run now, in one transaction on a
+// pooled connection: it locks the job, takes its session's lease (moving
+// the epoch) and marks the job running under that epoch. Otherwise it returns how long until
 // the soonest lease on a session with jobs expires (queuePoll if none).
-func (s *Store) tryClaim(ctx context.Context, conn *pgx.Conn, worker string) (*claim, time.Duration, error) {
+func (s *Store) tryClaim(ctx context.Context, worker string) (*claim, time.Duration, error) {
 	token := s.newToken()
 	wait := queuePoll
 	var got *claim
-	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		got, wait = nil, queuePoll
-		for range 16 {
-			var jid int64
-			var sid string
-			var cancelled bool
-			err := tx.QueryRow(ctx, claimableSQL).Scan(&jid, &sid, &cancelled)
-			if errors.Is(err, pgx.ErrNoRows) {
-				// Expired leases are left out: their sessions' jobs were
-				// claimable now, so another claimer has them in hand, and
-				// its finish or release will notify.
-				var left *float64
-				if err := tx.QueryRow(ctx, `SELECT extract(epoch FROM min(l.expires) - clock_timestamp())::float8
-					FROM vigil_leases l WHERE l.expires > clock_timestamp()
-					  AND EXISTS (SELECT 1 FROM vigil_jobs j WHERE j.session_id = l.session_id)`).Scan(&left); err != nil {
-					return err
-				}
-				if left != nil {
-					// Just past the expiry, so that the lease is gone when we look.
-					wait = max(time.Duration(*left*float64(time.Second)), 0) + 10*time.Millisecond
-				}
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if cancelled {
-				// Cancelled while it ran, and its worker is gone: it is over.
-				if _, err := tx.Exec(ctx, `DELETE FROM vigil_jobs WHERE id = $1`, jid); err != nil {
-					return err
-				}
-				continue
-			}
-			var epoch int64
-			err = tx.QueryRow(ctx, takeLeaseSQL, sid, token, s.ttl.Milliseconds()).Scan(&epoch)
-			if errors.Is(err, pgx.ErrNoRows) {
-				continue // a lease was taken since we looked; look again
-			}
-			if err != nil {
-				return err
-			}
-			c := &claim{s: s, jid: jid, epoch: epoch, cancelled: make(chan struct{})}
-			var state string
-			var w *string
-			j := &c.job
-			if err := tx.QueryRow(ctx, `UPDATE vigil_jobs SET state = 'running', worker = $2, epoch = $3, attempts = attempts + 1
-				WHERE id = $1 RETURNING session_id, kind, input, enqueued, base, attempts, state, worker`, jid, worker, epoch).
-				Scan(&j.Session, &j.Kind, &j.Input, &j.Enqueued, &j.Base, &j.Attempts, &state, &w); err != nil {
-				return err
-			}
-			j.ID, j.State, j.Worker = jobID(jid), session.JobRunning, worker
-			got = c
-			return nil
-		}
-		wait = 0 // the queue changed under us all along; look again now
-		return nil
+	err := s.pool.with(ctx, func(conn *pgx.Conn) error {
+		return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			return s.claimIn(ctx, tx, worker, token, &got, &wait)
+		})
 	})
 	if err != nil {
 		return nil, 0, err
@@ -241,6 +209,65 @@ func (s *Store) tryClaim(ctx context.Context, conn *pgx.Conn, worker string) (*c
 		got.lease = s.hold(got.job.Session, token, got.epoch)
 	}
 	return got, wait, nil
+}
+
+// claimIn is tryClaim's transaction: it sets *got to the claim, or *wait.
+func (s *Store) claimIn(ctx context.Context, tx pgx.Tx, worker, token string, got **claim, wait *time.Duration) error {
+	*got, *wait = nil, queuePoll
+	for range 16 {
+		var jid int64
+		var sid string
+		var cancelled bool
+		err := tx.QueryRow(ctx, claimableSQL).Scan(&jid, &sid, &cancelled)
+		if errors.Is(err, pgx.ErrNoRows) {
+			// Expired leases are left out: their sessions' jobs were
+			// claimable now, so another claimer has them in hand, and
+			// its finish or release will notify.
+			var left *float64
+			if err := tx.QueryRow(ctx, `SELECT extract(epoch FROM min(l.expires) - clock_timestamp())::float8
+				FROM vigil_leases l WHERE l.expires > clock_timestamp()
+				  AND EXISTS (SELECT 1 FROM vigil_jobs j WHERE j.session_id = l.session_id)`).Scan(&left); err != nil {
+				return err
+			}
+			if left != nil {
+				// Just past the expiry, so that the lease is gone when we look.
+				*wait = max(time.Duration(*left*float64(time.Second)), 0) + 10*time.Millisecond
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if cancelled {
+			// Cancelled while it ran, and its worker is gone: it is over.
+			if _, err := tx.Exec(ctx, `DELETE FROM vigil_jobs WHERE id = $1`, jid); err != nil {
+				return err
+			}
+			continue
+		}
+		var epoch int64
+		err = tx.QueryRow(ctx, takeLeaseSQL, sid, token, s.ttl.Milliseconds()).Scan(&epoch)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // a lease was taken since we looked; look again
+		}
+		if err != nil {
+			return err
+		}
+		c := &claim{s: s, jid: jid, epoch: epoch, cancelled: make(chan struct{})}
+		var state string
+		var w *string
+		j := &c.job
+		if err := tx.QueryRow(ctx, `UPDATE vigil_jobs SET state = 'running', worker = $2, epoch = $3, attempts = attempts + 1
+			WHERE id = $1 RETURNING session_id, kind, input, enqueued, base, attempts, state, worker`, jid, worker, epoch).
+			Scan(&j.Session, &j.Kind, &j.Input, &j.Enqueued, &j.Base, &j.Attempts, &state, &w); err != nil {
+			return err
+		}
+		j.ID, j.State, j.Worker = jobID(jid), session.JobRunning, worker
+		*got = c
+		return nil
+	}
+	*wait = 0 // the queue changed under us all along; look again now
+	return nil
 }
 
 // claim is a job this store claimed.
@@ -258,21 +285,26 @@ type claim struct {
 	ended bool
 }
 
-// watch hands ln to a goroutine that closes c.cancelled once the job is
+// watch starts a goroutine that closes c.cancelled once the job is
 // cancelled (or gone: a cancel dropped it while its worker was away),
-// woken by the cancel's notification, until the claim ends. It reports
-// false, watching nothing, when the store is closing.
-func (s *Store) watch(c *claim, ln *listener) bool {
+// woken by the cancel's notification through the store's fan, until the
+// claim ends. It reports false, watching nothing, when the store is
+// closing.
+func (s *Store) watch(c *claim) bool {
 	sid := c.job.Session
-	match := func(kind byte, id string) bool { return kind == 'c' && id == sid }
-	ln.match = match
-	ln.dirty.Store(false)
 	ctx, stop := context.WithCancel(s.bg)
 	c.stop, c.watched = stop, make(chan struct{})
+	// Subscribed before the first look, as the claim commits, so that a
+	// cancel from then on wakes the watcher.
+	wake, unsubscribe, err := s.subscribe(topic{'c', sid})
+	if err != nil {
+		close(c.watched)
+		return false
+	}
 	s.mu.Lock()
 	if s.bg.Err() != nil {
 		s.mu.Unlock()
-		ln.close()
+		unsubscribe()
 		close(c.watched)
 		return false
 	}
@@ -281,16 +313,15 @@ func (s *Store) watch(c *claim, ln *listener) bool {
 	go func() {
 		defer s.watchers.Done()
 		defer close(c.watched)
-		defer func() {
-			if ln != nil {
-				ln.close()
-			}
-		}()
+		defer unsubscribe()
 		for {
 			var cancelled bool
 			var epoch *int64
-			err := ln.conn.QueryRow(ctx, `SELECT cancelled, epoch FROM vigil_jobs WHERE id = $1`, c.jid).Scan(&cancelled, &epoch)
+			err := s.pool.with(ctx, func(conn *pgx.Conn) error {
+				return conn.QueryRow(ctx, `SELECT cancelled, epoch FROM vigil_jobs WHERE id = $1`, c.jid).Scan(&cancelled, &epoch)
+			})
 			mine := epoch != nil && *epoch == c.epoch
+			pause := queuePoll
 			switch {
 			case ctx.Err() != nil:
 				return
@@ -299,26 +330,15 @@ func (s *Store) watch(c *claim, ln *listener) bool {
 				return
 			case err == nil && !mine:
 				return // claimed again by another: this claim is fenced, not cancelled
-			case err == nil:
-				err = ln.wait(ctx, queuePoll)
+			case err != nil:
+				// The database is unreachable: look again soon, since a
+				// cancel may come meanwhile (the fan wakes us too once it
+				// listens again).
+				s.log.Warn("watching a claimed job for cancellation failed; retrying", "session", sid, "error", err)
+				pause = time.Second
 			}
-			if ctx.Err() != nil {
+			if s.sleep(ctx, wake, pause) != nil {
 				return
-			}
-			if err != nil {
-				// The connection broke: listen again (looking first, as
-				// above, since a cancel may have come meanwhile).
-				s.log.Warn("watching a claimed job for cancellation failed; reconnecting", "session", sid, "error", err)
-				ln.close()
-				ln = nil
-				for ln == nil {
-					select {
-					case <-ctx.Done():
-						return
-					case <-time.After(time.Second):
-					}
-					ln, _ = s.listen(ctx, match)
-				}
 			}
 		}
 	}()

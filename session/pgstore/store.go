@@ -40,10 +40,12 @@ type Store struct {
 	mu       sync.Mutex
 	leases   map[string]*lease // session id → the lease this store holds
 	leaseSeq uint64
-	fan      *fan // the followers' LISTEN connection, from the first Follow
+	fan      *fan   // the store's one LISTEN connection, from the first waiter
+	notes    *notes // the notifications of asynchronous appends, sent in batches
 
-	// bg ends the queue's background work (claim waiters, the watchers
-	// of running claims) when the store closes; watchers counts it.
+	// bg ends the store's background work (the fan, claim waiters, the
+	// watchers of running claims) when the store closes; watchers counts
+	// it.
 	bg       context.Context
 	stopBG   context.CancelFunc
 	watchers sync.WaitGroup
@@ -66,8 +68,8 @@ type options struct {
 func WithSchema(name string) Option { return func(o *options) { o.schema = name } }
 
 // WithMaxConns bounds the store's pooled connections (default 8).
-// Lease waiters and claims use a connection of their own besides, and
-// the store's followers share one.
+// Besides them the store holds one LISTEN connection, shared by its
+// followers, waiting claims, cancel watchers and lease waiters.
 func WithMaxConns(n int) Option { return func(o *options) { o.conns = n } }
 
 // WithLeaseTTL sets how long a turn lease lives without renewal (default
@@ -128,11 +130,17 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		cfg.RuntimeParams["search_path"] = pgx.Identifier{current}.Sanitize()
 	}
 	bg, stopBG := context.WithCancel(context.Background())
-	return &Store{
+	s := &Store{
 		pool: newPool(cfg, o.conns), schema: current, channel: channelName(current), holder: o.holder,
 		ttl: o.ttl, durable: o.durable, log: o.log, leases: map[string]*lease{},
-		bg: bg, stopBG: stopBG,
-	}, nil
+		bg: bg, stopBG: stopBG, notes: newNotes(),
+	}
+	s.watchers.Add(1)
+	go func() {
+		defer s.watchers.Done()
+		s.notes.run(s)
+	}()
+	return s, nil
 }
 
 // channelName is the NOTIFY channel of the tables in schema: one per
@@ -287,8 +295,10 @@ func lines(records []*session.Record) [][]byte {
 // moves from $2 to $2+n only if it is $2 and, under a lease of epoch $4,
 // the session is still at that epoch (no lease was taken since), or,
 // without a lease ($4 = 0), no holder has a live lease; the events are
-// inserted only if it moved; the notification is sent (at commit) only
-// then. $5 turns synchronous_commit off for this transaction alone.
+// inserted only if it moved. $5 turns synchronous_commit off for this
+// transaction alone; otherwise (an append that closes a step) the
+// notification is sent, at commit, if it moved; an asynchronous append's
+// is sent after, batched with others (see notes).
 //
 // The epoch is compared on the locked row: a lease taken concurrently
 // moves the epoch under the same row lock, so an append either commits
@@ -311,7 +321,7 @@ ins AS (
 	RETURNING 1
 ),
 n AS (
-	SELECT pg_notify($6, 'e ' || s.next || ' ' || $1) FROM s
+	SELECT pg_notify($6, 'e ' || s.next || ' ' || $1) FROM s WHERE NOT $5::bool
 )
 SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM ins), (SELECT count(*) FROM n), (SELECT count(v) FROM cfg)`
 
@@ -372,10 +382,17 @@ func (s *Store) AppendFenced(ctx context.Context, id string, epoch, next int64, 
 		if inserted != int64(len(records)) {
 			return fmt.Errorf("pgstore: append %s: inserted %d of %d events", id, inserted, len(records))
 		}
+		if async {
+			s.notes.add(id, next+int64(len(records)))
+		}
 		return nil
 	}
 	if retried && s.stored(ctx, id, next, batch) {
-		return nil // the first try committed
+		// The first try committed.
+		if async {
+			s.notes.add(id, next+int64(len(records)))
+		}
+		return nil
 	}
 	if err := s.refusal(ctx, id, epoch, next, false); err != nil {
 		return fmt.Errorf("pgstore: append %s: %w", id, err)

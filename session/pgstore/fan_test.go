@@ -1,0 +1,305 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/pgstore"
+	"github.com/vigil-run/vigil/session/pgstore/pgtest"
+)
+
+// backends are the database sessions of one application_name.
+type backends struct {
+	t     *testing.T
+	admin *pgx.Conn
+	app   string
+}
+
+func newBackends(t *testing.T, app string) *backends {
+	admin, err := pgx.Connect(context.Background(), pgtest.DSN(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = admin.Close(context.Background()) })
+	return &backends{t: t, admin: admin, app: app}
+}
+
+// pids returns the app's backends, and which of them last ran LISTEN.
+func (b *backends) pids() (all []int32, listening []int32) {
+	rows, err := b.admin.Query(context.Background(),
+		`SELECT pid, query LIKE 'LISTEN%' FROM pg_stat_activity WHERE application_name = $1`, b.app)
+	require.NoError(b.t, err)
+	defer rows.Close()
+	for rows.Next() {
+		var pid int32
+		var ln bool
+		require.NoError(b.t, rows.Scan(&pid, &ln))
+		all = append(all, pid)
+		if ln {
+			listening = append(listening, pid)
+		}
+	}
+	require.NoError(b.t, rows.Err())
+	return all, listening
+}
+
+// idleAfter waits until one of the app's backends is idle after a
+// statement starting with prefix: whoever ran it is waiting now.
+func (b *backends) idleAfter(prefix string) {
+	require.Eventually(b.t, func() bool {
+		var n int
+		require.NoError(b.t, b.admin.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE application_name = $1 AND state = 'idle' AND query ILIKE $2`, b.app, prefix+"%").Scan(&n))
+		return n > 0
+	}, 20*time.Second, 10*time.Millisecond, "nobody idle after %q", prefix)
+}
+
+// cutListener terminates the app's LISTEN connection, and waits until it
+// is gone.
+func (b *backends) cutListener() {
+	var cut int
+	require.NoError(b.t, b.admin.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+		WHERE application_name = $1 AND query LIKE 'LISTEN%' AND pg_terminate_backend(pid, 10000)`, b.app).Scan(&cut))
+	require.Equal(b.t, 1, cut, "the store's one LISTEN connection")
+}
+
+// A worker process runs many claims at once, waiting and running, besides
+// lease waiters and followers: they all share the store's one LISTEN
+// connection, and a claim takes a pooled connection, never a new one.
+func TestOneListenConnectionServesClaimsWatchersLeasesAndFollowers(t *testing.T) {
+	schema := pgtest.Schema(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	app := "fan_" + schema
+	api := pgtest.StoreIn(t, schema)
+	w, err := pgstore.Open(ctx, withApp(pgtest.DSN(t), app), pgstore.WithSchema(schema), pgstore.WithMaxConns(2))
+	require.NoError(t, err)
+	defer w.Close()
+	db := newBackends(t, app)
+	seen, listened := map[int32]bool{}, map[int32]bool{}
+	look := func() {
+		all, ln := db.pids()
+		for _, p := range all {
+			seen[p] = true
+		}
+		for _, p := range ln {
+			listened[p] = true
+		}
+	}
+	const sessions = 3
+	for i := range sessions + 1 {
+		require.NoError(t, api.Create(ctx, session.Info{ID: fmt.Sprintf("s%d", i), Created: epoch}))
+	}
+	recs := turnRecords(nil, "q", "a", false)
+	require.NoError(t, api.Append(ctx, "s3", 0, recs[:1]))
+	followed := make(chan *session.Record, len(recs))
+	fctx, stopFollow := context.WithCancel(ctx)
+	defer stopFollow()
+	go func() {
+		for r, err := range w.Follow(fctx, "s3", 0) {
+			if !assert.NoError(t, err) {
+				return
+			}
+			followed <- r
+		}
+	}()
+	require.Equal(t, int64(0), (<-followed).Seq())
+
+	// Claims one after the other, each watched for a cancel, each
+	// session's lease awaited by a Lease of the same store.
+	for i := range 5 {
+		sid := fmt.Sprintf("s%d", i%sessions)
+		_, _, err := api.Enqueue(ctx, session.Job{Session: sid, Kind: "turn", Input: []byte(`{}`)})
+		require.NoError(t, err)
+		c := claimOf(t, w, "w")
+		require.Equal(t, sid, c.Job().Session)
+		leased := make(chan func(), 1)
+		go func() {
+			release, err := w.Lease(ctx, sid, true)
+			assert.NoError(t, err)
+			leased <- release
+		}()
+		if i == 0 {
+			n, err := api.Cancel(ctx, sid)
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			<-c.Cancelled()
+		}
+		look()
+		require.NoError(t, c.Finish(ctx))
+		release := <-leased
+		require.NotNil(t, release)
+		release()
+	}
+	// Claims waiting at once, then given a job each.
+	got := make(chan session.Claim, sessions)
+	for range sessions {
+		go func() {
+			c, err := w.Claim(ctx, "w")
+			assert.NoError(t, err)
+			got <- c
+		}()
+	}
+	require.NoError(t, api.Append(ctx, "s3", 1, recs[1:2]))
+	assert.Equal(t, int64(1), (<-followed).Seq())
+	for i := range sessions {
+		_, _, err := api.Enqueue(ctx, session.Job{Session: fmt.Sprintf("s%d", i), Kind: "turn", Input: []byte(`{}`)})
+		require.NoError(t, err)
+	}
+	var claims []session.Claim
+	for range sessions {
+		c := <-got
+		require.NotNil(t, c)
+		claims = append(claims, c)
+	}
+	look()
+	for _, c := range claims {
+		require.NoError(t, c.Finish(ctx))
+	}
+	assert.Len(t, listened, 1, "one LISTEN connection all along")
+	assert.LessOrEqual(t, len(seen), 3, "the LISTEN connection and at most 2 pooled: %v", seen)
+}
+
+// The store's LISTEN connection drops (a restart, a failover, a proxy's
+// timeout) while its subscribers wait, and what they wait for happens
+// meanwhile without a notification reaching them: once the connection is
+// back, each looks again and finds it. The queue's safety poll is an hour
+// here, so only that wake-up can end the wait.
+func TestSubscribersLookAgainWhenTheListenConnectionIsBack(t *testing.T) {
+	cases := []struct {
+		name string
+		// wait starts a subscriber of w (api set up the session "s") and
+		// returns what it waits for; idle is the statement it ran last
+		// before it waits.
+		wait func(t *testing.T, ctx context.Context, api, w *pgstore.Store) (done <-chan struct{})
+		idle string
+		// silently does in the database, without a notification, what
+		// the subscriber waits for.
+		silently string
+	}{
+		{
+			name: "a waiting claim",
+			wait: func(t *testing.T, ctx context.Context, api, w *pgstore.Store) <-chan struct{} {
+				done := make(chan struct{})
+				go func() {
+					c, err := w.Claim(ctx, "w")
+					if assert.NoError(t, err) {
+						assert.NoError(t, c.Finish(context.Background()))
+					}
+					close(done)
+				}()
+				return done
+			},
+			idle:     "commit",
+			silently: `INSERT INTO %s.vigil_jobs (session_id, kind, input, enqueued) VALUES ('s', 'turn', '{}', clock_timestamp())`,
+		},
+		{
+			name: "a running claim's cancel watcher",
+			wait: func(t *testing.T, ctx context.Context, api, w *pgstore.Store) <-chan struct{} {
+				_, _, err := api.Enqueue(ctx, session.Job{Session: "s", Kind: "turn", Input: []byte(`{}`)})
+				require.NoError(t, err)
+				c := claimOf(t, w, "w")
+				t.Cleanup(func() { _ = c.Finish(context.Background()) })
+				return c.Cancelled()
+			},
+			idle:     "SELECT cancelled, epoch",
+			silently: `UPDATE %s.vigil_jobs SET cancelled = true`,
+		},
+		{
+			name: "a lease waiter",
+			wait: func(t *testing.T, ctx context.Context, api, w *pgstore.Store) <-chan struct{} {
+				release, err := api.Lease(ctx, "s", false)
+				require.NoError(t, err)
+				t.Cleanup(release)
+				done := make(chan struct{})
+				go func() {
+					release, err := w.Lease(ctx, "s", true)
+					if assert.NoError(t, err) {
+						release()
+					}
+					close(done)
+				}()
+				return done
+			},
+			idle:     "SELECT l.holder",
+			silently: `DELETE FROM %s.vigil_leases`,
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pgstore.SetQueuePoll(t, time.Hour)
+			schema := pgtest.Schema(t)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			app := "fan_" + schema
+			// The lease waiter sleeps until the lease expires at most:
+			// longer than the test waits.
+			api := pgtest.StoreIn(t, schema, pgstore.WithLeaseTTL(time.Hour))
+			w, err := pgstore.Open(ctx, withApp(pgtest.DSN(t), app), pgstore.WithSchema(schema), pgstore.WithLeaseTTL(time.Hour))
+			require.NoError(t, err)
+			defer w.Close()
+			require.NoError(t, api.Create(ctx, session.Info{ID: "s", Created: epoch}))
+			db := newBackends(t, app)
+
+			// Listening before the subscriber comes, so that the wake-up
+			// of the first LISTEN does not count.
+			require.NoError(t, pgstore.Listen(ctx, w))
+			done := c.wait(t, ctx, api, w)
+			db.idleAfter(c.idle)
+			_, err = db.admin.Exec(ctx, fmt.Sprintf(c.silently, pgx.Identifier{schema}.Sanitize()))
+			require.NoError(t, err)
+			select {
+			case <-done:
+				t.Fatal("done before the connection dropped: the test proves nothing")
+			default:
+			}
+			db.cutListener()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("still waiting after the LISTEN connection was back")
+			}
+		})
+	}
+}
+
+// Notifying transactions commit one at a time database-wide, so the
+// appends that do not close a step are notified in batches: those made
+// while a batch is on its way go out together, as one notification of
+// the session's latest length. An append that closes a step notifies at
+// its commit.
+func TestAsynchronousAppendsAreNotifiedInBatches(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := pgtest.Store(t)
+	require.NoError(t, s.Create(ctx, session.Info{ID: "s", Created: epoch}))
+	ln, err := pgx.Connect(ctx, pgtest.DSN(t))
+	require.NoError(t, err)
+	defer ln.Close(context.Background())
+	_, err = ln.Exec(ctx, "LISTEN "+pgx.Identifier{pgstore.Channel(s)}.Sanitize())
+	require.NoError(t, err)
+	next := func() string {
+		n, err := ln.WaitForNotification(ctx)
+		require.NoError(t, err)
+		return n.Payload
+	}
+
+	recs := turnRecords(nil, "q", "a", false)
+	closes := len(recs) - 2 // step/end
+	require.Equal(t, session.TypeStepEnd, recs[closes].Type())
+	resume := pgstore.HoldNotes(s)
+	for i := range closes {
+		require.NoError(t, s.Append(ctx, "s", int64(i), recs[i:i+1]))
+	}
+	resume()
+	assert.Equal(t, fmt.Sprintf("e %d s", closes), next(), "one notification of the appends made while held")
+	resume = pgstore.HoldNotes(s)
+	defer resume()
+	require.NoError(t, s.Append(ctx, "s", int64(closes), recs[closes:closes+1]))
+	assert.Equal(t, fmt.Sprintf("e %d s", closes+1), next(), "the step's end, notified as it commits")
+}
