@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
@@ -37,6 +38,12 @@ func Compose(entries ...config.Entry) Source {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", composedName, err)
 		}
+		if err := config.CheckPeers(es); err != nil {
+			if ce, ok := errors.AsType[*config.Error](err); ok {
+				ce.File = composedName
+			}
+			return nil, err
+		}
 		return &config.File{Path: composedName, Entries: es}, nil
 	}
 }
@@ -69,6 +76,11 @@ func checkEntries(entries []config.Entry, ids map[string]bool) ([]config.Entry, 
 		}
 		if _, ok := bus.LookupModule(e.Name); !ok {
 			return nil, fmt.Errorf("%w %q (is its package imported?)", config.ErrUnknownPlugin, e.Name)
+		}
+		// A config that names its entry (an agent others delegate to)
+		// learns its id, as the loader tells it.
+		if v, ok := e.Config.(interface{ SetEntryID(string) }); ok {
+			v.SetEntryID(e.ID)
 		}
 	}
 	return out, nil
@@ -164,6 +176,37 @@ func (r *Runtime) Manager() (*live.Manager, error) { return service(r, live.Sess
 // Agent is the composition's agent, an error matching [ErrNoService] when
 // no plugin provides one. A reload may replace it: ask again per turn.
 func (r *Runtime) Agent() (*agentloop.Agent, error) { return service(r, agentloop.AgentService) }
+
+// ErrNoAgent is matched by the error of [Runtime.AgentNamed] for an id
+// that names no agent of the composition, and for "" when the
+// composition has several entry points and none is named.
+var ErrNoAgent = errors.New("vigil: no such agent")
+
+// AgentNamed is the agent of the composition's entry with that id; ""
+// is [Runtime.Agent], the entry point (the only agent no other is offered
+// to as a tool). The error names the agents there are.
+func (r *Runtime) AgentNamed(id string) (*agentloop.Agent, error) {
+	named, err := agentloop.AgentServices.Lookup(r.root.Context())
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, n := range named {
+		name := strings.TrimPrefix(n.Name, "agents/")
+		if name == id {
+			return n.Value, nil
+		}
+		ids = append(ids, name)
+	}
+	if id == "" {
+		a, err := r.Agent()
+		if err == nil || len(ids) < 2 {
+			return a, err
+		}
+		return nil, fmt.Errorf("%w: the composition has several agents (%s); name one", ErrNoAgent, strings.Join(ids, ", "))
+	}
+	return nil, fmt.Errorf("%w %q (agents: %s)", ErrNoAgent, id, strings.Join(ids, ", "))
+}
 
 func service[T any](r *Runtime, s bus.Service[T]) (T, error) {
 	v, err := s.Get(r.root.Context())

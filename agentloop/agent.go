@@ -55,6 +55,8 @@ type Config struct {
 	// return before it abandons the call with a TOOL_ABANDONED result
 	// (default 3s).
 	ToolGrace time.Duration `yaml:"tool_grace"`
+	// Delegation composes several agents (subagent.go).
+	Delegation `yaml:",inline"`
 }
 
 // Validate checks the config.
@@ -74,6 +76,9 @@ func (c *Config) Validate() error {
 	}
 	if t := c.Temperature; t != nil && (*t < 0 || *t > 2) {
 		errs = append(errs, fmt.Errorf("temperature %v is outside [0, 2]", *t))
+	}
+	if err := c.Delegation.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -185,6 +190,16 @@ func New(c *bus.Context, cfg Config, opts ...Option) *Agent {
 	WithName("agent")(a)
 	for _, o := range opts {
 		o(a)
+	}
+	if !a.fixedTools {
+		all := a.tools
+		a.tools = func() ([]Tool, error) {
+			ts, err := all()
+			if err != nil {
+				return nil, err
+			}
+			return a.cfg.selectTools(ts), nil
+		}
 	}
 	if a.cfg.MaxSteps == 0 {
 		a.cfg.MaxSteps = DefaultMaxSteps

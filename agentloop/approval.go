@@ -426,9 +426,9 @@ func (t *turn) runDecided(ctx context.Context, n int, p session.PendingCall, byN
 	if _, err := t.append(session.Event{Type: session.TypeToolStart, Step: n, Data: session.ToolStart{ID: p.Call.ID}}); err != nil {
 		return err
 	}
-	inv := &ToolInvocation{Session: t.sess.ID(), Turn: t.n, Step: n, Call: session.ToolCall{ID: p.Call.ID, Name: p.Call.Name, Arguments: args}, Tool: byName[p.Call.Name]}
+	inv := &ToolInvocation{Session: t.sess.ID(), Turn: t.n, Step: n, Call: session.ToolCall{ID: p.Call.ID, Name: p.Call.Name, Arguments: args}, CallSeq: p.CallSeq, Tool: byName[p.Call.Name]}
 	out := t.a.runBatch(ctx, []*ToolInvocation{inv})[0]
-	res := session.ToolResult{ID: p.Call.ID, Name: p.Call.Name, Content: out.Content, Error: out.Error}
+	res := session.ToolResult{ID: p.Call.ID, Name: p.Call.Name, Content: out.Content, Error: out.Error, Child: out.Child}
 	_, err := t.append(session.Event{Type: session.TypeToolResult, Step: n, Sources: []int64{p.CallSeq}, Data: res})
 	return err
 }

@@ -281,8 +281,9 @@ func (t *turn) runTools(ctx context.Context, n int, calls []session.ToolCall, to
 			}
 			invs = append(invs, &ToolInvocation{
 				Session: t.sess.ID(), Turn: t.n, Step: n,
-				Call: session.ToolCall{ID: c.ID, Name: c.Name, Arguments: args},
-				Tool: byName[c.Name],
+				Call:    session.ToolCall{ID: c.ID, Name: c.Name, Arguments: args},
+				CallSeq: seqs[k],
+				Tool:    byName[c.Name],
 			})
 			idx = append(idx, k)
 		}
@@ -292,7 +293,7 @@ func (t *turn) runTools(ctx context.Context, n int, calls []session.ToolCall, to
 			}
 		}
 		for k, c := range batch {
-			res := session.ToolResult{ID: c.ID, Name: c.Name, Content: outs[k].Content, Error: outs[k].Error}
+			res := session.ToolResult{ID: c.ID, Name: c.Name, Content: outs[k].Content, Error: outs[k].Error, Child: outs[k].Child}
 			if _, err := t.append(session.Event{Type: session.TypeToolResult, Step: n, Sources: []int64{seqs[k]}, Data: res}); err != nil {
 				return err
 			}
