@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -78,13 +79,24 @@ func checkEntries(entries []config.Entry, ids map[string]bool) ([]config.Entry, 
 			return nil, fmt.Errorf("%w %q (is its package imported?)", config.ErrUnknownPlugin, e.Name)
 		}
 		// A config that names its entry (an agent others delegate to)
-		// learns its id, as the loader tells it.
+		// learns its id, as the loader tells it; one given by value is
+		// copied so that it can.
+		if e.Config != nil {
+			if rv := reflect.ValueOf(e.Config); rv.Kind() != reflect.Pointer {
+				if p := reflect.New(rv.Type()); p.Type().Implements(entryIDSetter) {
+					p.Elem().Set(rv)
+					e.Config = p.Interface()
+				}
+			}
+		}
 		if v, ok := e.Config.(interface{ SetEntryID(string) }); ok {
 			v.SetEntryID(e.ID)
 		}
 	}
 	return out, nil
 }
+
+var entryIDSetter = reflect.TypeFor[interface{ SetEntryID(string) }]()
 
 // Plugin is one entry of a [Compose]: the registered plugin name and its
 // config (the plugin's config struct, or a pointer to it; nil for the

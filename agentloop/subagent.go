@@ -180,21 +180,21 @@ func (c *Config) CheckPeers(ids, names []string, configs []any) error {
 		}
 	}
 	if p := c.Provider; p.Name != "" && !providers[p.Name] {
-		return &PositionError{Line: p.Line, Col: p.Col, Err: fmt.Errorf("provider %q: %w (provider entries: %s)", p.Name, ErrUnknownRef, strings.Join(sortedKeys(providers), ", "))}
+		return &PositionError{Line: p.Line, Col: p.Col, Err: fmt.Errorf("provider %q %w (provider entries: %s)", p.Name, ErrUnknownRef, strings.Join(sortedKeys(providers), ", "))}
 	}
 	for _, r := range c.Tools {
 		if dynamic {
 			break
 		}
 		if !slices.ContainsFunc(sortedKeys(known), func(n string) bool { ok, _ := path.Match(r.Name, n); return ok }) {
-			return &PositionError{Line: r.Line, Col: r.Col, Err: fmt.Errorf("tool %q: %w (tools: %s)", r.Name, ErrUnknownRef, strings.Join(sortedKeys(known), ", "))}
+			return &PositionError{Line: r.Line, Col: r.Col, Err: fmt.Errorf("tool %q %w (tools: %s)", r.Name, ErrUnknownRef, strings.Join(sortedKeys(known), ", "))}
 		}
 	}
 	// Delegation edges: an agent offers another's as_tool.
 	edges := func(id string) []string {
 		var out []string
 		for _, name := range sortedKeys(toolOwner) {
-			if agents[id].offers(name, false) {
+			if agents[id].offers(name, true) {
 				out = append(out, toolOwner[name])
 			}
 		}

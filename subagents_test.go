@@ -1,0 +1,237 @@
+package vigil_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-run/vigil"
+	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/config"
+	_ "github.com/vigil-run/vigil/invariants" // invariants, by name
+	"github.com/vigil-run/vigil/plugins/provider/scripted"
+	fstools "github.com/vigil-run/vigil/plugins/tools/fs"
+	"github.com/vigil-run/vigil/session"
+)
+
+func research(task string) scripted.ToolCall {
+	return scripted.ToolCall{Name: "research", Arguments: map[string]any{"task": task}}
+}
+
+// delegating is a planner offered a researcher as a tool, over one
+// scripted model (the calls are sequential, so the script's order is the
+// calls' order), under strict invariants.
+func delegating(researcher agentloop.Config, script ...scripted.Reply) vigil.Source {
+	if researcher.AsTool == nil {
+		researcher.AsTool = &agentloop.AsTool{Name: "research", Description: "Research a question."}
+	}
+	researcher.System = "You research."
+	return vigil.Compose(
+		vigil.Plugin("store/memory", nil),
+		vigil.Plugin("provider/scripted", scripted.Config{Script: script}),
+		config.Entry{ID: "researcher", Name: "agent", Config: researcher},
+		config.Entry{ID: "planner", Name: "agent", Config: agentloop.Config{System: "You plan.", Delegation: agentloop.Delegation{Tools: agentloop.Refs("research")}}},
+		vigil.Plugin("invariants", nil),
+	)
+}
+
+// results returns the tool results of a log.
+func results(t *testing.T, log *session.Log) []session.ToolResult {
+	t.Helper()
+	var out []session.ToolResult
+	for _, r := range log.Records {
+		if r.Type() == session.TypeToolResult {
+			var res session.ToolResult
+			require.NoError(t, json.Unmarshal(r.Data(), &res))
+			out = append(out, res)
+		}
+	}
+	return out
+}
+
+func TestAFailedSubagentIsAToolErrorTheParentModelSees(t *testing.T) {
+	rt := open(t, delegating(agentloop.Config{},
+		scripted.Reply{ToolCalls: []scripted.ToolCall{research("why?")}},
+		scripted.Reply{Error: &scripted.Failure{Status: 400, Message: "bad model"}},
+		scripted.Reply{Text: "it failed"},
+	))
+	res, err := rt.Turn(context.Background(), vigil.TurnOptions{Prompt: "plan"})
+	require.NoError(t, err)
+	assert.Equal(t, "it failed", res.Content)
+	log, err := rt.Session(context.Background(), res.Session)
+	require.NoError(t, err)
+	rs := results(t, log)
+	require.Len(t, rs, 1)
+	require.NotNil(t, rs[0].Error)
+	assert.Equal(t, agentloop.CodeSubagentFailed, rs[0].Error.Code)
+	assert.Contains(t, rs[0].Error.Message, "bad model")
+	require.NotNil(t, rs[0].Child, "the failed child is named, so its log can be read")
+	child, err := rt.Session(context.Background(), rs[0].Child.ID)
+	require.NoError(t, err)
+	assert.Equal(t, &session.Parent{ID: res.Session, Seq: 8, Call: rs[0].ID}, child.Info.Parent)
+}
+
+func TestASubagentCallWithoutATaskIsInvalidArguments(t *testing.T) {
+	rt := open(t, delegating(agentloop.Config{},
+		scripted.Reply{ToolCalls: []scripted.ToolCall{{Name: "research", Arguments: map[string]any{"topic": "x"}}}},
+		scripted.Reply{Text: "ok"},
+	))
+	res, err := rt.Turn(context.Background(), vigil.TurnOptions{Prompt: "plan"})
+	require.NoError(t, err)
+	log, err := rt.Session(context.Background(), res.Session)
+	require.NoError(t, err)
+	rs := results(t, log)
+	require.Len(t, rs, 1)
+	require.NotNil(t, rs[0].Error)
+	assert.Equal(t, agentloop.CodeInvalidArguments, rs[0].Error.Code)
+	assert.Nil(t, rs[0].Child, "no child session was made")
+}
+
+func TestCustomParametersMakeTheArgumentsTheChildsMessage(t *testing.T) {
+	rt := open(t, delegating(agentloop.Config{Delegation: agentloop.Delegation{AsTool: &agentloop.AsTool{
+		Name: "research", Parameters: map[string]any{"type": "object", "properties": map[string]any{"topic": map[string]any{"type": "string"}}},
+	}}},
+		scripted.Reply{ToolCalls: []scripted.ToolCall{{Name: "research", Arguments: map[string]any{"topic": "tides"}}}},
+		scripted.Reply{Text: "tides are lunar"},
+		scripted.Reply{Text: "done"},
+	))
+	res, err := rt.Turn(context.Background(), vigil.TurnOptions{Prompt: "plan"})
+	require.NoError(t, err)
+	log, err := rt.Session(context.Background(), res.Session)
+	require.NoError(t, err)
+	rs := results(t, log)
+	require.Len(t, rs, 1)
+	assert.Nil(t, rs[0].Error)
+	assert.Equal(t, "tides are lunar", rs[0].Content)
+	child, err := rt.Session(context.Background(), rs[0].Child.ID)
+	require.NoError(t, err)
+	msgs, err := session.DeriveMessages(child.Records)
+	require.NoError(t, err)
+	require.NotEmpty(t, msgs)
+	assert.Equal(t, `{"topic":"tides"}`, msgs[0].Content)
+	assert.Equal(t, int64(len(child.Records)-1), rs[0].Child.Seq)
+}
+
+func TestTheAgentOptionNamesTheAgentThatRunsTheTurn(t *testing.T) {
+	src := vigil.Compose(
+		vigil.Plugin("store/memory", nil),
+		vigil.Plugin("provider/scripted", scripted.Config{Script: []scripted.Reply{{Text: "hi"}}, Repeat: true}),
+		config.Entry{ID: "alice", Name: "agent", Config: agentloop.Config{System: "You are Alice."}},
+		config.Entry{ID: "bob", Name: "agent", Config: agentloop.Config{System: "You are Bob."}},
+	)
+	rt := open(t, src)
+	_, err := rt.Turn(context.Background(), vigil.TurnOptions{Prompt: "hello"})
+	require.ErrorIs(t, err, vigil.ErrNoAgent)
+	assert.Contains(t, err.Error(), "alice, bob")
+	_, err = rt.Turn(context.Background(), vigil.TurnOptions{Prompt: "hello", Agent: "carol"})
+	require.ErrorIs(t, err, vigil.ErrNoAgent)
+
+	res, err := rt.Turn(context.Background(), vigil.TurnOptions{Prompt: "hello", Agent: "bob"})
+	require.NoError(t, err)
+	log, err := rt.Session(context.Background(), res.Session)
+	require.NoError(t, err)
+	h, ok := session.DeriveHeader(log.Records)
+	require.True(t, ok)
+	assert.Equal(t, "You are Bob.", h.System)
+}
+
+func TestToolSelectionByPatternAndSubagentsOnlyWhenNamed(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		name  string
+		tools []string
+		want  []string
+	}{
+		{"absent: every tool but sub-agents", nil, []string{"list_dir", "read_file"}},
+		{"a pattern", []string{"read_*"}, []string{"read_file"}},
+		{"a sub-agent by name", []string{"research", "list_dir"}, []string{"list_dir", "research"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			planner := agentloop.Config{System: "You plan."}
+			if tt.tools != nil {
+				planner.Tools = agentloop.Refs(tt.tools...)
+			}
+			rt := open(t, vigil.Compose(
+				vigil.Plugin("store/memory", nil),
+				vigil.Plugin("provider/scripted", scripted.Config{Script: []scripted.Reply{{Text: "hi"}}}),
+				vigil.Plugin("tools/fs", fstools.Config{Root: dir}),
+				config.Entry{ID: "researcher", Name: "agent", Config: agentloop.Config{Delegation: agentloop.Delegation{Tools: agentloop.Refs(), AsTool: &agentloop.AsTool{Name: "research"}}}},
+				config.Entry{ID: "planner", Name: "agent", Config: planner},
+			))
+			res, err := rt.Turn(context.Background(), vigil.TurnOptions{Prompt: "hello"})
+			require.NoError(t, err)
+			log, err := rt.Session(context.Background(), res.Session)
+			require.NoError(t, err)
+			h, ok := session.DeriveHeader(log.Records)
+			require.True(t, ok)
+			var names []string
+			for _, s := range h.Tools {
+				names = append(names, s.Name)
+			}
+			assert.Equal(t, tt.want, names)
+		})
+	}
+}
+
+func TestConfigErrorsOfAgentsNameTheCycleAndThePosition(t *testing.T) {
+	for _, tt := range []struct {
+		name, yaml, want string
+		is               error
+	}{
+		{"a cycle", `plugins:
+  - id: a
+    name: agent
+    config: { tools: [b_tool], as_tool: { name: a_tool } }
+  - id: b
+    name: agent
+    config: { tools: [a_tool], as_tool: { name: b_tool } }
+`, "plugins.yaml:2:5: a: agents delegate to each other in a cycle: a → b → a", agentloop.ErrAgentCycle},
+		{"an agent offered to itself", `plugins:
+  - id: a
+    name: agent
+    config: { tools: ["*"], as_tool: { name: a_tool } }
+  - id: main
+    name: agent
+    config: { tools: [a_tool] }
+`, "a → a", agentloop.ErrAgentCycle},
+		{"an unknown tool", `plugins:
+  - name: tools/fs
+  - id: main
+    name: agent
+    config:
+      tools:
+        - list_dir
+        - reed_*
+`, "plugins.yaml:8:11: main: tool \"reed_*\" names nothing in the composition (tools: list_dir, read_file)", agentloop.ErrUnknownRef},
+		{"an unknown provider entry", `plugins:
+  - id: fast
+    name: provider/scripted
+  - name: agent
+    config: { provider: slow }
+`, "plugins.yaml:5:25: agent: provider \"slow\" names nothing in the composition (provider entries: fast)", agentloop.ErrUnknownRef},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := config.Parse("plugins.yaml", []byte(tt.yaml), func(string) (string, bool) { return "", false })
+			require.Error(t, err)
+			assert.ErrorIs(t, err, tt.is)
+			assert.Contains(t, err.Error(), tt.want)
+			var ce *config.Error
+			assert.True(t, errors.As(err, &ce))
+		})
+	}
+}
+
+func TestAComposedCycleIsRefusedToo(t *testing.T) {
+	_, err := vigil.Open(context.Background(), vigil.Compose(
+		vigil.Plugin("store/memory", nil),
+		vigil.Plugin("provider/scripted", nil),
+		config.Entry{ID: "a", Name: "agent", Config: agentloop.Config{Delegation: agentloop.Delegation{Tools: agentloop.Refs("a_tool"), AsTool: &agentloop.AsTool{Name: "a_tool"}}}},
+	))
+	require.ErrorIs(t, err, agentloop.ErrAgentCycle)
+	assert.True(t, strings.HasPrefix(err.Error(), "vigil.Compose:"), err.Error())
+}
