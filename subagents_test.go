@@ -4,6 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -14,6 +18,7 @@ import (
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/config"
 	_ "github.com/vigil-run/vigil/invariants" // invariants, by name
+	"github.com/vigil-run/vigil/plugins/provider/openai"
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	fstools "github.com/vigil-run/vigil/plugins/tools/fs"
 	"github.com/vigil-run/vigil/session"
@@ -234,4 +239,67 @@ func TestAComposedCycleIsRefusedToo(t *testing.T) {
 	))
 	require.ErrorIs(t, err, agentloop.ErrAgentCycle)
 	assert.True(t, strings.HasPrefix(err.Error(), "vigil.Compose:"), err.Error())
+}
+
+// TestCancellingTheParentAbortsTheChild: the researcher's model call
+// hangs (an OpenAI-compatible server that answers only the planner);
+// cancelling the planner's turn aborts the child's turn too, and both
+// logs end their turn aborted.
+func TestCancellingTheParentAbortsTheChild(t *testing.T) {
+	arrived := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), "You research.") {
+			arrived <- struct{}{}
+			<-r.Context().Done() // the child's call hangs until cancelled
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"research","arguments":"{\"task\":\"Q\"}"}}]},"finish_reason":"tool_calls"}]}`+"\n\ndata: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	rt := open(t, vigil.Compose(
+		vigil.Plugin("store/memory", nil),
+		vigil.Plugin("provider/openai", openai.Config{BaseURL: srv.URL + "/v1", APIKey: "k", Model: "m"}),
+		config.Entry{ID: "researcher", Name: "agent", Config: agentloop.Config{System: "You research.", Delegation: agentloop.Delegation{AsTool: &agentloop.AsTool{Name: "research"}}}},
+		config.Entry{ID: "planner", Name: "agent", Config: agentloop.Config{System: "You plan.", Delegation: agentloop.Delegation{Tools: agentloop.Refs("research")}}},
+		vigil.Plugin("invariants", nil),
+	))
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-arrived
+		cancel()
+	}()
+	res, err := rt.Turn(ctx, vigil.TurnOptions{Prompt: "plan"})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, session.ReasonAborted, res.Reason)
+	log, err := rt.Session(context.Background(), res.Session)
+	require.NoError(t, err)
+	rs := results(t, log)
+	require.Len(t, rs, 1)
+	require.NotNil(t, rs[0].Error)
+	assert.Equal(t, agentloop.CodeSubagentFailed, rs[0].Error.Code)
+	require.NotNil(t, rs[0].Child)
+	child, err := rt.Session(context.Background(), rs[0].Child.ID)
+	require.NoError(t, err)
+	last := child.Records[len(child.Records)-1]
+	require.Equal(t, session.TypeTurnEnd, last.Type())
+	assert.Contains(t, string(last.Data()), `"reason":"aborted"`)
+}
+
+// TestAnAgentUsesTheProviderEntryItNames: two providers mounted; the
+// agent that names the second gets its replies, the other the first's.
+func TestAnAgentUsesTheProviderEntryItNames(t *testing.T) {
+	rt := open(t, vigil.Compose(
+		vigil.Plugin("store/memory", nil),
+		config.Entry{ID: "fast", Name: "provider/scripted", Config: scripted.Config{Script: []scripted.Reply{{Text: "from fast"}}, Repeat: true}},
+		config.Entry{ID: "slow", Name: "provider/scripted", Config: scripted.Config{Script: []scripted.Reply{{Text: "from slow"}}, Repeat: true}},
+		config.Entry{ID: "a", Name: "agent", Config: agentloop.Config{}},
+		config.Entry{ID: "b", Name: "agent", Config: agentloop.Config{Delegation: agentloop.Delegation{Provider: agentloop.Ref{Name: "slow"}}}},
+	))
+	for agent, want := range map[string]string{"a": "from fast", "b": "from slow"} {
+		res, err := rt.Turn(context.Background(), vigil.TurnOptions{Prompt: "hi", Agent: agent})
+		require.NoError(t, err)
+		assert.Equal(t, want, res.Content, agent)
+	}
 }
