@@ -122,7 +122,7 @@ func (k ProviderKey) Provide(c *bus.Context, p Provider) (withdraw func(), err e
 }
 
 // providerEntries holds every provider by the id of its entry.
-var providerEntries = bus.NewServiceSet[*guard]("llm/by-entry/")
+var providerEntries = bus.NewServiceSet[*guard]("providers/")
 
 // withProviderEntry makes the agent use the provider of entry id.
 func withProviderEntry(c *bus.Context, id string) Option {
