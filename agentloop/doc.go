@@ -123,6 +123,24 @@
 // TOOL_OUTCOME_UNKNOWN / TOOL_NOT_STARTED results. A session whose last
 // turn did not end interrupted is refused with [ErrNothingToContinue].
 //
+// # Sub-agents
+//
+// An agent whose config has as_tool ([AsTool]) is offered to the others
+// as a tool (a [Delegation]); an agent offers the tools its config's
+// tools select by name or path.Match pattern, and without that list every
+// tool but the sub-agents. A call of a sub-agent creates a child session
+// (live.Manager.CreateChild) whose header names the caller's session, the
+// seq of the call's tool/call and its id, and runs one turn of the
+// sub-agent there with the call's task (or, for custom parameters, the
+// arguments' JSON) as the user message, under the turn's context: the
+// calls of one step run concurrently, and cancelling the turn aborts its
+// children. The child's final assistant message is the call's tool/result,
+// naming the child and its last seq (session.ChildRef); a child turn that
+// does not complete is a [CodeSubagentFailed] error result.
+// [Config.CheckPeers] checks an agent against its whole composition at
+// load (cycles, tool patterns, provider entries); [AgentServices] holds
+// every agent by entry id, and [AgentService] the entry point.
+//
 // # Status
 //
 // An agent announces its status on agent/status ([StatusEvent]): idle →

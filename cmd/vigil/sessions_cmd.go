@@ -19,8 +19,8 @@ func newSessionsCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sessions",
 		Short: "List, show, fork, export, import, follow sessions and show their trees",
-		Long: `Inspect the sessions of the composition's store. list, show, export and tail
-only read the store: they apply only the store entries (store/…) of
+		Long: `Inspect the sessions of the composition's store. list, show, export, tail and
+tree only read the store: they apply only the store entries (store/…) of
 plugins.yaml, so a variable another entry needs (a provider's API key) need
 not be set for them, and they create nothing.`,
 		Example: `  vigil sessions list
