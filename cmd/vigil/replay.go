@@ -19,7 +19,7 @@ import (
 
 func newReplayCmd(e *env) *cobra.Command {
 	var cfg string
-	var asJSON bool
+	var asJSON, tree bool
 	cmd := &cobra.Command{
 		Use:   "replay ID|FILE",
 		Short: "Re-derive every request of a session and compare",
@@ -28,7 +28,9 @@ a log file) through provider/replay, with the invariants plugin strict and
 the recorded tool results, and report whether every request re-derives
 identically: the digest each replayed step sends must equal the one the
 original step recorded. Exit 1 when one differs. --json prints
-{session, steps, identical}.`,
+{session, steps, identical}. --tree ID replays the session and every
+sub-agent session under it (vigil sessions tree), one after another, each
+report under a "session ID" line (with --json, one object per session).`,
 		Example: `  vigil replay 01JD8XKQ4G0W6Q1Y3T5V7X9Z0A
   vigil replay session.jsonl --json`,
 		Args: func(_ *cobra.Command, args []string) error {
@@ -39,10 +41,14 @@ original step recorded. Exit 1 when one differs. --json prints
 		},
 		ValidArgsFunction: completeSessionIDs(e, true),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
+			if tree {
+				return cmdReplayTree(cmd.Context(), e, cfg, asJSON, args[0])
+			}
 			return cmdReplay(cmd.Context(), e, cfg, asJSON, args[0])
 		}),
 	}
 	configFlag(cmd, &cfg)
+	cmd.Flags().BoolVar(&tree, "tree", false, "replay the session and every sub-agent session under it")
 	jsonFlag(cmd, &asJSON, "the step-by-step comparison")
 	return cmd
 }

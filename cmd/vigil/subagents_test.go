@@ -90,7 +90,8 @@ func delegationServer(t *testing.T) *httptest.Server {
 
 // TestPlannerDelegatesToResearchersInParallel: the planner's two research
 // calls run as two concurrent child sessions of the planner's session;
-// the three logs pass verify --tree and replay; sessions tree shows them;
+// the three logs pass verify --tree and replay (one by one and as a
+// tree); sessions tree shows them;
 // an event deleted from a child log, or a child's answer changed, is
 // caught by verify --tree.
 func TestPlannerDelegatesToResearchersInParallel(t *testing.T) {
@@ -148,6 +149,13 @@ func TestPlannerDelegatesToResearchersInParallel(t *testing.T) {
 		_, rerr, err := vigilIn(t, dir, "", "replay", id)
 		assert.NoError(t, err, "replay %s: %s", id, rerr)
 	}
+
+	stdout, stderr, err = vigilIn(t, dir, "", "replay", "--tree", parent)
+	require.NoError(t, err, stderr)
+	for _, id := range append([]string{parent}, children...) {
+		assert.Contains(t, stdout, "session "+id+"\n")
+	}
+	assert.Equal(t, 3, strings.Count(stdout, "requests re-derived identically"), stdout)
 
 	path := filepath.Join(dir, "sessions", children[1]+".jsonl")
 	orig, err := os.ReadFile(path)

@@ -104,3 +104,30 @@ func verifyTree(ctx context.Context, e *env, cfg string, h **host, id string) ([
 	})
 	return ids, reports, walkErr
 }
+
+// cmdReplayTree replays every session of the tree of id, parents first,
+// each through cmdReplay (the replay of one log): a sub-agent's session is
+// a log like any other, so the tree's replay is a loop over it.
+func cmdReplayTree(ctx context.Context, e *env, cfg string, asJSON bool, id string) error {
+	mgr, done, err := sessionsManager(e, cfg, true)
+	if err != nil {
+		return err
+	}
+	tree, err := session.LoadTree(ctx, mgr.Store(), id)
+	done()
+	if err != nil {
+		return err
+	}
+	var ids []string
+	tree.Walk(func(n *session.Tree, _ int) { ids = append(ids, n.Info.ID) })
+	var first error
+	for _, sid := range ids {
+		if !asJSON {
+			fmt.Fprintf(e.stdout, "session %s\n", sid)
+		}
+		if err := cmdReplay(ctx, e, cfg, asJSON, sid); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
