@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,8 +19,11 @@ import (
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/config"
 	_ "github.com/vigil-run/vigil/invariants" // invariants, by name
+	"github.com/vigil-run/vigil/plugins/approvals"
 	"github.com/vigil-run/vigil/plugins/provider/openai"
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
+	jsonlstore "github.com/vigil-run/vigil/plugins/store/jsonl"
+	_ "github.com/vigil-run/vigil/plugins/tools/calc" // tools/calc, by name
 	fstools "github.com/vigil-run/vigil/plugins/tools/fs"
 	"github.com/vigil-run/vigil/session"
 )
@@ -301,5 +305,55 @@ func TestAnAgentUsesTheProviderEntryItNames(t *testing.T) {
 		res, err := rt.Turn(context.Background(), vigil.TurnOptions{Prompt: "hi", Agent: agent})
 		require.NoError(t, err)
 		assert.Equal(t, want, res.Content, agent)
+	}
+}
+
+// TestAChildWaitingForAnApprovalIsDecidedWithItsOwnAgent: a researcher's
+// calc call asks; the planner's call fails SUBAGENT_FAILED naming the
+// waiting child, whose log stays suspended (not repaired as a crash);
+// deciding the child resumes it with the researcher, not the planner.
+func TestAChildWaitingForAnApprovalIsDecidedWithItsOwnAgent(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "sessions")
+	rt := open(t, vigil.Compose(
+		vigil.Plugin("store/jsonl", &jsonlstore.Config{Dir: dir}),
+		vigil.Plugin("provider/scripted", scripted.Config{Script: []scripted.Reply{
+			{ToolCalls: []scripted.ToolCall{research("add")}},
+			{ToolCalls: []scripted.ToolCall{{Name: "calc", Arguments: map[string]any{"expression": "1+1"}}}},
+			{Text: "the researcher waits"},
+			{Text: "2"},
+		}}),
+		vigil.Plugin("tools/calc", nil),
+		vigil.Plugin("approvals", approvals.Config{Rules: []approvals.Rule{{Tool: "calc", Action: "ask", Reason: "arithmetic needs a yes"}}}),
+		config.Entry{ID: "researcher", Name: "agent", Config: agentloop.Config{System: "You research.", Delegation: agentloop.Delegation{Tools: agentloop.Refs("calc"), AsTool: &agentloop.AsTool{Name: "research"}}}},
+		config.Entry{ID: "planner", Name: "agent", Config: agentloop.Config{System: "You plan.", Delegation: agentloop.Delegation{Tools: agentloop.Refs("research")}}},
+		vigil.Plugin("invariants", nil),
+	))
+	res, err := rt.Turn(ctx, vigil.TurnOptions{Prompt: "plan"})
+	require.NoError(t, err)
+	assert.Equal(t, "the researcher waits", res.Content)
+	log, err := rt.Session(ctx, res.Session)
+	require.NoError(t, err)
+	rs := results(t, log)
+	require.Len(t, rs, 1)
+	require.NotNil(t, rs[0].Error)
+	assert.Equal(t, agentloop.CodeSubagentFailed, rs[0].Error.Code)
+	assert.Contains(t, rs[0].Error.Message, "waits for an approval")
+	child := rs[0].Child.ID
+
+	pending, err := rt.Pending(ctx, child)
+	require.NoError(t, err)
+	require.NotNil(t, pending, "the child is suspended, not crashed")
+	require.Len(t, pending.Calls, 1)
+	got, err := rt.Decide(ctx, vigil.DecideOptions{Session: child, Call: pending.Calls[0].Call.ID, Decision: vigil.Decision{Allow: true, By: "ana"}})
+	require.NoError(t, err)
+	assert.Equal(t, "2", got.Content)
+	clog, err := rt.Session(ctx, child)
+	require.NoError(t, err)
+	for _, r := range clog.Records {
+		if r.Type() == session.TypeRequestHeader {
+			assert.Contains(t, string(r.Data()), `"system":"You research."`)
+			assert.NotContains(t, string(r.Data()), "You plan.")
+		}
 	}
 }
