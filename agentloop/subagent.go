@@ -29,8 +29,9 @@ type Delegation struct {
 	// uses; empty: the one provider service.
 	Provider Ref `yaml:"provider" doc:"the id of the provider entry this agent uses (when several are mounted)"`
 	// Tools selects the tools the agent offers by name or path.Match
-	// pattern ("fs_*"). Absent: every tool but the other agents offered
-	// as tools, which an agent must name to delegate to them.
+	// pattern ("fs_*"). Absent (nil): every tool but the other agents
+	// offered as tools, which an agent must name to delegate to them;
+	// empty: none.
 	Tools []Ref `yaml:"tools" doc:"tool names or glob patterns this agent offers (default: every tool but sub-agents)"`
 	// AsTool offers the agent to other agents as a tool: calling it runs a
 	// turn of this agent in a child session.
