@@ -18,7 +18,7 @@ import (
 	"github.com/vigil-run/vigil"
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/config"
-	_ "github.com/vigil-run/vigil/invariants" // invariants, by name
+	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/plugins/approvals"
 	"github.com/vigil-run/vigil/plugins/provider/openai"
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
@@ -308,52 +308,107 @@ func TestAnAgentUsesTheProviderEntryItNames(t *testing.T) {
 	}
 }
 
-// TestAChildWaitingForAnApprovalIsDecidedWithItsOwnAgent: a researcher's
-// calc call asks; the planner's call fails SUBAGENT_FAILED naming the
-// waiting child, whose log stays suspended (not repaired as a crash);
-// deciding the child resumes it with the researcher, not the planner.
-func TestAChildWaitingForAnApprovalIsDecidedWithItsOwnAgent(t *testing.T) {
-	ctx := context.Background()
-	dir := filepath.Join(t.TempDir(), "sessions")
-	rt := open(t, vigil.Compose(
-		vigil.Plugin("store/jsonl", &jsonlstore.Config{Dir: dir}),
-		vigil.Plugin("provider/scripted", scripted.Config{Script: []scripted.Reply{
-			{ToolCalls: []scripted.ToolCall{research("add")}},
-			{ToolCalls: []scripted.ToolCall{{Name: "calc", Arguments: map[string]any{"expression": "1+1"}}}},
-			{Text: "the researcher waits"},
-			{Text: "2"},
-		}}),
-		vigil.Plugin("tools/calc", nil),
-		vigil.Plugin("approvals", approvals.Config{Rules: []approvals.Rule{{Tool: "calc", Action: "ask", Reason: "arithmetic needs a yes"}}}),
-		config.Entry{ID: "researcher", Name: "agent", Config: agentloop.Config{System: "You research.", Delegation: agentloop.Delegation{Tools: agentloop.Refs("calc"), AsTool: &agentloop.AsTool{Name: "research"}}}},
-		config.Entry{ID: "planner", Name: "agent", Config: agentloop.Config{System: "You plan.", Delegation: agentloop.Delegation{Tools: agentloop.Refs("research")}}},
-		vigil.Plugin("invariants", nil),
-	))
-	res, err := rt.Turn(ctx, vigil.TurnOptions{Prompt: "plan"})
-	require.NoError(t, err)
-	assert.Equal(t, "the researcher waits", res.Content)
-	log, err := rt.Session(ctx, res.Session)
-	require.NoError(t, err)
-	rs := results(t, log)
-	require.Len(t, rs, 1)
-	require.NotNil(t, rs[0].Error)
-	assert.Equal(t, agentloop.CodeSubagentFailed, rs[0].Error.Code)
-	assert.Contains(t, rs[0].Error.Message, "waits for an approval")
-	child := rs[0].Child.ID
+// TestAChildWaitingForAnApprovalSuspendsTheParent: a researcher's calc
+// call asks; the planner's research call waits too, with an
+// approval/request of its own that names the child, so both logs are
+// suspended, neither repaired as a crash. Deciding the planner's call
+// decides the child's and resumes the tree; deciding the child first
+// (with its own agent) leaves the planner's call to take its answer.
+func TestAChildWaitingForAnApprovalSuspendsTheParent(t *testing.T) {
+	for _, childFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("child decided first: %v", childFirst), func(t *testing.T) {
+			ctx := context.Background()
+			dir := filepath.Join(t.TempDir(), "sessions")
+			src := func(script ...scripted.Reply) vigil.Source {
+				return vigil.Compose(
+					vigil.Plugin("store/jsonl", &jsonlstore.Config{Dir: dir}),
+					vigil.Plugin("provider/scripted", scripted.Config{Script: script}),
+					vigil.Plugin("tools/calc", nil),
+					vigil.Plugin("approvals", approvals.Config{Rules: []approvals.Rule{{Tool: "calc", Action: "ask", Reason: "arithmetic needs a yes"}}}),
+					config.Entry{ID: "researcher", Name: "agent", Config: agentloop.Config{System: "You research.", Delegation: agentloop.Delegation{Tools: agentloop.Refs("calc"), AsTool: &agentloop.AsTool{Name: "research"}}}},
+					config.Entry{ID: "planner", Name: "agent", Config: agentloop.Config{System: "You plan.", Delegation: agentloop.Delegation{Tools: agentloop.Refs("research")}}},
+					vigil.Plugin("invariants", nil),
+				)
+			}
+			a := open(t, src(
+				scripted.Reply{ToolCalls: []scripted.ToolCall{research("add")}},
+				scripted.Reply{ToolCalls: []scripted.ToolCall{{Name: "calc", Arguments: map[string]any{"expression": "1+1"}}}},
+			))
+			res, err := a.Turn(ctx, vigil.TurnOptions{Prompt: "plan"})
+			require.ErrorIs(t, err, vigil.ErrSuspended)
+			require.Len(t, res.Pending, 1)
+			parent, call := res.Session, res.Pending[0]
+			assert.Equal(t, "research", call.Call.Name)
+			assert.Equal(t, "sub-agent research", call.Request.By)
+			assert.Contains(t, call.Request.Reason, "arithmetic needs a yes")
+			require.NoError(t, a.Close())
 
-	pending, err := rt.Pending(ctx, child)
-	require.NoError(t, err)
-	require.NotNil(t, pending, "the child is suspended, not crashed")
-	require.Len(t, pending.Calls, 1)
-	got, err := rt.Decide(ctx, vigil.DecideOptions{Session: child, Call: pending.Calls[0].Call.ID, Decision: vigil.Decision{Allow: true, By: "ana"}})
-	require.NoError(t, err)
-	assert.Equal(t, "2", got.Content)
-	clog, err := rt.Session(ctx, child)
-	require.NoError(t, err)
-	for _, r := range clog.Records {
-		if r.Type() == session.TypeRequestHeader {
-			assert.Contains(t, string(r.Data()), `"system":"You research."`)
-			assert.NotContains(t, string(r.Data()), "You plan.")
-		}
+			// Another runtime (another process) finds both suspended.
+			b := open(t, src(scripted.Reply{Text: "2"}, scripted.Reply{Text: "the answer is 2"}))
+			var child string
+			for _, in := range mustSessions(t, b) {
+				if in.Parent != nil && in.Parent.ID == parent && in.Parent.Call == call.Call.ID {
+					child = in.ID
+				}
+			}
+			require.NotEmpty(t, child)
+			assert.Equal(t, &session.Parent{ID: parent, Seq: call.CallSeq, Call: call.Call.ID}, mustLog(t, b, child).Info.Parent)
+			cp, err := b.Pending(ctx, child)
+			require.NoError(t, err)
+			require.NotNil(t, cp, "the child is suspended, not crashed")
+			pp, err := b.Pending(ctx, parent)
+			require.NoError(t, err)
+			require.NotNil(t, pp, "the parent is suspended, not crashed")
+			assert.Contains(t, call.Request.Reason, child)
+			for _, id := range []string{parent, child} {
+				rep, err := invariants.VerifyFile(filepath.Join(dir, id+".jsonl"))
+				require.NoError(t, err)
+				assert.Empty(t, rep.Violations, "suspended %s verifies", id)
+			}
+
+			if childFirst {
+				got, err := b.Decide(ctx, vigil.DecideOptions{Session: child, Call: cp.Calls[0].Call.ID, Decision: vigil.Decision{Allow: true, By: "ana"}})
+				require.NoError(t, err)
+				assert.Equal(t, "2", got.Content)
+			}
+			got, err := b.Decide(ctx, vigil.DecideOptions{Session: parent, Call: call.Call.ID, Decision: vigil.Decision{Allow: true, By: "ana"}})
+			require.NoError(t, err)
+			assert.Equal(t, "the answer is 2", got.Content)
+
+			plog, clog := mustLog(t, b, parent), mustLog(t, b, child)
+			rs := results(t, plog)
+			require.Len(t, rs, 1)
+			assert.Nil(t, rs[0].Error)
+			assert.Equal(t, "2", rs[0].Content)
+			assert.Equal(t, &session.ChildRef{ID: child, Seq: int64(len(clog.Records) - 1)}, rs[0].Child)
+			assert.Empty(t, session.CheckDelegations(plog, map[string]*session.Log{child: clog}))
+			for _, id := range []string{parent, child} {
+				rep, err := invariants.VerifyFile(filepath.Join(dir, id+".jsonl"))
+				require.NoError(t, err)
+				assert.Empty(t, rep.Violations, "resumed %s verifies", id)
+			}
+			for _, r := range clog.Records {
+				if r.Type() == session.TypeRequestHeader {
+					assert.Contains(t, string(r.Data()), `"system":"You research."`)
+				}
+				if r.Type() == session.TypeApprovalDecision {
+					assert.Contains(t, string(r.Data()), `"by":"ana"`)
+				}
+			}
+		})
 	}
+}
+
+func mustSessions(t *testing.T, rt *vigil.Runtime) []session.Info {
+	t.Helper()
+	infos, err := rt.Sessions(context.Background())
+	require.NoError(t, err)
+	return infos
+}
+
+func mustLog(t *testing.T, rt *vigil.Runtime, id string) *session.Log {
+	t.Helper()
+	log, err := rt.Session(context.Background(), id)
+	require.NoError(t, err)
+	return log
 }

@@ -17,8 +17,8 @@ import (
 
 // CodeSubagentFailed is the error code of a delegation's tool/result when
 // the sub-agent's turn did not complete (it failed, was aborted, hit its
-// step limit, or waits for an approval); the model sees it like any tool
-// error.
+// step limit, or asked again after its call was decided); the model sees
+// it like any tool error.
 const CodeSubagentFailed = "SUBAGENT_FAILED"
 
 // Delegation is the part of an agent's [Config] that composes several
@@ -322,12 +322,23 @@ func (d *delegate) Execute(context.Context, json.RawMessage) (string, error) {
 }
 
 func (d *delegate) invoke(ctx context.Context, inv *ToolInvocation) ToolOutput {
-	fail := func(child *live.Session, format string, args ...any) ToolOutput {
-		out := ToolOutput{Error: &session.ToolResultError{Code: CodeSubagentFailed, Message: fmt.Sprintf(format, args...)}}
-		if child != nil {
-			out.Child = &session.ChildRef{ID: child.ID(), Seq: int64(child.Len() - 1)}
+	mgr, err := live.Sessions.Get(d.a.c)
+	if err != nil {
+		return subagentFailed(nil, "no session manager: %v", err)
+	}
+	if inv.decided != nil {
+		// A resumed call: its child waits for this decision, unless the
+		// call was decided before it ever ran (a session-scoped allow).
+		child, err := findChild(ctx, mgr, inv)
+		if err != nil {
+			return subagentFailed(nil, "finding the sub-agent's session: %v", err)
 		}
-		return out
+		if child != nil {
+			return d.resumeChild(ctx, child, inv.decided)
+		}
+		if !inv.decided.Allow {
+			return ToolOutput{}
+		}
 	}
 	prompt := inv.Call.Arguments
 	if !d.custom {
@@ -339,29 +350,141 @@ func (d *delegate) invoke(ctx context.Context, inv *ToolInvocation) ToolOutput {
 		}
 		prompt = *args.Task
 	}
-	mgr, err := live.Sessions.Get(d.a.c)
-	if err != nil {
-		return fail(nil, "no session manager: %v", err)
-	}
 	child, err := mgr.CreateChild(ctx, session.Parent{ID: inv.Session, Seq: inv.CallSeq, Call: inv.Call.ID})
 	if err != nil {
-		return fail(nil, "creating the child session: %v", err)
+		return subagentFailed(nil, "creating the child session: %v", err)
 	}
 	res, runErr := d.a.Run(ctx, child, prompt)
+	return d.outcome(ctx, child, res, runErr, true)
+}
+
+// resumeChild decides every call child waits for as d says and resumes
+// its turn.
+func (d *delegate) resumeChild(ctx context.Context, child *live.Session, dec *session.ApprovalDecision) ToolOutput {
+	s := session.Suspended(child.Records())
+	if s == nil {
+		// Decided and resumed on its own already: its last turn answers.
+		return d.outcome(ctx, child, endedTurn(child), nil, false)
+	}
+	{
+		for _, p := range s.Undecided() {
+			if _, err := Decide(ctx, child, p.Call.ID, Decision{Allow: dec.Allow, By: dec.By, Reason: dec.Reason}); err != nil {
+				_ = child.Close(context.WithoutCancel(ctx))
+				return subagentFailed(child, "deciding the sub-agent's call %s: %v", p.Call.ID, err)
+			}
+		}
+	}
+	res, err := d.a.Resume(ctx, child)
+	return d.outcome(ctx, child, res, err, false)
+}
+
+// outcome is the call's output for the child's turn that returned res and
+// runErr, once the child's session is released. A child that waits for an
+// approval makes the call wait (when wait; a call already decided fails
+// instead: one decision answers one request).
+func (d *delegate) outcome(ctx context.Context, child *live.Session, res *TurnResult, runErr error, wait bool) ToolOutput {
 	// The child's log is complete (or suspended, flushed): release it so
 	// that a later reader or writer may open it.
 	closeErr := child.Close(context.WithoutCancel(ctx))
 	switch {
-	case runErr != nil && errors.Is(runErr, ErrSuspended):
-		return fail(child, "the sub-agent's session %s waits for an approval: %v", child.ID(), runErr)
+	case runErr != nil && errors.Is(runErr, ErrSuspended) && res != nil && wait:
+		out := ToolOutput{waiting: &childWait{id: child.ID(), calls: res.Pending}}
+		out.Child = &session.ChildRef{ID: child.ID(), Seq: int64(child.Len() - 1)}
+		return out
 	case runErr != nil:
-		return fail(child, "the sub-agent's turn failed: %v", runErr)
+		return subagentFailed(child, "the sub-agent's turn failed: %v", runErr)
 	case res.Reason != session.ReasonCompleted:
-		return fail(child, "the sub-agent's turn ended with reason %s", res.Reason)
+		return subagentFailed(child, "the sub-agent's turn ended with reason %s", res.Reason)
 	case closeErr != nil:
-		return fail(child, "closing the sub-agent's session: %v", closeErr)
+		return subagentFailed(child, "closing the sub-agent's session: %v", closeErr)
 	}
 	return ToolOutput{Content: res.Content, Child: &session.ChildRef{ID: child.ID(), Seq: int64(child.Len() - 1)}}
+}
+
+func subagentFailed(child *live.Session, format string, args ...any) ToolOutput {
+	out := ToolOutput{Error: &session.ToolResultError{Code: CodeSubagentFailed, Message: fmt.Sprintf(format, args...)}}
+	if child != nil {
+		out.Child = &session.ChildRef{ID: child.ID(), Seq: int64(child.Len() - 1)}
+	}
+	return out
+}
+
+// findChild opens the child session that answers inv's call, nil when
+// there is none. The store's headers are the only link a new process has.
+func findChild(ctx context.Context, mgr *live.Manager, inv *ToolInvocation) (*live.Session, error) {
+	infos, err := mgr.Store().List(ctx)
+	var le *session.ListError
+	if err != nil && !errors.As(err, &le) {
+		return nil, err
+	}
+	want := session.Parent{ID: inv.Session, Seq: inv.CallSeq, Call: inv.Call.ID}
+	for _, in := range infos {
+		if in.Parent != nil && *in.Parent == want {
+			return mgr.Open(ctx, in.ID)
+		}
+	}
+	return nil, nil
+}
+
+// endedTurn is the result of sess's last turn as its log tells it.
+func endedTurn(sess *live.Session) *TurnResult {
+	res := &TurnResult{Session: sess.ID(), Reason: ReasonSuspended}
+	done := false
+	for r := range sess.Backward() {
+		switch r.Type() {
+		case session.TypeTurnEnd:
+			if e, err := session.DecodeData[session.TurnEnd](r); err == nil && !done {
+				res.Reason, res.Turn, done = e.Reason, r.Turn(), true
+			}
+		case session.TypeAssistantMessage:
+			if m, err := session.DecodeData[session.AssistantMessage](r); err == nil && done {
+				res.Content = m.Content
+				return res
+			}
+		case session.TypeTurnStart:
+			if done {
+				return res
+			}
+		}
+	}
+	return res
+}
+
+// childWait is a sub-agent's session waiting for decisions.
+type childWait struct {
+	id    string
+	calls []session.PendingCall
+}
+
+// deferredStart reports whether t's tool/start is logged once it returned
+// rather than before it runs: a sub-agent's, whose run may wait for an
+// approval, which only a call not started may.
+func deferredStart(t Tool) bool {
+	_, ok := t.(*delegate)
+	return ok
+}
+
+// await logs the approval/request of call c (logged at callSeq), whose
+// sub-agent waits as w says, and returns it as a pending call.
+func (t *turn) await(n int, c session.ToolCall, callSeq int64, w *childWait) (session.PendingCall, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "its session %s waits for a decision on", w.id)
+	for i, p := range w.calls {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, " %s (%s %s", p.Call.ID, p.Call.Name, p.Call.Arguments)
+		if p.Request.Reason != "" {
+			fmt.Fprintf(&b, ": %s", p.Request.Reason)
+		}
+		b.WriteByte(')')
+	}
+	req := session.ApprovalRequest{ID: c.ID, By: "sub-agent " + c.Name, Reason: b.String()}
+	rq, err := t.append(session.Event{Type: session.TypeApprovalRequest, Step: n, Data: req})
+	if err != nil {
+		return session.PendingCall{}, err
+	}
+	return session.PendingCall{Call: c, CallSeq: callSeq, Request: req, RequestSeq: rq.Seq()}, nil
 }
 
 var (

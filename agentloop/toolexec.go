@@ -37,6 +37,8 @@ type ToolInvocation struct {
 	Call       session.ToolCall
 	// CallSeq is the seq of the call's tool/call record.
 	CallSeq int64
+	// decided is the decision a resumed call runs under (subagent.go).
+	decided *session.ApprovalDecision
 	// Tool is the tool the call names, nil when no such tool is offered.
 	Tool Tool
 }
@@ -53,6 +55,8 @@ type ToolOutput struct {
 	// Child names the sub-agent's session of a delegation (logged as the
 	// tool/result's child).
 	Child *session.ChildRef
+	// waiting: the sub-agent's turn waits for an approval (subagent.go).
+	waiting *childWait
 }
 
 // ToolExecute is the tool/execute waterfall. Its innermost fallback runs
