@@ -188,3 +188,99 @@ func TestPlannerDelegatesToResearchersInParallel(t *testing.T) {
 	assert.Contains(t, stderr, children[1]+": ok (")
 	restore()
 }
+
+// approvingServer scripts a planner that delegates one research task and
+// a researcher that reads notes.txt (which the policy asks about) before
+// it answers with what it read.
+func approvingServer(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct {
+				Role    string `json:"role"`
+				Content any    `json:"content"`
+			} `json:"messages"`
+		}
+		body, err := io.ReadAll(r.Body)
+		if err == nil {
+			err = json.Unmarshal(body, &req)
+		}
+		if err != nil || len(req.Messages) < 2 {
+			t.Errorf("approvingServer: %s: %v", body, err)
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		last := req.Messages[len(req.Messages)-1]
+		call := func(id, name, args string) []string {
+			q, _ := json.Marshal(args)
+			return []string{
+				`{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"` + id + `","type":"function","function":{"name":"` + name + `","arguments":` + string(q) + `}}]},"finish_reason":null}`,
+				`{"index":0,"delta":{},"finish_reason":"tool_calls"}`,
+			}
+		}
+		text := func(s string) []string {
+			q, _ := json.Marshal(s)
+			return []string{`{"index":0,"delta":{"role":"assistant","content":` + string(q) + `},"finish_reason":"stop"}`}
+		}
+		researcher := strings.Contains(fmt.Sprint(req.Messages[0].Content), "You research.")
+		switch {
+		case researcher && last.Role == "tool":
+			streamChoices(w, text("Notes: "+fmt.Sprint(last.Content)))
+		case researcher:
+			streamChoices(w, call("call_r", "read_file", `{"path":"notes.txt"}`))
+		case last.Role == "tool":
+			streamChoices(w, text("Plan: "+fmt.Sprint(last.Content)))
+		default:
+			streamChoices(w, call("call_p", "research", `{"task":"what do the notes say?"}`))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestApprovingADelegationAcrossProcesses: the researcher's read_file
+// asks; vigil run exits 3 naming the planner's research call; vigil
+// approve, a new process, decides it, which decides the child's call and
+// resumes both; the tree verifies and replays.
+func TestApprovingADelegationAcrossProcesses(t *testing.T) {
+	srv := approvingServer(t)
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "project"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "project", "notes.txt"), []byte("launch on friday"), 0o644))
+	cfg := fmt.Sprintf(`plugins:
+  - name: store/jsonl
+    config: { dir: sessions }
+  - name: provider/openai
+    config: { base_url: "%s/v1", api_key: test-key, model: m }
+  - name: tools/fs
+    config: { root: project }
+  - name: approvals
+    config:
+      rules:
+        - { tool: read_file, action: ask, reason: "files need a yes" }
+  - id: researcher
+    name: agent
+    config: { system: "You research.", model: m, tools: [read_file], as_tool: { name: research, description: "Research a question." } }
+  - id: planner
+    name: agent
+    config: { system: "You plan.", model: m, tools: [research] }
+  - name: invariants
+    config: { mode: strict }
+`, srv.URL)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "plugins.yaml"), []byte(cfg), 0o644))
+
+	_, stderr, err := vigilIn(t, dir, "", "run", "plan")
+	require.Equal(t, exitSuspended, exitStatus(err), stderr)
+	assert.Contains(t, stderr, `call_p  research {"task":"what do the notes say?"}  (sub-agent research: its session `)
+	assert.Contains(t, stderr, `waits for a decision on call_r (read_file`)
+	parent := regexp.MustCompile(`session ([0-9A-Z]{26})`).FindStringSubmatch(stderr)[1]
+
+	stdout, stderr, err := vigilIn(t, dir, "", "approve", parent, "--by", "ana")
+	require.NoError(t, err, stderr)
+	assert.Equal(t, "Plan: Notes: launch on friday\n", stdout)
+
+	_, stderr, err = vigilIn(t, dir, "", "verify", "--tree", parent)
+	require.NoError(t, err, stderr)
+	assert.Equal(t, 2, strings.Count(stderr, ": ok ("), stderr)
+	stdout, stderr, err = vigilIn(t, dir, "", "replay", "--tree", parent)
+	require.NoError(t, err, stdout+stderr)
+}
