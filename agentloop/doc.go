@@ -136,7 +136,11 @@
 // calls of one step run concurrently, and cancelling the turn aborts its
 // children. The child's final assistant message is the call's tool/result,
 // naming the child and its last seq (session.ChildRef); a child turn that
-// does not complete is a [CodeSubagentFailed] error result.
+// does not complete is a [CodeSubagentFailed] error result. A child that
+// suspends on approvals suspends the call: its tool/start waits for the
+// child's return, and it is logged with an approval/request of its own;
+// [Agent.Resume] of the parent takes the call's decision to the child's
+// pending calls and resumes the child.
 // [Config.CheckPeers] checks an agent against its whole composition at
 // load (cycles, tool patterns, provider entries); [AgentServices] holds
 // every agent by entry id, and [AgentService] the entry point.
