@@ -315,8 +315,9 @@ func TestAnAgentUsesTheProviderEntryItNames(t *testing.T) {
 // decides the child's and resumes the tree; deciding the child first
 // (with its own agent) leaves the planner's call to take its answer.
 func TestAChildWaitingForAnApprovalSuspendsTheParent(t *testing.T) {
-	for _, childFirst := range []bool{false, true} {
-		t.Run(fmt.Sprintf("child decided first: %v", childFirst), func(t *testing.T) {
+	for _, tc := range []struct{ childFirst, deny bool }{{false, false}, {true, false}, {false, true}} {
+		childFirst := tc.childFirst
+		t.Run(fmt.Sprintf("child decided first: %v, denied: %v", tc.childFirst, tc.deny), func(t *testing.T) {
 			ctx := context.Background()
 			dir := filepath.Join(t.TempDir(), "sessions")
 			src := func(script ...scripted.Reply) vigil.Source {
@@ -371,15 +372,24 @@ func TestAChildWaitingForAnApprovalSuspendsTheParent(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, "2", got.Content)
 			}
-			got, err := b.Decide(ctx, vigil.DecideOptions{Session: parent, Call: call.Call.ID, Decision: vigil.Decision{Allow: true, By: "ana"}})
+			got, err := b.Decide(ctx, vigil.DecideOptions{Session: parent, Call: call.Call.ID, Decision: vigil.Decision{Allow: !tc.deny, By: "ana"}})
 			require.NoError(t, err)
 			assert.Equal(t, "the answer is 2", got.Content)
 
 			plog, clog := mustLog(t, b, parent), mustLog(t, b, child)
 			rs := results(t, plog)
 			require.Len(t, rs, 1)
-			assert.Nil(t, rs[0].Error)
-			assert.Equal(t, "2", rs[0].Content)
+			if tc.deny {
+				require.NotNil(t, rs[0].Error)
+				assert.Equal(t, session.CodeApprovalDenied, rs[0].Error.Code)
+				crs := results(t, clog)
+				require.Len(t, crs, 1)
+				require.NotNil(t, crs[0].Error, "the child's call was denied too")
+				assert.Equal(t, session.CodeApprovalDenied, crs[0].Error.Code)
+			} else {
+				assert.Nil(t, rs[0].Error)
+				assert.Equal(t, "2", rs[0].Content)
+			}
 			assert.Equal(t, &session.ChildRef{ID: child, Seq: int64(len(clog.Records) - 1)}, rs[0].Child)
 			assert.Empty(t, session.CheckDelegations(plog, map[string]*session.Log{child: clog}))
 			for _, id := range []string{parent, child} {
