@@ -188,7 +188,11 @@ func (c *Config) CheckPeers(ids, names []string, configs []any) error {
 			break
 		}
 		if !slices.ContainsFunc(sortedKeys(known), func(n string) bool { ok, _ := path.Match(r.Name, n); return ok }) {
-			return &PositionError{Line: r.Line, Col: r.Col, Err: fmt.Errorf("tool %q %w (tools: %s)", r.Name, ErrUnknownRef, strings.Join(sortedKeys(known), ", "))}
+			have := "no entry declares a tool"
+			if len(known) > 0 {
+				have = "tools: " + strings.Join(sortedKeys(known), ", ")
+			}
+			return &PositionError{Line: r.Line, Col: r.Col, Err: fmt.Errorf("tool %q %w (%s)", r.Name, ErrUnknownRef, have)}
 		}
 	}
 	// Delegation edges: an agent offers another's as_tool.
