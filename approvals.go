@@ -60,19 +60,18 @@ func (r *Runtime) Decide(ctx context.Context, o DecideOptions) (*Result, error) 
 	if o.Session == "" {
 		return nil, fmt.Errorf("vigil: decide: %w: no session id", ErrNotFound)
 	}
-	agent, err := r.Agent()
-	if err != nil {
-		return nil, err
-	}
 	var res *Result
-	err = r.underLease(ctx, o.Session, o.Wait, func(sess *live.Session) error {
+	err := r.underLease(ctx, o.Session, o.Wait, func(sess *live.Session) error {
+		agent, err := r.agentOf(ctx, sess)
+		if err != nil {
+			return err
+		}
 		if _, err := agentloop.Decide(ctx, sess, o.Call, o.Decision); err != nil {
 			return err
 		}
 		if s := session.Suspended(sess.Records()); s == nil || !s.Ready() {
 			return nil
 		}
-		var err error
 		res, err = agent.Resume(ctx, sess, chunkOption(o.OnChunk)...)
 		return err
 	})
@@ -85,16 +84,15 @@ func (r *Runtime) Decide(ctx context.Context, o DecideOptions) (*Result, error) 
 // after [Runtime.Decide]. A session not suspended is session.ErrNotSuspended,
 // one with calls still undecided agentloop.ErrNotReady.
 func (r *Runtime) Resume(ctx context.Context, id string, onChunk func(agentloop.Chunk)) (*Result, error) {
-	agent, err := r.Agent()
-	if err != nil {
-		return nil, err
-	}
 	if id == "" {
 		return nil, fmt.Errorf("vigil: resume: %w: no session id", ErrNotFound)
 	}
 	var res *Result
-	err = r.underLease(ctx, id, false, func(sess *live.Session) error {
-		var err error
+	err := r.underLease(ctx, id, false, func(sess *live.Session) error {
+		agent, err := r.agentOf(ctx, sess)
+		if err != nil {
+			return err
+		}
 		res, err = agent.Resume(ctx, sess, chunkOption(onChunk)...)
 		return err
 	})

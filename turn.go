@@ -31,6 +31,10 @@ type TurnOptions struct {
 	// OnStart, when set, is called with the session's id once the
 	// session is open for the turn, before the model is called.
 	OnStart func(session string)
+	// Agent is the entry id of the agent that runs the turn, when the
+	// composition has several (see [Runtime.AgentNamed]); "" is the
+	// composition's entry point.
+	Agent string
 	// OnChunk, when set, is called with every content chunk of the turn,
 	// in order, after it was logged; on the turn's goroutine, so it
 	// should return quickly.
@@ -59,7 +63,7 @@ func (r *Runtime) Turn(ctx context.Context, t TurnOptions) (*Result, error) {
 			return nil, fmt.Errorf("vigil: a continuation needs a session: %w", ErrNothingToContinue)
 		}
 	}
-	agent, err := r.Agent()
+	agent, err := r.AgentNamed(t.Agent)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
@@ -36,6 +38,12 @@ func Compose(entries ...config.Entry) Source {
 		es, err := checkEntries(entries, map[string]bool{})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", composedName, err)
+		}
+		if err := config.CheckPeers(es); err != nil {
+			if ce, ok := errors.AsType[*config.Error](err); ok {
+				ce.File = composedName
+			}
+			return nil, err
 		}
 		return &config.File{Path: composedName, Entries: es}, nil
 	}
@@ -70,9 +78,25 @@ func checkEntries(entries []config.Entry, ids map[string]bool) ([]config.Entry, 
 		if _, ok := bus.LookupModule(e.Name); !ok {
 			return nil, fmt.Errorf("%w %q (is its package imported?)", config.ErrUnknownPlugin, e.Name)
 		}
+		// A config that names its entry (an agent others delegate to)
+		// learns its id, as the loader tells it; one given by value is
+		// copied so that it can.
+		if e.Config != nil {
+			if rv := reflect.ValueOf(e.Config); rv.Kind() != reflect.Pointer {
+				if p := reflect.New(rv.Type()); p.Type().Implements(entryIDSetter) {
+					p.Elem().Set(rv)
+					e.Config = p.Interface()
+				}
+			}
+		}
+		if v, ok := e.Config.(interface{ SetEntryID(string) }); ok {
+			v.SetEntryID(e.ID)
+		}
 	}
 	return out, nil
 }
+
+var entryIDSetter = reflect.TypeFor[interface{ SetEntryID(string) }]()
 
 // Plugin is one entry of a [Compose]: the registered plugin name and its
 // config (the plugin's config struct, or a pointer to it; nil for the
@@ -164,6 +188,37 @@ func (r *Runtime) Manager() (*live.Manager, error) { return service(r, live.Sess
 // Agent is the composition's agent, an error matching [ErrNoService] when
 // no plugin provides one. A reload may replace it: ask again per turn.
 func (r *Runtime) Agent() (*agentloop.Agent, error) { return service(r, agentloop.AgentService) }
+
+// ErrNoAgent is matched by the error of [Runtime.AgentNamed] for an id
+// that names no agent of the composition, and for "" when the
+// composition has several entry points and none is named.
+var ErrNoAgent = errors.New("vigil: no such agent")
+
+// AgentNamed is the agent of the composition's entry with that id; ""
+// is [Runtime.Agent], the entry point (the only agent no other is offered
+// to as a tool). The error names the agents there are.
+func (r *Runtime) AgentNamed(id string) (*agentloop.Agent, error) {
+	named, err := agentloop.AgentServices.Lookup(r.root.Context())
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, n := range named {
+		name := strings.TrimPrefix(n.Name, "agents/")
+		if name == id {
+			return n.Value, nil
+		}
+		ids = append(ids, name)
+	}
+	if id == "" {
+		a, err := r.Agent()
+		if err == nil || len(ids) < 2 {
+			return a, err
+		}
+		return nil, fmt.Errorf("%w: the composition has several agents (%s); name one", ErrNoAgent, strings.Join(ids, ", "))
+	}
+	return nil, fmt.Errorf("%w %q (agents: %s)", ErrNoAgent, id, strings.Join(ids, ", "))
+}
 
 func service[T any](r *Runtime, s bus.Service[T]) (T, error) {
 	v, err := s.Get(r.root.Context())

@@ -63,6 +63,8 @@ type Config struct {
 	// with an [*OutputError]. The schema must compile (draft 2020-12
 	// unless it names its $schema) and refer to nothing outside itself.
 	OutputSchema map[string]any `yaml:"output_schema"`
+	// Delegation composes several agents (subagent.go).
+	Delegation `yaml:",inline"`
 }
 
 // Validate checks the config.
@@ -84,6 +86,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("temperature %v is outside [0, 2]", *t))
 	}
 	if _, err := compileOutputSchema(c.OutputSchema); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Delegation.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -212,6 +217,16 @@ func New(c *bus.Context, cfg Config, opts ...Option) *Agent {
 	WithName("agent")(a)
 	for _, o := range opts {
 		o(a)
+	}
+	if !a.fixedTools {
+		all := a.tools
+		a.tools = func() ([]Tool, error) {
+			ts, err := all()
+			if err != nil {
+				return nil, err
+			}
+			return a.cfg.selectTools(ts), nil
+		}
 	}
 	if a.cfg.MaxSteps == 0 {
 		a.cfg.MaxSteps = DefaultMaxSteps

@@ -146,7 +146,12 @@ func (t *turn) runGated(ctx context.Context, n int, calls []session.ToolCall, to
 		gated = gated || (verdicts[i].Action != "" && verdicts[i].Action != session.ActionAllow)
 	}
 	if !gated {
-		return false, t.runTools(ctx, n, calls, tools)
+		pending, err := t.runTools(ctx, n, calls, tools)
+		if err != nil || len(pending) == 0 {
+			return false, err
+		}
+		t.res.Pending = append(t.res.Pending, pending...)
+		return true, nil
 	}
 	// "Always for this session": an asked call that an earlier
 	// session-scoped allow covers (session.Cover says which) is decided by
@@ -173,9 +178,12 @@ func (t *turn) runGated(ctx context.Context, n int, calls []session.ToolCall, to
 			for j < len(calls) && (verdicts[j].Action == "" || verdicts[j].Action == session.ActionAllow) {
 				j++
 			}
-			if err := t.runTools(ctx, n, calls[i:j], tools); err != nil {
+			waiting, err := t.runTools(ctx, n, calls[i:j], tools)
+			if err != nil {
 				return false, err
 			}
+			asked = append(asked, waiting...)
+			suspends = suspends || len(waiting) > 0
 			i = j
 			continue
 		}
@@ -403,9 +411,12 @@ func (t *turn) resume(ctx context.Context) (*TurnResult, error) {
 	return t.steps(ctx, s.Step+1)
 }
 
-// runDecided runs or answers one decided call of a resumed step.
+// runDecided runs or answers one decided call of a resumed step. A
+// sub-agent's call takes the decision to its waiting child (subagent.go).
 func (t *turn) runDecided(ctx context.Context, n int, p session.PendingCall, byName map[string]Tool) error {
 	d := p.Decision
+	tl := byName[p.Call.Name]
+	deferred := deferredStart(tl)
 	if !d.Allow {
 		msg := "a person denied this call"
 		if d.By != "" {
@@ -414,7 +425,16 @@ func (t *turn) runDecided(ctx context.Context, n int, p session.PendingCall, byN
 		if d.Reason != "" {
 			msg += ": " + d.Reason
 		}
-		return t.answer(n, p, &session.ToolResultError{Code: session.CodeApprovalDenied, Message: msg})
+		e := &session.ToolResultError{Code: session.CodeApprovalDenied, Message: msg}
+		if !deferred {
+			return t.answer(n, p, e)
+		}
+		// The child is told too, and ends its turn as its model sees fit.
+		inv := &ToolInvocation{Session: t.sess.ID(), Turn: t.n, Step: n, Call: p.Call, CallSeq: p.CallSeq, Tool: tl, decided: d}
+		out := t.a.runBatch(ctx, []*ToolInvocation{inv})[0]
+		res := session.ToolResult{ID: p.Call.ID, Name: p.Call.Name, Error: e, Child: out.Child}
+		_, err := t.append(session.Event{Type: session.TypeToolResult, Step: n, Sources: []int64{p.CallSeq}, Data: res})
+		return err
 	}
 	if ctx.Err() != nil {
 		return t.answer(n, p, &session.ToolResultError{Code: session.CodeToolNotStarted, Message: "the turn was aborted before the tool ran"})
@@ -423,12 +443,19 @@ func (t *turn) runDecided(ctx context.Context, n int, p session.PendingCall, byN
 	if bad != nil {
 		return t.answer(n, p, bad)
 	}
-	if _, err := t.append(session.Event{Type: session.TypeToolStart, Step: n, Data: session.ToolStart{ID: p.Call.ID}}); err != nil {
-		return err
+	if !deferred {
+		if _, err := t.append(session.Event{Type: session.TypeToolStart, Step: n, Data: session.ToolStart{ID: p.Call.ID}}); err != nil {
+			return err
+		}
 	}
-	inv := &ToolInvocation{Session: t.sess.ID(), Turn: t.n, Step: n, Call: session.ToolCall{ID: p.Call.ID, Name: p.Call.Name, Arguments: args}, Tool: byName[p.Call.Name]}
+	inv := &ToolInvocation{Session: t.sess.ID(), Turn: t.n, Step: n, Call: session.ToolCall{ID: p.Call.ID, Name: p.Call.Name, Arguments: args}, CallSeq: p.CallSeq, Tool: tl, decided: d}
 	out := t.a.runBatch(ctx, []*ToolInvocation{inv})[0]
-	res := session.ToolResult{ID: p.Call.ID, Name: p.Call.Name, Content: out.Content, Error: out.Error}
+	if deferred {
+		if _, err := t.append(session.Event{Type: session.TypeToolStart, Step: n, Data: session.ToolStart{ID: p.Call.ID}}); err != nil {
+			return err
+		}
+	}
+	res := session.ToolResult{ID: p.Call.ID, Name: p.Call.Name, Content: out.Content, Error: out.Error, Child: out.Child}
 	_, err := t.append(session.Event{Type: session.TypeToolResult, Step: n, Sources: []int64{p.CallSeq}, Data: res})
 	return err
 }

@@ -138,6 +138,28 @@
 // retry is counted from the log, so a turn resumed after an approval
 // keeps the bound.
 //
+// # Sub-agents
+//
+// An agent whose config has as_tool ([AsTool]) is offered to the others
+// as a tool (a [Delegation]); an agent offers the tools its config's
+// tools select by name or path.Match pattern, and without that list every
+// tool but the sub-agents. A call of a sub-agent creates a child session
+// (live.Manager.CreateChild) whose header names the caller's session, the
+// seq of the call's tool/call and its id, and runs one turn of the
+// sub-agent there with the call's task (or, for custom parameters, the
+// arguments' JSON) as the user message, under the turn's context: the
+// calls of one step run concurrently, and cancelling the turn aborts its
+// children. The child's final assistant message is the call's tool/result,
+// naming the child and its last seq (session.ChildRef); a child turn that
+// does not complete is a [CodeSubagentFailed] error result. A child that
+// suspends on approvals suspends the call: its tool/start waits for the
+// child's return, and it is logged with an approval/request of its own;
+// [Agent.Resume] of the parent takes the call's decision to the child's
+// pending calls and resumes the child.
+// [Config.CheckPeers] checks an agent against its whole composition at
+// load (cycles, tool patterns, provider entries); [AgentServices] holds
+// every agent by entry id, and [AgentService] the entry point.
+//
 // # Status
 //
 // An agent announces its status on agent/status ([StatusEvent]): idle →

@@ -17,7 +17,15 @@ const PluginName = "agent"
 // A Go program or test may apply it with bus.Context.Plugin.
 var Plugin = bus.RegisterFunc(PluginName, "the agent loop: turns and steps over the provider and every tool",
 	func(c *bus.Context, cfg Config) error {
-		a := New(c, cfg, WithName(PluginName))
+		name := PluginName
+		if cfg.entry != "" && cfg.entry != PluginName {
+			name = cfg.entry
+		}
+		var opts []Option
+		if id := cfg.Provider.Name; id != "" {
+			opts = append(opts, withProviderEntry(c, id))
+		}
+		a := New(c, cfg, append(opts, WithName(name))...)
 		if err := c.Effect(func() func() {
 			return func() {
 				if err := a.Close(); err != nil {
@@ -27,9 +35,8 @@ var Plugin = bus.RegisterFunc(PluginName, "the agent loop: turns and steps over 
 		}); err != nil {
 			return err
 		}
-		_, err := AgentService.Provide(c, a)
-		return err
+		return provideAgent(c, a)
 	},
 	bus.Requires(live.Sessions, ProviderService),
-	bus.Optional(ToolServices),
+	bus.Optional(ToolServices, providerEntries),
 )

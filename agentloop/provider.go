@@ -96,11 +96,45 @@ func (k ProviderKey) Name() string { return k.svc.Name() }
 // Provide wraps p and provides the wrapper under the service's name, owned
 // by c's fiber (see [bus.Service.Provide]). A value provided under the name
 // any other way is not a provider the loop or anyone else can get.
+//
+// It also provides it under the fiber's entry id ([bus.Fiber.ID]), so an
+// agent whose config names that provider entry uses it: when several
+// providers are mounted, the first applied is the service's, the others
+// are reached by their ids.
 func (k ProviderKey) Provide(c *bus.Context, p Provider) (withdraw func(), err error) {
 	if p == nil {
 		return nil, errors.New("agentloop: provide a nil provider")
 	}
-	return k.svc.Provide(c, guardProvider(p).(*guard))
+	g := guardProvider(p).(*guard)
+	byEntry, err := providerEntries.Key(c.Fiber().ID()).Provide(c, g)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := k.svc.Get(c.Root().Context()); err == nil && k == ProviderService {
+		return byEntry, nil // another provider is the default
+	}
+	shared, err := k.svc.Provide(c, g)
+	if err != nil {
+		byEntry()
+		return nil, err
+	}
+	return func() { shared(); byEntry() }, nil
+}
+
+// providerEntries holds every provider by the id of its entry.
+var providerEntries = bus.NewServiceSet[*guard]("providers/")
+
+// withProviderEntry makes the agent use the provider of entry id.
+func withProviderEntry(c *bus.Context, id string) Option {
+	return func(a *Agent) {
+		a.provider = func() (Provider, error) {
+			g, err := providerEntries.Key(id).Get(c)
+			if err != nil {
+				return nil, fmt.Errorf("provider entry %q: %w", id, err)
+			}
+			return g, nil
+		}
+	}
 }
 
 // Get returns the wrapped provider (see [bus.Service.Get]).

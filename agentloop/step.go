@@ -236,7 +236,12 @@ func (t *turn) skipTools(n int, calls []session.ToolCall, why string) error {
 // runTools logs and runs the calls in call order. Consecutive calls of
 // concurrency-safe tools form a batch: their tool/call events are logged,
 // they run concurrently, and their results are logged in call order.
-func (t *turn) runTools(ctx context.Context, n int, calls []session.ToolCall, tools []Tool) error {
+//
+// A sub-agent's call logs its tool/start once its child's turn returned;
+// a child that waits for an approval makes the call wait too: it is
+// logged with an approval/request of its own instead of a result, and
+// returned among the pending calls, which suspend the step.
+func (t *turn) runTools(ctx context.Context, n int, calls []session.ToolCall, tools []Tool) (pending []session.PendingCall, _ error) {
 	byName := make(map[string]Tool, len(tools))
 	for _, tl := range tools {
 		byName[tl.Spec().Name] = tl
@@ -259,11 +264,12 @@ func (t *turn) runTools(ctx context.Context, n int, calls []session.ToolCall, to
 		for k, c := range batch {
 			rec, err := t.append(session.Event{Type: session.TypeToolCall, Step: n, Data: c})
 			if err != nil {
-				return err
+				return nil, err
 			}
 			seqs[k] = rec.Seq()
 		}
 		outs := make([]ToolOutput, len(batch))
+		ran := make([]bool, len(batch))
 		var (
 			invs []*ToolInvocation
 			idx  []int
@@ -278,13 +284,17 @@ func (t *turn) runTools(ctx context.Context, n int, calls []session.ToolCall, to
 				outs[k] = ToolOutput{Error: bad}
 				continue
 			}
-			if _, err := t.append(session.Event{Type: session.TypeToolStart, Step: n, Data: session.ToolStart{ID: c.ID}}); err != nil {
-				return err
+			if !deferredStart(byName[c.Name]) {
+				if _, err := t.append(session.Event{Type: session.TypeToolStart, Step: n, Data: session.ToolStart{ID: c.ID}}); err != nil {
+					return nil, err
+				}
 			}
+			ran[k] = true
 			invs = append(invs, &ToolInvocation{
 				Session: t.sess.ID(), Turn: t.n, Step: n,
-				Call: session.ToolCall{ID: c.ID, Name: c.Name, Arguments: args},
-				Tool: byName[c.Name],
+				Call:    session.ToolCall{ID: c.ID, Name: c.Name, Arguments: args},
+				CallSeq: seqs[k],
+				Tool:    byName[c.Name],
 			})
 			idx = append(idx, k)
 		}
@@ -294,11 +304,24 @@ func (t *turn) runTools(ctx context.Context, n int, calls []session.ToolCall, to
 			}
 		}
 		for k, c := range batch {
-			res := session.ToolResult{ID: c.ID, Name: c.Name, Content: outs[k].Content, Error: outs[k].Error}
+			if w := outs[k].waiting; w != nil {
+				p, err := t.await(n, c, seqs[k], w)
+				if err != nil {
+					return nil, err
+				}
+				pending = append(pending, p)
+				continue
+			}
+			if ran[k] && deferredStart(byName[c.Name]) {
+				if _, err := t.append(session.Event{Type: session.TypeToolStart, Step: n, Data: session.ToolStart{ID: c.ID}}); err != nil {
+					return nil, err
+				}
+			}
+			res := session.ToolResult{ID: c.ID, Name: c.Name, Content: outs[k].Content, Error: outs[k].Error, Child: outs[k].Child}
 			if _, err := t.append(session.Event{Type: session.TypeToolResult, Step: n, Sources: []int64{seqs[k]}, Data: res}); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	return nil
+	return pending, nil
 }

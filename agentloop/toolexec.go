@@ -27,6 +27,7 @@ const (
 	// return within Config.ToolGrace; it was left running and its outcome
 	// is unknown.
 	CodeToolAbandoned = "TOOL_ABANDONED"
+	// CodeSubagentFailed (subagent.go): a sub-agent's turn did not complete.
 )
 
 // ToolInvocation is the payload of tool/execute: one call of one step.
@@ -34,6 +35,10 @@ type ToolInvocation struct {
 	Session    string
 	Turn, Step int
 	Call       session.ToolCall
+	// CallSeq is the seq of the call's tool/call record.
+	CallSeq int64
+	// decided is the decision a resumed call runs under (subagent.go).
+	decided *session.ApprovalDecision
 	// Tool is the tool the call names, nil when no such tool is offered.
 	Tool Tool
 }
@@ -47,6 +52,11 @@ func (t *ToolInvocation) Subject() any { return t.Session }
 type ToolOutput struct {
 	Content string
 	Error   *session.ToolResultError
+	// Child names the sub-agent's session of a delegation (logged as the
+	// tool/result's child).
+	Child *session.ChildRef
+	// waiting: the sub-agent's turn waits for an approval (subagent.go).
+	waiting *childWait
 }
 
 // ToolExecute is the tool/execute waterfall. Its innermost fallback runs
@@ -65,6 +75,9 @@ func executeTool(ctx context.Context, inv *ToolInvocation) (out ToolOutput, _ er
 			out = ToolOutput{Error: &session.ToolResultError{Code: CodeToolPanic, Message: fmt.Sprint(v)}}
 		}
 	}()
+	if iv, ok := inv.Tool.(invoker); ok {
+		return iv.invoke(ctx, inv), nil
+	}
 	content, err := inv.Tool.Execute(ctx, json.RawMessage(inv.Call.Arguments))
 	if err != nil {
 		return ToolOutput{Error: toolResultError(ctx, err)}, nil

@@ -104,6 +104,9 @@ func (c *Context) plugin(p Plugin, config any, logName string) (*Fiber, error) {
 		logger = c.root.logger.Named(logName)
 	}
 	f := newFiber(c.root, parent, p, name, logger)
+	if logName != "" {
+		f.id = logName
+	}
 	f.state = StatePending
 	f.config = config
 	f.gen = 1

@@ -50,6 +50,7 @@ type Fiber struct {
 	parent *Fiber
 	plugin Plugin
 	name   string
+	id     string // the name it was applied as (PluginAs), else name
 	inject deps
 	logger hclog.Logger
 	ctx    *Context
@@ -86,6 +87,10 @@ func (d *disposer) run() { d.once.Do(d.fn) }
 // Name returns the plugin's name; an anonymous plugin (whose Name is "")
 // goes by the name of its nearest named ancestor, "root" at the top.
 func (f *Fiber) Name() string { return f.name }
+
+// ID returns the name the fiber was applied as with [Context.PluginAs]
+// (a composition's entry id), else its name.
+func (f *Fiber) ID() string { return f.id }
 
 // State returns the fiber's current state.
 func (f *Fiber) State() State {
@@ -137,7 +142,7 @@ func (f *Fiber) parkedByParent() bool {
 // derives from its parent's: the disposal of a fiber is requested for its
 // whole subtree at once, before the disposers reach the children.
 func newFiber(r *Root, parent *Fiber, p Plugin, name string, logger hclog.Logger) *Fiber {
-	f := &Fiber{root: r, parent: parent, plugin: p, name: name, logger: logger}
+	f := &Fiber{root: r, parent: parent, plugin: p, name: name, id: name, logger: logger}
 	base := context.Background()
 	if parent != nil {
 		base = parent.life

@@ -153,7 +153,12 @@ func short(s string) string {
 var (
 	durationType        = reflect.TypeFor[time.Duration]()
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+	positionerType      = reflect.TypeFor[positioner]()
 )
+
+// positioner is a value that records the position of the node it was
+// decoded from.
+type positioner interface{ SetPosition(line, col int) }
 
 // decode stores node into v (addressable).
 func (d *decoder) decode(n *yaml.Node, v reflect.Value) error {
@@ -176,6 +181,11 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value) error {
 			v.Set(reflect.New(v.Type().Elem()))
 		}
 		return d.decode(n, v.Elem())
+	}
+	if v.CanAddr() && v.Addr().Type().Implements(positionerType) {
+		// A value that remembers where it was written (a name a check of
+		// the whole file may point at) learns it once decoded.
+		defer v.Addr().Interface().(positioner).SetPosition(n.Line, n.Column)
 	}
 	if v.CanAddr() && v.Addr().Type().Implements(textUnmarshalerType) && n.Kind == yaml.ScalarNode {
 		s, err := d.expand(n)

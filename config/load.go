@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -136,7 +137,67 @@ func parse(name, dir string, data []byte, lookup func(string) (string, bool), on
 		}
 		f.Entries = entries
 	}
+	if err := CheckPeers(f.Entries); err != nil {
+		var ce *Error
+		if errors.As(err, &ce) && ce.File == "" {
+			ce.File = name
+		}
+		return nil, err
+	}
 	return f, nil
+}
+
+// peerChecker is a config that checks itself against the other enabled
+// entries of its composition (the agents: what they delegate to, the
+// tools and provider they name), given as parallel slices of ids, plugin
+// names and configs. An error with a Position method is reported there.
+type peerChecker interface {
+	CheckPeers(ids, names []string, configs []any) error
+}
+
+// CheckPeers runs the check of every enabled entry whose config checks
+// itself against the others (see the agent's as_tool), groups flattened;
+// Load runs it, and so does vigil.Compose for entries built in Go. The
+// error is an [*Error] at the position the check names, else at the
+// entry (File is left empty for the caller).
+func CheckPeers(entries []Entry) error {
+	var (
+		flat       []Entry
+		ids, names []string
+		configs    []any
+		walk       func([]Entry)
+	)
+	walk = func(es []Entry) {
+		for _, e := range es {
+			if e.Disabled {
+				continue
+			}
+			if children, ok := e.Config.([]Entry); ok && e.Name == GroupName {
+				walk(children)
+				continue
+			}
+			flat = append(flat, e)
+			ids, names, configs = append(ids, e.ID), append(names, e.Name), append(configs, e.Config)
+		}
+	}
+	walk(entries)
+	for _, e := range flat {
+		pc, ok := e.Config.(peerChecker)
+		if !ok {
+			continue
+		}
+		if err := pc.CheckPeers(ids, names, configs); err != nil {
+			line, col := e.Line, e.Col
+			var pos interface{ Position() (int, int) }
+			if errors.As(err, &pos) {
+				if l, c := pos.Position(); l > 0 {
+					line, col = l, c
+				}
+			}
+			return &Error{Line: line, Col: col, Msg: fmt.Sprintf("%s: %v", e.ID, err), Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
+		}
+	}
+	return nil
 }
 
 var yamlLine = regexp.MustCompile(`line (\d+)(?:, column (\d+))?: (.*)`)

@@ -53,6 +53,9 @@ func typeSchema(t reflect.Type) map[string]any {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	if reflect.PointerTo(t).Implements(textUnmarshalerType) {
+		return map[string]any{"type": "string"}
+	}
 	if t == reflect.TypeFor[time.Duration]() {
 		return map[string]any{"type": "string", "pattern": "^([0-9.]+(ns|us|µs|ms|s|m|h))+$"}
 	}

@@ -42,6 +42,7 @@ func TestDecodeReadsValidLogs(t *testing.T) {
 		{"a replace", line(header) + line(l0) + line(l1) +
 			line(`{"seq":2,"type":"user/message","time":"2026-11-29T20:21:24.002Z","surface":{"op":"replace","start":0,"end":1},"sources":[0,1],"data":{"content":"sum"}}`), 3, 1},
 		{"a fork header", line(`{"type":"session","version":1,"id":"s2","created":"2026-11-29T20:21:24.000Z","parent":{"id":"s1","seq":0}}`) + line(l0), 1, 1},
+		{"a child session's header names the call", line(`{"type":"session","version":1,"id":"s2","created":"2026-11-29T20:21:24.000Z","parent":{"id":"s1","seq":4,"call":"call_1"}}`) + line(l0), 1, 1},
 		{"escapes as the encoder writes them", line(header) + line(`{"seq":0,"type":"user/message","time":"2026-11-29T20:21:24.000Z","data":{"content":"\u003c\u0026\u003e é \u2028 \"q\"\n"}}`), 1, 1},
 	}
 	for _, tt := range tests {

@@ -237,6 +237,12 @@ func appendPayload(dst []byte, v any) ([]byte, bool) {
 			dst = appendStringField(dst, "message", e.Message, true)
 			dst = append(dst, '}')
 		}
+		if c := p.Child; c != nil {
+			dst = append(appendKey(dst, "child"), '{')
+			dst = appendStringField(dst, "id", c.ID, false)
+			dst = appendIntField(dst, "seq", c.Seq)
+			dst = append(dst, '}')
+		}
 		return append(dst, '}'), true
 	case Compaction:
 		dst = append(dst, '{')

@@ -212,6 +212,17 @@ type ToolResult struct {
 	Name    string           `json:"name,omitempty"`
 	Content string           `json:"content,omitempty"`
 	Error   *ToolResultError `json:"error,omitempty"`
+	// Child names the sub-agent's session that produced the result, and
+	// its last seq when it did, for a delegation; nil otherwise.
+	Child *ChildRef `json:"child,omitempty"`
+}
+
+// ChildRef names a child session and a seq of it: in a tool/result, the
+// sub-agent's session the call delegated to and the last seq of the turn
+// that answered it.
+type ChildRef struct {
+	ID  string `json:"id"`
+	Seq int64  `json:"seq"`
 }
 
 // ToolResultError marks a failed tool result.

@@ -13,21 +13,27 @@ type Info struct {
 	ID      string
 	Version int
 	Created time.Time
-	// Parent names the session and last inherited seq of a fork; nil
+	// Parent names the session and last inherited seq of a fork, or the
+	// session and tool call a sub-agent's child session answers; nil
 	// otherwise.
 	Parent *Parent
 }
 
-// Parent is where a forked session comes from.
+// Parent is where a forked or child session comes from. For a fork, Seq
+// is the last seq it inherits. For a sub-agent's child session, Call is
+// the id of the parent's tool call the child answers and Seq the seq of
+// that tool/call; a child inherits no events.
 type Parent struct {
-	ID  string `json:"id"`
-	Seq int64  `json:"seq"`
+	ID   string `json:"id"`
+	Seq  int64  `json:"seq"`
+	Call string `json:"call,omitempty"`
 }
 
 // AppendHeaderLine appends the log header line of info, with its newline:
 //
 //	{"type":"session","version":1,"id":"…","created":"…","parent":{"id":"…","seq":41}}
 //
+// with "call":"…" after the parent's seq for a child session.
 // A zero Version is written as [Version].
 func AppendHeaderLine(dst []byte, info Info) []byte {
 	v := info.Version
@@ -45,6 +51,10 @@ func AppendHeaderLine(dst []byte, info Info) []byte {
 		dst = appendString(dst, p.ID)
 		dst = append(dst, `,"seq":`...)
 		dst = strconv.AppendInt(dst, p.Seq, 10)
+		if p.Call != "" {
+			dst = append(dst, `,"call":`...)
+			dst = appendString(dst, p.Call)
+		}
 		dst = append(dst, '}')
 	}
 	return append(dst, '}', '\n')

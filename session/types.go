@@ -130,8 +130,12 @@ func clonePayload(v any) any {
 		if p.Error != nil {
 			e := *p.Error
 			p.Error = &e
-			return p
 		}
+		if p.Child != nil {
+			c := *p.Child
+			p.Child = &c
+		}
+		return p
 	case RequestHeader:
 		p.Header = CloneHeader(p.Header)
 		return p

@@ -19,7 +19,7 @@ import (
 
 func newReplayCmd(e *env) *cobra.Command {
 	var cfg, against string
-	var asJSON, liveRun bool
+	var asJSON, liveRun, tree bool
 	cmd := &cobra.Command{
 		Use:   "replay [--against FILE [--live]] ID|FILE|DIR...",
 		Short: "Re-derive every request of sessions and compare",
@@ -53,7 +53,10 @@ every log in it is replayed, with progress on stderr and a summary table
 --live sends the requests from the divergence on to the composition's own
 provider, with its own tools, and writes the result as a fork of the
 original in the -c store (the original is not touched). Exit 0 when every
-request matched, 1 otherwise, 2 when FILE cannot be loaded.`,
+request matched, 1 otherwise, 2 when FILE cannot be loaded.
+
+--tree ID replays the session and every sub-agent session under it (vigil
+sessions tree), each report under a "session ID" line.`,
 		Example: `  vigil replay 01JD8XKQ4G0W6Q1Y3T5V7X9Z0A
   vigil replay .vigil/sessions/*.jsonl --json
   vigil replay --against new.yaml .vigil/sessions
@@ -66,6 +69,12 @@ request matched, 1 otherwise, 2 when FILE cannot be loaded.`,
 		},
 		ValidArgsFunction: completeSessionIDs(e, true),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
+			if tree {
+				if len(args) != 1 || against != "" {
+					return usageError{fmt.Errorf("--tree takes one session id, without --against")}
+				}
+				return cmdReplayTree(cmd.Context(), e, cfg, asJSON, args[0])
+			}
 			if against != "" {
 				return cmdReplayAgainst(cmd.Context(), e, cfg, against, liveRun, asJSON, args)
 			}
@@ -76,6 +85,7 @@ request matched, 1 otherwise, 2 when FILE cannot be loaded.`,
 		}),
 	}
 	configFlag(cmd, &cfg)
+	cmd.Flags().BoolVar(&tree, "tree", false, "replay the session and every sub-agent session under it")
 	jsonFlag(cmd, &asJSON, "the step-by-step comparison")
 	cmd.Flags().StringVar(&against, "against", "", "re-run the recorded user turns through the composition in this plugins.yaml")
 	_ = cmd.MarkFlagFilename("against", "yaml", "yml")

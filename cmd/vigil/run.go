@@ -20,6 +20,7 @@ import (
 // runOptions are the flags of `vigil run`.
 type runOptions struct {
 	cfg, sid     string
+	agent        string
 	asJSON, wait bool
 	// cont continues the session's interrupted last turn (no prompt).
 	cont bool
@@ -38,13 +39,17 @@ prompt) carries on the session's last turn when it was interrupted (its
 process died mid-turn) or a budget ended it: the model is asked again from
 the log, which shows the interrupted tool calls' results.
 
+With several agents in the composition, --agent names the entry (its id) that
+runs the turn; without it, the only agent not offered to another as a tool.
+
 A turn holds its session's lease: a second run on a session another process
 is running a turn on is refused (exit 1, naming the holder) unless --wait.`,
 		Example: `  vigil run "What is in this folder?"
   vigil run "And now?" -s 01JD8XKQ4G0W6Q1Y3T5V7X9Z0A
   vigil run -s 01JD8XKQ4G0W6Q1Y3T5V7X9Z0A --continue
   echo "Summarize README.md" | vigil run --json
-  vigil run -c agents/dev.yaml "hello"`,
+  vigil run -c agents/dev.yaml "hello"
+  vigil run --agent planner "Plan the launch"`,
 		Args: cobra.ArbitraryArgs,
 		RunE: action(func(cmd *cobra.Command, args []string) error {
 			return cmdRun(cmd.Context(), e, o, args)
@@ -54,6 +59,7 @@ is running a turn on is refused (exit 1, naming the holder) unless --wait.`,
 	sessionFlag(e, cmd, &o.sid, "continue this session instead of starting one")
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the turn's result as JSON instead of streaming the answer")
 	cmd.Flags().BoolVar(&o.wait, "wait", false, "wait for a turn another process runs on the session")
+	cmd.Flags().StringVar(&o.agent, "agent", "", "the id of the agent entry that runs the turn (default: the entry point)")
 	cmd.Flags().BoolVar(&o.cont, "continue", false, "continue the session's interrupted or budget-ended last turn (with -s, no prompt)")
 	return cmd
 }
@@ -90,7 +96,10 @@ func cmdRun(ctx context.Context, e *env, o runOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	t := vigil.TurnOptions{Session: o.sid, Prompt: prompt, Continue: o.cont}
+	if _, err := h.rt.AgentNamed(o.agent); err != nil {
+		return usageError{err}
+	}
+	t := vigil.TurnOptions{Session: o.sid, Prompt: prompt, Continue: o.cont, Agent: o.agent}
 	res, err := rt.turnWith(ctx, e, t, o.wait, !o.asJSON, func(id string) {
 		fmt.Fprintf(e.stderr, "session %s%s\n", id, rt.logPath(id))
 	})
@@ -124,8 +133,11 @@ func (h *host) runtime() (*runtime, error) {
 	}
 	// A composition without an agent is a configuration error (exit 2),
 	// found before any session is opened; turns ask the runtime for it.
+	// Several agents without one entry point: --agent names one.
 	if _, err := service(h, agentloop.AgentService); err != nil {
-		return nil, err
+		if named, lerr := agentloop.AgentServices.Lookup(h.rt.Context()); lerr != nil || len(named) == 0 {
+			return nil, err
+		}
 	}
 	return &runtime{h: h, mgr: mgr}, nil
 }

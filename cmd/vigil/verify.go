@@ -16,7 +16,7 @@ import (
 
 func newVerifyCmd(e *env) *cobra.Command {
 	var cfg string
-	var asJSON bool
+	var asJSON, tree bool
 	cmd := &cobra.Command{
 		Use:   "verify FILE|ID...",
 		Short: "Check stored session logs offline",
@@ -26,10 +26,16 @@ prints on stdout as FILE|ID: RULE seq=N: message; a valid log prints
 "FILE|ID: ok (N events)" on stderr; an unreadable one its error on stderr.
 --json prints an array of {log, session, events, violations, error}.
 
+--tree ID… verifies the session and every sub-agent session under it (see
+vigil sessions tree), each labelled with its id, and checks each delegation:
+the parent's tool/result answers the call the child's header names, and its
+content is the child's final assistant message (rule delegation).
+
 Exit 0 when every log is valid, 1 when one has a violation or cannot be read,
 else 4 when an argument is neither a file nor a stored session.`,
 		Example: `  vigil verify .vigil/sessions/*.jsonl
-  vigil verify 01JD8XKQ4G0W6Q1Y3T5V7X9Z0A --json`,
+  vigil verify 01JD8XKQ4G0W6Q1Y3T5V7X9Z0A --json
+  vigil verify --tree 01JD8XKQ4G0W6Q1Y3T5V7X9Z0A`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return fmt.Errorf("verify needs a log file or session id")
@@ -38,10 +44,11 @@ else 4 when an argument is neither a file nor a stored session.`,
 		},
 		ValidArgsFunction: completeSessionIDs(e, true),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
-			return cmdVerify(cmd.Context(), e, cfg, asJSON, args)
+			return cmdVerify(cmd.Context(), e, cfg, asJSON, tree, args)
 		}),
 	}
 	configFlag(cmd, &cfg)
+	cmd.Flags().BoolVar(&tree, "tree", false, "verify each session with its sub-agent sessions and their delegations")
 	jsonFlag(cmd, &asJSON, "the reports")
 	return cmd
 }
@@ -57,7 +64,7 @@ type verifyReport struct {
 
 // cmdVerify runs the append rules and request-digest over stored logs,
 // each line labelled with the argument it is about.
-func cmdVerify(ctx context.Context, e *env, cfg string, asJSON bool, args []string) error {
+func cmdVerify(ctx context.Context, e *env, cfg string, asJSON, tree bool, args []string) error {
 	var h *host
 	defer func() {
 		if h != nil {
@@ -66,8 +73,32 @@ func cmdVerify(ctx context.Context, e *env, cfg string, asJSON bool, args []stri
 	}()
 	failed, missing := false, false
 	reports := make([]verifyReport, 0, len(args))
+	type item struct {
+		arg string
+		rep *invariants.Report
+		err error
+	}
+	var items []item
 	for _, arg := range args {
-		rep, err := verifyOne(ctx, e, cfg, &h, arg)
+		if !tree {
+			rep, err := verifyOne(ctx, e, cfg, &h, arg)
+			items = append(items, item{arg, rep, err})
+			continue
+		}
+		if !session.ValidID(arg) {
+			items = append(items, item{arg: arg, err: notFoundf("--tree takes session ids")})
+			continue
+		}
+		ids, reps, err := verifyTree(ctx, e, cfg, &h, arg)
+		for i := range ids {
+			items = append(items, item{ids[i], reps[i], nil})
+		}
+		if err != nil {
+			items = append(items, item{arg: arg, err: err})
+		}
+	}
+	for _, it := range items {
+		arg, rep, err := it.arg, it.rep, it.err
 		if err != nil {
 			var ce *configError
 			if errors.As(err, &ce) {

@@ -114,6 +114,23 @@ func (m *Manager) Create(ctx context.Context) (*Session, error) {
 	return m.publish(ctx, info, nil)
 }
 
+// CreateChild makes a new, empty session whose header names parent: a
+// sub-agent's child session, which inherits no events of the parent (see
+// [session.Parent]). parent.ID must be a valid id and parent.Call set.
+func (m *Manager) CreateChild(ctx context.Context, parent session.Parent) (*Session, error) {
+	if !session.ValidID(parent.ID) || parent.Call == "" || parent.Seq < 0 {
+		return nil, fmt.Errorf("session: create child: %w: parent %+v", session.ErrInvalidID, parent)
+	}
+	info := session.Info{ID: m.newID(), Version: session.Version, Created: m.now(), Parent: &parent}
+	if !session.ValidID(info.ID) {
+		return nil, fmt.Errorf("session: create child: %w: %q", session.ErrInvalidID, info.ID)
+	}
+	if err := m.store.Create(ctx, info); err != nil {
+		return nil, fmt.Errorf("session: create child %s: %w", info.ID, err)
+	}
+	return m.publish(ctx, info, nil)
+}
+
 // Open loads session id, or returns it if it is live. A torn last line is
 // dropped and an open tail turn is closed (see [Closers]); the closers are
 // appended to the store directly, without a Committed dispatch: listeners

@@ -243,3 +243,34 @@ func TestOpenRefusesDamagedLogs(t *testing.T) {
 		})
 	}
 }
+
+func TestCreateChildNamesTheParentCallAndInheritsNothing(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		store func(t *testing.T) session.Store
+	}{
+		{"memory", func(*testing.T) session.Store { return memory.New() }},
+		{"jsonl", func(t *testing.T) session.Store {
+			st, err := jsonl.Open(t.TempDir())
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = st.Close() })
+			return st
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarnessWith(t, tt.store(t))
+			p := h.create()
+			h.appendAll(p, sessiontest.TurnEvents(t, 0, 1)...)
+			c, err := h.m.CreateChild(h.ctx, session.Parent{ID: p.ID(), Seq: 5, Call: "call_1"})
+			require.NoError(t, err)
+			assert.Zero(t, c.Len())
+			log, err := h.store.Load(h.ctx, c.ID())
+			require.NoError(t, err)
+			assert.Equal(t, &session.Parent{ID: p.ID(), Seq: 5, Call: "call_1"}, log.Info.Parent)
+			assert.Empty(t, log.Records)
+
+			_, err = h.m.CreateChild(h.ctx, session.Parent{ID: p.ID(), Seq: 5})
+			assert.ErrorIs(t, err, session.ErrInvalidID, "a child names its call")
+		})
+	}
+}

@@ -347,15 +347,17 @@ func Run(ctx context.Context, c *bus.Context, mgr *live.Manager, recorded []*ses
 
 // rerun is the state of one [Run].
 type rerun struct {
-	c      *bus.Context
-	rec    *Recording
-	recs   []*session.Record
-	sess   *live.Session
-	ap     *approvals
-	box    results
-	safe   map[string]bool // tools that ran in concurrent batches
-	prov   *stepProvider
-	byStep map[[2]int]*Step
+	c    *bus.Context
+	rec  *Recording
+	recs []*session.Record
+	sess *live.Session
+	ap   *approvals
+	box  results
+	safe map[string]bool // tools that ran in concurrent batches
+	// delegations are the tools the recording shows were sub-agents.
+	delegations map[string]bool
+	prov        *stepProvider
+	byStep      map[[2]int]*Step
 	// seqs maps a recorded record's index to the seq of its counterpart
 	// in the new log (-1: none).
 	seqs  []int64
@@ -372,7 +374,7 @@ type rerun struct {
 }
 
 func newRerun(c *bus.Context, rec *Recording, recs []*session.Record, sess *live.Session) *rerun {
-	x := &rerun{c: c, rec: rec, recs: recs, sess: sess, ap: recordedApprovals(recs), box: recordedResults(recs), safe: concurrencySafe(recs),
+	x := &rerun{c: c, rec: rec, recs: recs, sess: sess, ap: recordedApprovals(recs), box: recordedResults(recs), safe: concurrencySafe(recs), delegations: delegations(recs),
 		byStep: map[[2]int]*Step{}, seqs: make([]int64, len(recs)), fence: -1}
 	for i := range rec.Steps {
 		s := &rec.Steps[i]
@@ -870,7 +872,7 @@ func (x *rerun) tools() ([]agentloop.Tool, error) {
 	h := x.nextHeader()
 	out := make([]agentloop.Tool, len(h.Tools))
 	for k, spec := range h.Tools {
-		out[k] = &recordedTool{spec: spec, safe: x.safe[spec.Name]}
+		out[k] = &recordedTool{spec: spec, safe: x.safe[spec.Name], deferred: x.delegations[spec.Name]}
 	}
 	return out, nil
 }
@@ -968,7 +970,22 @@ func (b results) execute(inv *agentloop.ToolInvocation) agentloop.ToolOutput {
 	if !ok {
 		return agentloop.ToolOutput{Error: &session.ToolResultError{Code: "REPLAY_NO_RESULT", Message: "the recording has no result of this call"}}
 	}
-	return agentloop.ToolOutput{Content: res.Content, Error: res.Error}
+	return agentloop.ToolOutput{Content: res.Content, Error: res.Error, Child: res.Child}
+}
+
+// delegations returns the names of the tools whose recorded results name
+// a child session: sub-agents.
+func delegations(records []*session.Record) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range records {
+		if r.Type() != session.TypeToolResult {
+			continue
+		}
+		if res, err := session.DecodeData[session.ToolResult](r); err == nil && res.Child != nil {
+			out[res.Name] = true
+		}
+	}
+	return out
 }
 
 // concurrencySafe returns the names of the tools a recording shows ran
@@ -994,7 +1011,14 @@ func concurrencySafe(records []*session.Record) map[string]bool {
 type recordedTool struct {
 	spec session.ToolSpec
 	safe bool
+	// deferred: the recording shows a sub-agent's calls, whose tool/start
+	// the loop logs once the call returned.
+	deferred bool
 }
+
+// DeferredStart implements agentloop.DeferredStarter as the recording
+// shows the tool.
+func (t *recordedTool) DeferredStart() bool { return t.deferred }
 
 func (t *recordedTool) Spec() session.ToolSpec { return t.spec }
 

@@ -20,6 +20,10 @@ type Config struct {
 	MaxBytes int `yaml:"max_bytes"`
 }
 
+// ToolNames names the tools the plugin provides, so that the loader can
+// check the tool names an agent selects.
+func (c *Config) ToolNames() []string { return []string{"list_dir", "read_file"} }
+
 // Validate checks the config.
 func (c *Config) Validate() error {
 	if c.MaxBytes < 0 {
