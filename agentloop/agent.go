@@ -113,6 +113,7 @@ type sessionState struct {
 	busy   bool
 	headed bool     // this agent has logged or confirmed a header in the session
 	dig    digester // request digests of the session, incrementally
+	view   reqView  // the loop's fold of the session and the listeners' copy
 	ids    callIDs  // tool-call ids the session's log uses, incrementally
 	used   uint64   // when the session last ran a turn, in a.tick
 }
@@ -312,20 +313,20 @@ func (a *Agent) release(sess *live.Session, key *int, headed bool) {
 	st.used = a.tick
 	cached := 0
 	for _, o := range a.sessions {
-		if o.dig.enc != nil {
+		if o.dig.enc != nil || o.view.n > 0 {
 			cached++
 		}
 	}
 	for ; cached > maxDigestCaches; cached-- {
 		var lru *sessionState
 		for _, o := range a.sessions {
-			if o.dig.enc != nil && !o.busy && o != st && (lru == nil || o.used < lru.used) {
+			if (o.dig.enc != nil || o.view.n > 0) && !o.busy && o != st && (lru == nil || o.used < lru.used) {
 				lru = o
 			}
 		}
 		if lru == nil {
 			break
 		}
-		lru.dig, lru.ids = digester{}, callIDs{}
+		lru.dig, lru.view, lru.ids = digester{}, reqView{}, callIDs{}
 	}
 }

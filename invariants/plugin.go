@@ -212,11 +212,27 @@ func (k *checker) checkRequest(ctx context.Context, req *agentloop.Request) erro
 	}
 	k.mu.Lock()
 	st, ok := k.sessions[req.Session]
+	var (
+		fold   []session.Message
+		h      session.Header
+		headed bool
+		own    bool
+	)
+	if ok && !st.trace.broken && st.trace.stepOpen && st.trace.stepAt == req.StepStart {
+		// The plugin's own fold as it stood at the step's step/start,
+		// and the latest header, from the records it saw committed. The
+		// fold's messages are never written once made, so they are
+		// compared outside the lock.
+		fold, h, headed, own = st.trace.stepMsgs, st.trace.header, st.trace.headed, true
+	}
 	k.mu.Unlock()
 	var v *Violation
-	if !ok {
+	switch {
+	case !ok:
 		v = &Violation{Rule: RuleRequestReconstruction, Seq: -1, Index: -1, Message: "request for a session whose log the plugin has not seen"}
-	} else {
+	case own:
+		v = checkAgainst(fold, h, headed, req)
+	default:
 		v = CheckRequest(st.sess.Records(), req)
 	}
 	if v != nil {
@@ -224,6 +240,18 @@ func (k *checker) checkRequest(ctx context.Context, req *agentloop.Request) erro
 		return k.refuse(ctx, v)
 	}
 	return nil
+}
+
+// checkAgainst runs the request rules on req against the fold and header
+// the plugin derived itself.
+func checkAgainst(fold []session.Message, h session.Header, headed bool, req *agentloop.Request) *Violation {
+	if v := requestReconstruction(fold, req.Messages); v != nil {
+		return v
+	}
+	if v := requestHeader(h, headed, req.Header); v != nil {
+		return v
+	}
+	return orphanedToolResult(req.Messages)
 }
 
 // onStatus checks agent status transitions.

@@ -128,6 +128,20 @@ func (r *Record) message() Message {
 	return m
 }
 
+// Project returns the message the surface record r projects to, and
+// whether it projects to one (a non-surface record, or an assistant
+// message with no content and no tool calls, does not). It is the pure
+// per-record projection every fold uses, fresh or live; the message is
+// the caller's (its tool calls are a copy). A fold of its own — an
+// independent derivation, as the invariants plugin keeps — applies it to
+// the records on its surface.
+func Project(r *Record) (Message, bool) {
+	if r.op == opNone || !r.visible {
+		return Message{}, false
+	}
+	return r.message(), true
+}
+
 // project is the one pure projection of a surface record to a message:
 //
 //   - user/message → role "user", content.
