@@ -164,7 +164,8 @@ func compactLive(tb testing.TB, sess *live.Session, keep int, id string) {
 // million events, compacted again and again, whose surface is about 1000
 // messages: a step must cost what it costs on a 1000-message log. Every
 // 100 steps the session is compacted back to 1000 messages (off the
-// clock), as the compaction plugin would.
+// clock), as the compaction plugin would. The first step, which folds
+// the loaded log once, runs before the clock starts.
 func BenchmarkStepLongLog(b *testing.B) {
 	const keep = 1000
 	l := newBenchLoop(b)
@@ -173,6 +174,10 @@ func BenchmarkStepLongLog(b *testing.B) {
 	require.NoError(b, err)
 	defer sess.Close(ctx)
 	require.InDelta(b, keep, len(sess.Messages()), 100)
+	// The first step after a session is loaded folds its log once, for
+	// the loop's own fold and call ids: that is the open's cost, not a
+	// step's.
+	l.turn(b, sess)
 	i := 0
 	b.ReportAllocs()
 	for b.Loop() {
