@@ -19,6 +19,11 @@ type Log struct {
 	Size int64
 	// Torn is the length of a torn last line that was dropped, 0 if none.
 	Torn int
+
+	// The decoder's validation of Records, which folded them: reused
+	// once by NewLogStateOf, so a log is validated and folded once.
+	decoded []*Record
+	v       *validator
 }
 
 // Decode reads a JSONL session log: a header line, then one record per
@@ -42,7 +47,15 @@ func Decode(r io.Reader) (*Log, error) {
 }
 
 // DecodeBytes is [Decode] of a log held in memory.
-func DecodeBytes(data []byte) (*Log, error) {
+func DecodeBytes(data []byte) (*Log, error) { return decodeBytes(data, false) }
+
+// DecodeOwned is [DecodeBytes] of data the log takes over: each record's
+// line is the slice of data that holds it, so that a loaded log holds its
+// bytes once, and data must never be written afterwards (the result of
+// os.ReadFile, say).
+func DecodeOwned(data []byte) (*Log, error) { return decodeBytes(data, true) }
+
+func decodeBytes(data []byte, own bool) (*Log, error) {
 	if len(data) == 0 {
 		return nil, &CorruptError{Line: 1, Err: fmt.Errorf("%w: empty log", ErrMalformed)}
 	}
@@ -55,12 +68,14 @@ func DecodeBytes(data []byte) (*Log, error) {
 		return nil, lineError(1, err)
 	}
 	log := &Log{Info: info, Size: int64(nl + 1), Records: make([]*Record, 0, bytes.Count(data, []byte{'\n'}))}
-	var v validator
+	v := new(validator)
+	v.fold.surface = make([]*Record, 0, cap(log.Records)/2+8)
 	rest := data[nl+1:]
 	for line := 2; len(rest) > 0; line++ {
 		nl := bytes.IndexByte(rest, '\n')
 		if nl < 0 {
 			log.Torn = len(rest)
+			log.decoded, log.v = log.Records, v
 			return log, &CorruptError{Line: line, Err: fmt.Errorf("%w: %d bytes without a newline", ErrTornTail, len(rest))}
 		}
 		rec, err := DecodeRecord(rest[:nl])
@@ -70,10 +85,16 @@ func DecodeBytes(data []byte) (*Log, error) {
 		if err != nil {
 			return nil, lineError(line, err)
 		}
+		if own {
+			// The bytes are the record's line (DecodeRecord checked), and
+			// its newline follows.
+			rec.line = rest[: nl+1 : nl+1]
+		}
 		log.Records = append(log.Records, rec)
 		log.Size += int64(nl + 1)
 		rest = rest[nl+1:]
 	}
+	log.decoded, log.v = log.Records, v
 	return log, nil
 }
 

@@ -121,7 +121,7 @@ func (f *Fold) apply(r *Record, ps, pe int) {
 // message returns the record's projection. Its tool calls are copied, so
 // that no message a fold hands out aliases record data.
 func (r *Record) message() Message {
-	m := r.msg
+	m, _ := project(r)
 	if len(m.ToolCalls) > 0 {
 		m.ToolCalls = slices.Clone(m.ToolCalls)
 	}
@@ -158,7 +158,9 @@ func project(r *Record) (Message, bool) {
 		if p.Content == "" && len(p.ToolCalls) == 0 {
 			return Message{}, false
 		}
-		return Message{Role: RoleAssistant, Content: p.Content, Reasoning: p.Reasoning, ToolCalls: slices.Clone(p.ToolCalls)}, true
+		// The tool calls are the payload's: callers copy them (message)
+		// or only read them.
+		return Message{Role: RoleAssistant, Content: p.Content, Reasoning: p.Reasoning, ToolCalls: p.ToolCalls}, true
 	case ToolResult:
 		m := Message{Role: RoleTool, Content: p.Content, ToolCallID: p.ID, Name: p.Name}
 		if e := p.Error; e != nil && m.Content == "" {
@@ -283,7 +285,8 @@ func deriveRequestFunc(records []*Record, before int, fn func(i int, m *Message)
 			}
 		case opAppend:
 			if r.visible && !stopped {
-				stopped = !fn(n, &r.msg)
+				m, _ := project(r)
+				stopped = !fn(n, &m)
 				n++
 			}
 		case opReplace:

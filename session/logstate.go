@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -34,6 +35,37 @@ func NewLogState(records []*Record) (*LogState, error) {
 	}
 	l.header, l.hasHeader = DeriveHeader(records)
 	return l, nil
+}
+
+// NewLogStateOf is [NewLogState] of a copy of log.Records (the log's list
+// stays the caller's). For a log [Decode] made, whose records are still
+// the ones it decoded, it takes over the validation and fold the decoder
+// made of them instead of doing them again: once only, the next call
+// validates afresh.
+func NewLogStateOf(log *Log) (*LogState, error) {
+	records := slices.Clone(log.Records)
+	if v := log.v; v != nil && v.next == int64(len(records)) && slices.Equal(records, log.decoded) {
+		log.v, log.decoded = nil, nil
+		l := &LogState{records: records, v: *v}
+		l.header, l.hasHeader = DeriveHeader(records)
+		return l, nil
+	}
+	return NewLogState(records)
+}
+
+// Extend commits records made elsewhere (repair's closers), checked as
+// the log's next.
+func (l *LogState) Extend(records ...*Record) error {
+	for _, r := range records {
+		if err := l.v.add(r); err != nil {
+			return err
+		}
+		l.records = append(l.records, r)
+		if p, ok := r.payload.(RequestHeader); ok {
+			l.header, l.hasHeader = normalizeHeader(p.Header), true
+		}
+	}
+	return nil
 }
 
 // Staged is a record built and checked by [LogState.Stage], not yet committed.

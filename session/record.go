@@ -28,10 +28,9 @@ type Record struct {
 	line      []byte // canonical line including the trailing newline
 	dataOff   int    // data is line[dataOff : len(line)-2]
 	payload   any    // decoded core payload (a value, never a pointer); nil otherwise
-	// msg is the record's projection (see project), made once with the
-	// record so that every fold, fresh or live, only copies it; visible
-	// says whether the record projects to a message at all.
-	msg     Message
+	// visible says whether the record projects to a message at all (see
+	// project, which makes the message from the payload when asked: a
+	// record does not carry its message, which would double its size).
 	visible bool
 }
 
@@ -181,7 +180,7 @@ func (r *Record) build(seq int64, t time.Time, ev *Event) error {
 	}
 	r.line = append(line, '}', '\n')
 	if r.op != opNone {
-		r.msg, r.visible = project(r)
+		_, r.visible = project(r)
 	}
 	return nil
 }

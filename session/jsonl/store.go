@@ -340,7 +340,7 @@ func (s *Store) Load(ctx context.Context, id string) (*session.Log, error) {
 		}
 		return nil, fmt.Errorf("jsonl: load %s: %w", id, err)
 	}
-	log, err := session.DecodeBytes(data)
+	log, err := session.DecodeOwned(data)
 	if err != nil && !(errors.Is(err, session.ErrTornTail) && log != nil) {
 		return nil, fmt.Errorf("jsonl: load %s: %w", id, err)
 	}

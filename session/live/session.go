@@ -34,10 +34,15 @@ func newSession(m *Manager, info session.Info, records []*session.Record) (*Sess
 	if err != nil {
 		return nil, fmt.Errorf("session %s: %w", info.ID, err)
 	}
+	return newSessionOf(m, info, log), nil
+}
+
+// newSessionOf makes the live session of a log already validated.
+func newSessionOf(m *Manager, info session.Info, log *session.LogState) *Session {
 	s := &Session{m: m, info: info, log: log}
 	id := info.ID
 	s.c = m.c.Scope(func(subject any) bool { return subject == id })
-	return s, nil
+	return s
 }
 
 // ID returns the session id.
