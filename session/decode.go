@@ -69,7 +69,7 @@ func decodeBytes(data []byte, own bool) (*Log, error) {
 	}
 	log := &Log{Info: info, Size: int64(nl + 1), Records: make([]*Record, 0, bytes.Count(data, []byte{'\n'}))}
 	v := new(validator)
-	v.fold.surface = make([]*Record, 0, cap(log.Records)/2+8)
+	*v = newValidator(cap(log.Records))
 	rest := data[nl+1:]
 	for line := 2; len(rest) > 0; line++ {
 		nl := bytes.IndexByte(rest, '\n')
@@ -90,6 +90,7 @@ func decodeBytes(data []byte, own bool) (*Log, error) {
 			// its newline follows.
 			rec.line = rest[: nl+1 : nl+1]
 		}
+		rec.lean()
 		log.Records = append(log.Records, rec)
 		log.Size += int64(nl + 1)
 		rest = rest[nl+1:]

@@ -18,6 +18,9 @@ type Fold struct {
 	// msgs is the projection of surface. It only ever grows in place;
 	// a replace builds a new slice, so earlier Messages results stay valid.
 	msgs []Message
+	// bare folds the surface only, without msgs (a validator's, which
+	// projects the surface when asked: see surfaceMessages).
+	bare bool
 }
 
 // NewFold returns an empty fold.
@@ -100,7 +103,7 @@ func (f *Fold) apply(r *Record, ps, pe int) {
 			f.surface = slices.Grow(f.surface, len(f.surface)+8)
 		}
 		f.surface = append(f.surface, r)
-		if r.visible {
+		if r.visible && !f.bare {
 			if len(f.msgs) == cap(f.msgs) {
 				f.msgs = slices.Grow(f.msgs, len(f.msgs)+8)
 			}
@@ -108,6 +111,9 @@ func (f *Fold) apply(r *Record, ps, pe int) {
 		}
 	case opReplace:
 		f.surface = slices.Replace(f.surface, ps, pe+1, r)
+		if f.bare {
+			return
+		}
 		msgs := make([]Message, 0, len(f.surface))
 		for _, s := range f.surface {
 			if s.visible {
@@ -116,6 +122,24 @@ func (f *Fold) apply(r *Record, ps, pe int) {
 		}
 		f.msgs = msgs
 	}
+}
+
+// surfaceMessages projects the surface of a fold: a new list, the
+// caller's.
+func (f *Fold) surfaceMessages() []Message {
+	n := 0
+	for _, r := range f.surface {
+		if r.visible {
+			n++
+		}
+	}
+	msgs := make([]Message, 0, n)
+	for _, r := range f.surface {
+		if r.visible {
+			msgs = append(msgs, r.message())
+		}
+	}
+	return msgs
 }
 
 // message returns the record's projection. Its tool calls are copied, so
@@ -151,7 +175,7 @@ func Project(r *Record) (Message, bool) {
 //     content the result's content; an error result with no content shows
 //     the model "error <code>: <message>" (or "error <code>").
 func project(r *Record) (Message, bool) {
-	switch p := r.payload.(type) {
+	switch p := r.pay().(type) {
 	case UserMessage:
 		return Message{Role: RoleUser, Content: p.Content}, true
 	case AssistantMessage:
@@ -317,7 +341,7 @@ func deriveRequestFunc(records []*Record, before int, fn func(i int, m *Message)
 // whether there was one.
 func DeriveHeader(records []*Record) (Header, bool) {
 	for i := len(records) - 1; i >= 0; i-- {
-		if p, ok := records[i].payload.(RequestHeader); ok {
+		if p, ok := records[i].pay().(RequestHeader); ok {
 			return normalizeHeader(CloneHeader(p.Header)), true
 		}
 	}

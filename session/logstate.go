@@ -26,8 +26,7 @@ type LogState struct {
 // 0 (see [Validate]). The log takes records over: the caller must not
 // write the slice afterwards.
 func NewLogState(records []*Record) (*LogState, error) {
-	l := &LogState{records: records}
-	l.v.fold.surface = make([]*Record, 0, len(records)/2+8)
+	l := &LogState{records: records, v: newValidator(len(records))}
 	for _, r := range records {
 		if err := l.v.add(r); err != nil {
 			return nil, err
@@ -61,7 +60,7 @@ func (l *LogState) Extend(records ...*Record) error {
 			return err
 		}
 		l.records = append(l.records, r)
-		if p, ok := r.payload.(RequestHeader); ok {
+		if p, ok := r.pay().(RequestHeader); ok {
 			l.header, l.hasHeader = normalizeHeader(p.Header), true
 		}
 	}
@@ -98,7 +97,7 @@ func (l *LogState) Commit(s Staged) error {
 	}
 	l.records = append(l.records, s.rec)
 	l.v.apply(s.rec, s.ps, s.pe)
-	if p, ok := s.rec.payload.(RequestHeader); ok {
+	if p, ok := s.rec.pay().(RequestHeader); ok {
 		l.header, l.hasHeader = normalizeHeader(p.Header), true
 	}
 	return nil
@@ -111,9 +110,10 @@ func (l *LogState) Len() int { return len(l.records) }
 // change (its capacity is its length), to be treated as read-only.
 func (l *LogState) Records() []*Record { return l.records[:len(l.records):len(l.records)] }
 
-// Messages returns the memoized fold, equal to DeriveMessages(l.Records()),
-// shared and read-only (see [Fold.Messages]).
-func (l *LogState) Messages() []Message { return l.v.fold.Messages() }
+// Messages returns the fold, equal to DeriveMessages(l.Records()): the
+// projection of the memoized surface, a new list, the caller's. (The
+// messages are not kept: a long log would hold them beside its records.)
+func (l *LogState) Messages() []Message { return l.v.fold.surfaceMessages() }
 
 // Header returns the latest logged request header, normalized (see
 // [DeriveHeader]), shared, and whether there is one.

@@ -99,14 +99,53 @@ func (r *Record) String() string { return string(r.line[:len(r.line)-1]) }
 // structs of this package it returns a copy of the payload decoded when
 // the record was made, without parsing JSON again.
 func DecodeData[T any](r *Record) (T, error) {
-	if p, ok := r.payload.(T); ok {
-		return clonePayload(p).(T), nil
+	if r.payload != nil {
+		if p, ok := r.payload.(T); ok {
+			return clonePayload(p).(T), nil
+		}
+	} else if p, ok := r.pay().(T); ok {
+		return p, nil // decoded for this call
 	}
 	var v T
 	if err := json.Unmarshal(r.data(), &v); err != nil {
 		return v, fmt.Errorf("session: seq %d: decode %s data: %w", r.seq, r.typ, err)
 	}
 	return v, nil
+}
+
+// pay returns the record's core payload: the one decoded when it was
+// made, or, for a loaded record that does not keep it (see lean), decoded
+// again from its line, which was checked to decode when it was loaded.
+// Nil for plugin types.
+func (r *Record) pay() any {
+	if r.payload != nil {
+		return r.payload
+	}
+	k := coreKinds[r.typ]
+	if k == nil {
+		return nil
+	}
+	p, err := decodeCore(k, r.data())
+	if err != nil {
+		return nil
+	}
+	return p
+}
+
+// lean drops the decoded payload of a loaded record that readers of a
+// log seldom ask for (chunks, calls, step and turn bounds…), so that a
+// long log in memory is not its bytes twice over; pay decodes it again
+// when asked. Surface records, headers and approvals keep theirs: folds,
+// requests and approval rules read them.
+func (r *Record) lean() {
+	switch r.typ {
+	case TypeUserMessage, TypeAssistantMessage, TypeToolResult, TypeRequestHeader,
+		TypeApprovalRequest, TypeApprovalDecision, TypeApprovalPolicy:
+		return
+	}
+	if p := r.payload; p != nil && reflect.TypeOf(p).Size() > 0 {
+		r.payload = nil
+	}
 }
 
 // NewRecord makes the record of ev at seq and time t, checking every rule

@@ -104,7 +104,7 @@ func (s *Session) Len() int {
 func (s *Session) Messages() []session.Message {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return session.CloneMessages(s.log.Messages())
+	return s.log.Messages() // made for this call
 }
 
 // Header returns the latest logged request header (normalized, see
