@@ -314,7 +314,7 @@ func scanEnvelope(line []byte) (seq int64, t time.Time, ev Event, ok bool) {
 	if i < 0 || bytes.IndexByte(p[:i], '\\') >= 0 {
 		return 0, t, ev, false
 	}
-	ev.Type = string(p[:i])
+	ev.Type = internType(p[:i])
 	p = p[i:]
 	if !lit(`","time":"`) || len(p) < 25 || p[24] != '"' {
 		return 0, t, ev, false
@@ -469,3 +469,22 @@ func strictUnmarshal(line []byte, v any) error {
 	}
 	return nil
 }
+
+// internType returns the type name b spells: the core type's own string
+// when it is one (no allocation: a long log holds its type names once),
+// else a new string.
+func internType(b []byte) string {
+	if k, ok := coreNames[string(b)]; ok {
+		return k
+	}
+	return string(b)
+}
+
+// coreNames maps each core type name to itself.
+var coreNames = func() map[string]string {
+	m := make(map[string]string, len(coreKinds))
+	for name := range coreKinds {
+		m[name] = name
+	}
+	return m
+}()

@@ -58,18 +58,20 @@ func (f *Fold) check(r *Record) (ps, pe int, err error) {
 	if r.op != opReplace {
 		return -1, -1, nil
 	}
-	ps, pe = f.position(r.start), f.position(r.end)
+	start, end := r.span()
+	ps, pe = f.position(start), f.position(end)
 	if ps < 0 || pe < 0 {
-		return -1, -1, fmt.Errorf("%w: seq %d: range %d..%d is not on the surface", ErrInvalidReplace, r.seq, r.start, r.end)
+		return -1, -1, fmt.Errorf("%w: seq %d: range %d..%d is not on the surface", ErrInvalidReplace, r.seq, start, end)
 	}
 	if ps > pe {
-		return -1, -1, fmt.Errorf("%w: seq %d: range %d..%d is out of surface order", ErrInvalidReplace, r.seq, r.start, r.end)
+		return -1, -1, fmt.Errorf("%w: seq %d: range %d..%d is out of surface order", ErrInvalidReplace, r.seq, start, end)
 	}
-	cited := func(seq int64) bool { return slices.Contains(r.sources, seq) }
-	if len(r.sources) > 16 {
+	sources := r.sourceList()
+	cited := func(seq int64) bool { return slices.Contains(sources, seq) }
+	if len(sources) > 16 {
 		// A large compaction: look sources up in a set, not a list.
-		set := make(map[int64]struct{}, len(r.sources))
-		for _, s := range r.sources {
+		set := make(map[int64]struct{}, len(sources))
+		for _, s := range sources {
 			set[s] = struct{}{}
 		}
 		cited = func(seq int64) bool { _, ok := set[seq]; return ok }

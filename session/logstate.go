@@ -46,6 +46,8 @@ func NewLogStateOf(log *Log) (*LogState, error) {
 	if v := log.v; v != nil && v.next == int64(len(records)) && slices.Equal(records, log.decoded) {
 		log.v, log.decoded = nil, nil
 		l := &LogState{records: records, v: *v}
+		// The decoder sized the surface for any log; keep what it holds.
+		l.v.fold.surface = slices.Clip(append(make([]*Record, 0, len(v.fold.surface)+8), v.fold.surface...))
 		l.header, l.hasHeader = DeriveHeader(records)
 		return l, nil
 	}

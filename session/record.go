@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
-	"slices"
 	"strconv"
 	"time"
 )
@@ -15,19 +15,20 @@ import (
 // once, and every accessor returns a copy or a value, so a Record may be
 // shared freely between goroutines, sessions and stores.
 type Record struct {
-	seq       int64
-	typ       string
-	time      time.Time
-	turn      int
-	step      int
+	seq     int64
+	ms      int64 // the time: Unix milliseconds, UTC
+	typ     string
+	turn    int
+	step    int
+	line    []byte // canonical line including the trailing newline
+	payload any    // decoded core payload (a value, never a pointer); nil otherwise (see pay)
+	// The surface range of a replace and the sources are read from the
+	// line when asked (span, sourceList): most records have neither, and a
+	// long log in memory should not be its bytes twice over.
+	dataOff   int32 // data is line[dataOff : len(line)-2]
 	op        uint8 // surface op: opNone, opAppend or opReplace
-	start     int64
-	end       int64
-	sources   []int64
 	ignorable bool
-	line      []byte // canonical line including the trailing newline
-	dataOff   int    // data is line[dataOff : len(line)-2]
-	payload   any    // decoded core payload (a value, never a pointer); nil otherwise
+	sourced   bool // the line has sources
 	// visible says whether the record projects to a message at all (see
 	// project, which makes the message from the payload when asked: a
 	// record does not carry its message, which would double its size).
@@ -47,7 +48,7 @@ func (r *Record) Seq() int64 { return r.seq }
 func (r *Record) Type() string { return r.typ }
 
 // Time returns when the event was appended, UTC, to the millisecond.
-func (r *Record) Time() time.Time { return r.time }
+func (r *Record) Time() time.Time { return time.UnixMilli(r.ms).UTC() }
 
 // Turn returns the event's turn number, 0 when it has none.
 func (r *Record) Turn() int { return r.turn }
@@ -65,13 +66,65 @@ func (r *Record) Surface() Surface {
 	case opAppend:
 		return Surface{Op: OpAppend}
 	case opReplace:
-		return Surface{Op: OpReplace, Start: r.start, End: r.end}
+		start, end := r.span()
+		return Surface{Op: OpReplace, Start: start, End: end}
 	}
 	return Surface{}
 }
 
 // Sources returns a copy of the seqs the event derives from.
-func (r *Record) Sources() []int64 { return slices.Clone(r.sources) }
+func (r *Record) Sources() []int64 { return r.sourceList() }
+
+var (
+	replaceKey = []byte(`,"surface":{"op":"replace","start":`)
+	endKey     = []byte(`,"end":`)
+	sourcesKey = []byte(`,"sources":[`)
+)
+
+// span returns the range of a replace, read from the line's envelope
+// (which appendEnvelope wrote: the keys cannot occur in the escaped type
+// before them).
+func (r *Record) span() (start, end int64) {
+	if r.op != opReplace {
+		return 0, 0
+	}
+	env := r.line[:r.dataOff]
+	rest := env[bytes.Index(env, replaceKey)+len(replaceKey):]
+	start, rest = leadingInt(rest)
+	end, _ = leadingInt(rest[len(endKey):])
+	return start, end
+}
+
+// sourceList returns the sources, read from the line's envelope: a new
+// list, nil when there are none.
+func (r *Record) sourceList() []int64 {
+	if !r.sourced {
+		return nil
+	}
+	env := r.line[:r.dataOff]
+	rest := env[bytes.Index(env, sourcesKey)+len(sourcesKey):]
+	out := make([]int64, 0, bytes.Count(rest[:bytes.IndexByte(rest, ']')], []byte{','})+1)
+	for {
+		var n int64
+		n, rest = leadingInt(rest)
+		out = append(out, n)
+		if rest[0] == ']' {
+			return out
+		}
+		rest = rest[1:]
+	}
+}
+
+// leadingInt parses the decimal digits b starts with (a non-negative
+// int64, as the encoder wrote it) and returns the rest.
+func leadingInt(b []byte) (int64, []byte) {
+	var n int64
+	i := 0
+	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		n = n*10 + int64(b[i]-'0')
+	}
+	return n, b[i:]
+}
 
 // Ignorable reports whether readers without the owning plugin may skip
 // the event.
@@ -172,16 +225,16 @@ func (r *Record) build(seq int64, t time.Time, ev *Event) error {
 	if seq < 0 {
 		return fmt.Errorf("%w: negative seq %d", ErrDuplicateSeq, seq)
 	}
-	*r = Record{seq: seq, typ: ev.Type, time: t, turn: ev.Turn, step: ev.Step, ignorable: ev.Ignorable}
+	*r = Record{seq: seq, typ: ev.Type, ms: t.UnixMilli(), turn: ev.Turn, step: ev.Step, ignorable: ev.Ignorable, sourced: len(ev.Sources) > 0}
 	k, err := r.checkEnvelope(ev.Surface, ev.Sources)
 	if err != nil {
 		return err
 	}
-	if len(ev.Sources) > 0 {
-		r.sources = slices.Clone(ev.Sources)
-	}
 
-	line := r.appendEnvelope(make([]byte, 0, 160))
+	line, err := r.appendEnvelope(make([]byte, 0, 160), t, ev.Surface, ev.Sources)
+	if err != nil {
+		return err
+	}
 	var ok bool
 	data := ev.Data
 	if data == nil && k != nil {
@@ -325,7 +378,7 @@ func (r *Record) checkEnvelope(sf *Surface, sources []int64) (*kind, error) {
 		if sf.Start < 0 || sf.End < 0 || sf.Start >= r.seq || sf.End >= r.seq {
 			return nil, fmt.Errorf("%w: seq %d: range %d..%d is not before the event", ErrInvalidReplace, r.seq, sf.Start, sf.End)
 		}
-		r.op, r.start, r.end = opReplace, sf.Start, sf.End
+		r.op = opReplace
 	default:
 		return nil, fmt.Errorf("%w: seq %d: unknown surface op %q", ErrInvalidReplace, r.seq, sf.Op)
 	}
@@ -378,13 +431,13 @@ func (r *Record) checkScope(k *kind) error {
 // Fields come in a fixed order: seq, type, time, turn, step, surface,
 // sources, ignorable, data; zero turn, step, sources and ignorable are
 // omitted, and so is the surface of an append.
-func (r *Record) appendEnvelope(dst []byte) []byte {
+func (r *Record) appendEnvelope(dst []byte, t time.Time, sf *Surface, sources []int64) ([]byte, error) {
 	dst = append(dst, `{"seq":`...)
 	dst = strconv.AppendInt(dst, r.seq, 10)
 	dst = append(dst, `,"type":`...)
 	dst = appendString(dst, r.typ)
 	dst = append(dst, `,"time":`...)
-	dst = appendTime(dst, r.time)
+	dst = appendTime(dst, t)
 	if r.turn != 0 {
 		dst = appendIntField(dst, "turn", int64(r.turn))
 	}
@@ -392,15 +445,15 @@ func (r *Record) appendEnvelope(dst []byte) []byte {
 		dst = appendIntField(dst, "step", int64(r.step))
 	}
 	if r.op == opReplace {
-		dst = append(dst, `,"surface":{"op":"replace","start":`...)
-		dst = strconv.AppendInt(dst, r.start, 10)
-		dst = append(dst, `,"end":`...)
-		dst = strconv.AppendInt(dst, r.end, 10)
+		dst = append(dst, replaceKey...)
+		dst = strconv.AppendInt(dst, sf.Start, 10)
+		dst = append(dst, endKey...)
+		dst = strconv.AppendInt(dst, sf.End, 10)
 		dst = append(dst, '}')
 	}
-	if len(r.sources) > 0 {
-		dst = append(dst, `,"sources":[`...)
-		for i, s := range r.sources {
+	if len(sources) > 0 {
+		dst = append(dst, sourcesKey...)
+		for i, s := range sources {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
@@ -412,6 +465,9 @@ func (r *Record) appendEnvelope(dst []byte) []byte {
 		dst = append(dst, `,"ignorable":true`...)
 	}
 	dst = append(dst, `,"data":`...)
-	r.dataOff = len(dst)
-	return dst
+	if len(dst) > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: seq %d: the envelope is %d bytes long", ErrInvalidEvent, r.seq, len(dst))
+	}
+	r.dataOff = int32(len(dst))
+	return dst, nil
 }
