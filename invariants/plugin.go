@@ -213,17 +213,17 @@ func (k *checker) checkRequest(ctx context.Context, req *agentloop.Request) erro
 	k.mu.Lock()
 	st, ok := k.sessions[req.Session]
 	var (
-		fold   []session.Message
+		fold   []*session.Record
 		h      session.Header
 		headed bool
 		own    bool
 	)
 	if ok && !st.trace.broken && st.trace.stepOpen && st.trace.stepAt == req.StepStart {
-		// The plugin's own fold as it stood at the step's step/start,
-		// and the latest header, from the records it saw committed. The
-		// fold's messages are never written once made, so they are
+		// The plugin's own fold (its surface) as it stood at the step's
+		// step/start, and the latest header, from the records it saw
+		// committed. That view of the surface is never written, so it is
 		// compared outside the lock.
-		fold, h, headed, own = st.trace.stepMsgs, st.trace.header, st.trace.headed, true
+		fold, h, headed, own = st.trace.stepSurf, st.trace.header, st.trace.headed, true
 	}
 	k.mu.Unlock()
 	var v *Violation
@@ -242,11 +242,20 @@ func (k *checker) checkRequest(ctx context.Context, req *agentloop.Request) erro
 	return nil
 }
 
-// checkAgainst runs the request rules on req against the fold and header
-// the plugin derived itself.
-func checkAgainst(fold []session.Message, h session.Header, headed bool, req *agentloop.Request) *Violation {
-	if v := requestReconstruction(fold, req.Messages); v != nil {
-		return v
+// checkAgainst runs the request rules on req against the surface and
+// header the plugin derived itself; only a divergence builds the fold's
+// messages, to report it.
+func checkAgainst(surf []*session.Record, h session.Header, headed bool, req *agentloop.Request) *Violation {
+	if !session.MatchSurface(surf, req.Messages) {
+		var want []session.Message
+		for _, r := range surf {
+			if m, ok := session.Project(r); ok {
+				want = append(want, m)
+			}
+		}
+		if v := requestReconstruction(want, req.Messages); v != nil {
+			return v
+		}
 	}
 	if v := requestHeader(h, headed, req.Header); v != nil {
 		return v

@@ -28,15 +28,14 @@ type trace struct {
 	appr     approvals                        // what approval-before-run knows
 
 	// The plugin's own fold of the log, for request-reconstruction: the
-	// surface records (parallel to surface) and their projections, made
-	// from the records the plugin saw committed, sharing nothing with the
-	// live session's fold but the pure per-record projection
-	// (session.Project). msgs only grows in place; a replace makes a new
-	// slice, so a view of it taken at a step/start stays that step's fold.
+	// surface records (parallel to surface), from the records the plugin
+	// saw committed, sharing nothing with the live session's fold but the
+	// pure per-record projection (session.MatchSurface, session.Project).
+	// surfRecs only grows in place; a replace makes a new slice, so a view
+	// of it taken at a step/start stays the surface before that step.
 	surfRecs []*session.Record
-	msgs     []session.Message
 	stepAt   int64             // seq of the latest step/start, -1 before any
-	stepMsgs []session.Message // the fold before it
+	stepSurf []*session.Record // the surface before it
 	header   session.Header    // the latest request/header, normalized
 	headed   bool
 	broken   bool // replay stopped at a violation: the fold is not the log's
@@ -91,7 +90,7 @@ func (t *trace) apply(r *session.Record) {
 		t.lastEnd = end.Reason
 	case session.TypeStepStart:
 		t.step, t.stepOpen = r.Step(), true
-		t.stepAt, t.stepMsgs = r.Seq(), t.msgs[:len(t.msgs):len(t.msgs)]
+		t.stepAt, t.stepSurf = r.Seq(), t.surfRecs[:len(t.surfRecs):len(t.surfRecs)]
 	case session.TypeRequestHeader:
 		t.header, t.headed = session.DeriveHeader([]*session.Record{r})
 	case session.TypeStepEnd:
@@ -133,22 +132,12 @@ func (t *trace) apply(r *session.Record) {
 			j := slices.Index(t.surface, sf.End)
 			if i >= 0 && j >= i {
 				t.surface = slices.Replace(t.surface, i, j+1, r.Seq())
-				t.surfRecs = slices.Replace(t.surfRecs, i, j+1, r)
-				msgs := make([]session.Message, 0, len(t.surfRecs))
-				for _, s := range t.surfRecs {
-					if m, ok := session.Project(s); ok {
-						msgs = append(msgs, m)
-					}
-				}
-				t.msgs = msgs
+				t.surfRecs = slices.Concat(t.surfRecs[:i], []*session.Record{r}, t.surfRecs[j+1:])
 				return
 			}
 		}
 		t.surface = append(t.surface, r.Seq())
 		t.surfRecs = append(t.surfRecs, r)
-		if m, ok := session.Project(r); ok {
-			t.msgs = append(t.msgs, m)
-		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"math"
 	"reflect"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -201,6 +202,9 @@ func (r *Record) lean() {
 	}
 }
 
+// linePool holds the scratch buffers records are encoded in.
+var linePool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
 // NewRecord makes the record of ev at seq and time t, checking every rule
 // that concerns the event alone: a known type,
 // turn and step where the type requires them, a surface field only on
@@ -231,10 +235,20 @@ func (r *Record) build(seq int64, t time.Time, ev *Event) error {
 		return err
 	}
 
-	line, err := r.appendEnvelope(make([]byte, 0, 160), t, ev.Surface, ev.Sources)
+	// The line is encoded in a scratch buffer and kept at its exact
+	// size: a log holds many, and growing each in place would leave most
+	// of them with up to twice the room they need.
+	scratch := linePool.Get().(*[]byte)
+	defer func() {
+		if cap(*scratch) <= 64<<10 {
+			linePool.Put(scratch)
+		}
+	}()
+	line, err := r.appendEnvelope((*scratch)[:0], t, ev.Surface, ev.Sources)
 	if err != nil {
 		return err
 	}
+	defer func() { *scratch = line }()
 	var ok bool
 	data := ev.Data
 	if data == nil && k != nil {
@@ -270,7 +284,8 @@ func (r *Record) build(seq int64, t time.Time, ev *Event) error {
 	if err != nil {
 		return err
 	}
-	r.line = append(line, '}', '\n')
+	line = append(line, '}', '\n')
+	r.line = bytes.Clone(line)
 	if r.op != opNone {
 		_, r.visible = project(r)
 	}
