@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,14 +19,25 @@ import (
 	"github.com/vigil-run/vigil/session/sessiontest"
 )
 
-// openFDs counts this process's open file descriptors.
-func openFDs(t *testing.T) int {
+// openFDs counts this process's open file descriptors on files under
+// dir (so that descriptors other goroutines of the test binary open and
+// close meanwhile are not counted).
+func openFDs(t *testing.T, dir string) int {
 	t.Helper()
+	dir, err := filepath.EvalSymlinks(dir)
+	require.NoError(t, err)
 	entries, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Skipf("no /proc/self/fd: %v", err)
 	}
-	return len(entries)
+	n := 0
+	for _, e := range entries {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
+		if err == nil && strings.HasPrefix(target, dir+string(filepath.Separator)) {
+			n++
+		}
+	}
+	return n
 }
 
 // Sessions that are loaded and idle hold no file descriptor, whether they
@@ -48,7 +60,7 @@ func TestIdleSessionsHoldNoFileDescriptor(t *testing.T) {
 	t.Cleanup(func() { _ = root.Dispose() })
 	m := live.NewManager(root.Context(), store)
 
-	before := openFDs(t)
+	before := openFDs(t, dir)
 	sessions := make([]*live.Session, n)
 	for i := range n {
 		s, err := m.Open(ctx, fmt.Sprintf("s%05d", i))
@@ -62,7 +74,7 @@ func TestIdleSessionsHoldNoFileDescriptor(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
-	assert.LessOrEqual(t, openFDs(t)-before, 64, "descriptors held by %d idle sessions", n)
+	assert.LessOrEqual(t, openFDs(t, dir)-before, 64, "descriptors held by %d idle sessions", n)
 }
 
 // turnEvents is a turn of one step without tools, numbered turn, whose
@@ -83,7 +95,8 @@ func turnEvents(turn int, base int64) []session.Event {
 // from the first append of a turn to its end, and none after.
 func TestWriterHoldsOneDescriptorDuringATurn(t *testing.T) {
 	ctx := context.Background()
-	store := open(t, t.TempDir())
+	dir := t.TempDir()
+	store := open(t, dir)
 	root := bus.New()
 	t.Cleanup(func() { _ = root.Dispose() })
 	m := live.NewManager(root.Context(), store)
@@ -91,16 +104,16 @@ func TestWriterHoldsOneDescriptorDuringATurn(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close(ctx) })
 
-	before := openFDs(t)
+	before := openFDs(t, dir)
 	evs := turnEvents(1, 0)
 	for i, ev := range evs {
 		_, err := s.Append(ctx, ev)
 		require.NoError(t, err)
 		if i < len(evs)-1 {
-			require.Equal(t, before+1, openFDs(t), "inside the turn, after %s", ev.Type)
+			require.Equal(t, before+1, openFDs(t, dir), "inside the turn, after %s", ev.Type)
 		}
 	}
-	assert.Equal(t, before, openFDs(t), "after turn/end")
+	assert.Equal(t, before, openFDs(t, dir), "after turn/end")
 }
 
 // spoil makes the line of seq 1 in the file at path undecodable without

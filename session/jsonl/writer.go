@@ -47,6 +47,7 @@ type writer struct {
 	inTurn    bool   // the records so far leave a turn open
 	suspended bool   // … and end with an approval/request
 	pinned    bool   // leased: held until released
+	fresh     bool   // f was just locked: what is new in it is not read yet
 	buf       []byte // appended, not yet written
 	spare     []byte // the other buffer, reused
 	armed     bool   // the sync timer is running
@@ -68,7 +69,10 @@ func (w *writer) learn(size int64, records []*session.Record) {
 	defer w.flushMu.Unlock()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.f != nil || (w.known && w.size >= size) {
+	switch {
+	case w.f != nil && !w.fresh:
+		return // it has appended since it took the lock: it knows better
+	case w.known && w.size >= size && !w.fresh:
 		return
 	}
 	w.size, w.next, w.known = size, int64(len(records)), true
@@ -106,8 +110,10 @@ func (w *writer) hold() error {
 	return nil
 }
 
-// acquire opens and locks the file unless the writer holds it, and reads
-// what was appended since it last did.
+// acquire opens and locks the file unless the writer holds it. What was
+// appended since the writer last held it is read before the first
+// append (catchUp), so that a load made under the lock (a lease's) can
+// tell the writer what it read instead.
 func (w *writer) acquire() error {
 	w.flushMu.Lock()
 	defer w.flushMu.Unlock()
@@ -136,12 +142,7 @@ func (w *writer) acquire() error {
 		}
 		return errBusy
 	}
-	if err := w.catchUp(f); err != nil {
-		f.Close()
-		_ = unlock()
-		return err
-	}
-	w.f, w.unlock = f, unlock
+	w.f, w.unlock, w.fresh = f, unlock, true
 	writeHolder(w.holder)
 	return nil
 }
@@ -155,13 +156,14 @@ var errBusy = errors.New("busy")
 // continue the log; a torn last line (a write cut by a crash) is cut off,
 // or the next record would be glued to it. A file the writer knows
 // nothing of, or that is shorter than it knew, is read and validated
-// whole. Called with flushMu and mu held.
+// whole. Called with mu held, f locked and nothing buffered.
 func (w *writer) catchUp(f *os.File) error {
 	fi, err := f.Stat()
 	if err != nil {
 		return err
 	}
 	size := fi.Size()
+	w.fresh = false
 	if w.known && size == w.size {
 		return nil
 	}
@@ -243,6 +245,13 @@ func (w *writer) append(next int64, records []*session.Record) error {
 		}
 		w.mu.Unlock()
 		if err := w.acquire(); err != nil {
+			return err
+		}
+	}
+	if w.fresh && w.err == nil && !w.closed {
+		// f cannot change while mu is held, and nothing is buffered yet.
+		if err := w.catchUp(w.f); err != nil {
+			w.mu.Unlock()
 			return err
 		}
 	}

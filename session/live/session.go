@@ -98,9 +98,10 @@ func (s *Session) Len() int {
 	return s.log.Len()
 }
 
-// Messages returns the memoized fold of the log: equal to
-// DeriveMessages(s.Records()). It is a deep copy, owned by the caller:
-// writing it changes nothing the session or anyone else holds.
+// Messages returns the fold of the log: equal to
+// DeriveMessages(s.Records()), the projection of the memoized surface,
+// made for this call and owned by the caller: writing it changes nothing
+// the session or anyone else holds.
 func (s *Session) Messages() []session.Message {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
