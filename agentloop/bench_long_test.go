@@ -30,7 +30,14 @@ type benchLoop struct {
 func newBenchLoop(tb testing.TB) *benchLoop {
 	tb.Helper()
 	root := bus.New()
-	tb.Cleanup(func() { _ = root.Dispose() })
+	l := &benchLoop{root: root}
+	// Through l, which a caller that disposes of the loop itself clears,
+	// so that a benchmark making many loops does not keep them all.
+	tb.Cleanup(func() {
+		if l.root != nil {
+			_ = l.root.Dispose()
+		}
+	})
 	c := root.Context()
 	_, err := c.Plugin(invariants.New(), &invariants.Config{Mode: invariants.ModeStrict})
 	require.NoError(tb, err)
@@ -41,7 +48,8 @@ func newBenchLoop(tb testing.TB) *benchLoop {
 	require.NoError(tb, err)
 	a := agentloop.New(c, agentloop.Config{System: "You are a careful assistant.", Model: "scripted", MaxSteps: 1},
 		agentloop.WithProvider(prov), agentloop.WithTools(calc.Tool{}))
-	return &benchLoop{root: root, mgr: live.NewManager(c, memory.New()), a: a}
+	l.mgr, l.a = live.NewManager(c, memory.New()), a
+	return l
 }
 
 func (l *benchLoop) turn(tb testing.TB, sess *live.Session) {
@@ -220,6 +228,7 @@ func BenchmarkStepGrowth(b *testing.B) {
 		b.StopTimer()
 		require.NoError(b, sess.Close(ctx))
 		require.NoError(b, l.root.Dispose())
+		*l = benchLoop{}
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(late)/float64(early), "growth-x")
