@@ -55,8 +55,8 @@ type lease struct {
 // New returns an empty store.
 func New() *Store {
 	return &Store{b: &backing{
-		logs:    map[string]*log{},
-		leases:  map[string]*lease{},
+		logs:   map[string]*log{},
+		leases: map[string]*lease{},
 	}}
 }
 
