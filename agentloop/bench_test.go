@@ -3,6 +3,7 @@ package agentloop_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -102,6 +103,7 @@ func benchStep(b *testing.B, mount func(*bus.Context) error) {
 					b.StopTimer()
 					_ = sess.Close(ctx)
 					sess = fresh()
+					runtime.GC() // the old session and the seed are not a step's garbage
 					b.StartTimer()
 				}
 				c0 := cpuNow()

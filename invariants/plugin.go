@@ -213,17 +213,19 @@ func (k *checker) checkRequest(ctx context.Context, req *agentloop.Request) erro
 	k.mu.Lock()
 	st, ok := k.sessions[req.Session]
 	var (
-		fold   []*session.Record
+		fold   []session.Message
 		h      session.Header
 		headed bool
 		own    bool
+		orphan bool
 	)
 	if ok && !st.trace.broken && st.trace.stepOpen && st.trace.stepAt == req.StepStart {
-		// The plugin's own fold (its surface) as it stood at the step's
-		// step/start, and the latest header, from the records it saw
-		// committed. That view of the surface is never written, so it is
+		// The plugin's own fold as it stood at the step's step/start,
+		// and the latest header, from the records it saw committed. The
+		// fold's messages are never written once made, so they are
 		// compared outside the lock.
-		fold, h, headed, own = st.trace.stepSurf, st.trace.header, st.trace.headed, true
+		fold, h, headed, own = st.trace.stepMsgs, st.trace.header, st.trace.headed, true
+		orphan = st.trace.stepOrphan
 	}
 	k.mu.Unlock()
 	var v *Violation
@@ -231,7 +233,7 @@ func (k *checker) checkRequest(ctx context.Context, req *agentloop.Request) erro
 	case !ok:
 		v = &Violation{Rule: RuleRequestReconstruction, Seq: -1, Index: -1, Message: "request for a session whose log the plugin has not seen"}
 	case own:
-		v = checkAgainst(fold, h, headed, req)
+		v = checkAgainst(fold, h, headed, orphan, req)
 	default:
 		v = CheckRequest(st.sess.Records(), req)
 	}
@@ -242,23 +244,21 @@ func (k *checker) checkRequest(ctx context.Context, req *agentloop.Request) erro
 	return nil
 }
 
-// checkAgainst runs the request rules on req against the surface and
-// header the plugin derived itself; only a divergence builds the fold's
-// messages, to report it.
-func checkAgainst(surf []*session.Record, h session.Header, headed bool, req *agentloop.Request) *Violation {
-	if !session.MatchSurface(surf, req.Messages) {
-		var want []session.Message
-		for _, r := range surf {
-			if m, ok := session.Project(r); ok {
-				want = append(want, m)
-			}
-		}
-		if v := requestReconstruction(want, req.Messages); v != nil {
-			return v
-		}
+// checkAgainst runs the request rules on req against the fold and header
+// the plugin derived itself. The fold is kept as messages, in one array:
+// comparing a request with it reads two arrays in order, where projecting
+// each surface record again would chase a pointer per message. A request
+// that equals the fold has an orphaned tool result just when the fold
+// has one (orphan), which is found only then.
+func checkAgainst(fold []session.Message, h session.Header, headed, orphan bool, req *agentloop.Request) *Violation {
+	if v := requestReconstruction(fold, req.Messages); v != nil {
+		return v
 	}
 	if v := requestHeader(h, headed, req.Header); v != nil {
 		return v
+	}
+	if !orphan {
+		return nil
 	}
 	return orphanedToolResult(req.Messages)
 }

@@ -168,26 +168,6 @@ func Project(r *Record) (Message, bool) {
 	return r.message(), true
 }
 
-// MatchSurface reports whether msgs are, message by message, the
-// projections of the surface records surf (in surface order; a record
-// that projects to nothing adds no message). The comparison happens here,
-// so it hands out nothing of the records and allocates nothing: a fold
-// kept as its surface (the invariants plugin's) checks a request with it.
-func MatchSurface(surf []*Record, msgs []Message) bool {
-	i := 0
-	for _, r := range surf {
-		if r.op == opNone || !r.visible {
-			continue
-		}
-		m, _ := project(r)
-		if i >= len(msgs) || !m.Equal(&msgs[i]) {
-			return false
-		}
-		i++
-	}
-	return i == len(msgs)
-}
-
 // project is the one pure projection of a surface record to a message:
 //
 //   - user/message → role "user", content.
