@@ -45,9 +45,9 @@ type trace struct {
 	surfCalls  map[string]int
 	orphan     bool
 	stepOrphan bool
-	header   session.Header    // the latest request/header, normalized
-	headed   bool
-	broken   bool // replay stopped at a violation: the fold is not the log's
+	header     session.Header // the latest request/header, normalized
+	headed     bool
+	broken     bool // replay stopped at a violation: the fold is not the log's
 }
 
 type callInfo struct {
