@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -171,4 +172,28 @@ func TestAppendReadsOnlyWhatIsNew(t *testing.T) {
 			require.NoError(t, a.Append(ctx, "s1", at, recs), "the spoiled line is not read again")
 		})
 	}
+}
+
+// An opened log holds at most twice its size on disk: each record's line
+// once (a slice of the file's bytes), a small record, and decoded
+// payloads only where folds and rules read them.
+func TestOpenedLogHoldsAtMostTwiceItsBytes(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	size := writeLongLog(t, dir, "long", 100_000)
+	store := open(t, dir)
+	root := bus.New()
+	t.Cleanup(func() { _ = root.Dispose() })
+	m := live.NewManager(root.Context(), store)
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s, err := m.Open(ctx, "long")
+	require.NoError(t, err)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	assert.LessOrEqual(t, held, 2*size, "%d bytes held for a log of %d (%.2f×)", held, size, float64(held)/float64(size))
+	runtime.KeepAlive(s)
 }
