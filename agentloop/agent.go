@@ -133,6 +133,7 @@ type sessionState struct {
 	busy   bool
 	headed bool     // this agent has logged or confirmed a header in the session
 	dig    digester // request digests of the session, incrementally
+	view   reqView  // the loop's fold of the session and the listeners' copy
 	ids    callIDs  // tool-call ids the session's log uses, incrementally
 	used   uint64   // when the session last ran a turn, in a.tick
 }
@@ -357,20 +358,20 @@ func (a *Agent) release(sess *live.Session, key *int, headed bool) {
 	// it counts as cached and is never read here.
 	cached := 0
 	for _, o := range a.sessions {
-		if o.busy || o.dig.enc != nil {
+		if o.busy || o.dig.enc != nil || o.view.n > 0 {
 			cached++
 		}
 	}
 	for ; cached > maxDigestCaches; cached-- {
 		var lru *sessionState
 		for _, o := range a.sessions {
-			if !o.busy && o != st && o.dig.enc != nil && (lru == nil || o.used < lru.used) {
+			if !o.busy && o != st && (o.dig.enc != nil || o.view.n > 0) && (lru == nil || o.used < lru.used) {
 				lru = o
 			}
 		}
 		if lru == nil {
 			break
 		}
-		lru.dig, lru.ids = digester{}, callIDs{}
+		lru.dig, lru.view, lru.ids = digester{}, reqView{}, callIDs{}
 	}
 }

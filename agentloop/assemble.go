@@ -2,6 +2,7 @@ package agentloop
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -117,16 +118,17 @@ type callIDs struct {
 
 // sync reads the records of sess appended since the last sync.
 func (c *callIDs) sync(sess *live.Session) {
-	recs := sess.Records()
-	if c.ids == nil || c.n > len(recs) || c.n > 0 && recs[c.n-1] != c.last {
-		*c = callIDs{ids: make(map[string]struct{})}
+	recs, ok := since(sess, c.n, c.last, math.MaxInt64)
+	if !ok {
+		*c = callIDs{}
+		recs, _ = since(sess, 0, nil, math.MaxInt64)
 	}
-	for _, r := range recs[c.n:] {
+	if c.ids == nil {
+		c.ids = make(map[string]struct{})
+	}
+	for _, r := range recs {
 		c.record(r)
-	}
-	c.n = len(recs)
-	if c.n > 0 {
-		c.last = recs[c.n-1]
+		c.n, c.last = c.n+1, r
 	}
 }
 

@@ -3,7 +3,9 @@ package agentloop_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -94,19 +96,26 @@ func benchStep(b *testing.B, mount func(*bus.Context) error) {
 			sess := fresh()
 			require.Len(b, sess.Messages(), n)
 			i := 0
+			var cpu time.Duration
 			b.ReportAllocs()
 			for b.Loop() {
 				if i++; i%100 == 0 {
 					b.StopTimer()
 					_ = sess.Close(ctx)
 					sess = fresh()
+					runtime.GC() // the old session and the seed are not a step's garbage
 					b.StartTimer()
 				}
+				c0 := cpuNow()
 				res, err := a.Run(ctx, sess, "And what is 21 times two?")
+				cpu += cpuNow() - c0
 				if err != nil || res.Reason != session.ReasonMaxSteps {
 					b.Fatalf("turn: %v %+v", err, res)
 				}
 			}
+			// The process's CPU time per step: on a shared machine, what
+			// compares across benchmarks run one after another.
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 		})
 	}
 }

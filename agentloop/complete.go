@@ -74,7 +74,7 @@ func Complete(ctx context.Context, c *bus.Context, p Provider, sess *live.Sessio
 	built := Request{Session: sess.ID(), StepStart: -1, Header: session.CloneHeader(o.Header), Messages: session.CloneMessages(o.Messages)}
 	digest := session.RequestDigest(built.Header, built.Messages)
 	sources := append([]int64(nil), o.Sources...)
-	req := mint(built, o.Purpose, digest, func() error {
+	req := mint(built, nil, o.Purpose, digest, func() error {
 		_, err := sess.Append(context.WithoutCancel(ctx), session.Event{Type: session.TypeRequestOneshot, Sources: sources,
 			Data: session.Oneshot{Purpose: o.Purpose, SHA256: digest, Messages: len(built.Messages)}})
 		return err

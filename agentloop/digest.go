@@ -50,34 +50,58 @@ var (
 // digest returns session.RequestDigest(h, msgs). It keeps nothing of h or
 // msgs but copies.
 func (d *digester) digest(h session.Header, msgs []session.Message) string {
+	if len(d.keys) != len(d.enc) {
+		// Last used by digestFrom, which keeps no keys.
+		*d = digester{}
+	}
+	same := min(len(d.keys), len(msgs))
+	for i := range same {
+		if !d.keys[i].Equal(&msgs[i]) {
+			same = i
+			break
+		}
+	}
+	out := d.encodeFrom(h, msgs, same)
+	if d.enc == nil { // fell back
+		return out
+	}
+	d.keys = d.keys[:same]
+	for _, m := range msgs[same:] {
+		m.ToolCalls = slices.Clone(m.ToolCalls)
+		d.keys = append(d.keys, m)
+	}
+	return out
+}
+
+// digestFrom is digest for a caller that vouches that msgs[:same] equal
+// the messages at those positions of the previous call: only the others
+// are encoded, and only what follows the first changed one is hashed
+// again. The loop vouches for its own fold, whose messages are never
+// written once made (see reqView); what it hands listeners is compared
+// with that fold before a request is sent.
+func (d *digester) digestFrom(h session.Header, msgs []session.Message, same int) string {
+	d.keys = nil // what digest compares with is no longer kept
+	return d.encodeFrom(h, msgs, same)
+}
+
+// encodeFrom encodes msgs[same:] and hashes what changed.
+func (d *digester) encodeFrom(h session.Header, msgs []session.Message, same int) string {
 	hb, ok := headerJSON(h)
 	if !ok {
+		*d = digester{}
 		return session.RequestDigest(h, msgs)
 	}
-	if len(d.enc) > len(msgs) {
-		d.enc = d.enc[:len(msgs)]
-		d.keys = d.keys[:len(msgs)]
-	}
-	changed := len(msgs) // the first position whose encoding changed
-	for i := range msgs {
-		if i < len(d.keys) && d.keys[i].Equal(&msgs[i]) {
-			continue
-		}
+	same = min(same, len(d.enc), len(msgs))
+	d.enc = d.enc[:same]
+	for i := same; i < len(msgs); i++ {
 		b, err := json.Marshal(&msgs[i])
 		if err != nil {
 			*d = digester{}
 			return session.RequestDigest(h, msgs)
 		}
-		changed = min(changed, i)
-		k := msgs[i]
-		k.ToolCalls = slices.Clone(k.ToolCalls)
-		if i < len(d.enc) {
-			d.enc[i], d.keys[i] = b, k
-		} else {
-			d.enc, d.keys = append(d.enc, b), append(d.keys, k)
-		}
+		d.enc = append(d.enc, b)
 	}
-	if d.state == nil || !bytes.Equal(hb, d.hb) || changed < d.hashed || d.hashed > len(d.enc) {
+	if d.state == nil || !bytes.Equal(hb, d.hb) || same < d.hashed {
 		c, ok := sha256.New().(hash.Cloner)
 		if !ok {
 			return d.full(hb)

@@ -36,11 +36,17 @@
 //
 // The request is marked loop-built and sealed, and dispatched through the
 // llm/stream waterfall ([LLMStream]). The seal is a token only this
-// package can mint: it owns private copies of the header and the fold the
-// request was built from, and its digest (session.RequestDigest) is
-// computed over them. The innermost fallback refuses, with
-// [ErrRequestMutated], a request that a listener changed or replaced,
-// then logs request/digest and hands the request over. Every provider
+// package can mint: it owns the header and the fold the request was built
+// from — the loop's own fold of the session, fed with the records
+// appended since its last step — and its digest (session.RequestDigest)
+// is computed over them, encoding only the messages that are new. The
+// listeners' request carries a separate copy, which also grows only by
+// the new messages. The innermost fallback refuses, with
+// [ErrRequestMutated], a request that a listener changed or replaced
+// (comparing the listeners' copy with the fold, message by message),
+// then logs request/digest and hands the request over. A step costs what
+// changed since the last one, not the length of the conversation or of
+// the log. Every provider
 // this package hands out ([ProviderService], [WithProvider]) is wrapped:
 // the wrapper refuses, with [ErrUnsealed], a request without a seal or
 // one that did not come through its own dispatch's fallback, and gives

@@ -28,9 +28,10 @@ func (r *Request) Digest() string {
 // was minted for.
 //
 // It owns what it compares with: built is the request as the loop built
-// it, with a header and messages no one outside the package holds (the
-// request the listeners see is a separate deep copy), and the digest was
-// computed over exactly that. The guard hands the provider a request made
+// it, with a header and messages no one outside the package holds (for a
+// step, the loop's own fold of the log; the request the listeners see
+// carries a separate copy, see reqView), and the digest was computed over
+// exactly that. The guard hands the provider a request made
 // from built, never the one listeners hold, so nothing a listener does to
 // its copy — at any time — reaches the provider.
 type seal struct {
@@ -178,13 +179,18 @@ func short(d string) string {
 }
 
 // mint seals a request as built: the returned request, for the listeners,
-// is a deep copy of built, and the seal keeps built itself, which the
-// caller must not keep or hand out. log appends the request's record when
-// it is first handed to the provider.
-func mint(built Request, purpose, digest string, log func() error) *Request {
+// carries lis as its messages (a copy of built's that the caller keeps
+// nowhere else reachable from built; nil: a deep copy is made) and a copy
+// of the header, and the seal keeps built itself, which the caller must
+// not hand out. log appends the request's record when it is first handed
+// to the provider.
+func mint(built Request, lis []session.Message, purpose, digest string, log func() error) *Request {
 	built.seal = nil
+	if lis == nil {
+		lis = session.CloneMessages(built.Messages)
+	}
 	r := &Request{Session: built.Session, Turn: built.Turn, Step: built.Step, StepStart: built.StepStart,
-		Header: session.CloneHeader(built.Header), Messages: session.CloneMessages(built.Messages)}
+		Header: session.CloneHeader(built.Header), Messages: lis}
 	r.seal = &seal{req: r, purpose: purpose, built: built, digest: digest, log: log}
 	return r
 }

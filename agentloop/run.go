@@ -79,7 +79,7 @@ func (a *Agent) withTurn(ctx context.Context, sess *live.Session, opts []RunOpti
 	if err != nil {
 		return nil, err
 	}
-	t := &turn{a: a, sess: sess, actx: context.WithoutCancel(ctx), headed: st.headed, dig: &st.dig, ids: &st.ids, onChunk: ro.onChunk}
+	t := &turn{a: a, sess: sess, actx: context.WithoutCancel(ctx), headed: st.headed, dig: &st.dig, view: &st.view, ids: &st.ids, onChunk: ro.onChunk}
 	defer func() { a.release(sess, key, t.headed) }()
 	a.statusMu.Lock()
 	closed := a.closed
@@ -100,6 +100,7 @@ type turn struct {
 	n       int
 	headed  bool
 	dig     *digester
+	view    *reqView
 	ids     *callIDs
 	onChunk func(Chunk)
 	res     TurnResult

@@ -44,20 +44,23 @@ func (t *turn) step(ctx context.Context, n int) (stepOutcome, error) {
 	want.MaxTokens = chk.maxTokens
 
 	// The request's messages are the fold of the log strictly before
-	// step/start. The fold is read just before appending step/start; if
-	// anything else was appended in between, it is derived again.
-	// Either way it is a copy only the loop holds.
-	before := sess.Len()
-	fold := sess.Messages()
+	// step/start: the loop's own (see reqView), brought up to the records
+	// before step/start; if anything else was appended between, those
+	// are folded too.
+	before := int64(sess.Len())
+	if err := t.view.catchUp(sess, before); err != nil {
+		return stepOutcome{}, err
+	}
 	start, err := t.append(session.Event{Type: session.TypeStepStart, Step: n, Data: session.StepStart{}})
 	if err != nil {
 		return stepOutcome{}, err
 	}
-	if start.Seq() != int64(before) {
-		if fold, err = session.DeriveMessages(sess.Records()[:start.Seq()]); err != nil {
+	if start.Seq() != before {
+		if err := t.view.catchUp(sess, start.Seq()); err != nil {
 			return stepOutcome{}, err
 		}
 	}
+	fold, lis, same := t.view.request()
 
 	logged, ok := sess.Header()
 	reason := ""
@@ -77,14 +80,14 @@ func (t *turn) step(ctx context.Context, n int) (stepOutcome, error) {
 	}
 	t.headed = true
 
-	// The fold and the header read above are copies the loop owns: the
-	// seal keeps them, computes the digest over them and compares the
-	// request with them; listeners get another copy. request/digest is
-	// logged by the fallback, once the request passed the check and is
-	// handed to the provider, so a refused step leaves no digest.
-	digest := t.dig.digest(logged, fold)
+	// The fold and the header read above are the loop's own: the seal
+	// keeps them, computes the digest over them and compares the request
+	// with them; listeners get the view's copy. request/digest is logged
+	// by the fallback, once the request passed the check and is handed to
+	// the provider, so a refused step leaves no digest.
+	digest := t.dig.digestFrom(logged, fold, same)
 	built := Request{Session: sess.ID(), Turn: t.n, Step: n, StepStart: start.Seq(), Header: logged, Messages: fold}
-	req := mint(built, "", digest, func() error {
+	req := mint(built, lis, "", digest, func() error {
 		_, err := t.append(session.Event{Type: session.TypeRequestDigest, Step: n, Data: session.Digest{SHA256: digest, Messages: len(fold)}})
 		return err
 	})
@@ -112,6 +115,11 @@ func (t *turn) step(ctx context.Context, n int) (stepOutcome, error) {
 	})
 	if err == nil {
 		err = req.seal.logErr // request/digest could not be logged
+	}
+	if err != nil || streamErr != nil {
+		// A refusal may have been a write to the listeners' copy (or by
+		// the provider to what it was handed): build both again.
+		*t.view, *t.dig = reqView{}, digester{}
 	}
 	if err != nil {
 		return stepOutcome{}, err

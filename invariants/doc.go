@@ -21,7 +21,13 @@
 //     registered earlier may change the request first; the check compares
 //     it with a fresh fold of the records before the in-flight step's
 //     step/start, sharing nothing with the live session, so that is caught,
-//     and a change after the check is refused by agentloop's seal. Only
+//     and a change after the check is refused by agentloop's seal. The
+//     fold is the plugin's own derivation, kept incrementally from the
+//     records it saw committed (its trace projects each surface record
+//     with the pure per-record projection, session.Project, and snapshots
+//     the messages at each step/start), so a check costs the request's
+//     length, not the log's; a request the trace cannot place is checked
+//     against a fold of the whole log ([CheckRequest]). Only
 //     loop-built requests are checked; one-shots (request/oneshot) are
 //     accounted for in the log, not re-derived from it.
 //   - status-transition checks agent/status.

@@ -212,11 +212,29 @@ func (k *checker) checkRequest(ctx context.Context, req *agentloop.Request) erro
 	}
 	k.mu.Lock()
 	st, ok := k.sessions[req.Session]
+	var (
+		fold   []session.Message
+		h      session.Header
+		headed bool
+		own    bool
+		orphan bool
+	)
+	if ok && !st.trace.broken && st.trace.stepOpen && st.trace.stepAt == req.StepStart {
+		// The plugin's own fold as it stood at the step's step/start,
+		// and the latest header, from the records it saw committed. The
+		// fold's messages are never written once made, so they are
+		// compared outside the lock.
+		fold, h, headed, own = st.trace.stepMsgs, st.trace.header, st.trace.headed, true
+		orphan = st.trace.stepOrphan
+	}
 	k.mu.Unlock()
 	var v *Violation
-	if !ok {
+	switch {
+	case !ok:
 		v = &Violation{Rule: RuleRequestReconstruction, Seq: -1, Index: -1, Message: "request for a session whose log the plugin has not seen"}
-	} else {
+	case own:
+		v = checkAgainst(fold, h, headed, orphan, req)
+	default:
 		v = CheckRequest(st.sess.Records(), req)
 	}
 	if v != nil {
@@ -224,6 +242,25 @@ func (k *checker) checkRequest(ctx context.Context, req *agentloop.Request) erro
 		return k.refuse(ctx, v)
 	}
 	return nil
+}
+
+// checkAgainst runs the request rules on req against the fold and header
+// the plugin derived itself. The fold is kept as messages, in one array:
+// comparing a request with it reads two arrays in order, where projecting
+// each surface record again would chase a pointer per message. A request
+// that equals the fold has an orphaned tool result just when the fold
+// has one (orphan), which is found only then.
+func checkAgainst(fold []session.Message, h session.Header, headed, orphan bool, req *agentloop.Request) *Violation {
+	if v := requestReconstruction(fold, req.Messages); v != nil {
+		return v
+	}
+	if v := requestHeader(h, headed, req.Header); v != nil {
+		return v
+	}
+	if !orphan {
+		return nil
+	}
+	return orphanedToolResult(req.Messages)
 }
 
 // onStatus checks agent status transitions.

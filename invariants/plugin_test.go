@@ -3,6 +3,8 @@ package invariants_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/invariants"
+	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/live"
 	"github.com/vigil-run/vigil/session/memory"
@@ -211,4 +214,43 @@ func TestScopedMountStillSeesEverySession(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Append(context.Background(), turnEnd(1))
 	requireViolation(t, err, invariants.RuleTurnNesting)
+}
+
+// A request whose fold holds a tool result whose call a replace took away
+// is refused as orphaned-tool-result, though it equals the fold, whether
+// the orphan comes with the seeded log or is made by a replace appended
+// live.
+func TestOrphanedToolResultIsRefused(t *testing.T) {
+	call := session.ToolCall{ID: "c1", Name: "calc", Arguments: "{}"}
+	turn := []session.Event{
+		turnStart(1), user(1, "hello"), stepStart(1, 1),
+		{Type: session.TypeAssistantChunk, Turn: 1, Step: 1, Data: session.AssistantChunk{ToolCall: &session.ChunkToolCall{ID: "c1", Name: "calc", Arguments: "{}"}}},
+		{Type: session.TypeAssistantMessage, Turn: 1, Step: 1, Sources: []int64{3}, Data: session.AssistantMessage{ToolCalls: []session.ToolCall{call}}},
+		{Type: session.TypeToolCall, Turn: 1, Step: 1, Data: call},
+		{Type: session.TypeToolResult, Turn: 1, Step: 1, Sources: []int64{5}, Data: session.ToolResult{ID: "c1", Name: "calc", Content: "2"}},
+		stepEnd(1, 1), turnEnd(1),
+	}
+	// The summary replaces the assistant message (seq 4) alone.
+	summary := session.Event{Type: session.TypeUserMessage, Surface: &session.Surface{Op: session.OpReplace, Start: 4, End: 4},
+		Sources: []int64{4}, Data: session.UserMessage{Content: "summary"}}
+	for _, live := range []bool{false, true} {
+		t.Run(fmt.Sprintf("live=%v", live), func(t *testing.T) {
+			w := newWorld(t)
+			w.mount(t, invariants.ModeStrict)
+			evs := turn
+			if !live {
+				evs = append(slices.Clone(turn), summary)
+			}
+			s, err := w.mgr.Seed(context.Background(), evs...)
+			require.NoError(t, err)
+			if live {
+				appendAll(t, s, summary)
+			}
+			prov, err := scripted.New(scripted.Config{Script: []scripted.Reply{{Text: "hi"}}})
+			require.NoError(t, err)
+			a := agentloop.New(w.root.Context(), agentloop.Config{}, agentloop.WithProvider(prov))
+			_, err = a.Run(context.Background(), s, "next")
+			requireViolation(t, err, invariants.RuleOrphanedToolResult)
+		})
+	}
 }

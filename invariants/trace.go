@@ -26,6 +26,28 @@ type trace struct {
 	cited    map[int64]bool                   // chunks an assistant message cites
 	surface  []int64                          // seqs on the surface, in order
 	appr     approvals                        // what approval-before-run knows
+
+	// The plugin's own fold of the log, for request-reconstruction: the
+	// surface records (parallel to surface) and their projections, made
+	// from the records the plugin saw committed, sharing nothing with the
+	// live session's fold but the pure per-record projection
+	// (session.Project). msgs only grows in place; a replace makes a new
+	// slice, so a view of it taken at a step/start stays that step's fold.
+	surfRecs []*session.Record
+	msgs     []session.Message
+	stepAt   int64             // seq of the latest step/start, -1 before any
+	stepMsgs []session.Message // the fold before it
+	// surfCalls counts the tool calls of the fold's assistant messages by
+	// id, and orphan says a tool message of the fold answers none made
+	// before it (orphaned-tool-result); stepOrphan is orphan at the latest
+	// step/start. A request equal to the fold has an orphan just when the
+	// fold has one, so the rule costs nothing per request.
+	surfCalls  map[string]int
+	orphan     bool
+	stepOrphan bool
+	header     session.Header // the latest request/header, normalized
+	headed     bool
+	broken     bool // replay stopped at a violation: the fold is not the log's
 }
 
 type callInfo struct {
@@ -36,7 +58,7 @@ type callInfo struct {
 }
 
 func newTrace() *trace {
-	return &trace{calls: map[string]callInfo{}, msgCalls: map[string]bool{}, chunks: map[int64]session.AssistantChunk{}, cited: map[int64]bool{}, appr: newApprovals()}
+	return &trace{calls: map[string]callInfo{}, msgCalls: map[string]bool{}, chunks: map[int64]session.AssistantChunk{}, cited: map[int64]bool{}, appr: newApprovals(), stepAt: -1}
 }
 
 // validate runs every append rule against r, without changing t.
@@ -77,6 +99,9 @@ func (t *trace) apply(r *session.Record) {
 		t.lastEnd = end.Reason
 	case session.TypeStepStart:
 		t.step, t.stepOpen = r.Step(), true
+		t.stepAt, t.stepMsgs, t.stepOrphan = r.Seq(), t.msgs[:len(t.msgs):len(t.msgs)], t.orphan
+	case session.TypeRequestHeader:
+		t.header, t.headed = session.DeriveHeader([]*session.Record{r})
 	case session.TypeStepEnd:
 		t.stepOpen = false
 		clear(t.chunks)
@@ -116,10 +141,44 @@ func (t *trace) apply(r *session.Record) {
 			j := slices.Index(t.surface, sf.End)
 			if i >= 0 && j >= i {
 				t.surface = slices.Replace(t.surface, i, j+1, r.Seq())
+				t.surfRecs = slices.Replace(t.surfRecs, i, j+1, r)
+				msgs := make([]session.Message, 0, len(t.surfRecs))
+				for _, s := range t.surfRecs {
+					if m, ok := session.Project(s); ok {
+						msgs = append(msgs, m)
+					}
+				}
+				t.msgs = msgs
+				t.surfCalls, t.orphan = map[string]int{}, false
+				for i := range msgs {
+					t.countCalls(&msgs[i])
+				}
 				return
 			}
 		}
 		t.surface = append(t.surface, r.Seq())
+		t.surfRecs = append(t.surfRecs, r)
+		if m, ok := session.Project(r); ok {
+			t.msgs = append(t.msgs, m)
+			t.countCalls(&m)
+		}
+	}
+}
+
+// countCalls advances surfCalls and orphan past m, the fold's next message.
+func (t *trace) countCalls(m *session.Message) {
+	if t.surfCalls == nil {
+		t.surfCalls = map[string]int{}
+	}
+	switch m.Role {
+	case session.RoleAssistant:
+		for _, c := range m.ToolCalls {
+			t.surfCalls[c.ID]++
+		}
+	case session.RoleTool:
+		if t.surfCalls[m.ToolCallID] == 0 {
+			t.orphan = true
+		}
 	}
 }
 
@@ -128,6 +187,7 @@ func replay(records []*session.Record) (*trace, *Violation) {
 	t := newTrace()
 	for _, r := range records {
 		if v := t.validate(r); v != nil {
+			t.broken = true
 			return t, v
 		}
 		t.apply(r)

@@ -210,7 +210,7 @@ func foldCovers(records []*Record) coverFold {
 	calls := map[string]ToolCall{}
 	at := map[string]*PolicyMatcher{} // the policy in force at each call
 	for _, r := range records {
-		switch p := r.payload.(type) {
+		switch p := r.pay().(type) {
 		case ApprovalPolicy:
 			f.policy, _ = CompilePolicy(p) // checked at load: it compiles
 		case ToolCall:
@@ -357,11 +357,11 @@ func Suspended(records []*Record) *Suspension {
 	}
 	s := &Suspension{Turn: st.turn, Step: st.step}
 	for _, r := range records[i+1:] {
-		switch p := r.payload.(type) {
+		switch p := r.pay().(type) {
 		case ApprovalRequest:
 			if st.find(p.ID) >= 0 && s.Find(p.ID) == nil {
 				c := st.pending[st.find(p.ID)]
-				call, _ := records[c.source].payload.(ToolCall)
+				call, _ := records[c.source].pay().(ToolCall)
 				s.Calls = append(s.Calls, PendingCall{Call: call, CallSeq: c.source, Request: p, RequestSeq: r.seq})
 			}
 		case ApprovalDecision:
@@ -470,7 +470,7 @@ func CheckDecision(records []*Record, id string, d ApprovalDecision) (Event, err
 // records, nil when it has none.
 func decidedBefore(records []*Record, id string) *DecidedError {
 	for _, r := range records {
-		if d, ok := r.payload.(ApprovalDecision); ok && d.ID == id {
+		if d, ok := r.pay().(ApprovalDecision); ok && d.ID == id {
 			return &DecidedError{ID: id, Decision: d, Seq: r.seq}
 		}
 	}
@@ -479,7 +479,7 @@ func decidedBefore(records []*Record, id string) *DecidedError {
 
 func callExists(records []*Record, id string) bool {
 	for _, r := range records {
-		if c, ok := r.payload.(ToolCall); ok && c.ID == id {
+		if c, ok := r.pay().(ToolCall); ok && c.ID == id {
 			return true
 		}
 	}

@@ -38,7 +38,7 @@ func BalancedRange(records []*Record, start, end int64) (int64, int64) {
 	callAt := map[string]int{}
 	resultAt := map[string]int{}
 	for i, r := range surf {
-		switch p := r.payload.(type) {
+		switch p := r.pay().(type) {
 		case AssistantMessage:
 			for _, c := range p.ToolCalls {
 				callAt[c.ID] = i
@@ -54,7 +54,7 @@ func BalancedRange(records []*Record, start, end int64) (int64, int64) {
 		changed = false
 	scan:
 		for i := lo; i <= hi; i++ {
-			switch p := surf[i].payload.(type) {
+			switch p := surf[i].pay().(type) {
 			case AssistantMessage:
 				for _, c := range p.ToolCalls {
 					j, ok := resultAt[c.ID]

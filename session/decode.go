@@ -19,6 +19,11 @@ type Log struct {
 	Size int64
 	// Torn is the length of a torn last line that was dropped, 0 if none.
 	Torn int
+
+	// The decoder's validation of Records, which folded them: reused
+	// once by NewLogStateOf, so a log is validated and folded once.
+	decoded []*Record
+	v       *validator
 }
 
 // Decode reads a JSONL session log: a header line, then one record per
@@ -42,7 +47,15 @@ func Decode(r io.Reader) (*Log, error) {
 }
 
 // DecodeBytes is [Decode] of a log held in memory.
-func DecodeBytes(data []byte) (*Log, error) {
+func DecodeBytes(data []byte) (*Log, error) { return decodeBytes(data, false) }
+
+// DecodeOwned is [DecodeBytes] of data the log takes over: each record's
+// line is the slice of data that holds it, so that a loaded log holds its
+// bytes once, and data must never be written afterwards (the result of
+// os.ReadFile, say).
+func DecodeOwned(data []byte) (*Log, error) { return decodeBytes(data, true) }
+
+func decodeBytes(data []byte, own bool) (*Log, error) {
 	if len(data) == 0 {
 		return nil, &CorruptError{Line: 1, Err: fmt.Errorf("%w: empty log", ErrMalformed)}
 	}
@@ -55,12 +68,14 @@ func DecodeBytes(data []byte) (*Log, error) {
 		return nil, lineError(1, err)
 	}
 	log := &Log{Info: info, Size: int64(nl + 1), Records: make([]*Record, 0, bytes.Count(data, []byte{'\n'}))}
-	var v validator
+	v := new(validator)
+	*v = newValidator(cap(log.Records))
 	rest := data[nl+1:]
 	for line := 2; len(rest) > 0; line++ {
 		nl := bytes.IndexByte(rest, '\n')
 		if nl < 0 {
 			log.Torn = len(rest)
+			log.decoded, log.v = log.Records, v
 			return log, &CorruptError{Line: line, Err: fmt.Errorf("%w: %d bytes without a newline", ErrTornTail, len(rest))}
 		}
 		rec, err := DecodeRecord(rest[:nl])
@@ -70,10 +85,17 @@ func DecodeBytes(data []byte) (*Log, error) {
 		if err != nil {
 			return nil, lineError(line, err)
 		}
+		if own {
+			// The bytes are the record's line (DecodeRecord checked), and
+			// its newline follows.
+			rec.line = rest[: nl+1 : nl+1]
+		}
+		rec.lean()
 		log.Records = append(log.Records, rec)
 		log.Size += int64(nl + 1)
 		rest = rest[nl+1:]
 	}
+	log.decoded, log.v = log.Records, v
 	return log, nil
 }
 
@@ -292,7 +314,7 @@ func scanEnvelope(line []byte) (seq int64, t time.Time, ev Event, ok bool) {
 	if i < 0 || bytes.IndexByte(p[:i], '\\') >= 0 {
 		return 0, t, ev, false
 	}
-	ev.Type = string(p[:i])
+	ev.Type = internType(p[:i])
 	p = p[i:]
 	if !lit(`","time":"`) || len(p) < 25 || p[24] != '"' {
 		return 0, t, ev, false
@@ -447,3 +469,22 @@ func strictUnmarshal(line []byte, v any) error {
 	}
 	return nil
 }
+
+// internType returns the type name b spells: the core type's own string
+// when it is one (no allocation: a long log holds its type names once),
+// else a new string.
+func internType(b []byte) string {
+	if k, ok := coreNames[string(b)]; ok {
+		return k
+	}
+	return string(b)
+}
+
+// coreNames maps each core type name to itself.
+var coreNames = func() map[string]string {
+	m := make(map[string]string, len(coreKinds))
+	for name := range coreKinds {
+		m[name] = name
+	}
+	return m
+}()

@@ -76,7 +76,7 @@ func TestDecodeRecordFastPathAgreesWithFieldByField(t *testing.T) {
 		if err == nil {
 			require.Equal(t, string(line), string(got.Bytes()))
 			require.True(t, bytes.Equal(slow.line, got.line))
-			require.Equal(t, slow.time, got.time)
+			require.Equal(t, slow.ms, got.ms)
 		}
 	})
 }

@@ -51,7 +51,11 @@
 // assistant/message, tool/result); a replace splices a range of it.
 // [DeriveMessages] projects it to [Message]s, one pure projection per
 // event; [Fold] and [LogState.Messages] are the same fold, memoized
-// incrementally.
+// incrementally ([LogState] keeps the surface and projects it when
+// asked; [Project] is the per-record projection for a fold of one's own).
+// A loaded log holds each record's line once (a slice of the file's
+// bytes with [DecodeOwned]) and decodes the payload of a record that is
+// not on the surface, a header or an approval again when asked.
 // [DeriveHeader] gives the latest request header, and [RequestDigest] the
 // digest of a request that request/digest events record.
 //

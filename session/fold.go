@@ -18,6 +18,9 @@ type Fold struct {
 	// msgs is the projection of surface. It only ever grows in place;
 	// a replace builds a new slice, so earlier Messages results stay valid.
 	msgs []Message
+	// bare folds the surface only, without msgs (a validator's, which
+	// projects the surface when asked: see surfaceMessages).
+	bare bool
 }
 
 // NewFold returns an empty fold.
@@ -55,18 +58,20 @@ func (f *Fold) check(r *Record) (ps, pe int, err error) {
 	if r.op != opReplace {
 		return -1, -1, nil
 	}
-	ps, pe = f.position(r.start), f.position(r.end)
+	start, end := r.span()
+	ps, pe = f.position(start), f.position(end)
 	if ps < 0 || pe < 0 {
-		return -1, -1, fmt.Errorf("%w: seq %d: range %d..%d is not on the surface", ErrInvalidReplace, r.seq, r.start, r.end)
+		return -1, -1, fmt.Errorf("%w: seq %d: range %d..%d is not on the surface", ErrInvalidReplace, r.seq, start, end)
 	}
 	if ps > pe {
-		return -1, -1, fmt.Errorf("%w: seq %d: range %d..%d is out of surface order", ErrInvalidReplace, r.seq, r.start, r.end)
+		return -1, -1, fmt.Errorf("%w: seq %d: range %d..%d is out of surface order", ErrInvalidReplace, r.seq, start, end)
 	}
-	cited := func(seq int64) bool { return slices.Contains(r.sources, seq) }
-	if len(r.sources) > 16 {
+	sources := r.sourceList()
+	cited := func(seq int64) bool { return slices.Contains(sources, seq) }
+	if len(sources) > 16 {
 		// A large compaction: look sources up in a set, not a list.
-		set := make(map[int64]struct{}, len(r.sources))
-		for _, s := range r.sources {
+		set := make(map[int64]struct{}, len(sources))
+		for _, s := range sources {
 			set[s] = struct{}{}
 		}
 		cited = func(seq int64) bool { _, ok := set[seq]; return ok }
@@ -100,7 +105,7 @@ func (f *Fold) apply(r *Record, ps, pe int) {
 			f.surface = slices.Grow(f.surface, len(f.surface)+8)
 		}
 		f.surface = append(f.surface, r)
-		if r.visible {
+		if r.visible && !f.bare {
 			if len(f.msgs) == cap(f.msgs) {
 				f.msgs = slices.Grow(f.msgs, len(f.msgs)+8)
 			}
@@ -108,6 +113,9 @@ func (f *Fold) apply(r *Record, ps, pe int) {
 		}
 	case opReplace:
 		f.surface = slices.Replace(f.surface, ps, pe+1, r)
+		if f.bare {
+			return
+		}
 		msgs := make([]Message, 0, len(f.surface))
 		for _, s := range f.surface {
 			if s.visible {
@@ -118,14 +126,46 @@ func (f *Fold) apply(r *Record, ps, pe int) {
 	}
 }
 
+// surfaceMessages projects the surface of a fold: a new list, the
+// caller's.
+func (f *Fold) surfaceMessages() []Message {
+	n := 0
+	for _, r := range f.surface {
+		if r.visible {
+			n++
+		}
+	}
+	msgs := make([]Message, 0, n)
+	for _, r := range f.surface {
+		if r.visible {
+			msgs = append(msgs, r.message())
+		}
+	}
+	return msgs
+}
+
 // message returns the record's projection. Its tool calls are copied, so
 // that no message a fold hands out aliases record data.
 func (r *Record) message() Message {
-	m := r.msg
+	m, _ := project(r)
 	if len(m.ToolCalls) > 0 {
 		m.ToolCalls = slices.Clone(m.ToolCalls)
 	}
 	return m
+}
+
+// Project returns the message the surface record r projects to, and
+// whether it projects to one (a non-surface record, or an assistant
+// message with no content and no tool calls, does not). It is the pure
+// per-record projection every fold uses, fresh or live; the message is
+// the caller's (its tool calls are a copy). A fold of its own — an
+// independent derivation, as the invariants plugin keeps — applies it to
+// the records on its surface.
+func Project(r *Record) (Message, bool) {
+	if r.op == opNone || !r.visible {
+		return Message{}, false
+	}
+	return r.message(), true
 }
 
 // project is the one pure projection of a surface record to a message:
@@ -137,14 +177,16 @@ func (r *Record) message() Message {
 //     content the result's content; an error result with no content shows
 //     the model "error <code>: <message>" (or "error <code>").
 func project(r *Record) (Message, bool) {
-	switch p := r.payload.(type) {
+	switch p := r.pay().(type) {
 	case UserMessage:
 		return Message{Role: RoleUser, Content: p.Content}, true
 	case AssistantMessage:
 		if p.Content == "" && len(p.ToolCalls) == 0 {
 			return Message{}, false
 		}
-		return Message{Role: RoleAssistant, Content: p.Content, Reasoning: p.Reasoning, ToolCalls: slices.Clone(p.ToolCalls)}, true
+		// The tool calls are the payload's: callers copy them (message)
+		// or only read them.
+		return Message{Role: RoleAssistant, Content: p.Content, Reasoning: p.Reasoning, ToolCalls: p.ToolCalls}, true
 	case ToolResult:
 		m := Message{Role: RoleTool, Content: p.Content, ToolCallID: p.ID, Name: p.Name}
 		if e := p.Error; e != nil && m.Content == "" {
@@ -269,7 +311,8 @@ func deriveRequestFunc(records []*Record, before int, fn func(i int, m *Message)
 			}
 		case opAppend:
 			if r.visible && !stopped {
-				stopped = !fn(n, &r.msg)
+				m, _ := project(r)
+				stopped = !fn(n, &m)
 				n++
 			}
 		case opReplace:
@@ -300,7 +343,7 @@ func deriveRequestFunc(records []*Record, before int, fn func(i int, m *Message)
 // whether there was one.
 func DeriveHeader(records []*Record) (Header, bool) {
 	for i := len(records) - 1; i >= 0; i-- {
-		if p, ok := records[i].payload.(RequestHeader); ok {
+		if p, ok := records[i].pay().(RequestHeader); ok {
 			return normalizeHeader(CloneHeader(p.Header)), true
 		}
 	}

@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -25,8 +26,7 @@ type LogState struct {
 // 0 (see [Validate]). The log takes records over: the caller must not
 // write the slice afterwards.
 func NewLogState(records []*Record) (*LogState, error) {
-	l := &LogState{records: records}
-	l.v.fold.surface = make([]*Record, 0, len(records)/2+8)
+	l := &LogState{records: records, v: newValidator(len(records))}
 	for _, r := range records {
 		if err := l.v.add(r); err != nil {
 			return nil, err
@@ -34,6 +34,39 @@ func NewLogState(records []*Record) (*LogState, error) {
 	}
 	l.header, l.hasHeader = DeriveHeader(records)
 	return l, nil
+}
+
+// NewLogStateOf is [NewLogState] of a copy of log.Records (the log's list
+// stays the caller's). For a log [Decode] made, whose records are still
+// the ones it decoded, it takes over the validation and fold the decoder
+// made of them instead of doing them again: once only, the next call
+// validates afresh.
+func NewLogStateOf(log *Log) (*LogState, error) {
+	records := slices.Clone(log.Records)
+	if v := log.v; v != nil && v.next == int64(len(records)) && slices.Equal(records, log.decoded) {
+		log.v, log.decoded = nil, nil
+		l := &LogState{records: records, v: *v}
+		// The decoder sized the surface for any log; keep what it holds.
+		l.v.fold.surface = slices.Clip(append(make([]*Record, 0, len(v.fold.surface)+8), v.fold.surface...))
+		l.header, l.hasHeader = DeriveHeader(records)
+		return l, nil
+	}
+	return NewLogState(records)
+}
+
+// Extend commits records made elsewhere (repair's closers), checked as
+// the log's next.
+func (l *LogState) Extend(records ...*Record) error {
+	for _, r := range records {
+		if err := l.v.add(r); err != nil {
+			return err
+		}
+		l.records = append(l.records, r)
+		if p, ok := r.pay().(RequestHeader); ok {
+			l.header, l.hasHeader = normalizeHeader(p.Header), true
+		}
+	}
+	return nil
 }
 
 // Staged is a record built and checked by [LogState.Stage], not yet committed.
@@ -66,7 +99,7 @@ func (l *LogState) Commit(s Staged) error {
 	}
 	l.records = append(l.records, s.rec)
 	l.v.apply(s.rec, s.ps, s.pe)
-	if p, ok := s.rec.payload.(RequestHeader); ok {
+	if p, ok := s.rec.pay().(RequestHeader); ok {
 		l.header, l.hasHeader = normalizeHeader(p.Header), true
 	}
 	return nil
@@ -79,9 +112,10 @@ func (l *LogState) Len() int { return len(l.records) }
 // change (its capacity is its length), to be treated as read-only.
 func (l *LogState) Records() []*Record { return l.records[:len(l.records):len(l.records)] }
 
-// Messages returns the memoized fold, equal to DeriveMessages(l.Records()),
-// shared and read-only (see [Fold.Messages]).
-func (l *LogState) Messages() []Message { return l.v.fold.Messages() }
+// Messages returns the fold, equal to DeriveMessages(l.Records()): the
+// projection of the memoized surface, a new list, the caller's. (The
+// messages are not kept: a long log would hold them beside its records.)
+func (l *LogState) Messages() []Message { return l.v.fold.surfaceMessages() }
 
 // Header returns the latest logged request header, normalized (see
 // [DeriveHeader]), shared, and whether there is one.

@@ -1,5 +1,7 @@
 package session
 
+import "unsafe"
+
 // Roles of derived messages.
 const (
 	RoleUser      = "user"
@@ -29,16 +31,27 @@ type ToolCall struct {
 
 // Equal reports whether m and o are the same message. It allocates nothing.
 func (m *Message) Equal(o *Message) bool {
-	if m.Role != o.Role || m.Content != o.Content || m.Reasoning != o.Reasoning ||
-		m.ToolCallID != o.ToolCallID || m.Name != o.Name || len(m.ToolCalls) != len(o.ToolCalls) {
+	if !same(m.Role, o.Role) || !same(m.Content, o.Content) || !same(m.Reasoning, o.Reasoning) ||
+		!same(m.ToolCallID, o.ToolCallID) || !same(m.Name, o.Name) || len(m.ToolCalls) != len(o.ToolCalls) {
 		return false
 	}
 	for i := range m.ToolCalls {
-		if m.ToolCalls[i] != o.ToolCalls[i] {
+		a, b := &m.ToolCalls[i], &o.ToolCalls[i]
+		if !same(a.ID, b.ID) || !same(a.Name, b.Name) || !same(a.Arguments, b.Arguments) {
 			return false
 		}
 	}
 	return true
+}
+
+// same is a == b, without a call when the two share their bytes: the
+// messages a request is compared with (the loop's and the invariants
+// plugin's folds, the seal's) are projections of the same immutable
+// records, so they almost always do, and a check of a long conversation
+// costs a few instructions per message. Reading the pointer changes
+// nothing and keeps nothing.
+func same(a, b string) bool {
+	return len(a) == len(b) && (len(a) == 0 || unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
 // CloneMessages returns a deep copy of msgs in two allocations: the

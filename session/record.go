@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
-	"slices"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -15,23 +16,23 @@ import (
 // once, and every accessor returns a copy or a value, so a Record may be
 // shared freely between goroutines, sessions and stores.
 type Record struct {
-	seq       int64
-	typ       string
-	time      time.Time
-	turn      int
-	step      int
+	seq     int64
+	ms      int64 // the time: Unix milliseconds, UTC
+	typ     string
+	turn    int
+	step    int
+	line    []byte // canonical line including the trailing newline
+	payload any    // decoded core payload (a value, never a pointer); nil otherwise (see pay)
+	// The surface range of a replace and the sources are read from the
+	// line when asked (span, sourceList): most records have neither, and a
+	// long log in memory should not be its bytes twice over.
+	dataOff   int32 // data is line[dataOff : len(line)-2]
 	op        uint8 // surface op: opNone, opAppend or opReplace
-	start     int64
-	end       int64
-	sources   []int64
 	ignorable bool
-	line      []byte // canonical line including the trailing newline
-	dataOff   int    // data is line[dataOff : len(line)-2]
-	payload   any    // decoded core payload (a value, never a pointer); nil otherwise
-	// msg is the record's projection (see project), made once with the
-	// record so that every fold, fresh or live, only copies it; visible
-	// says whether the record projects to a message at all.
-	msg     Message
+	sourced   bool // the line has sources
+	// visible says whether the record projects to a message at all (see
+	// project, which makes the message from the payload when asked: a
+	// record does not carry its message, which would double its size).
 	visible bool
 }
 
@@ -48,7 +49,7 @@ func (r *Record) Seq() int64 { return r.seq }
 func (r *Record) Type() string { return r.typ }
 
 // Time returns when the event was appended, UTC, to the millisecond.
-func (r *Record) Time() time.Time { return r.time }
+func (r *Record) Time() time.Time { return time.UnixMilli(r.ms).UTC() }
 
 // Turn returns the event's turn number, 0 when it has none.
 func (r *Record) Turn() int { return r.turn }
@@ -66,13 +67,65 @@ func (r *Record) Surface() Surface {
 	case opAppend:
 		return Surface{Op: OpAppend}
 	case opReplace:
-		return Surface{Op: OpReplace, Start: r.start, End: r.end}
+		start, end := r.span()
+		return Surface{Op: OpReplace, Start: start, End: end}
 	}
 	return Surface{}
 }
 
 // Sources returns a copy of the seqs the event derives from.
-func (r *Record) Sources() []int64 { return slices.Clone(r.sources) }
+func (r *Record) Sources() []int64 { return r.sourceList() }
+
+var (
+	replaceKey = []byte(`,"surface":{"op":"replace","start":`)
+	endKey     = []byte(`,"end":`)
+	sourcesKey = []byte(`,"sources":[`)
+)
+
+// span returns the range of a replace, read from the line's envelope
+// (which appendEnvelope wrote: the keys cannot occur in the escaped type
+// before them).
+func (r *Record) span() (start, end int64) {
+	if r.op != opReplace {
+		return 0, 0
+	}
+	env := r.line[:r.dataOff]
+	rest := env[bytes.Index(env, replaceKey)+len(replaceKey):]
+	start, rest = leadingInt(rest)
+	end, _ = leadingInt(rest[len(endKey):])
+	return start, end
+}
+
+// sourceList returns the sources, read from the line's envelope: a new
+// list, nil when there are none.
+func (r *Record) sourceList() []int64 {
+	if !r.sourced {
+		return nil
+	}
+	env := r.line[:r.dataOff]
+	rest := env[bytes.Index(env, sourcesKey)+len(sourcesKey):]
+	out := make([]int64, 0, bytes.Count(rest[:bytes.IndexByte(rest, ']')], []byte{','})+1)
+	for {
+		var n int64
+		n, rest = leadingInt(rest)
+		out = append(out, n)
+		if rest[0] == ']' {
+			return out
+		}
+		rest = rest[1:]
+	}
+}
+
+// leadingInt parses the decimal digits b starts with (a non-negative
+// int64, as the encoder wrote it) and returns the rest.
+func leadingInt(b []byte) (int64, []byte) {
+	var n int64
+	i := 0
+	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		n = n*10 + int64(b[i]-'0')
+	}
+	return n, b[i:]
+}
 
 // Ignorable reports whether readers without the owning plugin may skip
 // the event.
@@ -100,8 +153,12 @@ func (r *Record) String() string { return string(r.line[:len(r.line)-1]) }
 // structs of this package it returns a copy of the payload decoded when
 // the record was made, without parsing JSON again.
 func DecodeData[T any](r *Record) (T, error) {
-	if p, ok := r.payload.(T); ok {
-		return clonePayload(p).(T), nil
+	if r.payload != nil {
+		if p, ok := r.payload.(T); ok {
+			return clonePayload(p).(T), nil
+		}
+	} else if p, ok := r.pay().(T); ok {
+		return p, nil // decoded for this call
 	}
 	var v T
 	if err := json.Unmarshal(r.data(), &v); err != nil {
@@ -109,6 +166,44 @@ func DecodeData[T any](r *Record) (T, error) {
 	}
 	return v, nil
 }
+
+// pay returns the record's core payload: the one decoded when it was
+// made, or, for a loaded record that does not keep it (see lean), decoded
+// again from its line, which was checked to decode when it was loaded.
+// Nil for plugin types.
+func (r *Record) pay() any {
+	if r.payload != nil {
+		return r.payload
+	}
+	k := coreKinds[r.typ]
+	if k == nil {
+		return nil
+	}
+	p, err := decodeCore(k, r.data())
+	if err != nil {
+		return nil
+	}
+	return p
+}
+
+// lean drops the decoded payload of a loaded record that readers of a
+// log seldom ask for (chunks, calls, step and turn bounds…), so that a
+// long log in memory is not its bytes twice over; pay decodes it again
+// when asked. Surface records, headers and approvals keep theirs: folds,
+// requests and approval rules read them.
+func (r *Record) lean() {
+	switch r.typ {
+	case TypeUserMessage, TypeAssistantMessage, TypeToolResult, TypeRequestHeader,
+		TypeApprovalRequest, TypeApprovalDecision, TypeApprovalPolicy:
+		return
+	}
+	if p := r.payload; p != nil && reflect.TypeOf(p).Size() > 0 {
+		r.payload = nil
+	}
+}
+
+// linePool holds the scratch buffers records are encoded in.
+var linePool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // NewRecord makes the record of ev at seq and time t, checking every rule
 // that concerns the event alone: a known type,
@@ -134,16 +229,26 @@ func (r *Record) build(seq int64, t time.Time, ev *Event) error {
 	if seq < 0 {
 		return fmt.Errorf("%w: negative seq %d", ErrDuplicateSeq, seq)
 	}
-	*r = Record{seq: seq, typ: ev.Type, time: t, turn: ev.Turn, step: ev.Step, ignorable: ev.Ignorable}
+	*r = Record{seq: seq, typ: ev.Type, ms: t.UnixMilli(), turn: ev.Turn, step: ev.Step, ignorable: ev.Ignorable, sourced: len(ev.Sources) > 0}
 	k, err := r.checkEnvelope(ev.Surface, ev.Sources)
 	if err != nil {
 		return err
 	}
-	if len(ev.Sources) > 0 {
-		r.sources = slices.Clone(ev.Sources)
-	}
 
-	line := r.appendEnvelope(make([]byte, 0, 160))
+	// The line is encoded in a scratch buffer and kept at its exact
+	// size: a log holds many, and growing each in place would leave most
+	// of them with up to twice the room they need.
+	scratch := linePool.Get().(*[]byte)
+	defer func() {
+		if cap(*scratch) <= 64<<10 {
+			linePool.Put(scratch)
+		}
+	}()
+	line, err := r.appendEnvelope((*scratch)[:0], t, ev.Surface, ev.Sources)
+	if err != nil {
+		return err
+	}
+	defer func() { *scratch = line }()
 	var ok bool
 	data := ev.Data
 	if data == nil && k != nil {
@@ -179,9 +284,10 @@ func (r *Record) build(seq int64, t time.Time, ev *Event) error {
 	if err != nil {
 		return err
 	}
-	r.line = append(line, '}', '\n')
+	line = append(line, '}', '\n')
+	r.line = bytes.Clone(line)
 	if r.op != opNone {
-		r.msg, r.visible = project(r)
+		_, r.visible = project(r)
 	}
 	return nil
 }
@@ -287,7 +393,7 @@ func (r *Record) checkEnvelope(sf *Surface, sources []int64) (*kind, error) {
 		if sf.Start < 0 || sf.End < 0 || sf.Start >= r.seq || sf.End >= r.seq {
 			return nil, fmt.Errorf("%w: seq %d: range %d..%d is not before the event", ErrInvalidReplace, r.seq, sf.Start, sf.End)
 		}
-		r.op, r.start, r.end = opReplace, sf.Start, sf.End
+		r.op = opReplace
 	default:
 		return nil, fmt.Errorf("%w: seq %d: unknown surface op %q", ErrInvalidReplace, r.seq, sf.Op)
 	}
@@ -340,13 +446,13 @@ func (r *Record) checkScope(k *kind) error {
 // Fields come in a fixed order: seq, type, time, turn, step, surface,
 // sources, ignorable, data; zero turn, step, sources and ignorable are
 // omitted, and so is the surface of an append.
-func (r *Record) appendEnvelope(dst []byte) []byte {
+func (r *Record) appendEnvelope(dst []byte, t time.Time, sf *Surface, sources []int64) ([]byte, error) {
 	dst = append(dst, `{"seq":`...)
 	dst = strconv.AppendInt(dst, r.seq, 10)
 	dst = append(dst, `,"type":`...)
 	dst = appendString(dst, r.typ)
 	dst = append(dst, `,"time":`...)
-	dst = appendTime(dst, r.time)
+	dst = appendTime(dst, t)
 	if r.turn != 0 {
 		dst = appendIntField(dst, "turn", int64(r.turn))
 	}
@@ -354,15 +460,15 @@ func (r *Record) appendEnvelope(dst []byte) []byte {
 		dst = appendIntField(dst, "step", int64(r.step))
 	}
 	if r.op == opReplace {
-		dst = append(dst, `,"surface":{"op":"replace","start":`...)
-		dst = strconv.AppendInt(dst, r.start, 10)
-		dst = append(dst, `,"end":`...)
-		dst = strconv.AppendInt(dst, r.end, 10)
+		dst = append(dst, replaceKey...)
+		dst = strconv.AppendInt(dst, sf.Start, 10)
+		dst = append(dst, endKey...)
+		dst = strconv.AppendInt(dst, sf.End, 10)
 		dst = append(dst, '}')
 	}
-	if len(r.sources) > 0 {
-		dst = append(dst, `,"sources":[`...)
-		for i, s := range r.sources {
+	if len(sources) > 0 {
+		dst = append(dst, sourcesKey...)
+		for i, s := range sources {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
@@ -374,6 +480,9 @@ func (r *Record) appendEnvelope(dst []byte) []byte {
 		dst = append(dst, `,"ignorable":true`...)
 	}
 	dst = append(dst, `,"data":`...)
-	r.dataOff = len(dst)
-	return dst
+	if len(dst) > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: seq %d: the envelope is %d bytes long", ErrInvalidEvent, r.seq, len(dst))
+	}
+	r.dataOff = int32(len(dst))
+	return dst, nil
 }

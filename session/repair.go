@@ -74,7 +74,7 @@ func CloseTail(records []*Record) []Event {
 func answeredCalls(records []*Record) map[string]bool {
 	out := map[string]bool{}
 	for _, r := range records {
-		if res, ok := r.payload.(ToolResult); ok && r.typ == TypeToolResult {
+		if res, ok := r.pay().(ToolResult); ok && r.typ == TypeToolResult {
 			out[res.ID] = true
 		}
 	}

@@ -17,10 +17,18 @@ type pendingCall struct {
 	started bool  // a tool/start event was logged
 }
 
-// scanTurns returns the turn state after records.
+// scanTurns returns the turn state after records. A turn/start resets
+// the state, so only the records from the last one on are read.
 func scanTurns(records []*Record) turnState {
+	from := 0
+	for i := len(records) - 1; i >= 0; i-- {
+		if records[i].typ == TypeTurnStart {
+			from = i
+			break
+		}
+	}
 	var st turnState
-	for _, r := range records {
+	for _, r := range records[from:] {
 		st.add(r)
 	}
 	return st
@@ -46,7 +54,7 @@ func (st *turnState) add(r *Record) {
 		if !st.inStep(r) {
 			return
 		}
-		for _, c := range r.payload.(AssistantMessage).ToolCalls {
+		for _, c := range r.pay().(AssistantMessage).ToolCalls {
 			if st.find(c.ID) < 0 {
 				st.pending = append(st.pending, pendingCall{id: c.ID, name: c.Name, source: r.seq})
 			}
@@ -55,18 +63,18 @@ func (st *turnState) add(r *Record) {
 		if !st.inStep(r) {
 			return
 		}
-		c := r.payload.(ToolCall)
+		c := r.pay().(ToolCall)
 		if i := st.find(c.ID); i >= 0 {
 			st.pending[i].logged, st.pending[i].source, st.pending[i].name = true, r.seq, c.Name
 		} else {
 			st.pending = append(st.pending, pendingCall{id: c.ID, name: c.Name, source: r.seq, logged: true})
 		}
 	case TypeToolStart:
-		if i := st.find(r.payload.(ToolStart).ID); i >= 0 && st.inStep(r) {
+		if i := st.find(r.pay().(ToolStart).ID); i >= 0 && st.inStep(r) {
 			st.pending[i].started = true
 		}
 	case TypeToolResult:
-		if i := st.find(r.payload.(ToolResult).ID); i >= 0 && st.inStep(r) {
+		if i := st.find(r.pay().(ToolResult).ID); i >= 0 && st.inStep(r) {
 			st.pending = append(st.pending[:i:i], st.pending[i+1:]...)
 		}
 	}

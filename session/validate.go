@@ -8,7 +8,12 @@ package session
 // business, not the log's.
 type validator struct {
 	next int64
-	fold Fold
+	fold Fold // bare: the surface only
+}
+
+// newValidator returns a validator for a log of about n records.
+func newValidator(n int) validator {
+	return validator{fold: Fold{bare: true, surface: make([]*Record, 0, n/2+8)}}
 }
 
 // check validates r as the next record without changing anything and
@@ -39,7 +44,7 @@ func (v *validator) add(r *Record) error {
 // seqs and valid replaces (each record was checked on its own when it was
 // made). The error names the seq.
 func Validate(records []*Record) error {
-	var v validator
+	v := newValidator(0)
 	for _, r := range records {
 		if err := v.add(r); err != nil {
 			return err

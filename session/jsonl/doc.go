@@ -4,17 +4,26 @@
 //
 // # Writers
 //
-// One writer per session: the first append (or the create or fork, or a
-// [Store.Lease]) of a session takes an exclusive file lock (gofrs/flock)
-// on its file and holds it until [Store.Release] or [Store.Close]. The
-// holder records its pid, host and start time in <id>.lock next to the
-// file while it holds the lock. Another Store, in this process or
-// another, gets [session.ErrLocked], naming the holder, when it tries to
-// write the same session; [Store.Lease] with wait waits for the lock
-// instead (vigil run --wait), so a turn that is still running is never
-// taken for an interrupted one. Readers (Load, List) take no lock. When a
-// writer takes over an existing file it validates it and cuts off a torn
-// last line (a write interrupted by a crash) before it appends anything.
+// One writer per session, holding an exclusive lock (flock(2), as
+// gofrs/flock takes it) on the session's file, on the descriptor it
+// writes with: a writer holds one descriptor, and only from the first
+// append of a turn to the end of the turn or its suspension on an
+// approval (then it closes the file, once what was appended is durable),
+// or from a [Store.Lease] to its release. A loaded or idle session holds
+// no descriptor. The holder records its pid, host and start time in
+// <id>.lock next to the file while it holds the lock. Another Store, in
+// this process or another, gets [session.ErrLocked], naming the holder,
+// when it tries to write the same session while it is held;
+// [Store.Lease] with wait waits for the lock instead (vigil run --wait),
+// so a turn that is still running is never taken for an interrupted one.
+// Readers (Load, List) take no lock.
+//
+// A writer keeps the file's length and next seq between holds (a load
+// hands it what it read), so taking the lock again compares the file's
+// size with that length and reads only what another writer appended
+// meanwhile — nothing after a load. A writer that knows nothing of a
+// file validates it whole; either way a torn last line (a write
+// interrupted by a crash) is cut off before it appends anything.
 //
 // The directory is created by the first create or fork: a store only
 // read (List, Load) leaves none behind. Opening a store removes the

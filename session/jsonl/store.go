@@ -194,10 +194,9 @@ func (s *Store) install(info session.Info, content []byte, next int64) error {
 	if s.closed {
 		return session.ErrClosed
 	}
-	w, err := openWriter(s, info.ID, path, &next, nil)
-	if err != nil {
-		return err
-	}
+	// The writer knows the file it wrote: its first append reads nothing.
+	w := newWriter(s, info.ID)
+	w.size, w.next, w.known = int64(len(content)), next, true
 	s.writers[info.ID] = w
 	return nil
 }
@@ -265,44 +264,31 @@ func (s *Store) Lease(ctx context.Context, id string, wait bool) (release func()
 
 // waitWriter waits for the lock of id, then takes the session's writer.
 func (s *Store) waitWriter(ctx context.Context, id string) (*writer, error) {
-	path := s.Path(id)
-	lock := flock.New(path, flock.SetFlag(os.O_RDONLY))
-	if _, err := lock.TryLockContext(ctx, lockPoll); err != nil {
-		lock.Close()
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, session.ErrNotFound
+	t := time.NewTicker(lockPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for the lock: %w", context.Cause(ctx))
+		case <-t.C:
 		}
-		return nil, fmt.Errorf("waiting for the lock: %w", err)
+		w, err := s.writer(id)
+		if !errors.Is(err, session.ErrLocked) {
+			return w, err
+		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		lock.Close()
-		return nil, session.ErrClosed
-	}
-	if w := s.writers[id]; w != nil {
-		// Taken in this store meanwhile (the lock is per open file).
-		lock.Close()
-		return w, nil
-	}
-	w, err := openWriter(s, id, path, nil, lock)
-	if err != nil {
-		return nil, err
-	}
-	s.writers[id] = w
-	return w, nil
 }
 
-// releaseWriter closes w if it is still id's writer.
+// releaseWriter ends the hold of w (see Store.writer), if it is still
+// id's writer: the file and its lock go, what w knows of the file stays.
 func (s *Store) releaseWriter(id string, w *writer) {
 	s.mu.Lock()
-	if s.writers[id] != w {
-		s.mu.Unlock()
+	cur := s.writers[id]
+	s.mu.Unlock()
+	if cur != w {
 		return
 	}
-	delete(s.writers, id)
-	s.mu.Unlock()
-	_ = w.close() // a write error was returned by the appends already
+	_ = w.release() // a write error was returned by the appends already
 	s.note.wakeQueue()
 }
 
@@ -317,11 +303,14 @@ func (s *Store) holderPath(id string) string { return filepath.Join(s.dir, id+".
 
 // Append implements [session.Store].
 func (s *Store) Append(ctx context.Context, id string, next int64, records []*session.Record) error {
-	w, err := s.writer(id)
+	w, err := s.appender(id)
 	if err != nil {
 		return fmt.Errorf("jsonl: append %s: %w", id, err)
 	}
 	if err := w.append(next, records); err != nil {
+		if errors.Is(err, errBusy) {
+			err = s.busy(id)
+		}
 		return fmt.Errorf("jsonl: append %s: %w", id, err)
 	}
 	if len(records) > 0 {
@@ -351,12 +340,17 @@ func (s *Store) Load(ctx context.Context, id string) (*session.Log, error) {
 		}
 		return nil, fmt.Errorf("jsonl: load %s: %w", id, err)
 	}
-	log, err := session.DecodeBytes(data)
+	log, err := session.DecodeOwned(data)
 	if err != nil && !(errors.Is(err, session.ErrTornTail) && log != nil) {
 		return nil, fmt.Errorf("jsonl: load %s: %w", id, err)
 	}
 	if log.Info.ID != id {
 		return nil, fmt.Errorf("jsonl: load %s: %w: the header names %s", id, session.ErrCorrupt, log.Info.ID)
+	}
+	// What was read is what the session's writer starts from: its first
+	// append reads nothing again (see writer.catchUp).
+	if w, err := s.appender(id); err == nil {
+		w.learn(log.Size, log.Records)
 	}
 	return log, nil
 }
@@ -447,16 +441,15 @@ func (s *Store) Flush(ctx context.Context, id string) error {
 }
 
 // Release implements [session.Releaser]: it flushes id, closes its file
-// and drops its lock.
+// and drops its lock (a lease on it too).
 func (s *Store) Release(id string) error {
 	s.mu.Lock()
 	w := s.writers[id]
-	delete(s.writers, id)
 	s.mu.Unlock()
 	if w == nil {
 		return nil
 	}
-	err := w.close()
+	err := w.release()
 	s.note.wakeQueue()
 	if err != nil {
 		return fmt.Errorf("jsonl: release %s: %w", id, err)
@@ -507,8 +500,25 @@ func (s *Store) check(id string) error {
 	return nil
 }
 
-// writer returns the writer of id, taking the session over if needed.
+// writer returns the writer of id holding its lock for the caller (a
+// lease, a queue's claim) until releaseWriter: an ErrLocked error when
+// another holds it.
 func (s *Store) writer(id string) (*writer, error) {
+	w, err := s.appender(id)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.hold(); err != nil {
+		if errors.Is(err, errBusy) {
+			return nil, s.busy(id)
+		}
+		return nil, err
+	}
+	return w, nil
+}
+
+// appender returns the writer of id, made (holding nothing) if needed.
+func (s *Store) appender(id string) (*writer, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -520,10 +530,7 @@ func (s *Store) writer(id string) (*writer, error) {
 	if err := s.check(id); err != nil {
 		return nil, err
 	}
-	w, err := openWriter(s, id, s.Path(id), nil, nil)
-	if err != nil {
-		return nil, err
-	}
+	w := newWriter(s, id)
 	s.writers[id] = w
 	return w, nil
 }

@@ -1,6 +1,7 @@
 package jsonl
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,102 +11,250 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gofrs/flock"
-
 	"github.com/vigil-run/vigil/session"
 )
 
 // writer is the single writer of one session's file: it holds the file
 // lock and the group commit buffer.
+//
+// It holds one file descriptor, the data file's, which also carries the
+// lock, and only while a turn is being written: it opens and locks the
+// file at the first append after it held none, and closes it (dropping
+// the lock) once what was appended is durable and no turn is open, or
+// the open one is suspended on an approval. A lease (see [Store.Lease])
+// pins it open. Between holds it keeps what it knows of the file — its
+// length and next seq — so taking the lock again reads only the bytes
+// another writer appended meanwhile, none when there are none.
 type writer struct {
 	id       string
+	path     string
 	interval time.Duration
 	note     *dirNote
-	f        *os.File
-	lock     *flock.Flock
-	holder   string // the <id>.lock file naming this process while it holds lock
+	holder   string // the <id>.lock file naming this process while it holds the lock
 
-	// flushMu serializes writes and fsyncs, so that appends only wait for
-	// the buffer, never for the disk (unless they close a step).
+	// flushMu serializes writes and fsyncs, and the opening and closing
+	// of f, so that appends only wait for the buffer, never for the disk
+	// (unless they close a step or must take the lock).
 	flushMu  sync.Mutex
 	unsynced bool // written but not yet fsynced; guarded by flushMu
 
-	mu     sync.Mutex // guards what follows
-	next   int64
-	buf    []byte // appended, not yet written
-	spare  []byte // the other buffer, reused
-	armed  bool   // the sync timer is running
-	timer  *time.Timer
-	err    error // sticky: the writer is broken
-	closed bool
+	mu        sync.Mutex // guards what follows; f changes only under flushMu and mu
+	f         *os.File   // the data file, locked; nil while not held
+	unlock    func() error
+	size      int64 // length of the file's whole lines, as known: written or read
+	next      int64
+	known     bool   // size and next describe the file (else it is read whole)
+	inTurn    bool   // the records so far leave a turn open
+	suspended bool   // … and end with an approval/request
+	pinned    bool   // leased: held until released
+	fresh     bool   // f was just locked: what is new in it is not read yet
+	buf       []byte // appended, not yet written
+	spare     []byte // the other buffer, reused
+	armed     bool   // the sync timer is running
+	timer     *time.Timer
+	err       error // sticky: the writer is broken
+	closed    bool
 }
 
-// openWriter locks path and opens it for appending. lock, when not nil,
-// is path's lock, already held (it is the writer's from then on). next,
-// when not nil, is the length of a log this store just installed;
-// otherwise the file is read and validated, and a torn last line cut off:
-// only under the lock, so never while another writer is appending.
-func openWriter(s *Store, id, path string, next *int64, lock *flock.Flock) (*writer, error) {
-	if lock == nil {
-		lock = flock.New(path, flock.SetFlag(os.O_RDONLY))
-		ok, err := lock.TryLock()
+// newWriter returns the writer of id, holding nothing yet.
+func newWriter(s *Store, id string) *writer {
+	return &writer{id: id, path: s.Path(id), interval: s.interval, note: s.note, holder: s.holderPath(id)}
+}
+
+// learn records what a reader of the file found (size bytes of whole
+// lines, holding records), unless the writer holds the file (then it
+// knows better) or knows more already.
+func (w *writer) learn(size int64, records []*session.Record) {
+	w.flushMu.Lock()
+	defer w.flushMu.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.f != nil && !w.fresh:
+		return // it has appended since it took the lock: it knows better
+	case w.known && w.size >= size && !w.fresh:
+		return
+	}
+	w.size, w.next, w.known = size, int64(len(records)), true
+	w.inTurn, w.suspended = tailTurn(records)
+}
+
+// tailTurn reports whether records leave a turn open, and whether they
+// end suspended on an approval/request.
+func tailTurn(records []*session.Record) (inTurn, suspended bool) {
+	if n := len(records); n > 0 && records[n-1].Type() == session.TypeApprovalRequest {
+		suspended = true
+	}
+	for i := len(records) - 1; i >= 0; i-- {
+		switch records[i].Type() {
+		case session.TypeTurnEnd:
+			return false, suspended
+		case session.TypeTurnStart:
+			return true, suspended
+		}
+	}
+	return false, suspended
+}
+
+// hold takes the lock for the caller, until release: a lease.
+func (w *writer) hold() error {
+	if err := w.acquire(); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return session.ErrClosed
+	}
+	w.pinned = true
+	return nil
+}
+
+// acquire opens and locks the file unless the writer holds it. What was
+// appended since the writer last held it is read before the first
+// append (catchUp), so that a load made under the lock (a lease's) can
+// tell the writer what it read instead.
+func (w *writer) acquire() error {
+	w.flushMu.Lock()
+	defer w.flushMu.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.closed:
+		return session.ErrClosed
+	case w.err != nil:
+		return w.err
+	case w.f != nil:
+		return nil
+	}
+	f, err := os.OpenFile(w.path, os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return session.ErrNotFound
+		}
+		return err
+	}
+	unlock, ok, err := lockFile(f)
+	if err != nil || !ok {
+		f.Close()
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil, session.ErrNotFound
-			}
-			return nil, fmt.Errorf("lock: %w", err)
+			return fmt.Errorf("lock: %w", err)
 		}
-		if !ok {
-			return nil, s.busy(id)
-		}
+		return errBusy
 	}
-	w := &writer{id: id, interval: s.interval, note: s.note, lock: lock, holder: s.holderPath(id)}
-	fail := func(err error) (*writer, error) {
-		if w.f != nil {
-			w.f.Close()
-		}
-		lock.Close()
-		return nil, err
-	}
-	var err error
-	w.f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
-	if err != nil {
-		return fail(err)
-	}
+	w.f, w.unlock, w.fresh = f, unlock, true
 	writeHolder(w.holder)
-	if next != nil {
-		w.next = *next
-		return w, nil
-	}
-	data, err := io.ReadAll(w.f)
+	return nil
+}
+
+// errBusy is the store's busy error, made by the store, which knows the
+// holder (see Store.busy).
+var errBusy = errors.New("busy")
+
+// catchUp compares the locked file's size with what the writer knows,
+// and reads only what is new: whole lines are records that must
+// continue the log; a torn last line (a write cut by a crash) is cut off,
+// or the next record would be glued to it. A file the writer knows
+// nothing of, or that is shorter than it knew, is read and validated
+// whole. Called with mu held, f locked and nothing buffered.
+func (w *writer) catchUp(f *os.File) error {
+	fi, err := f.Stat()
 	if err != nil {
-		return fail(err)
+		return err
 	}
-	log, err := session.DecodeBytes(data)
-	if err != nil && !(errors.Is(err, session.ErrTornTail) && log != nil) {
-		return fail(err)
+	size := fi.Size()
+	w.fresh = false
+	if w.known && size == w.size {
+		return nil
 	}
-	if log.Info.ID != id {
-		return fail(fmt.Errorf("%w: the header names %s", session.ErrCorrupt, log.Info.ID))
-	}
-	if log.Torn > 0 {
-		// Cut the torn line, or the next record would be glued to it.
-		if err := w.f.Truncate(log.Size); err != nil {
-			return fail(err)
+	if !w.known || size < w.size {
+		data, err := io.ReadAll(io.NewSectionReader(f, 0, size))
+		if err != nil {
+			return err
 		}
-		if err := w.f.Sync(); err != nil {
-			return fail(err)
+		log, err := session.DecodeBytes(data)
+		if err != nil && !(errors.Is(err, session.ErrTornTail) && log != nil) {
+			return err
+		}
+		if log.Info.ID != w.id {
+			return fmt.Errorf("%w: the header names %s", session.ErrCorrupt, log.Info.ID)
+		}
+		w.size, w.next, w.known = log.Size, int64(len(log.Records)), true
+		w.inTurn, w.suspended = tailTurn(log.Records)
+		return w.cut(f, size)
+	}
+	data, err := io.ReadAll(io.NewSectionReader(f, w.size, size-w.size))
+	if err != nil {
+		return err
+	}
+	var recs []*session.Record
+	for {
+		nl := bytes.IndexByte(data, '\n')
+		if nl < 0 {
+			break
+		}
+		rec, err := session.DecodeRecord(data[:nl])
+		if err != nil {
+			return &session.CorruptError{Line: -1, Err: fmt.Errorf("a line appended at byte %d: %w", w.size, err)}
+		}
+		if rec.Seq() != w.next {
+			return fmt.Errorf("%w: seq %d appended where %d was next", session.ErrCorrupt, rec.Seq(), w.next)
+		}
+		recs = append(recs, rec)
+		w.size += int64(nl + 1)
+		w.next++
+		data = data[nl+1:]
+	}
+	if len(recs) > 0 {
+		w.turnAfter(recs)
+	}
+	return w.cut(f, size)
+}
+
+// cut truncates a torn last line: the bytes past the whole lines.
+func (w *writer) cut(f *os.File, size int64) error {
+	if size == w.size {
+		return nil
+	}
+	if err := f.Truncate(w.size); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// turnAfter advances inTurn and suspended past records.
+func (w *writer) turnAfter(records []*session.Record) {
+	in, _ := tailTurn(records)
+	for _, r := range records {
+		switch r.Type() {
+		case session.TypeTurnStart, session.TypeTurnEnd:
+			w.inTurn = in
 		}
 	}
-	w.next = int64(len(log.Records))
-	return w, nil
+	w.suspended = records[len(records)-1].Type() == session.TypeApprovalRequest
 }
 
 // append buffers records after checking they continue the log at next,
 // and writes and fsyncs them before returning when they close a step or
-// a turn.
+// a turn. The file is locked first if the writer does not hold it.
 func (w *writer) append(next int64, records []*session.Record) error {
-	w.mu.Lock()
+	for {
+		w.mu.Lock()
+		if w.f != nil || w.closed || w.err != nil {
+			break
+		}
+		w.mu.Unlock()
+		if err := w.acquire(); err != nil {
+			return err
+		}
+	}
+	if w.fresh && w.err == nil && !w.closed {
+		// f cannot change while mu is held, and nothing is buffered yet.
+		if err := w.catchUp(w.f); err != nil {
+			w.mu.Unlock()
+			return err
+		}
+	}
 	switch {
 	case w.closed:
 		w.mu.Unlock()
@@ -128,6 +277,11 @@ func (w *writer) append(next int64, records []*session.Record) error {
 		w.buf = r.AppendLine(w.buf)
 	}
 	w.next += int64(len(records))
+	if len(records) > 0 {
+		w.turnAfter(records)
+		// A suspension is durable before the step waits.
+		sync = sync || w.suspended
+	}
 	if !sync && !w.armed {
 		w.armed = true
 		if w.timer == nil {
@@ -151,7 +305,9 @@ func (w *writer) tick() {
 	_ = w.flush(true) // a failure is sticky and reported by the next call
 }
 
-// flush writes the buffer and, with sync, fsyncs everything written.
+// flush writes the buffer and, with sync, fsyncs everything written;
+// then, when nothing is left to write and no turn is being written, it
+// lets the file go.
 func (w *writer) flush(sync bool) error {
 	w.flushMu.Lock()
 	defer w.flushMu.Unlock()
@@ -161,7 +317,7 @@ func (w *writer) flush(sync bool) error {
 		w.mu.Unlock()
 		return err
 	}
-	if w.closed {
+	if w.closed || w.f == nil {
 		w.mu.Unlock()
 		return nil
 	}
@@ -188,32 +344,71 @@ func (w *writer) flush(sync bool) error {
 		}
 	}
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.spare = data[:0]
-	if err != nil && w.err == nil {
-		w.err = err
+	if err != nil {
+		if w.err == nil {
+			w.err = err
+		}
+		return err
 	}
-	w.mu.Unlock()
+	w.size += int64(len(data))
+	if !w.unsynced && len(w.buf) == 0 && !w.armed && !w.pinned && (!w.inTurn || w.suspended) {
+		err = w.letGo()
+	}
 	return err
 }
 
-// close flushes, stops the timer, closes the file and drops the lock.
+// letGo closes the file, which drops the lock, keeping what the writer
+// knows of it. Called with flushMu and mu held, everything written.
+func (w *writer) letGo() error {
+	if w.f == nil {
+		return nil
+	}
+	// Removed while the lock is still held: only a holder writes it.
+	_ = os.Remove(w.holder)
+	err := errors.Join(w.f.Close(), w.unlock())
+	w.f, w.unlock = nil, nil
+	w.buf, w.spare = nil, nil
+	return err
+}
+
+// release ends a hold (a lease, or the session's close): it flushes and
+// lets the file go. The writer stays usable: a later append takes the
+// lock again.
+func (w *writer) release() error {
+	w.mu.Lock()
+	w.pinned = false
+	w.mu.Unlock()
+	err := w.flush(true)
+	w.flushMu.Lock()
+	defer w.flushMu.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return err
+	}
+	if len(w.buf) == 0 && !w.unsynced {
+		err = errors.Join(err, w.letGo())
+	}
+	return err
+}
+
+// close flushes, stops the timer and lets the file go, for good.
 func (w *writer) close() error {
 	err := w.flush(true)
 	w.flushMu.Lock()
 	defer w.flushMu.Unlock()
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.closed {
-		w.mu.Unlock()
 		return err
 	}
 	w.closed = true
 	if w.timer != nil {
 		w.timer.Stop()
 	}
-	w.mu.Unlock()
-	// Removed while the lock is still held: only a holder writes it.
-	_ = os.Remove(w.holder)
-	return errors.Join(err, w.f.Close(), w.lock.Close())
+	return errors.Join(err, w.letGo())
 }
 
 // abandon drops the file and its lock as a dying process would: what is
@@ -230,8 +425,11 @@ func (w *writer) abandon() {
 	if w.timer != nil {
 		w.timer.Stop()
 	}
-	_ = w.f.Close()
-	_ = w.lock.Close()
+	if w.f != nil {
+		_ = w.f.Close()
+		_ = w.unlock()
+		w.f = nil
+	}
 }
 
 // holderInfo is what the <id>.lock file records of the process holding a

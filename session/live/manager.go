@@ -150,22 +150,26 @@ func (m *Manager) Open(ctx context.Context, id string) (*Session, error) {
 		m.log.Warn("dropped a torn last line", "session", id, "bytes", log.Torn)
 	}
 	// The session's list is its own: the store keeps whatever it returned.
-	records := slices.Clone(log.Records)
-	if err := session.Validate(records); err != nil {
+	// The log is validated and folded once (by its decoder, when the
+	// store decoded it).
+	state, err := session.NewLogStateOf(log)
+	if err != nil {
 		return nil, fmt.Errorf("session: open %s: %w", id, err)
 	}
-	closers, err := session.RepairRecords(records, m.now())
+	closers, err := session.RepairRecords(state.Records(), m.now())
 	if err != nil {
 		return nil, fmt.Errorf("session: open %s: %w", id, err)
 	}
 	if len(closers) > 0 {
-		if err := m.store.Append(ctx, id, int64(len(records)), closers); err != nil {
+		if err := m.store.Append(ctx, id, int64(state.Len()), closers); err != nil {
 			return nil, fmt.Errorf("session: open %s: repair: %w", id, err)
 		}
 		m.log.Warn("closed an interrupted turn", "session", id, "events", len(closers))
-		records = append(slices.Clip(records), closers...)
+		if err := state.Extend(closers...); err != nil {
+			return nil, fmt.Errorf("session: open %s: repair: %w", id, err)
+		}
 	}
-	return m.publish(ctx, log.Info, records)
+	return m.publishState(ctx, log.Info, state)
 }
 
 // Fork makes a new session whose log is the log of id up to and including
@@ -255,6 +259,16 @@ func (m *Manager) publish(ctx context.Context, info session.Info, records []*ses
 	if err != nil {
 		return nil, err
 	}
+	return m.publishSession(ctx, s)
+}
+
+// publishState is publish of a log already validated.
+func (m *Manager) publishState(ctx context.Context, info session.Info, state *session.LogState) (*Session, error) {
+	return m.publishSession(ctx, newSessionOf(m, info, state))
+}
+
+func (m *Manager) publishSession(ctx context.Context, s *Session) (*Session, error) {
+	info := s.info
 	m.mu.Lock()
 	if _, dup := m.live[info.ID]; dup {
 		m.mu.Unlock()

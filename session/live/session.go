@@ -34,10 +34,15 @@ func newSession(m *Manager, info session.Info, records []*session.Record) (*Sess
 	if err != nil {
 		return nil, fmt.Errorf("session %s: %w", info.ID, err)
 	}
+	return newSessionOf(m, info, log), nil
+}
+
+// newSessionOf makes the live session of a log already validated.
+func newSessionOf(m *Manager, info session.Info, log *session.LogState) *Session {
 	s := &Session{m: m, info: info, log: log}
 	id := info.ID
 	s.c = m.c.Scope(func(subject any) bool { return subject == id })
-	return s, nil
+	return s
 }
 
 // ID returns the session id.
@@ -93,13 +98,14 @@ func (s *Session) Len() int {
 	return s.log.Len()
 }
 
-// Messages returns the memoized fold of the log: equal to
-// DeriveMessages(s.Records()). It is a deep copy, owned by the caller:
-// writing it changes nothing the session or anyone else holds.
+// Messages returns the fold of the log: equal to
+// DeriveMessages(s.Records()), the projection of the memoized surface,
+// made for this call and owned by the caller: writing it changes nothing
+// the session or anyone else holds.
 func (s *Session) Messages() []session.Message {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return session.CloneMessages(s.log.Messages())
+	return s.log.Messages() // made for this call
 }
 
 // Header returns the latest logged request header (normalized, see

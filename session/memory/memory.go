@@ -34,9 +34,11 @@ type backing struct {
 	logs   map[string]*log
 	leases map[string]*lease // session id -> its lease, if held
 	queue  queue
-	// changed is closed (and replaced) whenever a lease is released, a
+	// changed is closed (and dropped) whenever a lease is released, a
 	// job is enqueued, ended or handed back, or records are appended:
-	// what waiters (Lease with wait, Claim, Follow) wait for.
+	// what waiters (Lease with wait, Claim, Follow) wait for. It is made
+	// by the first waiter (wake), so an append nobody waits for makes
+	// nothing.
 	changed chan struct{}
 }
 
@@ -53,9 +55,8 @@ type lease struct {
 // New returns an empty store.
 func New() *Store {
 	return &Store{b: &backing{
-		logs:    map[string]*log{},
-		leases:  map[string]*lease{},
-		changed: make(chan struct{}),
+		logs:   map[string]*log{},
+		leases: map[string]*lease{},
 	}}
 }
 
@@ -65,8 +66,18 @@ func (s *Store) Handle() *Store { return &Store{b: s.b} }
 
 // notify wakes the waiters; b.mu is held.
 func (b *backing) notify() {
-	close(b.changed)
-	b.changed = make(chan struct{})
+	if b.changed != nil {
+		close(b.changed)
+		b.changed = nil
+	}
+}
+
+// wake returns the channel the next notify closes; b.mu is held.
+func (b *backing) wake() chan struct{} {
+	if b.changed == nil {
+		b.changed = make(chan struct{})
+	}
+	return b.changed
 }
 
 // Create implements [session.Store].
@@ -181,7 +192,7 @@ func (s *Store) Lease(ctx context.Context, id string, wait bool) (release func()
 			s.b.mu.Unlock()
 			return func() { s.b.release(id, le) }, nil
 		}
-		ch := s.b.changed
+		ch := s.b.wake()
 		s.b.mu.Unlock()
 		if !wait {
 			return nil, fmt.Errorf("memory: lease %s: %w (held by another handle)", id, session.ErrLocked)
@@ -238,7 +249,7 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[*se
 			if next < int64(len(l.records)) {
 				recs = slices.Clone(l.records[next:])
 			}
-			ch := s.b.changed
+			ch := s.b.wake()
 			s.b.mu.Unlock()
 			for _, r := range recs {
 				if ctx.Err() != nil || !yield(r, nil) {

@@ -95,7 +95,7 @@ func (s *Store) Claim(ctx context.Context, worker string) (session.Claim, error)
 			b.mu.Unlock()
 			return c, nil
 		}
-		ch := b.changed
+		ch := b.wake()
 		b.mu.Unlock()
 		select {
 		case <-ctx.Done():

@@ -1,0 +1,93 @@
+package agentloop
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
+)
+
+// reqView is what the loop keeps of one session between its steps, so
+// that building a request costs what changed since the last one, not the
+// length of the conversation or of the log.
+//
+// own is the loop's own fold of the log (a session.Fold fed with the
+// records the loop has not folded yet): the messages a seal owns and the
+// provider is handed. Nothing outside the package can reach it but the
+// provider, which is given it to send. lis is the listeners' copy: equal
+// to own when it is synced, message by message, with tool-call arrays of
+// its own, so no write to it reaches own. Both only grow between replaces
+// (a fold's messages are never written once made, see [session.Fold]), so
+// a step copies only the new messages into lis; the seal's comparison of
+// the two (in sealedFallback) is what proves a listener wrote nothing.
+// After a refused or failed dispatch the view is dropped and built again.
+type reqView struct {
+	n    int             // records folded: seqs 0..n-1
+	last *session.Record // record n-1, to tell that the log is another
+	fold session.Fold
+
+	lis []session.Message // the listeners' copy of fold.Messages()[:len(lis)]
+	// same is how many leading messages of the fold are unchanged since
+	// the last request (see digester.digestFrom); spliced says a replace
+	// was folded since.
+	same    int
+	spliced bool
+}
+
+// catchUp folds the session's records before seq upto that the view has
+// not folded yet. It reads only those records (from the end of the log);
+// a log that does not continue what was folded is folded from scratch.
+func (v *reqView) catchUp(sess *live.Session, upto int64) error {
+	tail, ok := since(sess, v.n, v.last, upto)
+	if !ok {
+		*v = reqView{}
+		tail, _ = since(sess, 0, nil, upto)
+	}
+	for _, r := range tail {
+		if err := v.fold.Add(r); err != nil {
+			*v = reqView{}
+			return fmt.Errorf("agentloop: fold the log: %w", err)
+		}
+		if r.Surface().Op == session.OpReplace {
+			v.spliced = true
+		}
+		v.n, v.last = v.n+1, r
+	}
+	return nil
+}
+
+// since returns, in seq order, the records of sess from seq n up to
+// before seq upto, reading only those (from the end of the log). ok is
+// false when record n-1 is not last: the log is not the one read before.
+func since(sess *live.Session, n int, last *session.Record, upto int64) (tail []*session.Record, ok bool) {
+	ok = n == 0
+	for r := range sess.Backward() {
+		if r.Seq() >= upto {
+			continue
+		}
+		if r.Seq() < int64(n) {
+			ok = r.Seq() == int64(n-1) && r == last
+			break
+		}
+		tail = append(tail, r)
+	}
+	slices.Reverse(tail)
+	return tail, ok
+}
+
+// request returns the fold (owned: for the seal), the listeners' copy of
+// it, and how many leading messages are unchanged since the previous
+// request.
+func (v *reqView) request() (own, lis []session.Message, same int) {
+	own = v.fold.Messages()
+	if v.spliced || len(v.lis) > len(own) {
+		v.lis, v.same, v.spliced = v.lis[:0:0], 0, false
+	}
+	for _, m := range own[len(v.lis):] {
+		m.ToolCalls = slices.Clone(m.ToolCalls)
+		v.lis = append(v.lis, m)
+	}
+	same, v.same = v.same, len(own)
+	return own, v.lis[:len(own):len(own)], same
+}
