@@ -317,9 +317,14 @@ func (s *Store) watch(c *claim) bool {
 		for {
 			var cancelled bool
 			var epoch *int64
-			err := s.pool.with(ctx, func(conn *pgx.Conn) error {
-				return conn.QueryRow(ctx, `SELECT cancelled, epoch FROM vigil_jobs WHERE id = $1`, c.jid).Scan(&cancelled, &epoch)
+			// Not cut short by the claim's end: a query cancelled in
+			// flight costs its connection (pgx closes it), and the claim's
+			// end is no reason to lose one. The store's close still ends it.
+			qctx, qcancel := context.WithTimeout(s.bg, 10*time.Second)
+			err := s.pool.with(qctx, func(conn *pgx.Conn) error {
+				return conn.QueryRow(qctx, `SELECT cancelled, epoch FROM vigil_jobs WHERE id = $1`, c.jid).Scan(&cancelled, &epoch)
 			})
+			qcancel()
 			mine := epoch != nil && *epoch == c.epoch
 			pause := queuePoll
 			switch {
