@@ -134,6 +134,37 @@ func (c *Config) target() (target, error) {
 	return t, nil
 }
 
+// otlpOptions names one exporter package's option constructors, so that
+// the four exporters (traces and metrics, over HTTP and gRPC) take the
+// same settings from one place. urlPath is nil for gRPC, which has no
+// path.
+type otlpOptions[O any] struct {
+	timeout  func(time.Duration) O
+	endpoint func(string) O
+	urlPath  func(string) O
+	insecure func() O
+	headers  func(map[string]string) O
+}
+
+// of returns the options for target t, its signal's path under
+// /v1/signal.
+func (f otlpOptions[O]) of(c *Config, t target, signal string) []O {
+	opts := []O{f.timeout(c.timeout())}
+	if t.host != "" {
+		opts = append(opts, f.endpoint(t.host))
+	}
+	if f.urlPath != nil && t.path != "" {
+		opts = append(opts, f.urlPath(t.path+"/v1/"+signal))
+	}
+	if t.insecure {
+		opts = append(opts, f.insecure())
+	}
+	if len(c.Headers) > 0 {
+		opts = append(opts, f.headers(c.Headers))
+	}
+	return opts
+}
+
 // spanExporter makes the OTLP trace exporter of c.
 func (c *Config) spanExporter(ctx context.Context) (sdktrace.SpanExporter, error) {
 	t, err := c.target()
@@ -141,32 +172,11 @@ func (c *Config) spanExporter(ctx context.Context) (sdktrace.SpanExporter, error
 		return nil, err
 	}
 	if c.protocol() == ProtocolHTTP {
-		opts := []otlptracehttp.Option{otlptracehttp.WithTimeout(c.timeout())}
-		if t.host != "" {
-			opts = append(opts, otlptracehttp.WithEndpoint(t.host))
-		}
-		if t.path != "" {
-			opts = append(opts, otlptracehttp.WithURLPath(t.path+"/v1/traces"))
-		}
-		if t.insecure {
-			opts = append(opts, otlptracehttp.WithInsecure())
-		}
-		if len(c.Headers) > 0 {
-			opts = append(opts, otlptracehttp.WithHeaders(c.Headers))
-		}
-		return otlptracehttp.New(ctx, opts...)
+		return otlptracehttp.New(ctx, otlpOptions[otlptracehttp.Option]{otlptracehttp.WithTimeout, otlptracehttp.WithEndpoint,
+			otlptracehttp.WithURLPath, otlptracehttp.WithInsecure, otlptracehttp.WithHeaders}.of(c, t, "traces")...)
 	}
-	opts := []otlptracegrpc.Option{otlptracegrpc.WithTimeout(c.timeout())}
-	if t.host != "" {
-		opts = append(opts, otlptracegrpc.WithEndpoint(t.host))
-	}
-	if t.insecure {
-		opts = append(opts, otlptracegrpc.WithInsecure())
-	}
-	if len(c.Headers) > 0 {
-		opts = append(opts, otlptracegrpc.WithHeaders(c.Headers))
-	}
-	return otlptracegrpc.New(ctx, opts...)
+	return otlptracegrpc.New(ctx, otlpOptions[otlptracegrpc.Option]{otlptracegrpc.WithTimeout, otlptracegrpc.WithEndpoint,
+		nil, otlptracegrpc.WithInsecure, otlptracegrpc.WithHeaders}.of(c, t, "traces")...)
 }
 
 // metricExporter makes the OTLP metric exporter of c, to the same
@@ -177,32 +187,11 @@ func (c *Config) metricExporter(ctx context.Context) (sdkmetric.Exporter, error)
 		return nil, err
 	}
 	if c.protocol() == ProtocolHTTP {
-		opts := []otlpmetrichttp.Option{otlpmetrichttp.WithTimeout(c.timeout())}
-		if t.host != "" {
-			opts = append(opts, otlpmetrichttp.WithEndpoint(t.host))
-		}
-		if t.path != "" {
-			opts = append(opts, otlpmetrichttp.WithURLPath(t.path+"/v1/metrics"))
-		}
-		if t.insecure {
-			opts = append(opts, otlpmetrichttp.WithInsecure())
-		}
-		if len(c.Headers) > 0 {
-			opts = append(opts, otlpmetrichttp.WithHeaders(c.Headers))
-		}
-		return otlpmetrichttp.New(ctx, opts...)
+		return otlpmetrichttp.New(ctx, otlpOptions[otlpmetrichttp.Option]{otlpmetrichttp.WithTimeout, otlpmetrichttp.WithEndpoint,
+			otlpmetrichttp.WithURLPath, otlpmetrichttp.WithInsecure, otlpmetrichttp.WithHeaders}.of(c, t, "metrics")...)
 	}
-	opts := []otlpmetricgrpc.Option{otlpmetricgrpc.WithTimeout(c.timeout())}
-	if t.host != "" {
-		opts = append(opts, otlpmetricgrpc.WithEndpoint(t.host))
-	}
-	if t.insecure {
-		opts = append(opts, otlpmetricgrpc.WithInsecure())
-	}
-	if len(c.Headers) > 0 {
-		opts = append(opts, otlpmetricgrpc.WithHeaders(c.Headers))
-	}
-	return otlpmetricgrpc.New(ctx, opts...)
+	return otlpmetricgrpc.New(ctx, otlpOptions[otlpmetricgrpc.Option]{otlpmetricgrpc.WithTimeout, otlpmetricgrpc.WithEndpoint,
+		nil, otlpmetricgrpc.WithInsecure, otlpmetricgrpc.WithHeaders}.of(c, t, "metrics")...)
 }
 
 // resource is the resource of every span and metric: service.name from
