@@ -99,21 +99,37 @@ type route struct {
 
 func (s *Server) routes() []route {
 	return []route{
-		{"GET /healthz", true, s.handleHealth},
+		{"GET /healthz", true, s.reply(s.handleHealth)},
 		{"GET /openapi.json", true, handleOpenAPI},
 		{"GET /metrics", false, s.handleMetrics},
-		{"POST /v1/sessions", false, s.handleCreate},
-		{"GET /v1/sessions", false, s.handleList},
-		{"GET /v1/sessions/{id}", false, s.handleGet},
-		{"POST /v1/sessions/{id}/turns", false, s.handleTurn},
+		{"POST /v1/sessions", false, s.reply(s.handleCreate)},
+		{"GET /v1/sessions", false, s.reply(s.handleList)},
+		{"GET /v1/sessions/{id}", false, s.reply(s.handleGet)},
+		{"POST /v1/sessions/{id}/turns", false, s.reply(s.handleTurn)},
 		{"GET /v1/sessions/{id}/events", false, s.handleEvents},
-		{"POST /v1/sessions/{id}/approvals/{call}", false, s.handleDecide},
-		{"POST /v1/sessions/{id}/cancel", false, s.handleCancel},
-		{"GET /v1/sessions/{id}/verify", false, s.handleVerify},
+		{"POST /v1/sessions/{id}/approvals/{call}", false, s.reply(s.handleDecide)},
+		{"POST /v1/sessions/{id}/cancel", false, s.reply(s.handleCancel)},
+		{"GET /v1/sessions/{id}/verify", false, s.reply(s.handleVerify)},
 	}
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// replier is an endpoint that answers JSON: a status and a body, or an
+// error ([classify] gives its status and code). It may set headers on w.
+type replier func(w http.ResponseWriter, r *http.Request) (int, any, error)
+
+// reply adapts a replier to net/http.
+func (s *Server) reply(fn replier) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		status, body, err := fn(w, r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, status, body)
+	}
+}
 
 // instrument wraps an endpoint: authentication, the body bound, a
 // recovered panic as a 500, and the request metrics.

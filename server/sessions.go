@@ -67,11 +67,10 @@ type createRequest struct {
 	} `json:"fork,omitempty"`
 }
 
-func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) (int, any, error) {
 	var req createRequest
 	if err := decodeBody(r, &req, true); err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	var id string
 	var err error
@@ -88,23 +87,20 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		id, err = s.rt.NewSession(r.Context())
 	}
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	sum, err := s.summary(r, id)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	w.Header().Set("Location", "/v1/sessions/"+id)
-	writeJSON(w, http.StatusCreated, sum)
+	return http.StatusCreated, sum, nil
 }
 
-func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleList(_ http.ResponseWriter, r *http.Request) (int, any, error) {
 	infos, err := s.rt.Sessions(r.Context())
 	if err != nil && len(infos) == 0 {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	out := struct {
 		Sessions []SessionInfo `json:"sessions"`
@@ -119,19 +115,19 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 			out.Unreadable = append(out.Unreadable, e.Error())
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	return http.StatusOK, out, nil
 }
 
-func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleGet(_ http.ResponseWriter, r *http.Request) (int, any, error) {
 	id, err := sessionID(r)
-	if err == nil {
-		var sum *Summary
-		if sum, err = s.summary(r, id); err == nil {
-			writeJSON(w, http.StatusOK, sum)
-			return
-		}
+	if err != nil {
+		return 0, nil, err
 	}
-	s.writeError(w, r, err)
+	sum, err := s.summary(r, id)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, sum, nil
 }
 
 // summary reads session id's log and queue.

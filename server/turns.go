@@ -23,52 +23,40 @@ type turnRequest struct {
 // approvals (with nothing queued that could decide them) refuses it with
 // 409 suspended; with ?queue=false a session with a job queued or
 // running refuses it with 409 busy.
-func (s *Server) handleTurn(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleTurn(_ http.ResponseWriter, r *http.Request) (int, any, error) {
 	id, err := sessionID(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	var req turnRequest
 	if err := decodeBody(r, &req, false); err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	if req.Prompt == nil || *req.Prompt == "" {
-		s.writeError(w, r, apiError(http.StatusBadRequest, CodeBadRequest, "prompt: a turn needs a prompt"))
-		return
+		return 0, nil, apiError(http.StatusBadRequest, CodeBadRequest, "prompt: a turn needs a prompt")
 	}
-	noQueue := r.URL.Query().Get("queue") == "false"
-	log, err := s.rt.Session(r.Context(), id)
+	sum, err := s.summary(r, id)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	q, err := s.rt.Queue()
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	jobs, err := q.Jobs(r.Context(), id)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	switch {
-	case len(jobs) == 0 && session.Suspended(log.Records) != nil:
-		s.writeError(w, r, apiError(http.StatusConflict, CodeSuspended, "session %s waits for approvals: decide them (POST /v1/sessions/%s/approvals/CALL) before a new turn", id, id))
-		return
-	case noQueue && len(jobs) > 0:
-		s.writeError(w, r, apiError(http.StatusConflict, CodeBusy, "session %s has %d job(s) queued or running (queue=false)", id, len(jobs)))
-		return
+	case len(sum.Jobs) == 0 && sum.Pending != nil:
+		return 0, nil, apiError(http.StatusConflict, CodeSuspended, "session %s waits for approvals: decide them (POST /v1/sessions/%s/approvals/CALL) before a new turn", id, id)
+	case r.URL.Query().Get("queue") == "false" && len(sum.Jobs) > 0:
+		return 0, nil, apiError(http.StatusConflict, CodeBusy, "session %s has %d job(s) queued or running (queue=false)", id, len(sum.Jobs))
 	}
-	job, pos, err := s.rt.QueueTurn(r.Context(), id, *req.Prompt)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
+	return s.queued(r, id)(s.rt.QueueTurn(r.Context(), id, *req.Prompt))
+}
+
+// queued answers a job just queued on session id.
+func (s *Server) queued(r *http.Request, id string) func(session.Job, int, error) (int, any, error) {
+	return func(job session.Job, pos int, err error) (int, any, error) {
+		if err != nil {
+			return 0, nil, err
+		}
+		s.opts.Metrics.queued(r.Context(), job.Kind)
+		return http.StatusAccepted, Queued{Job: job.ID, Session: id, Position: pos}, nil
 	}
-	s.opts.Metrics.queued(r.Context(), job.Kind)
-	writeJSON(w, http.StatusAccepted, Queued{Job: job.ID, Session: id, Position: pos})
 }
 
 type decideRequest struct {
@@ -82,55 +70,43 @@ type decideRequest struct {
 // handleDecide queues a decision on a pending call: 202 with its job.
 // A call that is not pending is refused now (404 unknown, 409 not
 // pending or already decided).
-func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleDecide(_ http.ResponseWriter, r *http.Request) (int, any, error) {
 	id, err := sessionID(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	var req decideRequest
 	if err := decodeBody(r, &req, false); err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	if req.Allow == nil {
-		s.writeError(w, r, apiError(http.StatusBadRequest, CodeBadRequest, "allow: true or false is required"))
-		return
+		return 0, nil, apiError(http.StatusBadRequest, CodeBadRequest, "allow: true or false is required")
 	}
 	by := req.By
 	if by == "" {
 		by = "api"
 	}
-	job, pos, err := s.rt.QueueDecision(r.Context(), id, r.PathValue("call"),
-		vigil.Decision{Allow: *req.Allow, By: by, Reason: req.Reason, Scope: req.Scope})
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.opts.Metrics.queued(r.Context(), job.Kind)
-	writeJSON(w, http.StatusAccepted, Queued{Job: job.ID, Session: id, Position: pos})
+	return s.queued(r, id)(s.rt.QueueDecision(r.Context(), id, r.PathValue("call"),
+		vigil.Decision{Allow: *req.Allow, By: by, Reason: req.Reason, Scope: req.Scope}))
 }
 
 // handleCancel drops the session's queued jobs and cancels its running
 // one (its turn ends aborted).
-func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleCancel(_ http.ResponseWriter, r *http.Request) (int, any, error) {
 	id, err := sessionID(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	q, err := s.rt.Queue()
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	n, err := q.Cancel(r.Context(), id)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
-	writeJSON(w, http.StatusOK, struct {
+	return http.StatusOK, struct {
 		Session   string `json:"session"`
 		Cancelled int    `json:"cancelled"`
-	}{id, n})
+	}{id, n}, nil
 }

@@ -17,16 +17,14 @@ type VerifyReport struct {
 	Violations []invariants.Violation `json:"violations"`
 }
 
-func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleVerify(_ http.ResponseWriter, r *http.Request) (int, any, error) {
 	id, err := sessionID(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	log, err := s.rt.Session(r.Context(), id)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	data := session.AppendHeaderLine(nil, log.Info)
 	for _, rec := range log.Records {
@@ -34,18 +32,17 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) {
 	}
 	rep, err := invariants.Verify(bytes.NewReader(data))
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	out := VerifyReport{Session: id, Events: rep.Events, OK: len(rep.Violations) == 0, Violations: rep.Violations}
 	if out.Violations == nil {
 		out.Violations = []invariants.Violation{}
 	}
-	writeJSON(w, http.StatusOK, out)
+	return http.StatusOK, out, nil
 }
 
-func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, struct {
+func (s *Server) handleHealth(http.ResponseWriter, *http.Request) (int, any, error) {
+	return http.StatusOK, struct {
 		Status string `json:"status"`
-	}{"ok"})
+	}{"ok"}, nil
 }
