@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -23,38 +21,17 @@ import (
 // call for notes.txt; to one that ends with a tool result it answers
 // with that result's content, so the test sees what the model saw.
 func readFileServer(t *testing.T) *httptest.Server {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Messages []struct {
-				Role    string `json:"role"`
-				Content any    `json:"content"`
-			} `json:"messages"`
-		}
-		body, err := io.ReadAll(r.Body)
-		if err == nil {
-			err = json.Unmarshal(body, &req)
-		}
-		if err != nil || r.URL.Path != "/v1/chat/completions" {
-			t.Errorf("readFileServer: %s %s: %v", r.Method, r.URL.Path, err)
-			http.Error(w, "bad request", http.StatusBadRequest)
-			return
-		}
-		chunks := []string{
-			`{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_r","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"notes.txt\"}"}}]},"finish_reason":null}`,
-			`{"index":0,"delta":{},"finish_reason":"tool_calls"}`,
-		}
-		if m := req.Messages; len(m) > 0 && m[len(m)-1].Role == "tool" {
-			seen, _ := json.Marshal(fmt.Sprint(m[len(m)-1].Content))
-			chunks = []string{
+	return chatServer(t, "readFileServer", func(m []chatMessage) []string {
+		if last := m[len(m)-1]; last.Role == "tool" {
+			seen, _ := json.Marshal(fmt.Sprint(last.Content))
+			return []string{
 				`{"index":0,"delta":{"role":"assistant","content":"The tool said: "},"finish_reason":null}`,
 				`{"index":0,"delta":{"content":` + string(seen) + `},"finish_reason":null}`,
 				`{"index":0,"delta":{},"finish_reason":"stop"}`,
 			}
 		}
-		streamChoices(w, chunks)
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+		return callChoices("call_r", "read_file", `{"path":"notes.txt"}`)
+	})
 }
 
 func exitStatus(err error) int {

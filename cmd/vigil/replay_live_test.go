@@ -3,8 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -21,35 +19,15 @@ import (
 // systemEchoServer is an OpenAI-compatible server whose answer names the
 // system prompt it was sent: a reply shows which composition asked.
 func systemEchoServer(t *testing.T) *httptest.Server {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Messages []struct {
-				Role    string `json:"role"`
-				Content any    `json:"content"`
-			} `json:"messages"`
-		}
-		body, err := io.ReadAll(r.Body)
-		if err == nil {
-			err = json.Unmarshal(body, &req)
-		}
-		if err != nil {
-			http.Error(w, "bad request", http.StatusBadRequest)
-			return
-		}
+	return chatServer(t, "systemEchoServer", func(m []chatMessage) []string {
 		system := ""
-		for _, m := range req.Messages {
-			if m.Role == "system" {
-				system = fmt.Sprint(m.Content)
+		for _, msg := range m {
+			if msg.Role == "system" {
+				system = fmt.Sprint(msg.Content)
 			}
 		}
-		say, _ := json.Marshal("asked as: " + system)
-		streamChoices(w, []string{
-			`{"index":0,"delta":{"role":"assistant","content":` + string(say) + `},"finish_reason":null}`,
-			`{"index":0,"delta":{},"finish_reason":"stop"}`,
-		})
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+		return textChoices("asked as: " + system)
+	})
 }
 
 // TestReplayAgainstLiveWritesAFork: a session recorded with one system

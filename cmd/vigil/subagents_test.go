@@ -1,10 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -30,31 +27,12 @@ func delegationServer(t *testing.T) *httptest.Server {
 		waiting = 0
 		both    = make(chan struct{})
 	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Messages []struct {
-				Role    string `json:"role"`
-				Content any    `json:"content"`
-			} `json:"messages"`
+	return chatServer(t, "delegationServer", func(msgs []chatMessage) []string {
+		if len(msgs) < 2 {
+			return nil
 		}
-		body, err := io.ReadAll(r.Body)
-		if err == nil {
-			err = json.Unmarshal(body, &req)
-		}
-		if err != nil || len(req.Messages) < 2 {
-			t.Errorf("delegationServer: %s: %v", body, err)
-			http.Error(w, "bad request", http.StatusBadRequest)
-			return
-		}
-		system := fmt.Sprint(req.Messages[0].Content)
-		last := req.Messages[len(req.Messages)-1]
-		text := func(s string) []string {
-			q, _ := json.Marshal(s)
-			return []string{
-				`{"index":0,"delta":{"role":"assistant","content":` + string(q) + `},"finish_reason":null}`,
-				`{"index":0,"delta":{},"finish_reason":"stop"}`,
-			}
-		}
+		system := fmt.Sprint(msgs[0].Content)
+		last := msgs[len(msgs)-1]
 		switch {
 		case strings.Contains(system, "You research."):
 			mu.Lock()
@@ -68,24 +46,21 @@ func delegationServer(t *testing.T) *httptest.Server {
 			case <-time.After(20 * time.Second):
 				t.Errorf("delegationServer: the second research request never came while the first waited: the children did not run concurrently")
 			}
-			streamChoices(w, text("Answer to "+fmt.Sprint(last.Content)))
+			return textChoices("Answer to " + fmt.Sprint(last.Content))
 		case last.Role == "tool":
 			var seen []string
-			for _, m := range req.Messages {
+			for _, m := range msgs {
 				if m.Role == "tool" {
 					seen = append(seen, fmt.Sprint(m.Content))
 				}
 			}
-			streamChoices(w, text("Plan: "+strings.Join(seen, "; ")))
-		default:
-			streamChoices(w, []string{
-				`{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"research","arguments":"{\"task\":\"Q1\"}"}},{"index":1,"id":"call_b","type":"function","function":{"name":"research","arguments":"{\"task\":\"Q2\"}"}}]},"finish_reason":null}`,
-				`{"index":0,"delta":{},"finish_reason":"tool_calls"}`,
-			})
+			return textChoices("Plan: " + strings.Join(seen, "; "))
 		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+		return []string{
+			`{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"research","arguments":"{\"task\":\"Q1\"}"}},{"index":1,"id":"call_b","type":"function","function":{"name":"research","arguments":"{\"task\":\"Q2\"}"}}]},"finish_reason":null}`,
+			`{"index":0,"delta":{},"finish_reason":"tool_calls"}`,
+		}
+	})
 }
 
 // TestPlannerDelegatesToResearchersInParallel: the planner's two research
@@ -193,48 +168,22 @@ func TestPlannerDelegatesToResearchersInParallel(t *testing.T) {
 // a researcher that reads notes.txt (which the policy asks about) before
 // it answers with what it read.
 func approvingServer(t *testing.T) *httptest.Server {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Messages []struct {
-				Role    string `json:"role"`
-				Content any    `json:"content"`
-			} `json:"messages"`
+	return chatServer(t, "approvingServer", func(msgs []chatMessage) []string {
+		if len(msgs) < 2 {
+			return nil
 		}
-		body, err := io.ReadAll(r.Body)
-		if err == nil {
-			err = json.Unmarshal(body, &req)
-		}
-		if err != nil || len(req.Messages) < 2 {
-			t.Errorf("approvingServer: %s: %v", body, err)
-			http.Error(w, "bad request", http.StatusBadRequest)
-			return
-		}
-		last := req.Messages[len(req.Messages)-1]
-		call := func(id, name, args string) []string {
-			q, _ := json.Marshal(args)
-			return []string{
-				`{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"` + id + `","type":"function","function":{"name":"` + name + `","arguments":` + string(q) + `}}]},"finish_reason":null}`,
-				`{"index":0,"delta":{},"finish_reason":"tool_calls"}`,
-			}
-		}
-		text := func(s string) []string {
-			q, _ := json.Marshal(s)
-			return []string{`{"index":0,"delta":{"role":"assistant","content":` + string(q) + `},"finish_reason":"stop"}`}
-		}
-		researcher := strings.Contains(fmt.Sprint(req.Messages[0].Content), "You research.")
+		last := msgs[len(msgs)-1]
+		researcher := strings.Contains(fmt.Sprint(msgs[0].Content), "You research.")
 		switch {
 		case researcher && last.Role == "tool":
-			streamChoices(w, text("Notes: "+fmt.Sprint(last.Content)))
+			return textChoices("Notes: " + fmt.Sprint(last.Content))
 		case researcher:
-			streamChoices(w, call("call_r", "read_file", `{"path":"notes.txt"}`))
+			return callChoices("call_r", "read_file", `{"path":"notes.txt"}`)
 		case last.Role == "tool":
-			streamChoices(w, text("Plan: "+fmt.Sprint(last.Content)))
-		default:
-			streamChoices(w, call("call_p", "research", `{"task":"what do the notes say?"}`))
+			return textChoices("Plan: " + fmt.Sprint(last.Content))
 		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+		return callChoices("call_p", "research", `{"task":"what do the notes say?"}`)
+	})
 }
 
 // TestApprovingADelegationAcrossProcesses: the researcher's read_file
