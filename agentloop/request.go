@@ -39,6 +39,9 @@ type seal struct {
 	purpose string   // a one-shot's purpose; "" for a step
 	built   Request  // owned: the request as built
 	digest  string
+	// lis is the listeners' copy of a step's messages, which the request
+	// carries (nil for a one-shot, whose copy is made whole).
+	lis *listenerCopy
 
 	// log appends the request's record (request/digest of a step,
 	// request/oneshot of a one-shot); it runs once, when the request is
@@ -143,9 +146,14 @@ func (s *seal) differs(r *Request) string {
 	case len(r.Messages) != len(b.Messages):
 		return "messages"
 	}
-	for i := range r.Messages {
-		if !r.Messages[i].Equal(&b.Messages[i]) {
-			return fmt.Sprintf("message %d", i)
+	// The listeners' copy, untouched since it was copied from what the
+	// seal owns, is equal to it; otherwise (something was written, maybe
+	// an equal value) the messages are compared.
+	if s.lis == nil || !s.lis.unwritten(r.Messages) {
+		for i := range r.Messages {
+			if !r.Messages[i].Equal(&b.Messages[i]) {
+				return fmt.Sprintf("message %d", i)
+			}
 		}
 	}
 	x, y := &r.Header, &b.Header
@@ -179,18 +187,22 @@ func short(d string) string {
 }
 
 // mint seals a request as built: the returned request, for the listeners,
-// carries lis as its messages (a copy of built's that the caller keeps
-// nowhere else reachable from built; nil: a deep copy is made) and a copy
-// of the header, and the seal keeps built itself, which the caller must
-// not hand out. log appends the request's record when it is first handed
-// to the provider.
-func mint(built Request, lis []session.Message, purpose, digest string, log func() error) *Request {
+// carries lis's messages (the view's copy of built's, which the caller
+// keeps nowhere else reachable from built; nil: a deep copy is made) and
+// a copy of the header, and the seal keeps built itself, which the caller
+// must not hand out. log appends the request's record when it is first
+// handed to the provider.
+func mint(built Request, lis *listenerCopy, purpose, digest string, log func() error) *Request {
 	built.seal = nil
-	if lis == nil {
-		lis = session.CloneMessages(built.Messages)
+	var msgs []session.Message
+	if lis != nil {
+		n := len(lis.msgs)
+		msgs = lis.msgs[:n:n]
+	} else {
+		msgs = session.CloneMessages(built.Messages)
 	}
 	r := &Request{Session: built.Session, Turn: built.Turn, Step: built.Step, StepStart: built.StepStart,
-		Header: session.CloneHeader(built.Header), Messages: lis}
-	r.seal = &seal{req: r, purpose: purpose, built: built, digest: digest, log: log}
+		Header: session.CloneHeader(built.Header), Messages: msgs}
+	r.seal = &seal{req: r, purpose: purpose, built: built, digest: digest, log: log, lis: lis}
 	return r
 }

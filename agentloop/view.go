@@ -12,22 +12,22 @@ import (
 // that building a request costs what changed since the last one, not the
 // length of the conversation or of the log.
 //
-// own is the loop's own fold of the log (a session.Fold fed with the
+// fold is the loop's own fold of the log (a session.Fold fed with the
 // records the loop has not folded yet): the messages a seal owns and the
 // provider is handed. Nothing outside the package can reach it but the
-// provider, which is given it to send. lis is the listeners' copy: equal
-// to own when it is synced, message by message, with tool-call arrays of
-// its own, so no write to it reaches own. Both only grow between replaces
-// (a fold's messages are never written once made, see [session.Fold]), so
-// a step copies only the new messages into lis; the seal's comparison of
-// the two (in sealedFallback) is what proves a listener wrote nothing.
-// After a refused or failed dispatch the view is dropped and built again.
+// provider, which is given it to send, and the loop never writes it: a
+// fold's messages are never written once made (see [session.Fold]). lis
+// is the listeners' copy (see listenerCopy). Both only grow between
+// replaces, so a step copies only the new messages into lis; the seal's
+// check of lis (in sealedFallback) is what proves a listener wrote
+// nothing. After a refused or failed dispatch the view is dropped and
+// built again.
 type reqView struct {
 	n    int             // records folded: seqs 0..n-1
 	last *session.Record // record n-1, to tell that the log is another
 	fold session.Fold
 
-	lis []session.Message // the listeners' copy of fold.Messages()[:len(lis)]
+	lis listenerCopy // of fold.Messages()[:len(lis.msgs)]
 	// same is how many leading messages of the fold are unchanged since
 	// the last request (see digester.digestFrom); spliced says a replace
 	// was folded since.
@@ -79,15 +79,12 @@ func since(sess *live.Session, n int, last *session.Record, upto int64) (tail []
 // request returns the fold (owned: for the seal), the listeners' copy of
 // it, and how many leading messages are unchanged since the previous
 // request.
-func (v *reqView) request() (own, lis []session.Message, same int) {
+func (v *reqView) request() (own []session.Message, lis *listenerCopy, same int) {
 	own = v.fold.Messages()
-	if v.spliced || len(v.lis) > len(own) {
-		v.lis, v.same, v.spliced = v.lis[:0:0], 0, false
+	if v.spliced || len(v.lis.msgs) > len(own) {
+		v.lis, v.same, v.spliced = listenerCopy{}, 0, false
 	}
-	for _, m := range own[len(v.lis):] {
-		m.ToolCalls = slices.Clone(m.ToolCalls)
-		v.lis = append(v.lis, m)
-	}
+	v.lis.add(own[len(v.lis.msgs):])
 	same, v.same = v.same, len(own)
-	return own, v.lis[:len(own):len(own)], same
+	return own, &v.lis, same
 }

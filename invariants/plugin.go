@@ -73,6 +73,8 @@ type sessionState struct {
 	sess   *live.Session
 	trace  *trace
 	staged map[*session.Record]struct{}
+	// checked is how far the plugin compared the last request it passed.
+	checked checkedPrefix
 }
 
 func mount(c *bus.Context, mode string) error {
@@ -218,6 +220,7 @@ func (k *checker) checkRequest(ctx context.Context, req *agentloop.Request) erro
 		headed bool
 		own    bool
 		orphan bool
+		from   int
 	)
 	if ok && !st.trace.broken && st.trace.stepOpen && st.trace.stepAt == req.StepStart {
 		// The plugin's own fold as it stood at the step's step/start,
@@ -226,6 +229,7 @@ func (k *checker) checkRequest(ctx context.Context, req *agentloop.Request) erro
 		// compared outside the lock.
 		fold, h, headed, own = st.trace.stepMsgs, st.trace.header, st.trace.headed, true
 		orphan = st.trace.stepOrphan
+		from = st.checked.from(fold, req.Messages)
 	}
 	k.mu.Unlock()
 	var v *Violation
@@ -233,7 +237,12 @@ func (k *checker) checkRequest(ctx context.Context, req *agentloop.Request) erro
 	case !ok:
 		v = &Violation{Rule: RuleRequestReconstruction, Seq: -1, Index: -1, Message: "request for a session whose log the plugin has not seen"}
 	case own:
-		v = checkAgainst(fold, h, headed, orphan, req)
+		v = checkAgainst(fold, h, headed, orphan, req, from)
+		if v == nil {
+			k.mu.Lock()
+			st.checked = checkedTo(fold, req.Messages)
+			k.mu.Unlock()
+		}
 	default:
 		v = CheckRequest(st.sess.Records(), req)
 	}
@@ -245,13 +254,14 @@ func (k *checker) checkRequest(ctx context.Context, req *agentloop.Request) erro
 }
 
 // checkAgainst runs the request rules on req against the fold and header
-// the plugin derived itself. The fold is kept as messages, in one array:
+// the plugin derived itself, comparing the messages from position from
+// on (see checkedPrefix). The fold is kept as messages, in one array:
 // comparing a request with it reads two arrays in order, where projecting
 // each surface record again would chase a pointer per message. A request
 // that equals the fold has an orphaned tool result just when the fold
 // has one (orphan), which is found only then.
-func checkAgainst(fold []session.Message, h session.Header, headed, orphan bool, req *agentloop.Request) *Violation {
-	if v := requestReconstruction(fold, req.Messages); v != nil {
+func checkAgainst(fold []session.Message, h session.Header, headed, orphan bool, req *agentloop.Request, from int) *Violation {
+	if v := requestReconstructionFrom(fold, req.Messages, from); v != nil {
 		return v
 	}
 	if v := requestHeader(h, headed, req.Header); v != nil {

@@ -11,8 +11,14 @@ import (
 // position, the fresh fold of the log prefix before the in-flight step's
 // step/start. It allocates nothing unless it finds a divergence.
 func requestReconstruction(expected, actual []session.Message) *Violation {
+	return requestReconstructionFrom(expected, actual, 0)
+}
+
+// requestReconstructionFrom is requestReconstruction for messages whose
+// first from positions are known equal (see checkedPrefix).
+func requestReconstructionFrom(expected, actual []session.Message, from int) *Violation {
 	n := min(len(expected), len(actual))
-	for i := 0; i < n; i++ {
+	for i := from; i < n; i++ {
 		if !expected[i].Equal(&actual[i]) {
 			return &Violation{Rule: RuleRequestReconstruction, Seq: -1, Index: i,
 				Message:  fmt.Sprintf("message %d differs from the fold of the log", i),

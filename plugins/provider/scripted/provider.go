@@ -28,6 +28,7 @@ type Provider struct {
 	mu    sync.Mutex
 	next  int
 	calls int
+	sizes inputSizes
 }
 
 // reply is a Reply with its tool-call arguments rendered.
@@ -105,7 +106,10 @@ func (p *Provider) Stream(ctx context.Context, req *agentloop.Request) (agentloo
 	if err != nil {
 		return nil, &agentloop.ProviderError{Provider: ProviderName, Err: err}
 	}
-	chunks := render(req, r)
+	p.mu.Lock()
+	in := p.sizes.size(req)
+	p.mu.Unlock()
+	chunks := render(req, r, in)
 	fail := r.Error
 	if fail != nil && fail.After == 0 {
 		return nil, failure(fail)
@@ -143,8 +147,9 @@ func failure(f *Failure) error {
 	}
 }
 
-// render turns a reply into its chunks.
-func render(req *agentloop.Request, r reply) []agentloop.Chunk {
+// render turns a reply into its chunks; in is the request's size (see
+// inputSizes).
+func render(req *agentloop.Request, r reply, in int) []agentloop.Chunk {
 	var out []agentloop.Chunk
 	for _, w := range words(r.Reasoning) {
 		out = append(out, agentloop.Chunk{Reasoning: w})
@@ -164,13 +169,6 @@ func render(req *agentloop.Request, r reply) []agentloop.Chunk {
 	finish := session.FinishStop
 	if len(r.ToolCalls) > 0 {
 		finish = session.FinishToolCalls
-	}
-	in := len(req.Header.System)
-	for _, m := range req.Messages {
-		in += len(m.Content)
-		for _, c := range m.ToolCalls {
-			in += len(c.Arguments)
-		}
 	}
 	outLen := len(r.Text) + len(r.Reasoning)
 	for _, a := range r.args {

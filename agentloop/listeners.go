@@ -1,0 +1,113 @@
+package agentloop
+
+import (
+	"bytes"
+	"unsafe"
+
+	"github.com/vigil-run/vigil/session"
+)
+
+// listenerCopy is the listeners' copy of a session's step requests: the
+// messages every llm/stream listener is handed, kept between steps and
+// grown with each step's new messages, and the means to prove at memory
+// speed that nobody wrote it since.
+//
+// msgs share their strings with the loop's fold (strings cannot be
+// written) and have tool-call arrays of their own, in calls, so no write
+// to the copy reaches the fold. snap is a byte-for-byte copy of msgs, and
+// each chunk of calls has one too; nothing handed out reaches either. So
+// while msgs and calls still hold the bytes of their snapshots, the copy
+// equals what it was copied from, which the loop never writes (see
+// reqView): one comparison of a few contiguous arrays, instead of a walk
+// of the conversation message by message, proves the copy untouched.
+type listenerCopy struct {
+	msgs  []session.Message // handed out as msgs[:n:n], so appends cannot reach the rest
+	snap  []session.Message
+	calls []callChunk
+}
+
+// callChunk holds the tool calls of some of the copy's messages. Its
+// arrays are allocated once, at their final capacity, so the messages'
+// ToolCalls stay pointing into them as the copy grows.
+type callChunk struct{ live, snap []session.ToolCall }
+
+// add appends copies of ms.
+func (c *listenerCopy) add(ms []session.Message) {
+	if len(ms) == 0 {
+		return
+	}
+	// Doubling, so that the array handed out changes seldom: the
+	// invariants plugin compares again only what is new in an array it
+	// checked before.
+	c.msgs = growCap(c.msgs, len(ms))
+	c.snap = growCap(c.snap, len(ms))
+	for _, m := range ms {
+		if len(m.ToolCalls) > 0 {
+			m.ToolCalls = c.addCalls(m.ToolCalls)
+		} else {
+			m.ToolCalls = m.ToolCalls[:0:0] // nothing to append into
+		}
+		c.msgs = append(c.msgs, m)
+		c.snap = append(c.snap, m)
+	}
+}
+
+// addCalls copies tcs into the current chunk, or a new one, and returns
+// the copy, capped.
+func (c *listenerCopy) addCalls(tcs []session.ToolCall) []session.ToolCall {
+	n := len(c.calls)
+	if n == 0 || cap(c.calls[n-1].live)-len(c.calls[n-1].live) < len(tcs) {
+		size := 32
+		if n > 0 {
+			size = 2 * cap(c.calls[n-1].live)
+		}
+		size = max(size, len(tcs))
+		c.calls = append(c.calls, callChunk{live: make([]session.ToolCall, 0, size), snap: make([]session.ToolCall, 0, size)})
+		n++
+	}
+	ch := &c.calls[n-1]
+	at := len(ch.live)
+	ch.live = append(ch.live, tcs...)
+	ch.snap = append(ch.snap, tcs...)
+	return ch.live[at:len(ch.live):len(ch.live)]
+}
+
+// unwritten reports whether got is the copy as handed out and every byte
+// of the copy is as it was made. false says only that the fast proof
+// failed: an equal value written back also fails it.
+func (c *listenerCopy) unwritten(got []session.Message) bool {
+	if len(got) != len(c.msgs) || len(got) > 0 && &got[0] != &c.msgs[0] {
+		return false
+	}
+	if !bytes.Equal(bytesOf(c.msgs), bytesOf(c.snap)) {
+		return false
+	}
+	for i := range c.calls {
+		if !bytes.Equal(bytesOf(c.calls[i].live), bytesOf(c.calls[i].snap)) {
+			return false
+		}
+	}
+	return true
+}
+
+// bytesOf is the memory of s's elements. Messages and tool calls are
+// strings and slices only: no padding, so equal values copied by
+// assignment have equal bytes.
+func bytesOf[T session.Message | session.ToolCall](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	var zero T
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(zero)))
+}
+
+// growCap makes room for n more elements, with as much again to spare
+// when it must grow.
+func growCap[T any](s []T, n int) []T {
+	if cap(s)-len(s) >= n {
+		return s
+	}
+	out := make([]T, len(s), max(2*(len(s)+n), 8))
+	copy(out, s)
+	return out
+}

@@ -1,0 +1,53 @@
+package scripted
+
+import (
+	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/session"
+)
+
+// inputSizes keeps, per session, the size of the last request's messages,
+// so that the input estimate of a step costs its new messages, not the
+// conversation: the stand-in model must not be what a benchmark of the
+// loop measures as it grows. A request whose messages are the array
+// counted before, grown, has the same messages in the counted part: the
+// loop hands providers its own fold, which only grows in place (see
+// agentloop.Request).
+type inputSizes struct {
+	bySession map[string]counted
+}
+
+// counted is how many bytes the first n messages of the array at base have.
+type counted struct {
+	base  *session.Message
+	n     int
+	bytes int
+}
+
+// maxCounted bounds the sessions remembered; past it, they are forgotten
+// and counted whole again.
+const maxCounted = 1024
+
+// size returns the bytes of req's system prompt, message contents and
+// tool-call arguments: what the estimate of input tokens is made from.
+func (s *inputSizes) size(req *agentloop.Request) int {
+	msgs := req.Messages
+	c := s.bySession[req.Session]
+	if len(msgs) == 0 || c.n > len(msgs) || c.base != &msgs[0] {
+		c = counted{}
+	}
+	for i := c.n; i < len(msgs); i++ {
+		m := &msgs[i]
+		c.bytes += len(m.Content)
+		for _, tc := range m.ToolCalls {
+			c.bytes += len(tc.Arguments)
+		}
+	}
+	if len(msgs) > 0 && req.Session != "" {
+		if s.bySession == nil || len(s.bySession) >= maxCounted {
+			s.bySession = map[string]counted{}
+		}
+		c.base, c.n = &msgs[0], len(msgs)
+		s.bySession[req.Session] = c
+	}
+	return len(req.Header.System) + c.bytes
+}
