@@ -114,15 +114,18 @@ type callIDs struct {
 	last *session.Record
 	n    int
 	ids  map[string]struct{}
+
+	scratch []*session.Record // sync's, kept for its capacity
 }
 
 // sync reads the records of sess appended since the last sync.
 func (c *callIDs) sync(sess *live.Session) {
-	recs, ok := since(sess, c.n, c.last, math.MaxInt64)
+	recs, ok := since(c.scratch[:0], sess, c.n, c.last, math.MaxInt64)
 	if !ok {
 		*c = callIDs{}
-		recs, _ = since(sess, 0, nil, math.MaxInt64)
+		recs, _ = since(recs[:0], sess, 0, nil, math.MaxInt64)
 	}
+	defer func() { c.scratch = keepScratch(recs) }()
 	if c.ids == nil {
 		c.ids = make(map[string]struct{})
 	}

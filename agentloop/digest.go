@@ -34,7 +34,8 @@ type digester struct {
 	keys []session.Message // private copies of the messages encoded, by position
 	enc  [][]byte
 
-	hb     []byte      // the header encoding the state starts with
+	hb     []byte         // the header encoding the state starts with
+	hh     session.Header // a private copy of the header hb encodes
 	state  hash.Cloner // sha256 over open, hb, mid and enc[:hashed] joined
 	hashed int         // messages in state
 	buf    []byte
@@ -86,10 +87,13 @@ func (d *digester) digestFrom(h session.Header, msgs []session.Message, same int
 
 // encodeFrom encodes msgs[same:] and hashes what changed.
 func (d *digester) encodeFrom(h session.Header, msgs []session.Message, same int) string {
-	hb, ok := headerJSON(h)
-	if !ok {
-		*d = digester{}
-		return session.RequestDigest(h, msgs)
+	hb := d.hb
+	if hb == nil || !sameHeader(&d.hh, &h) {
+		var ok bool
+		if hb, ok = headerJSON(h); !ok {
+			*d = digester{}
+			return session.RequestDigest(h, msgs)
+		}
 	}
 	same = min(same, len(d.enc), len(msgs))
 	d.enc = d.enc[:same]
@@ -106,7 +110,7 @@ func (d *digester) encodeFrom(h session.Header, msgs []session.Message, same int
 		if !ok {
 			return d.full(hb)
 		}
-		d.state, d.hb, d.hashed = c, hb, 0
+		d.state, d.hb, d.hh, d.hashed = c, hb, session.CloneHeader(h), 0
 		d.state.Write(digestOpen)
 		d.state.Write(hb)
 		d.state.Write(digestMid)

@@ -24,6 +24,9 @@ type listenerCopy struct {
 	msgs  []session.Message // handed out as msgs[:n:n], so appends cannot reach the rest
 	snap  []session.Message
 	calls []callChunk
+	// header is the listeners' copy of the request header (see
+	// reqView.header), compared field by field by the seal.
+	header session.Header
 }
 
 // callChunk holds the tool calls of some of the copy's messages. Its

@@ -156,7 +156,12 @@ func (s *seal) differs(r *Request) string {
 			}
 		}
 	}
-	x, y := &r.Header, &b.Header
+	return headerDiffers(&r.Header, &b.Header)
+}
+
+// headerDiffers names the first part of x that differs from y, byte for
+// byte, or returns "".
+func headerDiffers(x, y *session.Header) string {
 	switch {
 	case x.Provider != y.Provider, x.Model != y.Model:
 		return "header model"
@@ -179,6 +184,10 @@ func (s *seal) differs(r *Request) string {
 	return ""
 }
 
+// sameHeader reports whether x and y are equal byte for byte, and so have
+// the same canonical encoding.
+func sameHeader(x, y *session.Header) bool { return headerDiffers(x, y) == "" }
+
 func short(d string) string {
 	if len(d) > 12 {
 		return d[:12]
@@ -187,22 +196,25 @@ func short(d string) string {
 }
 
 // mint seals a request as built: the returned request, for the listeners,
-// carries lis's messages (the view's copy of built's, which the caller
-// keeps nowhere else reachable from built; nil: a deep copy is made) and
-// a copy of the header, and the seal keeps built itself, which the caller
+// carries lis's messages and header (the view's copies of built's, which
+// the caller keeps nowhere else reachable from built; nil: deep copies are
+// made), and the seal keeps built itself, which the caller
 // must not hand out. log appends the request's record when it is first
 // handed to the provider.
 func mint(built Request, lis *listenerCopy, purpose, digest string, log func() error) *Request {
 	built.seal = nil
-	var msgs []session.Message
+	var (
+		msgs []session.Message
+		h    session.Header
+	)
 	if lis != nil {
 		n := len(lis.msgs)
-		msgs = lis.msgs[:n:n]
+		msgs, h = lis.msgs[:n:n], lis.header
 	} else {
-		msgs = session.CloneMessages(built.Messages)
+		msgs, h = session.CloneMessages(built.Messages), session.CloneHeader(built.Header)
 	}
 	r := &Request{Session: built.Session, Turn: built.Turn, Step: built.Step, StepStart: built.StepStart,
-		Header: session.CloneHeader(built.Header), Messages: msgs}
+		Header: h, Messages: msgs}
 	r.seal = &seal{req: r, purpose: purpose, built: built, digest: digest, log: log, lis: lis}
 	return r
 }

@@ -62,7 +62,7 @@ func (t *turn) step(ctx context.Context, n int) (stepOutcome, error) {
 	}
 	fold, lis, same := t.view.request()
 
-	logged, ok := sess.Header()
+	logged, ok := t.view.header()
 	reason := ""
 	switch {
 	case !ok:
@@ -73,10 +73,12 @@ func (t *turn) step(ctx context.Context, n int) (stepOutcome, error) {
 		reason = session.HeaderChange
 	}
 	if reason != "" {
-		if _, err := t.append(session.Event{Type: session.TypeRequestHeader, Data: session.RequestHeader{Reason: reason, Header: want}}); err != nil {
+		rec, err := t.append(session.Event{Type: session.TypeRequestHeader, Data: session.RequestHeader{Reason: reason, Header: want}})
+		if err != nil {
 			return stepOutcome{}, err
 		}
-		logged, _ = sess.Header()
+		t.view.sawHeader(rec)
+		logged, _ = t.view.header()
 	}
 	t.headed = true
 

@@ -33,17 +33,26 @@ type reqView struct {
 	// was folded since.
 	same    int
 	spliced bool
+
+	// hdrRec is the latest request/header record the view saw; hdr is
+	// its header (owned, for the seal), derived once per record (hdrOf),
+	// and lis.header the listeners' copy of it.
+	hdrRec, hdrOf *session.Record
+	hdr           session.Header
+
+	scratch []*session.Record // catchUp's, kept for its capacity
 }
 
 // catchUp folds the session's records before seq upto that the view has
 // not folded yet. It reads only those records (from the end of the log);
 // a log that does not continue what was folded is folded from scratch.
 func (v *reqView) catchUp(sess *live.Session, upto int64) error {
-	tail, ok := since(sess, v.n, v.last, upto)
+	tail, ok := since(v.scratch[:0], sess, v.n, v.last, upto)
 	if !ok {
 		*v = reqView{}
-		tail, _ = since(sess, 0, nil, upto)
+		tail, _ = since(tail[:0], sess, 0, nil, upto)
 	}
+	defer func() { v.scratch = keepScratch(tail) }()
 	for _, r := range tail {
 		if err := v.fold.Add(r); err != nil {
 			*v = reqView{}
@@ -52,16 +61,20 @@ func (v *reqView) catchUp(sess *live.Session, upto int64) error {
 		if r.Surface().Op == session.OpReplace {
 			v.spliced = true
 		}
+		if r.Type() == session.TypeRequestHeader {
+			v.hdrRec = r
+		}
 		v.n, v.last = v.n+1, r
 	}
 	return nil
 }
 
 // since returns, in seq order, the records of sess from seq n up to
-// before seq upto, reading only those (from the end of the log). ok is
-// false when record n-1 is not last: the log is not the one read before.
-func since(sess *live.Session, n int, last *session.Record, upto int64) (tail []*session.Record, ok bool) {
-	ok = n == 0
+// before seq upto, reading only those (from the end of the log), appended
+// to dst. ok is false when record n-1 is not last: the log is not the one
+// read before.
+func since(dst []*session.Record, sess *live.Session, n int, last *session.Record, upto int64) (tail []*session.Record, ok bool) {
+	tail, ok = dst, n == 0
 	for r := range sess.Backward() {
 		if r.Seq() >= upto {
 			continue
@@ -72,7 +85,7 @@ func since(sess *live.Session, n int, last *session.Record, upto int64) (tail []
 		}
 		tail = append(tail, r)
 	}
-	slices.Reverse(tail)
+	slices.Reverse(tail[len(dst):])
 	return tail, ok
 }
 
@@ -82,9 +95,40 @@ func since(sess *live.Session, n int, last *session.Record, upto int64) (tail []
 func (v *reqView) request() (own []session.Message, lis *listenerCopy, same int) {
 	own = v.fold.Messages()
 	if v.spliced || len(v.lis.msgs) > len(own) {
-		v.lis, v.same, v.spliced = listenerCopy{}, 0, false
+		v.lis, v.same, v.spliced, v.hdrOf = listenerCopy{}, 0, false, nil
 	}
 	v.lis.add(own[len(v.lis.msgs):])
 	same, v.same = v.same, len(own)
 	return own, &v.lis, same
+}
+
+// sawHeader notes r, a request/header record the loop appended after the
+// records folded so far.
+func (v *reqView) sawHeader(r *session.Record) { v.hdrRec = r }
+
+// header returns the latest logged request header the view saw, as
+// [live.Session.Header] would: the seal's own copy, made once per header
+// record, like the listeners' copy in lis.header. The seal compares the
+// listeners' copy with its own at every request, and a refusal drops the
+// view, so the two copies are kept from step to step.
+func (v *reqView) header() (session.Header, bool) {
+	if v.hdrRec == nil {
+		return session.Header{}, false
+	}
+	if v.hdrOf != v.hdrRec {
+		v.hdr, _ = session.DeriveHeader([]*session.Record{v.hdrRec})
+		v.lis.header = session.CloneHeader(v.hdr)
+		v.hdrOf = v.hdrRec
+	}
+	return v.hdr, true
+}
+
+// keepScratch returns buf emptied for reuse, or nil when it grew large
+// (the first read of a long log), so a view does not keep that capacity.
+func keepScratch(buf []*session.Record) []*session.Record {
+	clear(buf)
+	if cap(buf) > 256 {
+		return nil
+	}
+	return buf[:0]
 }

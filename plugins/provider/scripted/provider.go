@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -150,20 +152,24 @@ func failure(f *Failure) error {
 // render turns a reply into its chunks; in is the request's size (see
 // inputSizes).
 func render(req *agentloop.Request, r reply, in int) []agentloop.Chunk {
-	var out []agentloop.Chunk
-	for _, w := range words(r.Reasoning) {
+	out := make([]agentloop.Chunk, 0, countWords(r.Reasoning)+countWords(r.Text)+2*len(r.ToolCalls)+1)
+	for w := range words(r.Reasoning) {
 		out = append(out, agentloop.Chunk{Reasoning: w})
 	}
-	for _, w := range words(r.Text) {
+	for w := range words(r.Text) {
 		out = append(out, agentloop.Chunk{Text: w})
 	}
+	// The calls' fragments in one array.
+	frags := make([]session.ChunkToolCall, 0, 2*len(r.ToolCalls))
 	for i, tc := range r.ToolCalls {
-		id := fmt.Sprintf("call_%d_%d_%d", req.Turn, req.Step, i)
+		id := "call_" + strconv.Itoa(req.Turn) + "_" + strconv.Itoa(req.Step) + "_" + strconv.Itoa(i)
 		args := r.args[i]
 		half := len(args) / 2
-		out = append(out, agentloop.Chunk{ToolCall: &session.ChunkToolCall{Index: i, ID: id, Name: tc.Name, Arguments: args[:half]}})
+		frags = append(frags, session.ChunkToolCall{Index: i, ID: id, Name: tc.Name, Arguments: args[:half]})
+		out = append(out, agentloop.Chunk{ToolCall: &frags[len(frags)-1]})
 		if half < len(args) {
-			out = append(out, agentloop.Chunk{ToolCall: &session.ChunkToolCall{Index: i, Arguments: args[half:]}})
+			frags = append(frags, session.ChunkToolCall{Index: i, Arguments: args[half:]})
+			out = append(out, agentloop.Chunk{ToolCall: &frags[len(frags)-1]})
 		}
 	}
 	finish := session.FinishStop
@@ -181,24 +187,35 @@ func render(req *agentloop.Request, r reply, in int) []agentloop.Chunk {
 // tokens estimates tokens from bytes, deterministically.
 func tokens(n int) int { return (n + 3) / 4 }
 
-// words splits s into chunks of one word with its trailing white space,
+// words yields s in chunks of one word with its trailing white space,
 // so that joining them gives s back.
-func words(s string) []string {
-	var out []string
-	for len(s) > 0 {
-		i := strings.IndexAny(s, " \n")
-		if i < 0 {
-			out = append(out, s)
-			break
+func words(s string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for rest := s; len(rest) > 0; {
+			i := strings.IndexAny(rest, " \n")
+			if i < 0 {
+				yield(rest)
+				return
+			}
+			j := i + 1
+			for j < len(rest) && (rest[j] == ' ' || rest[j] == '\n') {
+				j++
+			}
+			if !yield(rest[:j]) {
+				return
+			}
+			rest = rest[j:]
 		}
-		j := i + 1
-		for j < len(s) && (s[j] == ' ' || s[j] == '\n') {
-			j++
-		}
-		out = append(out, s[:j])
-		s = s[j:]
 	}
-	return out
+}
+
+// countWords is how many chunks words yields.
+func countWords(s string) int {
+	n := 0
+	for range words(s) {
+		n++
+	}
+	return n
 }
 
 var _ agentloop.Provider = (*Provider)(nil)
