@@ -36,8 +36,8 @@ type digester struct {
 
 	hb     []byte         // the header encoding the state starts with
 	hh     session.Header // a private copy of the header hb encodes
-	state  hash.Cloner // sha256 over open, hb, mid and enc[:hashed] joined
-	hashed int         // messages in state
+	state  hash.Cloner    // sha256 over open, hb, mid and enc[:hashed] joined
+	hashed int            // messages in state
 	buf    []byte
 }
 
