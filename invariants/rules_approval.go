@@ -28,7 +28,7 @@ type approvalCall struct {
 	// is set at its request.
 	call      session.ToolCall
 	matcher   *session.PolicyMatcher
-	cover     session.Cover
+	cover     *session.Cover // nil until its request: most calls have none
 	requested bool
 	decided   bool
 	allow     bool
@@ -147,8 +147,8 @@ func approvalBeforeRun(t *trace, r *session.Record) *Violation {
 			switch {
 			case !ok:
 				return violation(RuleApprovalBeforeRun, r.Seq(), "approval/decision for %q cites seq %d, which is no session-scoped allowing decision", d.ID, d.Cites)
-			case cv != c.cover:
-				return violation(RuleApprovalBeforeRun, r.Seq(), "approval/decision for %q cites seq %d, a session-scoped allow that does not cover it (%s)", d.ID, d.Cites, coverDiff(cv, c.cover))
+			case cv != c.covered():
+				return violation(RuleApprovalBeforeRun, r.Seq(), "approval/decision for %q cites seq %d, a session-scoped allow that does not cover it (%s)", d.ID, d.Cites, coverDiff(cv, c.covered()))
 			}
 		}
 	}
@@ -206,7 +206,8 @@ func (a *approvals) apply(d *decoded, r *session.Record) {
 	case session.TypeApprovalRequest:
 		if q, err := payload[session.ApprovalRequest](d, r); err == nil && a.calls[q.ID] != nil {
 			a.calls[q.ID].requested = true
-			a.calls[q.ID].cover = session.CoverOf(a.calls[q.ID].matcher, a.calls[q.ID].call, q)
+			cv := session.CoverOf(a.calls[q.ID].matcher, a.calls[q.ID].call, q)
+			a.calls[q.ID].cover = &cv
 			a.asked = append(a.asked, q.ID)
 			a.settle(q.ID)
 		}
@@ -215,10 +216,18 @@ func (a *approvals) apply(d *decoded, r *session.Record) {
 			c := a.calls[dc.ID]
 			c.decided, c.allow = true, dc.Allow
 			if dc.Allow && dc.Scope == session.ScopeSession {
-				a.sessionScoped[r.Seq()] = c.cover
+				a.sessionScoped[r.Seq()] = c.covered()
 			}
 		}
 	}
+}
+
+// covered returns the cover of c, set at its request (zero before).
+func (c *approvalCall) covered() session.Cover {
+	if c.cover == nil {
+		return session.Cover{}
+	}
+	return *c.cover
 }
 
 // newCall returns a new zero approvalCall. Calls are never dropped, so
