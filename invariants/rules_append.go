@@ -237,25 +237,31 @@ func assistantAssembly(t *trace, r *session.Record) *Violation {
 	if err != nil {
 		return violation(RuleAssistantAssembly, r.Seq(), "assistant/message data: %v", err)
 	}
-	if t.assembles(t.dec.sources(r), &m) {
+	src := t.dec.sources(r)
+	if t.assembles(src, &m) {
 		return nil
 	}
-	// Only a message its chunks do not assemble gets here: assemble them
-	// to find and report the difference.
+	return t.misassembled(r.Seq(), src, &m)
+}
+
+// misassembled assembles the chunks that src cites, as message seq does,
+// to find and report how m differs from them (nil if it does not). Only
+// a message that its chunks do not assemble (see assembles) needs it.
+func (t *trace) misassembled(seq int64, src []int64, m *session.AssistantMessage) *Violation {
 	var content, reasoning strings.Builder
 	var calls []session.ToolCall
 	index := map[int]int{}
 	prev := int64(-1)
-	for _, s := range t.dec.sources(r) {
+	for _, s := range src {
 		c, ok := t.chunks[s]
 		if !ok {
-			return violation(RuleAssistantAssembly, r.Seq(), "cites seq %d, which is no chunk of this step", s)
+			return violation(RuleAssistantAssembly, seq, "cites seq %d, which is no chunk of this step", s)
 		}
 		if t.cited[s] {
-			return violation(RuleAssistantAssembly, r.Seq(), "cites chunk %d, which another assistant message already cites", s)
+			return violation(RuleAssistantAssembly, seq, "cites chunk %d, which another assistant message already cites", s)
 		}
 		if s <= prev {
-			return violation(RuleAssistantAssembly, r.Seq(), "cites chunks out of order (%d after %d)", s, prev)
+			return violation(RuleAssistantAssembly, seq, "cites chunks out of order (%d after %d)", s, prev)
 		}
 		prev = s
 		content.WriteString(c.Text)
@@ -277,17 +283,17 @@ func assistantAssembly(t *trace, r *session.Record) *Violation {
 		}
 	}
 	if got := content.String(); got != m.Content {
-		return &Violation{Rule: RuleAssistantAssembly, Seq: r.Seq(), Index: -1, Message: "content differs from its chunks", Expected: quote(got), Actual: quote(m.Content)}
+		return &Violation{Rule: RuleAssistantAssembly, Seq: seq, Index: -1, Message: "content differs from its chunks", Expected: quote(got), Actual: quote(m.Content)}
 	}
 	if got := reasoning.String(); got != m.Reasoning {
-		return &Violation{Rule: RuleAssistantAssembly, Seq: r.Seq(), Index: -1, Message: "reasoning differs from its chunks", Expected: quote(got), Actual: quote(m.Reasoning)}
+		return &Violation{Rule: RuleAssistantAssembly, Seq: seq, Index: -1, Message: "reasoning differs from its chunks", Expected: quote(got), Actual: quote(m.Reasoning)}
 	}
 	if len(calls) != len(m.ToolCalls) {
-		return violation(RuleAssistantAssembly, r.Seq(), "%d tool calls, its chunks assemble %d", len(m.ToolCalls), len(calls))
+		return violation(RuleAssistantAssembly, seq, "%d tool calls, its chunks assemble %d", len(m.ToolCalls), len(calls))
 	}
 	for i := range calls {
 		if calls[i] != m.ToolCalls[i] {
-			return &Violation{Rule: RuleAssistantAssembly, Seq: r.Seq(), Index: -1, Message: "tool call differs from its chunks",
+			return &Violation{Rule: RuleAssistantAssembly, Seq: seq, Index: -1, Message: "tool call differs from its chunks",
 				Expected: quote(calls[i].ID + " " + calls[i].Name + " " + calls[i].Arguments), Actual: quote(m.ToolCalls[i].ID + " " + m.ToolCalls[i].Name + " " + m.ToolCalls[i].Arguments)}
 		}
 	}
@@ -301,7 +307,6 @@ type assembling struct {
 	index    int
 	id, name string
 	rest     string
-	ok       bool // the chunks' arguments so far are a prefix of the message's
 }
 
 // assembles reports whether the chunks that src cites are chunks of the
@@ -311,7 +316,7 @@ type assembling struct {
 func (t *trace) assembles(src []int64, m *session.AssistantMessage) bool {
 	content, reasoning := m.Content, m.Reasoning
 	calls := t.asm[:0]
-	defer func() { t.asm = calls[:0] }()
+	defer func() { clear(calls); t.asm = calls[:0] }() // keep no strings of m
 	prev := int64(-1)
 	for _, s := range src {
 		c, ok := t.chunks[s]
@@ -333,7 +338,7 @@ func (t *trace) assembles(src []int64, m *session.AssistantMessage) bool {
 			if k == len(m.ToolCalls) {
 				return false // more calls than the message has
 			}
-			calls = append(calls, assembling{index: tc.Index, rest: m.ToolCalls[k].Arguments, ok: true})
+			calls = append(calls, assembling{index: tc.Index, rest: m.ToolCalls[k].Arguments})
 		}
 		a := &calls[k]
 		if tc.ID != "" {
