@@ -94,3 +94,19 @@ func BenchmarkCompareOnly(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReplay runs the append rules and the plugin's own fold over a
+// log of about 1000 messages, record by record, as the plugin does when
+// it meets a session: divided by the records, what it pays for each
+// append, plus its share of growing the trace.
+func BenchmarkReplay(b *testing.B) {
+	records, _ := benchRequest(b, 1000)
+	b.Run(fmt.Sprintf("records=%d", len(records)), func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if v := invariants.Replay(records); v != nil {
+				b.Fatal(v)
+			}
+		}
+	})
+}

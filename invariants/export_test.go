@@ -17,3 +17,11 @@ func CompareRequest(want []session.Message, header session.Header, req *agentloo
 	}
 	return orphanedToolResult(req.Messages)
 }
+
+// Replay, for the benchmarks, runs the append rules over a whole log as
+// the plugin does when it meets a session: validate, then apply, per
+// record.
+func Replay(records []*session.Record) *Violation {
+	_, v := replay(records)
+	return v
+}

@@ -44,7 +44,7 @@ func turnNesting(t *trace, r *session.Record) *Violation {
 		if r.Turn() != t.turn+1 {
 			return violation(RuleTurnNesting, r.Seq(), "turn/start numbered %d where %d was next", r.Turn(), t.turn+1)
 		}
-		ts, err := session.DecodeData[session.TurnStart](r)
+		ts, err := payload[session.TurnStart](&t.dec, r)
 		if err != nil {
 			return violation(RuleTurnNesting, r.Seq(), "turn/start data: %v", err)
 		}
@@ -56,7 +56,7 @@ func turnNesting(t *trace, r *session.Record) *Violation {
 			return violation(RuleTurnNesting, r.Seq(), "turn/start continues turn %d, which ended %s, not %s or %s", n, t.lastEnd, session.ReasonInterrupted, session.ReasonBudget)
 		}
 	case session.TypeUserMessage:
-		if t.turnOpen && t.continuing && !loopFeedback(r) {
+		if t.turnOpen && t.continuing && !loopFeedback(t, r) {
 			return violation(RuleTurnNesting, r.Seq(), "user/message in turn %d, a continuation (it has no user message)", t.turn)
 		}
 	case session.TypeTurnEnd:
@@ -135,7 +135,7 @@ func stepScope(t *trace, r *session.Record) *Violation {
 func toolPairing(t *trace, r *session.Record) *Violation {
 	switch r.Type() {
 	case session.TypeToolCall:
-		c, err := session.DecodeData[session.ToolCall](r)
+		c, err := payload[session.ToolCall](&t.dec, r)
 		if err != nil {
 			return violation(RuleToolPairing, r.Seq(), "tool/call data: %v", err)
 		}
@@ -149,7 +149,7 @@ func toolPairing(t *trace, r *session.Record) *Violation {
 			return violation(RuleToolPairing, r.Seq(), "tool/call %q was not asked for by an assistant message of this step", c.ID)
 		}
 	case session.TypeToolStart:
-		s, err := session.DecodeData[session.ToolStart](r)
+		s, err := payload[session.ToolStart](&t.dec, r)
 		if err != nil {
 			return violation(RuleToolPairing, r.Seq(), "tool/start data: %v", err)
 		}
@@ -157,7 +157,7 @@ func toolPairing(t *trace, r *session.Record) *Violation {
 			return violation(RuleToolPairing, r.Seq(), "tool/start for %q, which is no tool/call of this step", s.ID)
 		}
 	case session.TypeToolResult:
-		res, err := session.DecodeData[session.ToolResult](r)
+		res, err := payload[session.ToolResult](&t.dec, r)
 		if err != nil {
 			return violation(RuleToolPairing, r.Seq(), "tool/result data: %v", err)
 		}
@@ -169,7 +169,7 @@ func toolPairing(t *trace, r *session.Record) *Violation {
 			if c.turn != r.Turn() || c.step != r.Step() {
 				return violation(RuleToolPairing, r.Seq(), "tool/result for call %q of turn %d step %d, in turn %d step %d", res.ID, c.turn, c.step, r.Turn(), r.Step())
 			}
-			if src := r.Sources(); len(src) != 1 || src[0] != c.seq {
+			if src := t.dec.sources(r); len(src) != 1 || src[0] != c.seq {
 				return violation(RuleToolPairing, r.Seq(), "tool/result for call %q must cite its call seq %d, cites %v", res.ID, c.seq, src)
 			}
 			return nil
@@ -192,17 +192,16 @@ func surfaceReplace(t *trace, r *session.Record) *Violation {
 	if sf.Op != session.OpReplace {
 		return nil
 	}
-	i := slices.Index(t.surface, sf.Start)
-	j := slices.Index(t.surface, sf.End)
+	i, j := t.position(sf.Start), t.position(sf.End)
 	if i < 0 || j < 0 {
 		return violation(RuleSurfaceReplace, r.Seq(), "replace %d..%d: endpoint not on the surface", sf.Start, sf.End)
 	}
 	if j < i {
 		return violation(RuleSurfaceReplace, r.Seq(), "replace %d..%d: end before start on the surface", sf.Start, sf.End)
 	}
-	src := r.Sources()
-	for _, s := range t.surface[i : j+1] {
-		if !slices.Contains(src, s) {
+	src := t.dec.sources(r)
+	for _, sr := range t.surfRecs[i : j+1] {
+		if s := sr.Seq(); !slices.Contains(src, s) {
 			return violation(RuleSurfaceReplace, r.Seq(), "replace %d..%d shadows seq %d but does not cite it", sf.Start, sf.End, s)
 		}
 	}
@@ -215,41 +214,54 @@ func surfaceReplace(t *trace, r *session.Record) *Violation {
 // crash repair writes) has every chunk assembled into a message.
 func assistantAssembly(t *trace, r *session.Record) *Violation {
 	if r.Type() == session.TypeStepEnd && t.stepOpen {
-		if d, err := session.DecodeData[session.StepEnd](r); err == nil && d.Finish == session.FinishError {
-			return nil
-		}
 		first := int64(-1)
 		for seq := range t.chunks {
 			if !t.cited[seq] && (first < 0 || seq < first) {
 				first = seq
 			}
 		}
-		if first >= 0 {
-			return violation(RuleAssistantAssembly, r.Seq(), "step ends with chunk %d not assembled into an assistant message", first)
+		if first < 0 {
+			return nil
 		}
-		return nil
+		// Decoded only when it matters: a step ended by an error may
+		// leave chunks unassembled.
+		if d, err := payload[session.StepEnd](&t.dec, r); err == nil && d.Finish == session.FinishError {
+			return nil
+		}
+		return violation(RuleAssistantAssembly, r.Seq(), "step ends with chunk %d not assembled into an assistant message", first)
 	}
 	if r.Type() != session.TypeAssistantMessage {
 		return nil
 	}
-	m, err := session.DecodeData[session.AssistantMessage](r)
+	m, err := payload[session.AssistantMessage](&t.dec, r)
 	if err != nil {
 		return violation(RuleAssistantAssembly, r.Seq(), "assistant/message data: %v", err)
 	}
+	src := t.dec.sources(r)
+	if t.assembles(src, &m) {
+		return nil
+	}
+	return t.misassembled(r.Seq(), src, &m)
+}
+
+// misassembled assembles the chunks that src cites, as message seq does,
+// to find and report how m differs from them (nil if it does not). Only
+// a message that its chunks do not assemble (see assembles) needs it.
+func (t *trace) misassembled(seq int64, src []int64, m *session.AssistantMessage) *Violation {
 	var content, reasoning strings.Builder
 	var calls []session.ToolCall
 	index := map[int]int{}
 	prev := int64(-1)
-	for _, s := range r.Sources() {
+	for _, s := range src {
 		c, ok := t.chunks[s]
 		if !ok {
-			return violation(RuleAssistantAssembly, r.Seq(), "cites seq %d, which is no chunk of this step", s)
+			return violation(RuleAssistantAssembly, seq, "cites seq %d, which is no chunk of this step", s)
 		}
 		if t.cited[s] {
-			return violation(RuleAssistantAssembly, r.Seq(), "cites chunk %d, which another assistant message already cites", s)
+			return violation(RuleAssistantAssembly, seq, "cites chunk %d, which another assistant message already cites", s)
 		}
 		if s <= prev {
-			return violation(RuleAssistantAssembly, r.Seq(), "cites chunks out of order (%d after %d)", s, prev)
+			return violation(RuleAssistantAssembly, seq, "cites chunks out of order (%d after %d)", s, prev)
 		}
 		prev = s
 		content.WriteString(c.Text)
@@ -271,26 +283,89 @@ func assistantAssembly(t *trace, r *session.Record) *Violation {
 		}
 	}
 	if got := content.String(); got != m.Content {
-		return &Violation{Rule: RuleAssistantAssembly, Seq: r.Seq(), Index: -1, Message: "content differs from its chunks", Expected: quote(got), Actual: quote(m.Content)}
+		return &Violation{Rule: RuleAssistantAssembly, Seq: seq, Index: -1, Message: "content differs from its chunks", Expected: quote(got), Actual: quote(m.Content)}
 	}
 	if got := reasoning.String(); got != m.Reasoning {
-		return &Violation{Rule: RuleAssistantAssembly, Seq: r.Seq(), Index: -1, Message: "reasoning differs from its chunks", Expected: quote(got), Actual: quote(m.Reasoning)}
+		return &Violation{Rule: RuleAssistantAssembly, Seq: seq, Index: -1, Message: "reasoning differs from its chunks", Expected: quote(got), Actual: quote(m.Reasoning)}
 	}
 	if len(calls) != len(m.ToolCalls) {
-		return violation(RuleAssistantAssembly, r.Seq(), "%d tool calls, its chunks assemble %d", len(m.ToolCalls), len(calls))
+		return violation(RuleAssistantAssembly, seq, "%d tool calls, its chunks assemble %d", len(m.ToolCalls), len(calls))
 	}
 	for i := range calls {
 		if calls[i] != m.ToolCalls[i] {
-			return &Violation{Rule: RuleAssistantAssembly, Seq: r.Seq(), Index: -1, Message: "tool call differs from its chunks",
+			return &Violation{Rule: RuleAssistantAssembly, Seq: seq, Index: -1, Message: "tool call differs from its chunks",
 				Expected: quote(calls[i].ID + " " + calls[i].Name + " " + calls[i].Arguments), Actual: quote(m.ToolCalls[i].ID + " " + m.ToolCalls[i].Name + " " + m.ToolCalls[i].Arguments)}
 		}
 	}
 	return nil
 }
 
+// assembling is a tool call of a message as its chunks assemble it:
+// the id and name its chunks gave last, and what of the message's
+// arguments its chunks have not yet matched.
+type assembling struct {
+	index    int
+	id, name string
+	rest     string
+}
+
+// assembles reports whether the chunks that src cites are chunks of the
+// open step, uncited, in order, and assemble exactly m: what
+// assistantAssembly's full assembly checks, matched against m as the
+// chunks come, without building the strings. It uses t.asm as scratch.
+func (t *trace) assembles(src []int64, m *session.AssistantMessage) bool {
+	content, reasoning := m.Content, m.Reasoning
+	calls := t.asm[:0]
+	defer func() { clear(calls); t.asm = calls[:0] }() // keep no strings of m
+	prev := int64(-1)
+	for _, s := range src {
+		c, ok := t.chunks[s]
+		if !ok || t.cited[s] || s <= prev {
+			return false
+		}
+		prev = s
+		if !strings.HasPrefix(content, c.Text) || !strings.HasPrefix(reasoning, c.Reasoning) {
+			return false
+		}
+		content, reasoning = content[len(c.Text):], reasoning[len(c.Reasoning):]
+		tc := c.ToolCall
+		if tc == nil {
+			continue
+		}
+		k := slices.IndexFunc(calls, func(a assembling) bool { return a.index == tc.Index })
+		if k < 0 {
+			k = len(calls)
+			if k == len(m.ToolCalls) {
+				return false // more calls than the message has
+			}
+			calls = append(calls, assembling{index: tc.Index, rest: m.ToolCalls[k].Arguments})
+		}
+		a := &calls[k]
+		if tc.ID != "" {
+			a.id = tc.ID
+		}
+		if tc.Name != "" {
+			a.name = tc.Name
+		}
+		if !strings.HasPrefix(a.rest, tc.Arguments) {
+			return false
+		}
+		a.rest = a.rest[len(tc.Arguments):]
+	}
+	if content != "" || reasoning != "" || len(calls) != len(m.ToolCalls) {
+		return false
+	}
+	for k, a := range calls {
+		if want := m.ToolCalls[k]; a.id != want.ID || a.name != want.Name || a.rest != "" {
+			return false
+		}
+	}
+	return true
+}
+
 // loopFeedback reports whether r is a user/message the loop wrote, not a
 // person: its output-validation feedback.
-func loopFeedback(r *session.Record) bool {
-	um, err := session.DecodeData[session.UserMessage](r)
+func loopFeedback(t *trace, r *session.Record) bool {
+	um, err := payload[session.UserMessage](&t.dec, r)
 	return err == nil && um.Origin == session.OriginOutputValidation
 }

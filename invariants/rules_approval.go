@@ -19,6 +19,7 @@ type approvals struct {
 	// sessionScoped are the allowing decisions with scope session, by
 	// seq, which later decisions of the calls they cover may cite.
 	sessionScoped map[int64]session.Cover
+	free          []approvalCall // see newCall
 }
 
 type approvalCall struct {
@@ -27,7 +28,7 @@ type approvalCall struct {
 	// is set at its request.
 	call      session.ToolCall
 	matcher   *session.PolicyMatcher
-	cover     session.Cover
+	cover     *session.Cover // nil until its request: most calls have none
 	requested bool
 	decided   bool
 	allow     bool
@@ -63,7 +64,7 @@ func approvalBeforeRun(t *trace, r *session.Record) *Violation {
 			return violation(RuleApprovalBeforeRun, r.Seq(), "call %q, which the approval policy in force asks about or denies, has neither an approval/request nor a result before the %s", a.owed[0], r.Type())
 		}
 	case session.TypeToolStart:
-		s, err := session.DecodeData[session.ToolStart](r)
+		s, err := payload[session.ToolStart](&t.dec, r)
 		if err != nil {
 			return nil // tool-pairing reports it
 		}
@@ -89,7 +90,7 @@ func approvalBeforeRun(t *trace, r *session.Record) *Violation {
 			return violation(RuleApprovalBeforeRun, r.Seq(), "tool/start for %q, which the approval policy in force denies", s.ID)
 		}
 	case session.TypeToolResult:
-		res, err := session.DecodeData[session.ToolResult](r)
+		res, err := payload[session.ToolResult](&t.dec, r)
 		if err != nil || res.Error == nil || res.Error.Code != session.CodeApprovalDenied {
 			return nil
 		}
@@ -100,7 +101,7 @@ func approvalBeforeRun(t *trace, r *session.Record) *Violation {
 			return violation(RuleApprovalBeforeRun, r.Seq(), "APPROVAL_DENIED result for %q before the step's request for %q had a decision: a step resumes once all are decided", res.ID, id)
 		}
 	case session.TypeApprovalRequest:
-		q, err := session.DecodeData[session.ApprovalRequest](r)
+		q, err := payload[session.ApprovalRequest](&t.dec, r)
 		if err != nil {
 			return violation(RuleApprovalBeforeRun, r.Seq(), "approval/request data: %v", err)
 		}
@@ -117,7 +118,7 @@ func approvalBeforeRun(t *trace, r *session.Record) *Violation {
 			return violation(RuleApprovalBeforeRun, r.Seq(), "approval/request by %q for %q, which the policy in force says to %s", q.By, q.ID, c.policy)
 		}
 	case session.TypeApprovalDecision:
-		d, err := session.DecodeData[session.ApprovalDecision](r)
+		d, err := payload[session.ApprovalDecision](&t.dec, r)
 		if err != nil {
 			return violation(RuleApprovalBeforeRun, r.Seq(), "approval/decision data: %v", err)
 		}
@@ -146,8 +147,8 @@ func approvalBeforeRun(t *trace, r *session.Record) *Violation {
 			switch {
 			case !ok:
 				return violation(RuleApprovalBeforeRun, r.Seq(), "approval/decision for %q cites seq %d, which is no session-scoped allowing decision", d.ID, d.Cites)
-			case cv != c.cover:
-				return violation(RuleApprovalBeforeRun, r.Seq(), "approval/decision for %q cites seq %d, a session-scoped allow that does not cover it (%s)", d.ID, d.Cites, coverDiff(cv, c.cover))
+			case cv != c.covered():
+				return violation(RuleApprovalBeforeRun, r.Seq(), "approval/decision for %q cites seq %d, a session-scoped allow that does not cover it (%s)", d.ID, d.Cites, coverDiff(cv, c.covered()))
 			}
 		}
 	}
@@ -169,21 +170,22 @@ func (t *trace) suspended() bool {
 	return true
 }
 
-// apply advances a past r, which passed validation.
-func (a *approvals) apply(r *session.Record) {
+// apply advances a past r, which passed validation; d reads r.
+func (a *approvals) apply(d *decoded, r *session.Record) {
 	switch r.Type() {
 	case session.TypeApprovalPolicy:
-		if p, err := session.DecodeData[session.ApprovalPolicy](r); err == nil {
+		if p, err := payload[session.ApprovalPolicy](d, r); err == nil {
 			a.policy, _ = session.CompilePolicy(p)
 		}
 	case session.TypeStepEnd:
 		a.owed, a.asked = a.owed[:0], a.asked[:0]
 	case session.TypeToolCall:
-		c, err := session.DecodeData[session.ToolCall](r)
+		c, err := payload[session.ToolCall](d, r)
 		if err != nil {
 			return
 		}
-		ac := &approvalCall{call: c, matcher: a.policy}
+		ac := a.newCall()
+		*ac = approvalCall{call: c, matcher: a.policy}
 		if a.policy != nil {
 			ac.policy, _ = a.policy.Match(c.Name, c.Arguments)
 			if ac.policy == session.ActionAsk || ac.policy == session.ActionDeny {
@@ -192,31 +194,51 @@ func (a *approvals) apply(r *session.Record) {
 		}
 		a.calls[c.ID] = ac
 	case session.TypeToolStart:
-		if s, err := session.DecodeData[session.ToolStart](r); err == nil && a.calls[s.ID] != nil {
+		if s, err := payload[session.ToolStart](d, r); err == nil && a.calls[s.ID] != nil {
 			a.calls[s.ID].started = true
 			a.settle(s.ID)
 		}
 	case session.TypeToolResult:
-		if res, err := session.DecodeData[session.ToolResult](r); err == nil && a.calls[res.ID] != nil {
+		if res, err := payload[session.ToolResult](d, r); err == nil && a.calls[res.ID] != nil {
 			a.calls[res.ID].answered = true
 			a.settle(res.ID)
 		}
 	case session.TypeApprovalRequest:
-		if q, err := session.DecodeData[session.ApprovalRequest](r); err == nil && a.calls[q.ID] != nil {
+		if q, err := payload[session.ApprovalRequest](d, r); err == nil && a.calls[q.ID] != nil {
 			a.calls[q.ID].requested = true
-			a.calls[q.ID].cover = session.CoverOf(a.calls[q.ID].matcher, a.calls[q.ID].call, q)
+			cv := session.CoverOf(a.calls[q.ID].matcher, a.calls[q.ID].call, q)
+			a.calls[q.ID].cover = &cv
 			a.asked = append(a.asked, q.ID)
 			a.settle(q.ID)
 		}
 	case session.TypeApprovalDecision:
-		if d, err := session.DecodeData[session.ApprovalDecision](r); err == nil && a.calls[d.ID] != nil {
-			c := a.calls[d.ID]
-			c.decided, c.allow = true, d.Allow
-			if d.Allow && d.Scope == session.ScopeSession {
-				a.sessionScoped[r.Seq()] = c.cover
+		if dc, err := payload[session.ApprovalDecision](d, r); err == nil && a.calls[dc.ID] != nil {
+			c := a.calls[dc.ID]
+			c.decided, c.allow = true, dc.Allow
+			if dc.Allow && dc.Scope == session.ScopeSession {
+				a.sessionScoped[r.Seq()] = c.covered()
 			}
 		}
 	}
+}
+
+// covered returns the cover of c, set at its request (zero before).
+func (c *approvalCall) covered() session.Cover {
+	if c.cover == nil {
+		return session.Cover{}
+	}
+	return *c.cover
+}
+
+// newCall returns a new zero approvalCall. Calls are never dropped, so
+// they are allocated in blocks, not one by one.
+func (a *approvals) newCall() *approvalCall {
+	if len(a.free) == 0 {
+		a.free = make([]approvalCall, 32)
+	}
+	c := &a.free[0]
+	a.free = a.free[1:]
+	return c
 }
 
 // undecided returns a call of the open step whose request has no

@@ -24,11 +24,12 @@ type trace struct {
 	msgCalls map[string]bool
 	chunks   map[int64]session.AssistantChunk // the open step's chunks
 	cited    map[int64]bool                   // chunks an assistant message cites
-	surface  []int64                          // seqs on the surface, in order
 	appr     approvals                        // what approval-before-run knows
+	dec      decoded                          // the record being read, read once
+	asm      []assembling                     // assistantAssembly's scratch
 
 	// The plugin's own fold of the log, for request-reconstruction: the
-	// surface records (parallel to surface) and their projections, made
+	// surface records, in surface order, and their projections, made
 	// from the records the plugin saw committed, sharing nothing with the
 	// live session's fold but the pure per-record projection
 	// (session.Project). msgs only grows in place; a replace makes a new
@@ -87,15 +88,15 @@ var appendRules = []func(*trace, *session.Record) *Violation{
 // apply advances t past r, which passed validate.
 func (t *trace) apply(r *session.Record) {
 	t.next = r.Seq() + 1
-	t.appr.apply(r)
+	t.appr.apply(&t.dec, r)
 	switch r.Type() {
 	case session.TypeTurnStart:
 		t.turn, t.turnOpen, t.step = r.Turn(), true, 0
-		ts, _ := session.DecodeData[session.TurnStart](r)
+		ts, _ := payload[session.TurnStart](&t.dec, r)
 		t.continuing = ts.Continues != 0
 	case session.TypeTurnEnd:
 		t.turnOpen, t.continuing = false, false
-		end, _ := session.DecodeData[session.TurnEnd](r)
+		end, _ := payload[session.TurnEnd](&t.dec, r)
 		t.lastEnd = end.Reason
 	case session.TypeStepStart:
 		t.step, t.stepOpen = r.Step(), true
@@ -108,24 +109,24 @@ func (t *trace) apply(r *session.Record) {
 		clear(t.cited)
 		clear(t.msgCalls)
 	case session.TypeAssistantChunk:
-		if c, err := session.DecodeData[session.AssistantChunk](r); err == nil {
+		if c, err := payload[session.AssistantChunk](&t.dec, r); err == nil {
 			t.chunks[r.Seq()] = c
 		}
 	case session.TypeAssistantMessage:
-		if m, err := session.DecodeData[session.AssistantMessage](r); err == nil {
+		if m, err := payload[session.AssistantMessage](&t.dec, r); err == nil {
 			for _, c := range m.ToolCalls {
 				t.msgCalls[c.ID] = true
 			}
-			for _, s := range r.Sources() {
+			for _, s := range t.dec.sources(r) {
 				t.cited[s] = true
 			}
 		}
 	case session.TypeToolCall:
-		if c, err := session.DecodeData[session.ToolCall](r); err == nil {
+		if c, err := payload[session.ToolCall](&t.dec, r); err == nil {
 			t.calls[c.ID] = callInfo{turn: r.Turn(), step: r.Step(), seq: r.Seq(), logged: true}
 		}
 	case session.TypeToolResult:
-		if res, err := session.DecodeData[session.ToolResult](r); err == nil {
+		if res, err := payload[session.ToolResult](&t.dec, r); err == nil {
 			ci := t.calls[res.ID]
 			ci.answered = true
 			if !ci.logged {
@@ -137,10 +138,8 @@ func (t *trace) apply(r *session.Record) {
 	if r.IsSurface() {
 		sf := r.Surface()
 		if sf.Op == session.OpReplace {
-			i := slices.Index(t.surface, sf.Start)
-			j := slices.Index(t.surface, sf.End)
+			i, j := t.position(sf.Start), t.position(sf.End)
 			if i >= 0 && j >= i {
-				t.surface = slices.Replace(t.surface, i, j+1, r.Seq())
 				t.surfRecs = slices.Replace(t.surfRecs, i, j+1, r)
 				msgs := make([]session.Message, 0, len(t.surfRecs))
 				for _, s := range t.surfRecs {
@@ -156,13 +155,34 @@ func (t *trace) apply(r *session.Record) {
 				return
 			}
 		}
-		t.surface = append(t.surface, r.Seq())
-		t.surfRecs = append(t.surfRecs, r)
+		t.surfRecs = append(grown(t.surfRecs), r)
 		if m, ok := session.Project(r); ok {
-			t.msgs = append(t.msgs, m)
+			t.msgs = append(grown(t.msgs), m)
 			t.countCalls(&m)
 		}
 	}
+}
+
+// grown returns s with room for one more element, doubling its capacity
+// when full: append grows a long slice by a quarter, so each of the
+// fold's messages would be allocated about five times over, and a long
+// session's step would pay for the copies.
+func grown[E any](s []E) []E {
+	if len(s) < cap(s) {
+		return s
+	}
+	return slices.Grow(s, len(s)+8)
+}
+
+// position returns the index of seq on the surface, -1 when it is not on
+// it. Replaces are rare; they usually end near the end of the surface.
+func (t *trace) position(seq int64) int {
+	for i := len(t.surfRecs) - 1; i >= 0; i-- {
+		if t.surfRecs[i].Seq() == seq {
+			return i
+		}
+	}
+	return -1
 }
 
 // countCalls advances surfCalls and orphan past m, the fold's next message.
