@@ -155,7 +155,8 @@ func (r *Record) String() string { return string(r.line[:len(r.line)-1]) }
 func DecodeData[T any](r *Record) (T, error) {
 	if r.payload != nil {
 		if p, ok := r.payload.(T); ok {
-			return clonePayload(p).(T), nil
+			cloneRefs(&p)
+			return p, nil
 		}
 	} else if p, ok := r.pay().(T); ok {
 		return p, nil // decoded for this call

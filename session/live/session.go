@@ -148,24 +148,14 @@ func (s *Session) Append(ctx context.Context, ev session.Event) (*session.Record
 	if s.closed {
 		return nil, fmt.Errorf("session %s: append %s: %w", s.info.ID, ev.Type, session.ErrClosed)
 	}
-	// The record and its commit are one allocation.
-	st := new(struct {
-		rec    session.Record
-		commit Commit
-	})
-	rec, commit := &st.rec, &st.commit
 	// The log changes only under appendMu, held here: staging reads it
 	// without mu.
+	rec, commit, ctx := s.prepare(ctx)
 	staged, err := s.log.Stage(rec, session.LogTime(s.m.clock()), &ev)
 	if err != nil {
 		return nil, fmt.Errorf("session %s: append: %w", s.info.ID, err)
 	}
 	*commit = Commit{Session: s, Record: rec}
-	// Listeners get a context that marks this dispatch, so an append or
-	// close made with it from one of them fails instead of deadlocking.
-	if s.m.watched() {
-		ctx = context.WithValue(ctx, dispatchKey{s}, true)
-	}
 	if err := Committed.Check(ctx, s.c, commit); err != nil {
 		return nil, fmt.Errorf("session %s: append %s: %w", s.info.ID, rec.Type(), err)
 	}
@@ -229,3 +219,47 @@ func (s *Session) Close(ctx context.Context) error {
 // dispatchKey marks the context the listeners of an append of a session
 // receive.
 type dispatchKey struct{ s *Session }
+
+// prepare allocates an append's record and commit, and returns the
+// context its listeners get: one that marks this dispatch, so an append
+// or close made with it from one of them fails instead of deadlocking
+// (ctx itself when there are no listeners to mark it for).
+func (s *Session) prepare(ctx context.Context) (*session.Record, *Commit, context.Context) {
+	if !s.m.watched() {
+		// The record and its commit are one allocation.
+		st := new(struct {
+			rec    session.Record
+			commit Commit
+		})
+		return &st.rec, &st.commit, ctx
+	}
+	// The commit and the marked context are one allocation, and the
+	// record another: the log keeps the record, and must not keep the
+	// caller's context with it.
+	d := &dispatch{ctx: dispatchCtx{Context: ctx, s: s}}
+	return new(session.Record), &d.commit, &d.ctx
+}
+
+// dispatch is an append's commit and its listeners' context.
+type dispatch struct {
+	commit Commit
+	ctx    dispatchCtx
+}
+
+// dispatchCtx is context.WithValue(ctx, dispatchKey{s}, true), in a
+// smaller struct that shares the commit's allocation.
+type dispatchCtx struct {
+	context.Context
+	s *Session
+}
+
+func (c *dispatchCtx) Value(key any) any {
+	if k, ok := key.(dispatchKey); ok && k.s == c.s {
+		return true
+	}
+	return c.Context.Value(key)
+}
+
+func (c *dispatchCtx) String() string {
+	return fmt.Sprintf("%v.WithValue(live.dispatchKey, true)", c.Context)
+}
