@@ -6,6 +6,7 @@ import (
 	"iter"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/session"
@@ -236,30 +237,29 @@ func (s *Session) prepare(ctx context.Context) (*session.Record, *Commit, contex
 	// The commit and the marked context are one allocation, and the
 	// record another: the log keeps the record, and must not keep the
 	// caller's context with it.
-	d := &dispatch{ctx: dispatchCtx{Context: ctx, s: s}}
-	return new(session.Record), &d.commit, &d.ctx
+	d := &dispatch{commit: Commit{Session: s}, parent: ctx}
+	return new(session.Record), &d.commit, d
 }
 
-// dispatch is an append's commit and its listeners' context.
+// dispatch is an append's commit, and the context its listeners get:
+// context.WithValue(parent, dispatchKey{commit.Session}, true), without
+// an allocation of its own.
 type dispatch struct {
 	commit Commit
-	ctx    dispatchCtx
+	parent context.Context
 }
 
-// dispatchCtx is context.WithValue(ctx, dispatchKey{s}, true), in a
-// smaller struct that shares the commit's allocation.
-type dispatchCtx struct {
-	context.Context
-	s *Session
-}
+func (d *dispatch) Deadline() (time.Time, bool) { return d.parent.Deadline() }
+func (d *dispatch) Done() <-chan struct{}       { return d.parent.Done() }
+func (d *dispatch) Err() error                  { return d.parent.Err() }
 
-func (c *dispatchCtx) Value(key any) any {
-	if k, ok := key.(dispatchKey); ok && k.s == c.s {
+func (d *dispatch) Value(key any) any {
+	if k, ok := key.(dispatchKey); ok && k.s == d.commit.Session {
 		return true
 	}
-	return c.Context.Value(key)
+	return d.parent.Value(key)
 }
 
-func (c *dispatchCtx) String() string {
-	return fmt.Sprintf("%v.WithValue(live.dispatchKey, true)", c.Context)
+func (d *dispatch) String() string {
+	return fmt.Sprintf("%v.WithValue(live.dispatchKey, true)", d.parent)
 }
