@@ -80,9 +80,9 @@ func (s *Session) Records() []*session.Record {
 // the first, as the log stood when Backward was called. It copies nothing:
 // it hands out the immutable records, never the session's list.
 func (s *Session) Backward() iter.Seq[*session.Record] {
-	s.mu.RLock()
-	recs := s.log.Records()
-	s.mu.RUnlock()
+	// Small enough to inline, so that the iterator of a range over it
+	// need not be allocated.
+	recs := s.view()
 	return func(yield func(*session.Record) bool) {
 		for i := len(recs) - 1; i >= 0; i-- {
 			if !yield(recs[i]) {
@@ -90,6 +90,13 @@ func (s *Session) Backward() iter.Seq[*session.Record] {
 			}
 		}
 	}
+}
+
+// view returns the log's records, shared (see [session.LogState.Records]).
+func (s *Session) view() []*session.Record {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.log.Records()
 }
 
 // Len returns the number of records, which is the next seq.

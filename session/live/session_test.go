@@ -327,3 +327,20 @@ func TestSessionInfoIsACopy(t *testing.T) {
 	info.Parent.ID = "changed"
 	assert.Equal(t, s.ID(), f.Info().Parent.ID)
 }
+
+// Ranging over Backward allocates nothing: it inlines into the loop, so
+// its iterator and the loop's body stay on the stack.
+func TestBackwardDoesNotAllocate(t *testing.T) {
+	h := newHarness(t)
+	s := h.create()
+	h.appendAll(s, sessiontest.User("a"), sessiontest.User("b"))
+	n := testing.AllocsPerRun(100, func() {
+		k := 0
+		for r := range s.Backward() {
+			if k += int(r.Seq()); k > 100 {
+				break
+			}
+		}
+	})
+	assert.Zero(t, n)
+}
