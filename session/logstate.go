@@ -20,6 +20,7 @@ type LogState struct {
 	v         validator
 	header    Header
 	hasHeader bool
+	lines     lineSlab // where staged records' lines are kept
 }
 
 // NewLogState returns the log of records, which must form a valid log from seq
@@ -81,7 +82,7 @@ type Staged struct {
 // fit the surface). The log is unchanged until [LogState.Commit]. The caller
 // allocates rec so it can share one allocation with what it keeps beside.
 func (l *LogState) Stage(rec *Record, t time.Time, ev *Event) (Staged, error) {
-	if err := rec.build(l.v.next, t, ev); err != nil {
+	if err := rec.build(l.v.next, t, ev, &l.lines); err != nil {
 		return Staged{}, err
 	}
 	ps, pe, err := l.v.check(rec)
@@ -96,6 +97,11 @@ func (l *LogState) Stage(rec *Record, t time.Time, ev *Event) (Staged, error) {
 func (l *LogState) Commit(s Staged) error {
 	if s.rec == nil || s.rec.seq != l.v.next {
 		return fmt.Errorf("%w: a stale staged record", ErrDuplicateSeq)
+	}
+	if len(l.records) == cap(l.records) {
+		// Doubling, as the fold's surface grows: append's 1.25 for large
+		// slices would copy each record's pointer five times over.
+		l.records = slices.Grow(l.records, len(l.records)+8)
 	}
 	l.records = append(l.records, s.rec)
 	l.v.apply(s.rec, s.ps, s.pe)

@@ -155,7 +155,8 @@ func (r *Record) String() string { return string(r.line[:len(r.line)-1]) }
 func DecodeData[T any](r *Record) (T, error) {
 	if r.payload != nil {
 		if p, ok := r.payload.(T); ok {
-			return clonePayload(p).(T), nil
+			cloneRefs(&p)
+			return p, nil
 		}
 	} else if p, ok := r.pay().(T); ok {
 		return p, nil // decoded for this call
@@ -205,6 +206,41 @@ func (r *Record) lean() {
 // linePool holds the scratch buffers records are encoded in.
 var linePool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
+// lineSlab hands out the lines of a log's records from shared blocks: a
+// line of its own would be an allocation per record, each rounded up to
+// its size class. A record's line is the slice of a block its bytes were
+// copied to, capped at its length, so nothing appended to one can reach
+// the next; the rest of a block is written only by later keeps, never
+// where a line was handed out. A block lives as long as any of its lines.
+type lineSlab struct {
+	free  []byte // the unused end of the current block
+	block int    // the current block's size, 0 before the first
+}
+
+const (
+	minLineBlock = 512
+	maxLineBlock = 8 << 10
+)
+
+// keep returns a copy of line for a record to keep. A nil slab (records
+// made alone, by NewRecord) gives each line its own allocation, and so
+// does a line longer than a quarter of the largest block.
+func (s *lineSlab) keep(line []byte) []byte {
+	if s == nil || len(line) > maxLineBlock/4 {
+		return bytes.Clone(line)
+	}
+	if cap(s.free) < len(line) {
+		// Blocks start small, for the many short logs, and double up to
+		// maxLineBlock as the log grows. The end of the last one, too
+		// short for this line, is left unused.
+		s.block = min(max(2*s.block, minLineBlock), maxLineBlock)
+		s.free = make([]byte, 0, max(s.block, len(line)))
+	}
+	out := append(s.free, line...)
+	s.free = out[len(out):]
+	return out[:len(out):len(out)]
+}
+
 // NewRecord makes the record of ev at seq and time t, checking every rule
 // that concerns the event alone: a known type,
 // turn and step where the type requires them, a surface field only on
@@ -218,14 +254,15 @@ func NewRecord(seq int64, t time.Time, ev Event) (*Record, error) {
 // newRecord builds the record. t must already be a log time.
 func newRecord(seq int64, t time.Time, ev *Event) (*Record, error) {
 	r := new(Record)
-	if err := r.build(seq, t, ev); err != nil {
+	if err := r.build(seq, t, ev, nil); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-// build makes r the record of ev (r is zero and not yet shared).
-func (r *Record) build(seq int64, t time.Time, ev *Event) error {
+// build makes r the record of ev (r is zero and not yet shared). Its line
+// is cut from lines (see keepLine) when that is not nil.
+func (r *Record) build(seq int64, t time.Time, ev *Event, lines *lineSlab) error {
 	if seq < 0 {
 		return fmt.Errorf("%w: negative seq %d", ErrDuplicateSeq, seq)
 	}
@@ -236,8 +273,8 @@ func (r *Record) build(seq int64, t time.Time, ev *Event) error {
 	}
 
 	// The line is encoded in a scratch buffer and kept at its exact
-	// size: a log holds many, and growing each in place would leave most
-	// of them with up to twice the room they need.
+	// size (see keepLine): a log holds many, and growing each in place
+	// would leave most of them with up to twice the room they need.
 	scratch := linePool.Get().(*[]byte)
 	defer func() {
 		if cap(*scratch) <= 64<<10 {
@@ -285,7 +322,7 @@ func (r *Record) build(seq int64, t time.Time, ev *Event) error {
 		return err
 	}
 	line = append(line, '}', '\n')
-	r.line = bytes.Clone(line)
+	r.line = lines.keep(line)
 	if r.op != opNone {
 		_, r.visible = project(r)
 	}

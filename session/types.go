@@ -105,46 +105,82 @@ func payloadValue(k *kind, v any) (any, bool) {
 }
 
 // clonePayload deep-copies the reference fields of a core payload value.
+// Payloads without any are returned as they are, boxed once: re-boxing
+// would allocate on the append hot path.
 func clonePayload(v any) any {
-	// Payloads without reference fields are returned as they are, boxed
-	// once: re-boxing would allocate on the append hot path.
 	switch p := v.(type) {
 	case StepEnd:
-		if p.Usage != nil {
-			u := *p.Usage
-			p.Usage = &u
+		if cloneRefs(&p) {
 			return p
 		}
 	case AssistantChunk:
-		if p.ToolCall != nil {
-			c := *p.ToolCall
-			p.ToolCall = &c
+		if cloneRefs(&p) {
 			return p
 		}
 	case AssistantMessage:
-		if p.ToolCalls != nil {
-			p.ToolCalls = slices.Clone(p.ToolCalls)
+		if cloneRefs(&p) {
 			return p
 		}
 	case ToolResult:
-		if p.Error != nil {
-			e := *p.Error
-			p.Error = &e
+		if cloneRefs(&p) {
+			return p
 		}
-		if p.Child != nil {
-			c := *p.Child
-			p.Child = &c
-		}
-		return p
 	case RequestHeader:
-		p.Header = CloneHeader(p.Header)
-		return p
+		if cloneRefs(&p) {
+			return p
+		}
 	case ApprovalPolicy:
-		if p.Rules != nil {
-			return clonePolicy(p)
+		if cloneRefs(&p) {
+			return p
 		}
 	}
 	return v
+}
+
+// cloneRefs deep-copies in place the reference fields of the core
+// payload p points to, so that writing them cannot reach the value it was
+// copied from (its strings are immutable and stay shared). It reports
+// whether p had any to copy. p is a pointer, not a boxed value, so that
+// DecodeData hands out a copy without allocating one.
+func cloneRefs(p any) bool {
+	switch v := p.(type) {
+	case *StepEnd:
+		if v.Usage != nil {
+			u := *v.Usage
+			v.Usage = &u
+			return true
+		}
+	case *AssistantChunk:
+		if v.ToolCall != nil {
+			c := *v.ToolCall
+			v.ToolCall = &c
+			return true
+		}
+	case *AssistantMessage:
+		if v.ToolCalls != nil {
+			v.ToolCalls = slices.Clone(v.ToolCalls)
+			return true
+		}
+	case *ToolResult:
+		if v.Error != nil {
+			e := *v.Error
+			v.Error = &e
+		}
+		if v.Child != nil {
+			c := *v.Child
+			v.Child = &c
+		}
+		return v.Error != nil || v.Child != nil
+	case *RequestHeader:
+		v.Header = CloneHeader(v.Header)
+		return true
+	case *ApprovalPolicy:
+		if v.Rules != nil {
+			*v = clonePolicy(*v)
+			return true
+		}
+	}
+	return false
 }
 
 // CloneHeader returns a deep copy of h.

@@ -6,6 +6,7 @@ import (
 	"iter"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/session"
@@ -79,9 +80,9 @@ func (s *Session) Records() []*session.Record {
 // the first, as the log stood when Backward was called. It copies nothing:
 // it hands out the immutable records, never the session's list.
 func (s *Session) Backward() iter.Seq[*session.Record] {
-	s.mu.RLock()
-	recs := s.log.Records()
-	s.mu.RUnlock()
+	// Small enough to inline, so that the iterator of a range over it
+	// need not be allocated.
+	recs := s.view()
 	return func(yield func(*session.Record) bool) {
 		for i := len(recs) - 1; i >= 0; i-- {
 			if !yield(recs[i]) {
@@ -89,6 +90,13 @@ func (s *Session) Backward() iter.Seq[*session.Record] {
 			}
 		}
 	}
+}
+
+// view returns the log's records, shared (see [session.LogState.Records]).
+func (s *Session) view() []*session.Record {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.log.Records()
 }
 
 // Len returns the number of records, which is the next seq.
@@ -148,24 +156,14 @@ func (s *Session) Append(ctx context.Context, ev session.Event) (*session.Record
 	if s.closed {
 		return nil, fmt.Errorf("session %s: append %s: %w", s.info.ID, ev.Type, session.ErrClosed)
 	}
-	// The record and its commit are one allocation.
-	st := new(struct {
-		rec    session.Record
-		commit Commit
-	})
-	rec, commit := &st.rec, &st.commit
 	// The log changes only under appendMu, held here: staging reads it
 	// without mu.
+	rec, commit, ctx := s.prepare(ctx)
 	staged, err := s.log.Stage(rec, session.LogTime(s.m.clock()), &ev)
 	if err != nil {
 		return nil, fmt.Errorf("session %s: append: %w", s.info.ID, err)
 	}
 	*commit = Commit{Session: s, Record: rec}
-	// Listeners get a context that marks this dispatch, so an append or
-	// close made with it from one of them fails instead of deadlocking.
-	if s.m.watched() {
-		ctx = context.WithValue(ctx, dispatchKey{s}, true)
-	}
 	if err := Committed.Check(ctx, s.c, commit); err != nil {
 		return nil, fmt.Errorf("session %s: append %s: %w", s.info.ID, rec.Type(), err)
 	}
@@ -229,3 +227,46 @@ func (s *Session) Close(ctx context.Context) error {
 // dispatchKey marks the context the listeners of an append of a session
 // receive.
 type dispatchKey struct{ s *Session }
+
+// prepare allocates an append's record and commit, and returns the
+// context its listeners get: one that marks this dispatch, so an append
+// or close made with it from one of them fails instead of deadlocking
+// (ctx itself when there are no listeners to mark it for).
+func (s *Session) prepare(ctx context.Context) (*session.Record, *Commit, context.Context) {
+	if !s.m.watched() {
+		// The record and its commit are one allocation.
+		st := new(struct {
+			rec    session.Record
+			commit Commit
+		})
+		return &st.rec, &st.commit, ctx
+	}
+	// The commit and the marked context are one allocation, and the
+	// record another: the log keeps the record, and must not keep the
+	// caller's context with it.
+	d := &dispatch{commit: Commit{Session: s}, parent: ctx}
+	return new(session.Record), &d.commit, d
+}
+
+// dispatch is an append's commit, and the context its listeners get:
+// context.WithValue(parent, dispatchKey{commit.Session}, true), without
+// an allocation of its own.
+type dispatch struct {
+	commit Commit
+	parent context.Context
+}
+
+func (d *dispatch) Deadline() (time.Time, bool) { return d.parent.Deadline() }
+func (d *dispatch) Done() <-chan struct{}       { return d.parent.Done() }
+func (d *dispatch) Err() error                  { return d.parent.Err() }
+
+func (d *dispatch) Value(key any) any {
+	if k, ok := key.(dispatchKey); ok && k.s == d.commit.Session {
+		return true
+	}
+	return d.parent.Value(key)
+}
+
+func (d *dispatch) String() string {
+	return fmt.Sprintf("%v.WithValue(live.dispatchKey, true)", d.parent)
+}

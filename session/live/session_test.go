@@ -3,8 +3,10 @@ package live_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -197,6 +199,80 @@ func TestConcurrentAppendsWhileObservedAreSerialized(t *testing.T) {
 	require.Equal(t, fresh, s.Messages())
 }
 
+// The context an append's listeners get is the caller's, marked: its
+// values, deadline and Done are the caller's, and neither it nor one
+// derived from it can append to the session.
+func TestListenersGetTheCallersContext(t *testing.T) {
+	h := newHarness(t)
+	s := h.create()
+	type key struct{}
+	deadline := time.Now().Add(time.Hour)
+	ctx, cancel := context.WithDeadline(context.WithValue(h.ctx, key{}, "v"), deadline)
+	defer cancel()
+	var checked, observed int
+	bus.Veto.On(h.root.Context(), func(c context.Context, d bus.Dispatch) error {
+		if _, ok := d.Payload.(*live.Commit); !ok {
+			return nil
+		}
+		checked++
+		assert.Equal(t, "v", c.Value(key{}))
+		got, ok := c.Deadline()
+		assert.True(t, ok)
+		assert.True(t, got.Equal(deadline))
+		assert.NoError(t, c.Err())
+		assert.NotNil(t, c.Done())
+		_, err := s.Append(context.WithValue(c, key{}, "w"), sessiontest.User("inner"))
+		assert.ErrorIs(t, err, session.ErrReentrantAppend)
+		return nil
+	})
+	live.Committed.On(h.root.Context(), func(c context.Context, cm *live.Commit) error {
+		observed++
+		assert.Equal(t, "v", c.Value(key{}))
+		assert.NoError(t, c.Err())
+		_, err := s.Append(c, sessiontest.User("inner"))
+		assert.ErrorIs(t, err, session.ErrReentrantAppend)
+		return nil
+	})
+	_, err := s.Append(ctx, sessiontest.User("outer"))
+	require.NoError(t, err)
+	assert.Equal(t, 1, checked)
+	assert.Equal(t, 1, observed)
+	assert.Equal(t, 1, s.Len())
+}
+
+// Records share their lines' memory (see session.LogState.Stage): reading
+// the committed ones while others are appended is no race, and every line
+// stays what it was.
+func TestReadsWhileAppending(t *testing.T) {
+	h := newHarness(t)
+	s := h.create()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		lines := map[int64]string{}
+		for {
+			for r := range s.Backward() {
+				line := string(r.AppendLine(nil))
+				if was, ok := lines[r.Seq()]; ok && was != line {
+					t.Errorf("seq %d: line changed from %q to %q", r.Seq(), was, line)
+				}
+				lines[r.Seq()] = line
+			}
+			select {
+			case <-done:
+				return
+			default:
+			}
+		}
+	})
+	for i := range 300 {
+		_, err := s.Append(h.ctx, sessiontest.User(strings.Repeat("y", i%200)))
+		require.NoError(t, err)
+	}
+	close(done)
+	wg.Wait()
+}
+
 func TestScopedListenersSeeOnlyTheirSession(t *testing.T) {
 	h := newHarness(t)
 	a, b := h.create(), h.create()
@@ -250,4 +326,21 @@ func TestSessionInfoIsACopy(t *testing.T) {
 	info := f.Info()
 	info.Parent.ID = "changed"
 	assert.Equal(t, s.ID(), f.Info().Parent.ID)
+}
+
+// Ranging over Backward allocates nothing: it inlines into the loop, so
+// its iterator and the loop's body stay on the stack.
+func TestBackwardDoesNotAllocate(t *testing.T) {
+	h := newHarness(t)
+	s := h.create()
+	h.appendAll(s, sessiontest.User("a"), sessiontest.User("b"))
+	n := testing.AllocsPerRun(100, func() {
+		k := 0
+		for r := range s.Backward() {
+			if k += int(r.Seq()); k > 100 {
+				break
+			}
+		}
+	})
+	assert.Zero(t, n)
 }

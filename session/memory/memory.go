@@ -44,7 +44,60 @@ type backing struct {
 
 type log struct {
 	info    session.Info
-	records []*session.Record
+	records records
+}
+
+// chunkLen is how many records a full chunk of a log holds (8 KiB).
+const chunkLen = 1024
+
+// records is a log's records: one slice while the log is short, then
+// full chunks of chunkLen and a last one being filled, so that an append
+// never copies the records already there, as a growing slice does each
+// time it outgrows its room.
+type records struct {
+	chunks [][]*session.Record // all but the last hold chunkLen
+	n      int
+}
+
+// add appends recs.
+func (r *records) add(recs ...*session.Record) {
+	for len(recs) > 0 {
+		last := len(r.chunks) - 1
+		if last < 0 || len(r.chunks[last]) == chunkLen {
+			var c []*session.Record
+			if last >= 0 {
+				c = make([]*session.Record, 0, chunkLen)
+			} // else the first chunk grows as a slice: most logs are short
+			r.chunks = append(r.chunks, c)
+			last++
+		}
+		k := min(len(recs), chunkLen-len(r.chunks[last]))
+		r.chunks[last] = append(r.chunks[last], recs[:k]...)
+		r.n += k
+		recs = recs[k:]
+	}
+}
+
+// slice returns a new list of the records from seq from to seq to
+// (excluded); nil when there are none.
+func (r *records) slice(from, to int) []*session.Record {
+	if from >= to {
+		return nil
+	}
+	out := make([]*session.Record, 0, to-from)
+	r.each(from, to, func(part []*session.Record) { out = append(out, part...) })
+	return out
+}
+
+// each calls f with the records from seq from to seq to (excluded), a
+// chunk's part at a time.
+func (r *records) each(from, to int, f func([]*session.Record)) {
+	for from < to {
+		c, off := from/chunkLen, from%chunkLen
+		end := min(to-c*chunkLen, len(r.chunks[c]))
+		f(r.chunks[c][off:end])
+		from = c*chunkLen + end
+	}
 }
 
 // lease is a session's turn lease, held by handle h.
@@ -109,13 +162,13 @@ func (s *Store) Append(ctx context.Context, id string, next int64, records []*se
 	if le := s.b.leases[id]; le != nil && le.h != s {
 		return fmt.Errorf("memory: append %s: %w (held by another handle)", id, session.ErrLocked)
 	}
-	if n := int64(len(l.records)); n != next {
+	if n := int64(l.records.n); n != next {
 		return fmt.Errorf("memory: append %s: %w: log continues at %d, not %d", id, session.ErrConflict, n, next)
 	}
 	if err := session.CheckSeqs(next, records); err != nil {
 		return fmt.Errorf("memory: append %s: %w", id, err)
 	}
-	l.records = append(l.records, records...)
+	l.records.add(records...)
 	if len(records) > 0 {
 		s.b.notify()
 	}
@@ -130,7 +183,7 @@ func (s *Store) Load(ctx context.Context, id string) (*session.Log, error) {
 	if !ok {
 		return nil, fmt.Errorf("memory: load %s: %w", id, session.ErrNotFound)
 	}
-	return &session.Log{Info: cloneInfo(l.info), Records: slices.Clone(l.records)}, nil
+	return &session.Log{Info: cloneInfo(l.info), Records: l.records.slice(0, l.records.n)}, nil
 }
 
 // List implements [session.Store].
@@ -166,15 +219,16 @@ func (s *Store) Fork(ctx context.Context, info session.Info, tail []*session.Rec
 		return fmt.Errorf("memory: fork %s: %w", info.ID, session.ErrExists)
 	}
 	at := info.Parent.Seq
-	if at < -1 || at >= int64(len(p.records)) {
-		return fmt.Errorf("memory: fork %s: %w: parent %s has seqs 0..%d, not %d", info.ID, session.ErrSeqGap, p.info.ID, len(p.records)-1, at)
+	if at < -1 || at >= int64(p.records.n) {
+		return fmt.Errorf("memory: fork %s: %w: parent %s has seqs 0..%d, not %d", info.ID, session.ErrSeqGap, p.info.ID, p.records.n-1, at)
 	}
 	if err := session.CheckSeqs(at+1, tail); err != nil {
 		return fmt.Errorf("memory: fork %s: %w", info.ID, err)
 	}
-	recs := make([]*session.Record, 0, int(at+1)+len(tail))
-	recs = append(append(recs, p.records[:at+1]...), tail...)
-	s.b.logs[info.ID] = &log{info: cloneInfo(info), records: recs}
+	l := &log{info: cloneInfo(info)}
+	p.records.each(0, int(at+1), func(part []*session.Record) { l.records.add(part...) })
+	l.records.add(tail...)
+	s.b.logs[info.ID] = l
 	return nil
 }
 
@@ -246,8 +300,8 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[*se
 				return
 			}
 			var recs []*session.Record
-			if next < int64(len(l.records)) {
-				recs = slices.Clone(l.records[next:])
+			if next < int64(l.records.n) {
+				recs = l.records.slice(int(next), l.records.n)
 			}
 			ch := s.b.wake()
 			s.b.mu.Unlock()
