@@ -40,13 +40,14 @@
 // from — the loop's own fold of the session, fed with the records
 // appended since its last step — and its digest (session.RequestDigest)
 // is computed over them, encoding only the messages that are new. The
-// listeners' request carries a separate copy, which also grows only by
-// the new messages. The innermost fallback refuses, with
-// [ErrRequestMutated], a request that a listener changed or replaced
-// (comparing the listeners' copy with the fold, message by message),
-// then logs request/digest and hands the request over. A step costs what
-// changed since the last one, not the length of the conversation or of
-// the log. Every provider
+// listeners' request carries a separate copy, kept from step to step,
+// which also grows only by the new messages. The innermost fallback
+// refuses, with [ErrRequestMutated], a request that a listener changed or
+// replaced (it proves the copy unwritten against a private byte-for-byte
+// snapshot, and compares it with the fold message by message only when
+// something was written), then logs request/digest and hands the request
+// over. A step costs what changed since the last one, not the length of
+// the conversation or of the log. Every provider
 // this package hands out ([ProviderService], [WithProvider]) is wrapped:
 // the wrapper refuses, with [ErrUnsealed], a request without a seal or
 // one that did not come through its own dispatch's fallback, and gives
