@@ -94,7 +94,7 @@ func copyCases() []copyCase {
 func TestPayloadReferencesAreCopies(t *testing.T) {
 	for _, c := range copyCases() {
 		t.Run(c.ev.Type, func(t *testing.T) {
-			for _, held := range []string{"value", "pointer"} {
+			for _, held := range []string{"value", "pointer", "decoded as any"} {
 				ev := c.ev
 				in := c.data()
 				ev.Data = in
@@ -110,10 +110,14 @@ func TestPayloadReferencesAreCopies(t *testing.T) {
 				} else {
 					c.write(in)
 				}
-				first, err := c.get(r)
+				get := c.get
+				if held == "decoded as any" {
+					get = decodeAs[any]
+				}
+				first, err := get(r)
 				require.NoError(t, err)
 				c.write(first)
-				again, err := c.get(r)
+				again, err := get(r)
 				require.NoError(t, err)
 				assert.Equal(t, c.data(), again, held)
 				assert.Equal(t, line, r.String(), held)

@@ -155,7 +155,12 @@ func (r *Record) String() string { return string(r.line[:len(r.line)-1]) }
 func DecodeData[T any](r *Record) (T, error) {
 	if r.payload != nil {
 		if p, ok := r.payload.(T); ok {
-			cloneRefs(&p)
+			if pa, isAny := any(&p).(*any); isAny {
+				// T is any: p is the cached payload itself, boxed.
+				*pa = clonePayload(*pa)
+			} else {
+				cloneRefs(&p)
+			}
 			return p, nil
 		}
 	} else if p, ok := r.pay().(T); ok {
