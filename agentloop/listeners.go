@@ -15,14 +15,15 @@ import (
 // msgs share their strings with the loop's fold (strings cannot be
 // written) and have tool-call arrays of their own, in calls, so no write
 // to the copy reaches the fold. snap is a byte-for-byte copy of msgs, and
-// each chunk of calls has one too; nothing handed out reaches either. So
+// each chunk of calls has one too; nothing handed out reaches either, and
+// being bytes, they keep nothing alive and cost the collector nothing. So
 // while msgs and calls still hold the bytes of their snapshots, the copy
 // equals what it was copied from, which the loop never writes (see
 // reqView): one comparison of a few contiguous arrays, instead of a walk
 // of the conversation message by message, proves the copy untouched.
 type listenerCopy struct {
 	msgs  []session.Message // handed out as msgs[:n:n], so appends cannot reach the rest
-	snap  []session.Message
+	snap  []byte // msgs' bytes
 	calls []callChunk
 	// header is the listeners' copy of the request header (see
 	// reqView.header), compared field by field by the seal.
@@ -32,7 +33,10 @@ type listenerCopy struct {
 // callChunk holds the tool calls of some of the copy's messages. Its
 // arrays are allocated once, at their final capacity, so the messages'
 // ToolCalls stay pointing into them as the copy grows.
-type callChunk struct{ live, snap []session.ToolCall }
+type callChunk struct {
+	live []session.ToolCall
+	snap []byte // live's bytes
+}
 
 // add appends copies of ms.
 func (c *listenerCopy) add(ms []session.Message) {
@@ -43,7 +47,7 @@ func (c *listenerCopy) add(ms []session.Message) {
 	// invariants plugin compares again only what is new in an array it
 	// checked before.
 	c.msgs = growCap(c.msgs, len(ms))
-	c.snap = growCap(c.snap, len(ms))
+	at := len(c.msgs)
 	for _, m := range ms {
 		if len(m.ToolCalls) > 0 {
 			m.ToolCalls = c.addCalls(m.ToolCalls)
@@ -51,8 +55,9 @@ func (c *listenerCopy) add(ms []session.Message) {
 			m.ToolCalls = m.ToolCalls[:0:0] // nothing to append into
 		}
 		c.msgs = append(c.msgs, m)
-		c.snap = append(c.snap, m)
 	}
+	added := bytesOf(c.msgs[at:])
+	c.snap = append(growCap(c.snap, len(added)), added...)
 }
 
 // addCalls copies tcs into the current chunk, or a new one, and returns
@@ -65,13 +70,14 @@ func (c *listenerCopy) addCalls(tcs []session.ToolCall) []session.ToolCall {
 			size = 2 * cap(c.calls[n-1].live)
 		}
 		size = max(size, len(tcs))
-		c.calls = append(c.calls, callChunk{live: make([]session.ToolCall, 0, size), snap: make([]session.ToolCall, 0, size)})
+		c.calls = append(c.calls, callChunk{live: make([]session.ToolCall, 0, size),
+			snap: make([]byte, 0, size*int(unsafe.Sizeof(session.ToolCall{})))})
 		n++
 	}
 	ch := &c.calls[n-1]
 	at := len(ch.live)
 	ch.live = append(ch.live, tcs...)
-	ch.snap = append(ch.snap, tcs...)
+	ch.snap = append(ch.snap, bytesOf(ch.live[at:])...)
 	return ch.live[at:len(ch.live):len(ch.live)]
 }
 
@@ -82,11 +88,11 @@ func (c *listenerCopy) unwritten(got []session.Message) bool {
 	if len(got) != len(c.msgs) || len(got) > 0 && &got[0] != &c.msgs[0] {
 		return false
 	}
-	if !bytes.Equal(bytesOf(c.msgs), bytesOf(c.snap)) {
+	if !bytes.Equal(bytesOf(c.msgs), c.snap) {
 		return false
 	}
 	for i := range c.calls {
-		if !bytes.Equal(bytesOf(c.calls[i].live), bytesOf(c.calls[i].snap)) {
+		if !bytes.Equal(bytesOf(c.calls[i].live), c.calls[i].snap) {
 			return false
 		}
 	}
