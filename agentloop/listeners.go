@@ -23,7 +23,7 @@ import (
 // of the conversation message by message, proves the copy untouched.
 type listenerCopy struct {
 	msgs  []session.Message // handed out as msgs[:n:n], so appends cannot reach the rest
-	snap  []byte // msgs' bytes
+	snap  []byte            // msgs' bytes
 	calls []callChunk
 	// header is the listeners' copy of the request header (see
 	// reqView.header), compared field by field by the seal.
