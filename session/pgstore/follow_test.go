@@ -117,6 +117,10 @@ func TestFollowersShareOneConnection(t *testing.T) {
 	s, err := pgstore.Open(ctx, withApp(pgtest.DSN(t), app), pgstore.WithSchema(schema), pgstore.WithMaxConns(2))
 	require.NoError(t, err)
 	defer s.Close()
+	// The LISTEN connection is made in the background, and a follower's
+	// first records come from a read that does not wait for it: listen
+	// first, so that the count below finds it however slow the machine.
+	require.NoError(t, pgstore.Listen(ctx, s))
 	const n = 20
 	recs := turnRecords(nil, "q", "a", false)
 	for i := range n {
