@@ -53,12 +53,7 @@ func newBenchLoop(tb testing.TB) *benchLoop {
 	return l
 }
 
-func (l *benchLoop) turn(tb testing.TB, sess *live.Session) {
-	res, err := l.a.Run(context.Background(), sess, "And what is 21 times two?")
-	if err != nil || res.Reason != session.ReasonMaxSteps {
-		tb.Fatalf("turn: %v %+v", err, res)
-	}
-}
+func (l *benchLoop) turn(tb testing.TB, sess *live.Session) { benchTurn(tb, l.a, sess) }
 
 // compactEvents returns the events of a compaction that replaces the
 // surface records surf[:k] (a summary and whole turns, so no call is

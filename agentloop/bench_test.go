@@ -96,14 +96,9 @@ func benchStep(b *testing.B, mount func(*bus.Context) error) {
 			// The first step after a session is loaded folds its log once
 			// (the loop's view and call ids): the open's cost, not a step's,
 			// as in BenchmarkStepLongLog, so it runs off the clock.
-			warm := func(s *live.Session) {
-				if res, err := a.Run(ctx, s, "What is 20 plus one?"); err != nil || res.Reason != session.ReasonMaxSteps {
-					b.Fatalf("turn: %v %+v", err, res)
-				}
-			}
 			sess := fresh()
 			require.Len(b, sess.Messages(), n)
-			warm(sess)
+			benchTurn(b, a, sess)
 			runtime.GC()
 			i := 0
 			var cpu time.Duration
@@ -113,20 +108,26 @@ func benchStep(b *testing.B, mount func(*bus.Context) error) {
 					b.StopTimer()
 					_ = sess.Close(ctx)
 					sess = fresh()
-					warm(sess)
+					benchTurn(b, a, sess)
 					runtime.GC() // the old session and the seed are not a step's garbage
 					b.StartTimer()
 				}
 				c0 := cpuNow()
-				res, err := a.Run(ctx, sess, "And what is 21 times two?")
+				benchTurn(b, a, sess)
 				cpu += cpuNow() - c0
-				if err != nil || res.Reason != session.ReasonMaxSteps {
-					b.Fatalf("turn: %v %+v", err, res)
-				}
 			}
 			// The process's CPU time per step: on a shared machine, what
 			// compares across benchmarks run one after another.
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 		})
+	}
+}
+
+// benchTurn runs the benchmarks' turn on sess: one step with a tool call,
+// ended by max_steps.
+func benchTurn(tb testing.TB, a *agentloop.Agent, sess *live.Session) {
+	res, err := a.Run(context.Background(), sess, "And what is 21 times two?")
+	if err != nil || res.Reason != session.ReasonMaxSteps {
+		tb.Fatalf("turn: %v %+v", err, res)
 	}
 }

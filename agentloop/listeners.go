@@ -2,6 +2,7 @@ package agentloop
 
 import (
 	"bytes"
+	"slices"
 	"unsafe"
 
 	"github.com/vigil-run/vigil/session"
@@ -111,12 +112,10 @@ func bytesOf[T session.Message | session.ToolCall](s []T) []byte {
 }
 
 // growCap makes room for n more elements, with as much again to spare
-// when it must grow.
+// when it must grow (slices.Grow alone grows large slices by a quarter).
 func growCap[T any](s []T, n int) []T {
 	if cap(s)-len(s) >= n {
 		return s
 	}
-	out := make([]T, len(s), max(2*(len(s)+n), 8))
-	copy(out, s)
-	return out
+	return slices.Grow(s, len(s)+2*n)
 }
