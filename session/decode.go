@@ -211,14 +211,32 @@ func DecodeRecord(line []byte) (*Record, error) {
 // decodeRecordSlow is DecodeRecord of a line that is not canonical or
 // not a valid record: it finds out which, and says why.
 func decodeRecordSlow(line []byte) (*Record, error) {
-	fields, err := objectFields(line)
+	seq, t, ev, err := parseRecordLine(line)
 	if err != nil {
+		return nil, err
+	}
+	rec, err := newRecord(seq, t, &ev)
+	if err != nil {
+		return nil, &RecordError{Seq: seq, Type: ev.Type, Turn: ev.Turn, Step: ev.Step, Err: err}
+	}
+	if err := canonical(line, rec.line[:len(rec.line)-1]); err != nil {
+		if old, ok := decodeLegacy(line); ok {
+			return old, nil
+		}
 		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
+	return rec, nil
+}
+
+// parseRecordLine reads the envelope of a record line field by field,
+// leaving the data as it is written.
+func parseRecordLine(line []byte) (seq int64, t time.Time, ev Event, err error) {
+	fields, err := objectFields(line)
+	if err != nil {
+		return 0, t, ev, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
 	var (
-		seq     int64
 		tm      string
-		ev      Event
 		surface Surface
 		data    json.RawMessage
 		seen    = map[string]bool{}
@@ -247,31 +265,23 @@ func decodeRecordSlow(line []byte) (*Record, error) {
 		case "data":
 			data = f.val
 		default:
-			return nil, fmt.Errorf("%w: unknown field %q", ErrMalformed, f.key)
+			return 0, t, ev, fmt.Errorf("%w: unknown field %q", ErrMalformed, f.key)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrMalformed, f.key, err)
+			return 0, t, ev, fmt.Errorf("%w: %s: %w", ErrMalformed, f.key, err)
 		}
 		seen[f.key] = true
 	}
 	for _, k := range [...]string{"seq", "type", "time", "data"} {
 		if !seen[k] {
-			return nil, fmt.Errorf("%w: record without %s", ErrMalformed, k)
+			return 0, t, ev, fmt.Errorf("%w: record without %s", ErrMalformed, k)
 		}
 	}
-	t, err := parseLogTime(tm)
-	if err != nil {
-		return nil, fmt.Errorf("%w: time: %w", ErrMalformed, err)
+	if t, err = parseLogTime(tm); err != nil {
+		return 0, t, ev, fmt.Errorf("%w: time: %w", ErrMalformed, err)
 	}
 	ev.Data = data
-	rec, err := newRecord(seq, t, &ev)
-	if err != nil {
-		return nil, &RecordError{Seq: seq, Type: ev.Type, Turn: ev.Turn, Step: ev.Step, Err: err}
-	}
-	if err := canonical(line, rec.line[:len(rec.line)-1]); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
-	}
-	return rec, nil
+	return seq, t, ev, nil
 }
 
 // scanEnvelope reads a record line laid out as appendEnvelope writes it,

@@ -29,7 +29,8 @@ var safeASCII = func() (t [utf8.RuneSelf]bool) {
 
 // appendString appends s as a JSON string exactly as encoding/json.Marshal
 // does: HTML characters and U+2028/U+2029 escaped, invalid UTF-8 replaced
-// by U+FFFD.
+// by U+FFFD, escaped. (A record holds invalid UTF-8 only when read from a
+// line written before records held valid UTF-8 only: see legacy.go.)
 func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0

@@ -33,8 +33,15 @@ type ToolSpec struct {
 // HeaderEquals reports whether two headers are model-visibly the same.
 // Empty system and empty tools count as absent; tool parameters
 // and the output schema compare as JSON text after compaction of
-// insignificant white space (absent and null are the same).
+// insignificant white space (absent and null are the same). Text
+// compares as a record holds it (see [ValidText]): a header that differs
+// from the one logged only where the record replaced invalid UTF-8 is the
+// same.
 func HeaderEquals(a, b Header) bool {
+	return headerEquals(a, b) || headerEquals(ValidText(a), ValidText(b))
+}
+
+func headerEquals(a, b Header) bool {
 	if a.Provider != b.Provider || a.Model != b.Model || a.System != b.System ||
 		a.MaxTokens != b.MaxTokens || !slices.Equal(a.Stop, b.Stop) || len(a.Tools) != len(b.Tools) ||
 		!jsonTextEqual(a.OutputSchema, b.OutputSchema) {

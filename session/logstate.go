@@ -82,7 +82,7 @@ type Staged struct {
 // fit the surface). The log is unchanged until [LogState.Commit]. The caller
 // allocates rec so it can share one allocation with what it keeps beside.
 func (l *LogState) Stage(rec *Record, t time.Time, ev *Event) (Staged, error) {
-	if err := rec.build(l.v.next, t, ev, &l.lines); err != nil {
+	if err := rec.build(l.v.next, t, ev, &l.lines, textRule{}); err != nil {
 		return Staged{}, err
 	}
 	ps, pe, err := l.v.check(rec)

@@ -196,14 +196,15 @@ func (r *Record) pay() any {
 // log seldom ask for (chunks, calls, step and turn bounds…), so that a
 // long log in memory is not its bytes twice over; pay decodes it again
 // when asked. Surface records, headers and approvals keep theirs: folds,
-// requests and approval rules read them.
+// requests and approval rules read them. So does a record read from a
+// legacy line (see legacy.go), which its line alone does not give again.
 func (r *Record) lean() {
 	switch r.typ {
 	case TypeUserMessage, TypeAssistantMessage, TypeToolResult, TypeRequestHeader,
 		TypeApprovalRequest, TypeApprovalDecision, TypeApprovalPolicy:
 		return
 	}
-	if p := r.payload; p != nil && reflect.TypeOf(p).Size() > 0 {
+	if p := r.payload; p != nil && reflect.TypeOf(p).Size() > 0 && !legacyText(r.line) {
 		r.payload = nil
 	}
 }
@@ -259,19 +260,21 @@ func NewRecord(seq int64, t time.Time, ev Event) (*Record, error) {
 // newRecord builds the record. t must already be a log time.
 func newRecord(seq int64, t time.Time, ev *Event) (*Record, error) {
 	r := new(Record)
-	if err := r.build(seq, t, ev, nil); err != nil {
+	if err := r.build(seq, t, ev, nil, textRule{}); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
 // build makes r the record of ev (r is zero and not yet shared). Its line
-// is cut from lines (see keepLine) when that is not nil.
-func (r *Record) build(seq int64, t time.Time, ev *Event, lines *lineSlab) error {
+// is cut from lines (see keepLine) when that is not nil. Its text follows
+// rule: the zero rule, valid UTF-8 (see text.go), for every record made
+// now.
+func (r *Record) build(seq int64, t time.Time, ev *Event, lines *lineSlab, rule textRule) error {
 	if seq < 0 {
 		return fmt.Errorf("%w: negative seq %d", ErrDuplicateSeq, seq)
 	}
-	*r = Record{seq: seq, typ: ev.Type, ms: t.UnixMilli(), turn: ev.Turn, step: ev.Step, ignorable: ev.Ignorable, sourced: len(ev.Sources) > 0}
+	*r = Record{seq: seq, typ: rule.str(ev.Type), ms: t.UnixMilli(), turn: ev.Turn, step: ev.Step, ignorable: ev.Ignorable, sourced: len(ev.Sources) > 0}
 	k, err := r.checkEnvelope(ev.Surface, ev.Sources)
 	if err != nil {
 		return err
@@ -291,7 +294,6 @@ func (r *Record) build(seq int64, t time.Time, ev *Event, lines *lineSlab) error
 		return err
 	}
 	defer func() { *scratch = line }()
-	var ok bool
 	data := ev.Data
 	if data == nil && k != nil {
 		// No data is the zero payload, encoded as any other payload
@@ -302,9 +304,9 @@ func (r *Record) build(seq int64, t time.Time, ev *Event, lines *lineSlab) error
 	case nil:
 		line = append(line, '{', '}')
 	case json.RawMessage:
-		line, err = r.appendRaw(line, k, d)
+		line, err = r.appendRaw(line, k, d, rule)
 	case []byte:
-		line, err = r.appendRaw(line, k, d)
+		line, err = r.appendRaw(line, k, d, rule)
 	default:
 		if k == nil {
 			line, err = marshalPayload(line, d)
@@ -313,18 +315,22 @@ func (r *Record) build(seq int64, t time.Time, ev *Event, lines *lineSlab) error
 			}
 			break
 		}
-		if r.payload, ok = payloadValue(k, d); !ok {
+		p, ok := payloadValue(k, d)
+		if !ok {
 			return fmt.Errorf("%w: seq %d: %s data is %T, want %v", ErrInvalidPayload, seq, r.typ, d, k.payload)
 		}
-		if err = checkPayload(r.seq, r.typ, r.payload); err != nil {
-			return err
-		}
-		if line, ok = appendPayload(line, r.payload); !ok {
-			line, err = marshalPayload(line, r.payload)
-		}
+		line, err = r.appendCore(line, p, rule)
 	}
 	if err != nil {
 		return err
+	}
+	if k == nil {
+		// A plugin's data is JSON text, held as it is written.
+		if data := line[r.dataOff:]; len(data) > 0 {
+			if text := rule.raw(data); !bytes.Equal(text, data) {
+				line = append(line[:r.dataOff], text...)
+			}
+		}
 	}
 	line = append(line, '}', '\n')
 	r.line = lines.keep(line)
@@ -338,7 +344,7 @@ func (r *Record) build(seq int64, t time.Time, ev *Event, lines *lineSlab) error
 // compacted, core data decoded and encoded again, so that the record's
 // bytes are what its payload holds (the canonical form [DecodeRecord]
 // insists on), whoever encoded the data.
-func (r *Record) appendRaw(line []byte, k *kind, d []byte) ([]byte, error) {
+func (r *Record) appendRaw(line []byte, k *kind, d []byte, rule textRule) ([]byte, error) {
 	if k == nil {
 		var b bytes.Buffer
 		if err := json.Compact(&b, d); err != nil {
@@ -350,17 +356,36 @@ func (r *Record) appendRaw(line []byte, k *kind, d []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: seq %d %s: %w", ErrInvalidPayload, r.seq, r.typ, err)
 	}
+	return r.appendCore(line, p, rule)
+}
+
+// appendCore appends the canonical encoding of the core payload p as the
+// record holds it (its text made by rule), checks it and keeps it as the
+// record's payload.
+func (r *Record) appendCore(line []byte, p any, rule textRule) ([]byte, error) {
+	out, err := appendCoreData(line, p)
+	if err != nil {
+		return nil, fmt.Errorf("%w: seq %d %s: %w", ErrInvalidPayload, r.seq, r.typ, err)
+	}
+	if held, changed := rule.payload(p, out[r.dataOff:]); changed {
+		p = held
+		if out, err = appendCoreData(out[:r.dataOff], p); err != nil {
+			return nil, fmt.Errorf("%w: seq %d %s: %w", ErrInvalidPayload, r.seq, r.typ, err)
+		}
+	}
 	if err := checkPayload(r.seq, r.typ, p); err != nil {
 		return nil, err
 	}
 	r.payload = p
-	out, ok := appendPayload(line, p)
-	if !ok {
-		if out, err = marshalPayload(line, p); err != nil {
-			return nil, fmt.Errorf("%w: seq %d %s: %w", ErrInvalidPayload, r.seq, r.typ, err)
-		}
-	}
 	return out, nil
+}
+
+// appendCoreData appends the canonical encoding of a core payload.
+func appendCoreData(line []byte, p any) ([]byte, error) {
+	if out, ok := appendPayload(line, p); ok {
+		return out, nil
+	}
+	return marshalPayload(line, p)
 }
 
 // decodeCore decodes the data of a core type, which must be an object.
