@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -242,4 +244,44 @@ func TestValidText(t *testing.T) {
 	// replaced is the same header.
 	assert.True(t, session.HeaderEquals(h, got))
 	assert.False(t, session.HeaderEquals(h, session.Header{System: "a"}))
+}
+
+// TestLegacyLogsLoadAndTheirDigestsReDerive: the logs in
+// testdata/legacy-utf8, written by the old code from a prompt, a file
+// name and files that are not UTF-8, load, re-encode to their bytes, and
+// every digest re-derives from them.
+func TestLegacyLogsLoadAndTheirDigestsReDerive(t *testing.T) {
+	files, err := filepath.Glob("testdata/legacy-utf8/*.jsonl")
+	require.NoError(t, err)
+	require.Len(t, files, 2)
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			require.NoError(t, err)
+			require.Contains(t, string(data), `\ufffd`)
+			log, err := session.DecodeBytes(data)
+			require.NoError(t, err)
+			enc := session.AppendHeaderLine(nil, log.Info)
+			for _, r := range log.Records {
+				enc = r.AppendLine(enc)
+			}
+			require.Equal(t, string(data), string(enc))
+
+			digests, start := 0, 0
+			for i, r := range log.Records {
+				switch r.Type() {
+				case session.TypeStepStart:
+					start = i
+				case session.TypeRequestDigest:
+					d, err := session.DecodeData[session.Digest](r)
+					require.NoError(t, err)
+					msgs, h, _, err := session.DeriveRequest(log.Records[:i], start)
+					require.NoError(t, err)
+					assert.Equal(t, d.SHA256, session.RequestDigest(h, msgs), "seq %d", r.Seq())
+					digests++
+				}
+			}
+			require.Equal(t, 2, digests)
+		})
+	}
 }
