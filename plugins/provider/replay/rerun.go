@@ -906,17 +906,35 @@ func (s *stepProvider) Stream(ctx context.Context, req *agentloop.Request) (agen
 type stepDigest struct {
 	turn, step int
 	sha        string
+	at, start  int // the indexes of the request/digest and its step/start
 }
 
 func stepDigests(records []*session.Record) []stepDigest {
 	var out []stepDigest
-	for _, r := range records {
-		if r.Type() == session.TypeRequestDigest {
+	start := 0
+	for i, r := range records {
+		switch r.Type() {
+		case session.TypeStepStart:
+			start = i
+		case session.TypeRequestDigest:
 			d, _ := session.DecodeData[session.Digest](r)
-			out = append(out, stepDigest{r.Turn(), r.Step(), d.SHA256})
+			out = append(out, stepDigest{r.Turn(), r.Step(), d.SHA256, i, start})
 		}
 	}
 	return out
+}
+
+// heldDigest is the digest of a recorded step's request with its text as
+// a record holds it now (see session.ValidText): what the rerun of a log
+// written before records held valid UTF-8 only sends, since its records
+// are made now. It is the recorded digest for any other log, and "" when
+// the log's records do not re-derive the recorded digest.
+func heldDigest(records []*session.Record, d stepDigest) string {
+	msgs, h, _, err := session.DeriveRequest(records[:d.at], d.start)
+	if err != nil || session.RequestDigest(h, msgs) != d.sha {
+		return ""
+	}
+	return session.RequestDigest(session.ValidText(h), session.ValidText(msgs))
 }
 
 // compareDigests pairs the steps of two logs in order.
@@ -934,7 +952,7 @@ func compareDigests(orig, again []*session.Record) []StepComparison {
 			}
 			st.Replayed = b[i].sha
 		}
-		st.Same = st.Recorded != "" && st.Recorded == st.Replayed
+		st.Same = st.Recorded != "" && (st.Recorded == st.Replayed || st.Replayed != "" && st.Replayed == heldDigest(orig, a[i]))
 		out = append(out, st)
 	}
 	return out

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -36,6 +37,34 @@ func TestRunReproducesEveryRequestWithRecordedToolResults(t *testing.T) {
 	assert.True(t, rr.Identical(), "%+v", rr.Steps)
 	assert.Len(t, rr.Steps, 6)
 	assert.Equal(t, surface(t, orig.Records()), surface(t, rr.Session.Records()))
+}
+
+// TestRunReproducesALogWrittenBeforeTextWasValidUTF8: the logs the old
+// code wrote from bytes that are not UTF-8 (their invalid bytes spelled
+// \ufffd, their digests computed so) rerun identically: the rerun's
+// records hold U+FFFD, and its requests are the recorded ones with their
+// text made valid.
+func TestRunReproducesALogWrittenBeforeTextWasValidUTF8(t *testing.T) {
+	files, err := filepath.Glob("../../../session/testdata/legacy-utf8/*.jsonl")
+	require.NoError(t, err)
+	require.Len(t, files, 2)
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			require.NoError(t, err)
+			log, err := session.DecodeBytes(data)
+			require.NoError(t, err)
+			w := newWorld(t, memory.New(), t.TempDir())
+			rr, err := replay.Run(context.Background(), w.c, w.mgr, log.Records)
+			require.NoError(t, err)
+			assert.Empty(t, rr.Errors)
+			assert.True(t, rr.Identical(), "%+v", rr.Steps)
+			assert.Len(t, rr.Steps, 2)
+			for _, st := range rr.Steps {
+				assert.NotEqual(t, st.Recorded, st.Replayed, "the recorded digests cover the old spelling")
+			}
+		})
+	}
 }
 
 // TestRunReportsARequestThatNoLongerReDerives: a user message edited in
