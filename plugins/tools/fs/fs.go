@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/session"
@@ -229,7 +230,8 @@ func (t readFile) Execute(ctx context.Context, args json.RawMessage) (string, er
 	if st.IsDir() {
 		return "", &agentloop.ToolError{Code: CodeIO, Message: fmt.Sprintf("path %q is a directory; use list_dir", p)}
 	}
-	buf, err := io.ReadAll(io.LimitReader(fh, int64(t.f.maxBytes)+1))
+	// A few bytes past the limit tell whether it cuts a character.
+	buf, err := io.ReadAll(io.LimitReader(fh, int64(t.f.maxBytes)+utf8.UTFMax))
 	if err != nil {
 		return "", toolError(p, err)
 	}
@@ -237,9 +239,26 @@ func (t readFile) Execute(ctx context.Context, args json.RawMessage) (string, er
 		return "", err
 	}
 	if len(buf) > t.f.maxBytes {
-		return string(buf[:t.f.maxBytes]) + fmt.Sprintf("\n[truncated: file is %d bytes, showing the first %d]", st.Size(), t.f.maxBytes), nil
+		n := runeCut(buf, t.f.maxBytes)
+		return string(buf[:n]) + fmt.Sprintf("\n[truncated: file is %d bytes, showing the first %d]", st.Size(), n), nil
 	}
 	return string(buf), nil
+}
+
+// runeCut returns n, or less when b[:n] would end inside a UTF-8
+// character: the character's start, so that a truncated text does not
+// end in a broken one. b holds the bytes after n as far as they were
+// read; bytes that are not UTF-8 are cut where n says.
+func runeCut(b []byte, n int) int {
+	for s := n - 1; s >= 0 && s > n-utf8.UTFMax; s-- {
+		if utf8.RuneStart(b[s]) {
+			if _, size := utf8.DecodeRune(b[s:]); size > 1 && s+size > n {
+				return s
+			}
+			break
+		}
+	}
+	return n
 }
 
 var (

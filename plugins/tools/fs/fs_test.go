@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,4 +157,35 @@ func FuzzToolsStayInsideRoot(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestReadFileTruncatesOnACharacterBoundary: a limit that falls inside a
+// UTF-8 character cuts before it; bytes that are not UTF-8 are cut where
+// the limit says. (Records make any bytes valid UTF-8; see the root
+// package's TestBytesThatAreNotUTF8DoNotBrickASession for a session
+// reading and listing such files.)
+func TestReadFileTruncatesOnACharacterBoundary(t *testing.T) {
+	cases := []struct {
+		name, content string
+		max           int
+		shown         string
+	}{
+		{"inside a 3-byte character", "snow☃☃", 8, "snow☃"},
+		{"right after one", "snow☃☃", 7, "snow☃"},
+		{"after its first byte", "snow☃☃", 5, "snow"},
+		{"inside a 4-byte character", "a😀b", 3, "a"},
+		{"inside a 2-byte character", "café!", 4, "caf"},
+		{"Latin-1", "caf\xe9 cr\xe8me", 4, "caf\xe9"},
+		{"a character the file ends inside", "ab\xe2\x98", 3, "ab\xe2"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(root, "f"), []byte(c.content), 0o644))
+			got, err := tools(t, root, c.max)["read_file"].Execute(context.Background(), json.RawMessage(`{"path":"f"}`))
+			require.NoError(t, err)
+			want := fmt.Sprintf("%s\n[truncated: file is %d bytes, showing the first %d]", c.shown, len(c.content), len(c.shown))
+			assert.Equal(t, want, got)
+		})
+	}
 }
