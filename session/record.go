@@ -363,15 +363,20 @@ func (r *Record) appendRaw(line []byte, k *kind, d []byte, rule textRule) ([]byt
 // record holds it (its text made by rule), checks it and keeps it as the
 // record's payload.
 func (r *Record) appendCore(line []byte, p any, rule textRule) ([]byte, error) {
-	out, err := appendCoreData(line, p)
+	out, byHand, err := appendCoreData(line, p)
+	if err == nil {
+		if held, changed := rule.payload(p, out[r.dataOff:]); changed {
+			p = held
+			out, byHand, err = appendCoreData(out[:r.dataOff], p)
+		}
+	}
+	if err == nil && !byHand && rule.mark == "" {
+		// encoding/json writes a json.RawMessage compacted, with HTML
+		// characters escaped: the record holds it as its line does.
+		p, err = coreKinds[r.typ].decode(out[r.dataOff:])
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: seq %d %s: %w", ErrInvalidPayload, r.seq, r.typ, err)
-	}
-	if held, changed := rule.payload(p, out[r.dataOff:]); changed {
-		p = held
-		if out, err = appendCoreData(out[:r.dataOff], p); err != nil {
-			return nil, fmt.Errorf("%w: seq %d %s: %w", ErrInvalidPayload, r.seq, r.typ, err)
-		}
 	}
 	if err := checkPayload(r.seq, r.typ, p); err != nil {
 		return nil, err
@@ -380,12 +385,14 @@ func (r *Record) appendCore(line []byte, p any, rule textRule) ([]byte, error) {
 	return out, nil
 }
 
-// appendCoreData appends the canonical encoding of a core payload.
-func appendCoreData(line []byte, p any) ([]byte, error) {
+// appendCoreData appends the canonical encoding of a core payload, and
+// says whether it was encoded by hand (see appendPayload).
+func appendCoreData(line []byte, p any) ([]byte, bool, error) {
 	if out, ok := appendPayload(line, p); ok {
-		return out, nil
+		return out, true, nil
 	}
-	return marshalPayload(line, p)
+	out, err := marshalPayload(line, p)
+	return out, false, err
 }
 
 // decodeCore decodes the data of a core type, which must be an object.
