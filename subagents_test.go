@@ -391,7 +391,9 @@ func TestAChildWaitingForAnApprovalSuspendsTheParent(t *testing.T) {
 				assert.Equal(t, "2", rs[0].Content)
 			}
 			assert.Equal(t, &session.ChildRef{ID: child, Seq: int64(len(clog.Records) - 1)}, rs[0].Child)
-			assert.Empty(t, session.CheckDelegations(plog, map[string]*session.Log{child: clog}))
+			errs, checked := session.CheckDelegations(plog, map[string]*session.Log{child: clog})
+			assert.Empty(t, errs)
+			assert.Equal(t, 1, checked)
 			for _, id := range []string{parent, child} {
 				rep, err := invariants.VerifyFile(filepath.Join(dir, id+".jsonl"))
 				require.NoError(t, err)

@@ -418,14 +418,7 @@ func (t *turn) runDecided(ctx context.Context, n int, p session.PendingCall, byN
 	tl := byName[p.Call.Name]
 	deferred := deferredStart(tl)
 	if !d.Allow {
-		msg := "a person denied this call"
-		if d.By != "" {
-			msg = d.By + " denied this call"
-		}
-		if d.Reason != "" {
-			msg += ": " + d.Reason
-		}
-		e := &session.ToolResultError{Code: session.CodeApprovalDenied, Message: msg}
+		e := &session.ToolResultError{Code: session.CodeApprovalDenied, Message: session.DenialMessage(*d)}
 		if !deferred {
 			return t.answer(n, p, e)
 		}

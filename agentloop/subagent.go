@@ -90,8 +90,6 @@ func (c *Config) SetEntryID(id string) { c.entry = id }
 // from a composition).
 func (c *Config) EntryID() string { return c.entry }
 
-var defaultParameters = json.RawMessage(`{"type":"object","properties":{"task":{"type":"string","description":"the task, in full: the sub-agent sees nothing else"}},"required":["task"]}`)
-
 func (d *Delegation) validate() error {
 	var errs []error
 	for _, r := range d.Tools {
@@ -296,19 +294,18 @@ type invoker interface {
 type delegate struct {
 	a    *Agent
 	spec session.ToolSpec
-	// custom: the parameters are the config's, the user message is the
-	// arguments' JSON.
-	custom bool
 }
 
 func newDelegate(a *Agent, t *AsTool) (*delegate, error) {
-	d := &delegate{a: a, spec: session.ToolSpec{Name: t.Name, Description: t.Description, Parameters: defaultParameters}}
+	d := &delegate{a: a, spec: session.ToolSpec{Name: t.Name, Description: t.Description, Parameters: session.TaskParameters}}
 	if t.Parameters != nil {
+		// Marshalled with sorted keys, never the bytes of the default:
+		// the user message is the arguments' JSON (session.DelegatedTask).
 		b, err := json.Marshal(t.Parameters)
 		if err != nil {
 			return nil, fmt.Errorf("agentloop: as_tool %s: parameters: %w", t.Name, err)
 		}
-		d.spec.Parameters, d.custom = b, true
+		d.spec.Parameters = b
 	}
 	return d, nil
 }
@@ -344,15 +341,11 @@ func (d *delegate) invoke(ctx context.Context, inv *ToolInvocation) ToolOutput {
 			return ToolOutput{}
 		}
 	}
-	prompt := inv.Call.Arguments
-	if !d.custom {
-		var args struct {
-			Task *string `json:"task"`
-		}
-		if err := json.Unmarshal([]byte(inv.Call.Arguments), &args); err != nil || args.Task == nil || *args.Task == "" {
-			return ToolOutput{Error: &session.ToolResultError{Code: CodeInvalidArguments, Message: `arguments must be {"task": "<the task>"} with a non-empty task`}}
-		}
-		prompt = *args.Task
+	// The child's user message is what verify --tree checks against the
+	// call: one function makes it for both.
+	prompt, err := session.DelegatedTask(d.spec.Parameters, inv.Call.Arguments)
+	if err != nil {
+		return ToolOutput{Error: &session.ToolResultError{Code: CodeInvalidArguments, Message: err.Error()}}
 	}
 	child, err := mgr.CreateChild(ctx, session.Parent{ID: inv.Session, Seq: inv.CallSeq, Call: inv.Call.ID})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -376,6 +377,42 @@ func TestVerifyAcceptsSessionRuleDecisionsAndCatchesForgedOnes(t *testing.T) {
 			require.NotEmpty(t, vs)
 			assert.Equal(t, invariants.RuleApprovalBeforeRun, vs[0].Rule)
 			assert.Contains(t, vs[0].Message, tc.want)
+		})
+	}
+}
+
+// TestVerifyChecksTheReasonOfADenial: an APPROVAL_DENIED result states
+// who denied the call and why, as its decision does: a result whose
+// message was edited, or a decision whose reason was, is caught.
+func TestVerifyChecksTheReasonOfADenial(t *testing.T) {
+	specs := specsOf(approvedLog(t, "a", []string{deny}, []int{0}))
+	require.Empty(t, verifySpecs(t, specs))
+	res := slices.IndexFunc(specs, func(s spec) bool {
+		if s.ev.Type != session.TypeToolResult {
+			return false
+		}
+		r := dataOf[session.ToolResult](s)
+		return r.Error != nil && r.Error.Code == session.CodeApprovalDenied
+	})
+	require.GreaterOrEqual(t, res, 0)
+	r := dataOf[session.ToolResult](specs[res])
+	require.Equal(t, "ann denied this call: because", r.Error.Message)
+
+	editedResult := slices.Clone(specs)
+	r.Error.Message = "ann denied this call: it was Tuesday"
+	setData(&editedResult[res], r)
+	editedDecision := slices.Clone(specs)
+	dec := find(editedDecision, session.TypeApprovalDecision, 0)
+	d := dataOf[session.ApprovalDecision](editedDecision[dec])
+	d.Reason = "a reason the model never saw"
+	setData(&editedDecision[dec], d)
+
+	for name, specs := range map[string][]spec{"result edited": editedResult, "decision edited": editedDecision} {
+		t.Run(name, func(t *testing.T) {
+			vs := verifySpecs(t, specs)
+			require.NotEmpty(t, vs)
+			assert.Equal(t, invariants.RuleApprovalBeforeRun, vs[0].Rule)
+			assert.Contains(t, vs[0].Message, "does not say who denied it and why")
 		})
 	}
 }

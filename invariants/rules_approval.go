@@ -34,6 +34,9 @@ type approvalCall struct {
 	allow     bool
 	started   bool
 	answered  bool
+	// denial is the decision that denied the call (who and why), which
+	// its APPROVAL_DENIED result must state.
+	denial session.ApprovalDecision
 }
 
 func newApprovals() approvals {
@@ -50,7 +53,8 @@ func newApprovals() approvals {
 // allowing decision; a decided call runs (or is answered denied) only
 // once every request of its step has a decision; a request by the
 // policy's author is one the policy asks for; an APPROVAL_DENIED result
-// answers a call someone denied; no denial has scope session; a decision
+// answers a call someone denied, and says who and why as the decision
+// does (session.DenialMessage); no denial has scope session; a decision
 // that cites one is by session-rule and cites an allowing decision of
 // scope session that covers its call (session.Cover), and a decision by
 // session-rule cites one — such a decision needs no suspension (the loop
@@ -94,11 +98,17 @@ func approvalBeforeRun(t *trace, r *session.Record) *Violation {
 		if err != nil || res.Error == nil || res.Error.Code != session.CodeApprovalDenied {
 			return nil
 		}
-		if c := a.calls[res.ID]; c == nil || !c.decided || c.allow {
+		c := a.calls[res.ID]
+		if c == nil || !c.decided || c.allow {
 			return violation(RuleApprovalBeforeRun, r.Seq(), "APPROVAL_DENIED result for %q, which no decision denied", res.ID)
 		}
 		if id := a.undecided(); id != "" {
 			return violation(RuleApprovalBeforeRun, r.Seq(), "APPROVAL_DENIED result for %q before the step's request for %q had a decision: a step resumes once all are decided", res.ID, id)
+		}
+		if want := session.DenialMessage(c.denial); res.Error.Message != want {
+			return &Violation{Rule: RuleApprovalBeforeRun, Seq: r.Seq(), Index: -1,
+				Message:  fmt.Sprintf("APPROVAL_DENIED result for %q does not say who denied it and why, as its decision does", res.ID),
+				Expected: quote(want), Actual: quote(res.Error.Message)}
 		}
 	case session.TypeApprovalRequest:
 		q, err := payload[session.ApprovalRequest](&t.dec, r)
@@ -215,6 +225,9 @@ func (a *approvals) apply(d *decoded, r *session.Record) {
 		if dc, err := payload[session.ApprovalDecision](d, r); err == nil && a.calls[dc.ID] != nil {
 			c := a.calls[dc.ID]
 			c.decided, c.allow = true, dc.Allow
+			if !dc.Allow {
+				c.denial = dc
+			}
 			if dc.Allow && dc.Scope == session.ScopeSession {
 				a.sessionScoped[r.Seq()] = c.covered()
 			}

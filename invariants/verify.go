@@ -3,6 +3,8 @@ package invariants
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +22,81 @@ type Report struct {
 	Events int
 	// Violations are the broken rules, in log order.
 	Violations []Violation
+	// SHA256 is the lower-case hex SHA-256 of the bytes verified: the
+	// whole log, header line included.
+	SHA256 string
+	// Open is set when the log ends inside a turn (see [OpenTurn]).
+	Open *OpenTurn
+	// Proven counts what the checks established.
+	Proven Proven
+}
+
+// Verdicts of a [Report], as `vigil verify --json` states them.
+const (
+	// VerdictValid: no rule is broken and every turn of the log is closed.
+	VerdictValid = "valid"
+	// VerdictOpen: no rule is broken, but the log ends inside a turn.
+	VerdictOpen = "open"
+	// VerdictInvalid: a rule is broken.
+	VerdictInvalid = "invalid"
+)
+
+// Verdict is what the report proves of the log as a whole. A log that
+// ends inside a turn is not invalid (a suspended turn waits there, and a
+// crashed process that nothing repaired yet leaves its turn there), but
+// it is not a complete session either: a log cut short after any of its
+// lines reads the same, so only the open verdict says what is proven.
+func (r *Report) Verdict() string {
+	switch {
+	case len(r.Violations) > 0:
+		return VerdictInvalid
+	case r.Open != nil:
+		return VerdictOpen
+	}
+	return VerdictValid
+}
+
+// OpenTurn is the turn a log ends inside.
+type OpenTurn struct {
+	Turn int `json:"turn"`
+	// Step is the open step, 0 when none is.
+	Step int `json:"step,omitempty"`
+	// LastSeq is the seq of the log's last event.
+	LastSeq int64 `json:"last_seq"`
+	// Suspended: the open step waits for approval decisions (a legitimate
+	// place for a log to end). Otherwise no process closed the turn: a
+	// crash that no load has repaired yet, a session still being written,
+	// or a log cut short.
+	Suspended bool `json:"suspended"`
+}
+
+func (o *OpenTurn) String() string {
+	s := fmt.Sprintf("turn %d is open: the log ends at seq %d", o.Turn, o.LastSeq)
+	if o.Suspended {
+		return s + " (step " + fmt.Sprint(o.Step) + " waits for approval decisions)"
+	}
+	return s + " (no process closed it: a crash not yet repaired, a session still being written, or a log cut short)"
+}
+
+// Proven counts what verifying a log established.
+type Proven struct {
+	// Steps counts the steps (step/start).
+	Steps int `json:"steps"`
+	// Requests counts the requests re-derived from the log: one per
+	// request/digest, from the header in force and the fold before its
+	// step.
+	Requests int `json:"requests"`
+	// DigestsMatched counts the re-derived requests whose digest and
+	// message count equal the logged ones.
+	DigestsMatched int `json:"digests_matched"`
+	// Approvals counts the approval decisions checked against their
+	// requests and the calls they let run.
+	Approvals int `json:"approvals"`
+	// Delegations counts the tool results that name a child session;
+	// DelegationsChecked those checked against the child's log (only
+	// `vigil verify --tree` reads the children).
+	Delegations        int `json:"delegations"`
+	DelegationsChecked int `json:"delegations_checked"`
 }
 
 // VerifyFile verifies the log stored at path. See [Verify].
@@ -38,7 +115,8 @@ func VerifyFile(path string) (*Report, error) {
 // line, a *session.CorruptError; a log of another version or with an
 // unknown type is refused with the session package's errors.
 func Verify(r io.Reader) (*Report, error) {
-	br := bufio.NewReaderSize(r, 1<<16)
+	sum := sha256.New()
+	br := bufio.NewReaderSize(io.TeeReader(r, sum), 1<<16)
 	rep := &Report{}
 	lineNo := 0
 	next := func() ([]byte, error) {
@@ -86,7 +164,12 @@ func Verify(r io.Reader) (*Report, error) {
 		events = append(events, event{rec: rec})
 	}
 	rep.Events = len(events)
-	rep.Violations = check(info.ID, events)
+	rep.SHA256 = hex.EncodeToString(sum.Sum(nil))
+	v := newVerifier(info.ID, len(events))
+	for _, e := range events {
+		v.event(e)
+	}
+	v.finish(rep)
 	return rep, nil
 }
 
@@ -161,74 +244,137 @@ func lineError(line int, err error) error {
 	return &session.CorruptError{Line: line, Err: err}
 }
 
-// check runs the append rules and request-digest over records. After a
-// violation the event is still applied, so later events are judged
-// against the log as it stands.
-func check(id string, events []event) []Violation {
-	var out []Violation
-	t := newTrace()
-	fold := session.NewFold()
-	var stepMsgs []session.Message // the fold before the open step's step/start
-	records := make([]*session.Record, 0, len(events))
-	for _, e := range events {
-		if v := e.refused; v != nil {
-			// The line is not a record: nothing to apply but its seq,
-			// so that the next line is judged on its own.
-			v.Session = id
-			if v.Rule != RuleSeqOrder && v.Seq != t.next {
-				out = append(out, Violation{Rule: RuleSeqOrder, Session: id, Seq: v.Seq, Index: -1,
-					Message: fmt.Sprintf("seq %d where %d was next", v.Seq, t.next)})
-			}
-			out = append(out, *v)
-			t.next = max(t.next, v.Seq) + 1
-			continue
+// verifier runs the append rules and request-digest over the events of
+// a log, in order, and counts what they prove. After a violation the
+// event is still applied, so later events are judged against the log as
+// it stands.
+type verifier struct {
+	id      string
+	out     []Violation
+	t       *trace
+	fold    *session.Fold
+	records []*session.Record
+	// stepMsgs is the fold before the open step's step/start.
+	stepMsgs []session.Message
+	// digested: the open step has its request/digest; unproven: its
+	// model output without one was reported.
+	digested, unproven bool
+	proven             Proven
+}
+
+func newVerifier(id string, n int) *verifier {
+	return &verifier{id: id, t: newTrace(), fold: session.NewFold(), records: make([]*session.Record, 0, n)}
+}
+
+func (v *verifier) report(x *Violation) {
+	x.Session = v.id
+	v.out = append(v.out, *x)
+}
+
+func (v *verifier) event(e event) {
+	t := v.t
+	if x := e.refused; x != nil {
+		// The line is not a record: nothing to apply but its seq,
+		// so that the next line is judged on its own.
+		if x.Rule != RuleSeqOrder && x.Seq != t.next {
+			v.report(violation(RuleSeqOrder, x.Seq, "seq %d where %d was next", x.Seq, t.next))
 		}
-		r := e.rec
-		i := len(records)
-		records = append(records, r)
-		if v := t.validate(r); v != nil {
-			v.Session = id
-			out = append(out, *v)
+		v.report(x)
+		t.next = max(t.next, x.Seq) + 1
+		return
+	}
+	r := e.rec
+	before := v.records
+	v.records = append(v.records, r)
+	if x := t.validate(r); x != nil {
+		v.report(x)
+	}
+	t.apply(r)
+	v.prove(before, r)
+	// A fold error is reported by surface-replace; the fold keeps its
+	// surface.
+	_ = v.fold.Add(r)
+}
+
+// prove runs request-digest on r, whose log before it is before, and
+// counts what r proves.
+func (v *verifier) prove(before []*session.Record, r *session.Record) {
+	switch r.Type() {
+	case session.TypeStepStart:
+		v.proven.Steps++
+		v.stepMsgs = v.fold.Messages()
+		v.digested, v.unproven = false, false
+	case session.TypeRequestDigest:
+		if v.digested {
+			v.report(violation(RuleRequestDigest, r.Seq(), "a second request/digest in turn %d step %d: a step sends one request", r.Turn(), r.Step()))
 		}
-		t.apply(r)
-		switch r.Type() {
-		case session.TypeStepStart:
-			stepMsgs = fold.Messages()
-		case session.TypeRequestDigest:
-			if v := requestDigest(records[:i], stepMsgs, r); v != nil {
-				v.Session = id
-				out = append(out, *v)
-			}
+		v.digested = true
+		derived, x := requestDigest(before, v.stepMsgs, r)
+		if derived {
+			v.proven.Requests++
 		}
-		if err := fold.Add(r); err != nil {
-			// Reported by surface-replace; the fold keeps its surface.
-			continue
+		if x != nil {
+			v.report(x)
+		} else {
+			v.proven.DigestsMatched++
+		}
+	case session.TypeAssistantChunk, session.TypeAssistantMessage:
+		// The loop logs a step's digest before it hands the request to
+		// the provider, so before any of the model's output: output
+		// without one is a reply to a request the log does not prove.
+		if !v.digested && !v.unproven && v.t.stepOpen {
+			v.unproven = true
+			v.report(violation(RuleRequestDigest, r.Seq(), "%s in turn %d step %d, which has no request/digest: nothing proves what the model was sent", r.Type(), r.Turn(), r.Step()))
+		}
+	case session.TypeApprovalDecision:
+		v.proven.Approvals++
+	case session.TypeToolResult:
+		if res, err := payload[session.ToolResult](&v.t.dec, r); err == nil && res.Child != nil {
+			v.proven.Delegations++
 		}
 	}
-	return out
+}
+
+// finish completes rep: the violations, what was proven, and the turn
+// the log ends inside, if any.
+func (v *verifier) finish(rep *Report) {
+	rep.Violations = v.out
+	rep.Proven = v.proven
+	t := v.t
+	if !t.turnOpen {
+		return
+	}
+	o := &OpenTurn{Turn: t.turn, LastSeq: t.next - 1}
+	if t.stepOpen {
+		o.Step = t.step
+	}
+	o.Suspended = session.Suspended(v.records) != nil
+	rep.Open = o
 }
 
 // requestDigest: the digest a step recorded equals the digest of the
 // request re-derived from the log: the latest header before it and the
-// fold of the log before the step's step/start.
-func requestDigest(before []*session.Record, msgs []session.Message, r *session.Record) *Violation {
+// fold of the log before the step's step/start. derived says the request
+// could be re-derived (its digest then matched unless a violation says
+// otherwise).
+func requestDigest(before []*session.Record, msgs []session.Message, r *session.Record) (derived bool, _ *Violation) {
 	d, err := session.DecodeData[session.Digest](r)
 	if err != nil {
-		return violation(RuleRequestDigest, r.Seq(), "request/digest data: %v", err)
+		return false, violation(RuleRequestDigest, r.Seq(), "request/digest data: %v", err)
 	}
 	h, ok := session.DeriveHeader(before)
 	if !ok {
-		return violation(RuleRequestDigest, r.Seq(), "no request/header before the request")
+		return false, violation(RuleRequestDigest, r.Seq(), "no request/header before the request")
 	}
 	if d.Messages != len(msgs) {
-		return &Violation{Rule: RuleRequestDigest, Seq: r.Seq(), Index: -1,
+		return true, &Violation{Rule: RuleRequestDigest, Seq: r.Seq(), Index: -1,
 			Message:  "the request sent had another number of messages than the log re-derives",
 			Expected: fmt.Sprint(len(msgs)), Actual: fmt.Sprint(d.Messages)}
 	}
 	if got := session.RequestDigest(h, msgs); got != d.SHA256 {
-		return &Violation{Rule: RuleRequestDigest, Seq: r.Seq(), Index: -1,
+		return true, &Violation{Rule: RuleRequestDigest, Seq: r.Seq(), Index: -1,
 			Message:  "the request sent differs from the request re-derived from the log",
 			Expected: got, Actual: d.SHA256}
 	}
-	return nil
+	return true, nil
 }

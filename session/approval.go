@@ -66,6 +66,21 @@ type ApprovalDecision struct {
 	Cites  int64  `json:"cites,omitempty"`
 }
 
+// DenialMessage is the message of the APPROVAL_DENIED tool result that
+// answers a call d denied: who denied it and the decision's reason, which
+// the model is shown. The loop writes it and verify checks it, so a
+// denial's reason in the log is the one the model saw.
+func DenialMessage(d ApprovalDecision) string {
+	msg := "a person denied this call"
+	if d.By != "" {
+		msg = d.By + " denied this call"
+	}
+	if d.Reason != "" {
+		msg += ": " + d.Reason
+	}
+	return msg
+}
+
 // ApprovalPolicy is the data of approval/policy: the rules, in order
 // (the first that matches a call decides it), and the action for a call
 // no rule matches.

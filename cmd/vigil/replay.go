@@ -47,7 +47,8 @@ the recorded model responses, tool results, summaries and decisions while
 the requests still equal the recorded ones, and reports per session the
 first request that differs: which header field (header.system,
 header.tools, …) or message (messages[N]), with a diff of the recorded
-value (-) and the one built now (+). An argument may be a store directory:
+value (-) and the one built now (+), or the first recorded request the
+composition never sent, with why (a turn it refused, a lower step limit). An argument may be a store directory:
 every log in it is replayed, with progress on stderr and a summary table
 (--json: an array of {session, steps, identical, divergence, fork}).
 --live sends the requests from the divergence on to the composition's own

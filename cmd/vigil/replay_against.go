@@ -205,7 +205,11 @@ func printAgainst(e *env, reports []againstReport) {
 	_ = tw.Flush()
 	for _, r := range reports {
 		if d := r.Divergence; d != nil {
-			fmt.Fprintf(e.stdout, "\n%s: %s differs (- recorded, + built now):\n%s", orDash(r.Session, r.Log), divergenceAt(d), d.Diff())
+			what := divergenceAt(d)
+			if d.NotSent == "" {
+				what += " differs"
+			}
+			fmt.Fprintf(e.stdout, "\n%s: %s (- recorded, + built now):\n%s", orDash(r.Session, r.Log), what, d.Diff())
 			if r.Fork != "" {
 				fmt.Fprintf(e.stdout, "live: written as fork %s\n", r.Fork)
 			}
@@ -217,6 +221,9 @@ func printAgainst(e *env, reports []againstReport) {
 func divergenceAt(d *replay.Divergence) string {
 	if d.OneShot != "" {
 		return fmt.Sprintf("turn %d (%s one-shot) %s", d.Turn, d.OneShot, d.Field)
+	}
+	if d.NotSent != "" {
+		return fmt.Sprintf("turn %d step %d request not sent: %s", d.Turn, d.Step, d.NotSent)
 	}
 	return fmt.Sprintf("turn %d step %d %s", d.Turn, d.Step, d.Field)
 }

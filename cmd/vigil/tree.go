@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -50,59 +53,191 @@ parent, with that call and the seq of its tool/call in the parent.`,
 // treeRule is the rule id `verify --tree` reports a delegation under.
 const treeRule = "delegation"
 
-// verifyTree verifies every session of the tree of id: each log by the
-// invariants' rules, and each delegation's tool/result against the child
-// it names. The reports are labelled with the sessions' ids.
-func verifyTree(ctx context.Context, e *env, cfg string, h **host, id string) ([]string, []*invariants.Report, error) {
+// treeLog is one log of the trees `verify --tree` checks: its label (the
+// session id, or the file it was read from), its bytes, and the log they
+// decode to.
+type treeLog struct {
+	label string
+	data  []byte
+	log   *session.Log
+}
+
+// forest is the logs `verify --tree` checks, by session id, and the
+// roots of their trees, in the order the arguments named them.
+type forest struct {
+	logs  map[string]*treeLog
+	infos []session.Info
+	roots []string
+	// items are the logs verified alone: those no tree holds (a file
+	// that does not decode), or that could not be read.
+	items []verifyItem
+}
+
+func (f *forest) add(id string, l *treeLog) {
+	f.logs[id] = l
+	f.infos = append(f.infos, l.log.Info)
+}
+
+// verifyTrees verifies every session of the trees args name, each log by
+// the invariants' rules and each delegation's child against its call and
+// result. An argument is a session id (its tree in the store of the
+// composition) or a log file or directory of them (the files given form
+// one set, and every tree among them is checked).
+func verifyTrees(ctx context.Context, e *env, cfg string, h **host, args []string) ([]verifyItem, error) {
+	f := &forest{logs: map[string]*treeLog{}}
+	var files []string
+	for _, arg := range args {
+		if _, err := os.Stat(arg); err == nil {
+			files = append(files, arg)
+			continue
+		}
+		if !session.ValidID(arg) {
+			f.items = append(f.items, verifyItem{label: arg, err: notFoundf("no such file or session id")})
+			continue
+		}
+		if err := f.loadStored(ctx, e, cfg, h, arg); err != nil {
+			var ce *configError
+			if errors.As(err, &ce) {
+				return nil, err
+			}
+			f.items = append(f.items, verifyItem{label: arg, err: err})
+		}
+	}
+	if err := f.loadFiles(files); err != nil {
+		return nil, err
+	}
+	return append(f.items, f.verify()...), nil
+}
+
+// loadStored adds the tree of session id in the store.
+func (f *forest) loadStored(ctx context.Context, e *env, cfg string, h **host, id string) error {
 	if *h == nil {
 		var err error
 		if *h, err = openStoreHost(e, cfg); err != nil {
-			return nil, nil, err
+			return err
 		}
 	}
 	mgr, err := service(*h, live.Sessions)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	tree, err := session.LoadTree(ctx, mgr.Store(), id)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	var (
-		ids     []string
-		reports []*invariants.Report
-		walkErr error
-	)
+	var walkErr error
 	tree.Walk(func(n *session.Tree, _ int) {
-		if walkErr != nil {
+		if walkErr != nil || f.logs[n.Info.ID] != nil {
 			return
 		}
-		rep, err := verifyOne(ctx, e, cfg, h, n.Info.ID)
+		log, err := mgr.Store().Load(ctx, n.Info.ID)
 		if err != nil {
 			walkErr = fmt.Errorf("%s: %w", n.Info.ID, err)
 			return
 		}
-		parent, err := mgr.Store().Load(ctx, n.Info.ID)
+		f.add(n.Info.ID, &treeLog{label: n.Info.ID, data: encodeLog(log.Info, log.Records), log: log})
+	})
+	if walkErr != nil {
+		return walkErr
+	}
+	f.roots = append(f.roots, id)
+	return nil
+}
+
+// loadFiles adds the logs of files (and of the directories among them),
+// and makes a root of each log whose parent is not among them.
+func (f *forest) loadFiles(files []string) error {
+	paths, err := expandLogs(files)
+	if err != nil {
+		return err
+	}
+	var ids []string
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
 		if err != nil {
-			walkErr = fmt.Errorf("%s: %w", n.Info.ID, err)
-			return
+			f.items = append(f.items, verifyItem{label: p, err: err})
+			continue
 		}
-		children := map[string]*session.Log{}
-		for _, c := range n.Children {
-			log, err := mgr.Store().Load(ctx, c.Info.ID)
-			if err != nil {
-				walkErr = fmt.Errorf("%s: %w", c.Info.ID, err)
+		log, err := session.Decode(bytes.NewReader(data))
+		if err != nil {
+			// Verified alone: verify names what is wrong with it.
+			rep, err := invariants.Verify(bytes.NewReader(data))
+			f.items = append(f.items, verifyItem{label: p, rep: rep, err: err})
+			continue
+		}
+		if other := f.logs[log.Info.ID]; other != nil {
+			f.items = append(f.items, verifyItem{label: p, err: fmt.Errorf("session %s is also %s: a tree holds each session once", log.Info.ID, other.label)})
+			continue
+		}
+		f.add(log.Info.ID, &treeLog{label: p, data: data, log: log})
+		ids = append(ids, log.Info.ID)
+	}
+	for _, id := range ids {
+		if p := f.logs[id].log.Info.Parent; p == nil || p.Call == "" || f.logs[p.ID] == nil {
+			f.roots = append(f.roots, id)
+		}
+	}
+	// Sessions that are each other's ancestors have no root: each is
+	// one, so that every log given is verified.
+	seen := f.seen()
+	for _, id := range ids {
+		if !seen[id] {
+			f.roots = append(f.roots, id)
+			tree, _ := session.BuildTree(f.infos, id)
+			tree.Walk(func(n *session.Tree, _ int) { seen[n.Info.ID] = true })
+		}
+	}
+	return nil
+}
+
+// seen returns the sessions the trees of the roots hold.
+func (f *forest) seen() map[string]bool {
+	seen := map[string]bool{}
+	for _, r := range f.roots {
+		if tree, err := session.BuildTree(f.infos, r); err == nil {
+			tree.Walk(func(n *session.Tree, _ int) { seen[n.Info.ID] = true })
+		}
+	}
+	return seen
+}
+
+// verify verifies every log of every tree, parents before their
+// children, each once, and checks each parent's delegations against its
+// children's logs.
+func (f *forest) verify() []verifyItem {
+	var out []verifyItem
+	done := map[string]bool{}
+	for _, root := range f.roots {
+		tree, err := session.BuildTree(f.infos, root)
+		if err != nil {
+			out = append(out, verifyItem{label: root, err: err})
+			continue
+		}
+		tree.Walk(func(n *session.Tree, _ int) {
+			id := n.Info.ID
+			if done[id] {
 				return
 			}
-			children[c.Info.ID] = log
-		}
-		for _, de := range session.CheckDelegations(parent, children) {
-			rep.Violations = append(rep.Violations, invariants.Violation{Rule: treeRule, Session: de.Session, Seq: de.Seq, Index: -1, Message: fmt.Sprintf("child %s: %s", de.Child, de.Msg)})
-		}
-		ids = append(ids, n.Info.ID)
-		reports = append(reports, rep)
-	})
-	return ids, reports, walkErr
+			done[id] = true
+			l := f.logs[id]
+			rep, err := invariants.Verify(bytes.NewReader(l.data))
+			if err != nil {
+				out = append(out, verifyItem{label: l.label, err: err})
+				return
+			}
+			children := map[string]*session.Log{}
+			for _, c := range n.Children {
+				children[c.Info.ID] = f.logs[c.Info.ID].log
+			}
+			errs, checked := session.CheckDelegations(l.log, children)
+			for _, de := range errs {
+				rep.Violations = append(rep.Violations, invariants.Violation{Rule: treeRule, Session: de.Session, Seq: de.Seq, Index: -1, Message: fmt.Sprintf("child %s: %s", de.Child, de.Msg)})
+			}
+			rep.Proven.DelegationsChecked = checked
+			out = append(out, verifyItem{label: l.label, rep: rep})
+		})
+	}
+	return out
 }
 
 // cmdReplayTree replays every session of the tree of id, parents first,

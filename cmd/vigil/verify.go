@@ -22,20 +22,39 @@ func newVerifyCmd(e *env) *cobra.Command {
 		Short: "Check stored session logs offline",
 		Long: `Run the invariants' rules over stored logs: each argument is a log file, or
 the id of a session in the store of the composition -c names. Each violation
-prints on stdout as FILE|ID: RULE seq=N: message; a valid log prints
-"FILE|ID: ok (N events)" on stderr; an unreadable one its error on stderr.
---json prints an array of {log, session, events, violations, error}.
+prints on stdout as FILE|ID: RULE seq=N: message; a log that ends inside a
+turn prints FILE|ID: turn N is open: the log ends at seq S (…); then one
+line per log says what it proves:
 
---tree ID… verifies the session and every sub-agent session under it (see
-vigil sessions tree), each labelled with its id, and checks each delegation:
-the parent's tool/result answers the call the child's header names, and its
-content is the child's final assistant message (rule delegation).
+  FILE|ID: VERDICT: N events, N steps, N requests re-derived, N digests
+  matched, N approvals, N delegations (N checked against the child's log);
+  sha256 HEX; vigil VERSION
 
-Exit 0 when every log is valid, 1 when one has a violation or cannot be read,
-else 4 when an argument is neither a file nor a stored session.`,
+The verdict is valid (every rule holds and every turn is closed), open (every
+rule holds, but the log ends inside a turn: a turn waiting for approval
+decisions, a crash nothing repaired yet, a session still being written, or a
+log cut short; what it holds is proven, not that it is the whole session) or
+invalid. A valid log also prints "FILE|ID: ok (N events)" on stderr; an
+unreadable one its error on stderr. --json prints an array of {log, session,
+verdict, sha256, verifier, events, proven, open, violations, error}: the
+report to hand on.
+
+--tree verifies each session with every sub-agent session under it (see
+vigil sessions tree) and checks each delegation (rule delegation): the
+parent's tool/result answers the call the child's header names and its
+content is the child's final assistant message; each child names a tool/call
+of the parent that no other child names; its first user message is the task
+that call passed. Its arguments are session ids (the tree in the store) or
+exported log files and directories of them (every tree among them, each log
+labelled with its file).
+
+Exit 0 when every log is valid; 1 when one has a violation or cannot be
+read; else 4 when an argument is neither a file nor a stored session; else 3
+when a log ends inside a turn.`,
 		Example: `  vigil verify .vigil/sessions/*.jsonl
   vigil verify 01JD8XKQ4G0W6Q1Y3T5V7X9Z0A --json
-  vigil verify --tree 01JD8XKQ4G0W6Q1Y3T5V7X9Z0A`,
+  vigil verify --tree 01JD8XKQ4G0W6Q1Y3T5V7X9Z0A
+  vigil verify --tree exported/`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return fmt.Errorf("verify needs a log file or session id")
@@ -53,13 +72,35 @@ else 4 when an argument is neither a file nor a stored session.`,
 	return cmd
 }
 
-// verifyReport is one element of `verify --json`.
+// verifyReport is one element of `verify --json`: what verifying one log
+// proved, for an auditor to hand on.
 type verifyReport struct {
-	Log        string                 `json:"log"`
-	Session    string                 `json:"session,omitempty"`
+	Log     string `json:"log"`
+	Session string `json:"session,omitempty"`
+	// Verdict is valid, open or invalid (invariants.Report.Verdict), or
+	// unreadable with Error.
+	Verdict string `json:"verdict"`
+	// SHA256 is the hash of the bytes verified: the file, or the log of
+	// a stored session as exported.
+	SHA256 string `json:"sha256,omitempty"`
+	// Verifier is the version of the vigil that verified it.
+	Verifier   string                 `json:"verifier"`
 	Events     int                    `json:"events"`
+	Proven     *invariants.Proven     `json:"proven,omitempty"`
+	Open       *invariants.OpenTurn   `json:"open,omitempty"`
 	Violations []invariants.Violation `json:"violations"`
 	Error      string                 `json:"error,omitempty"`
+}
+
+// verdictUnreadable is the verdict of a log that could not be read.
+const verdictUnreadable = "unreadable"
+
+// verifyItem is one log verified: its label (the argument, or for
+// --tree the session id or file), its report or why there is none.
+type verifyItem struct {
+	label string
+	rep   *invariants.Report
+	err   error
 }
 
 // cmdVerify runs the append rules and request-digest over stored logs,
@@ -71,60 +112,57 @@ func cmdVerify(ctx context.Context, e *env, cfg string, asJSON, tree bool, args 
 			_ = h.close()
 		}
 	}()
-	failed, missing := false, false
-	reports := make([]verifyReport, 0, len(args))
-	type item struct {
-		arg string
-		rep *invariants.Report
-		err error
-	}
-	var items []item
-	for _, arg := range args {
-		if !tree {
+	var items []verifyItem
+	if tree {
+		var err error
+		if items, err = verifyTrees(ctx, e, cfg, &h, args); err != nil {
+			return err
+		}
+	} else {
+		for _, arg := range args {
 			rep, err := verifyOne(ctx, e, cfg, &h, arg)
-			items = append(items, item{arg, rep, err})
-			continue
-		}
-		if !session.ValidID(arg) {
-			items = append(items, item{arg: arg, err: notFoundf("--tree takes session ids")})
-			continue
-		}
-		ids, reps, err := verifyTree(ctx, e, cfg, &h, arg)
-		for i := range ids {
-			items = append(items, item{ids[i], reps[i], nil})
-		}
-		if err != nil {
-			items = append(items, item{arg: arg, err: err})
+			items = append(items, verifyItem{arg, rep, err})
 		}
 	}
+	failed, missing, open := false, false, false
+	reports := make([]verifyReport, 0, len(items))
+	verifier := "vigil " + versionString()
 	for _, it := range items {
-		arg, rep, err := it.arg, it.rep, it.err
-		if err != nil {
+		if it.err != nil {
 			var ce *configError
-			if errors.As(err, &ce) {
-				return err
+			if errors.As(it.err, &ce) {
+				return it.err
 			}
-			if exitCode(ranError{err}) == exitNotFound {
+			if exitCode(ranError{it.err}) == exitNotFound {
 				missing = true
 			} else {
 				failed = true
 			}
-			fmt.Fprintf(e.stderr, "%s: %v\n", arg, err)
-			reports = append(reports, verifyReport{Log: arg, Violations: []invariants.Violation{}, Error: err.Error()})
+			fmt.Fprintf(e.stderr, "%s: %v\n", it.label, it.err)
+			reports = append(reports, verifyReport{Log: it.label, Verdict: verdictUnreadable, Verifier: verifier, Violations: []invariants.Violation{}, Error: it.err.Error()})
 			continue
 		}
-		if len(rep.Violations) > 0 {
-			failed = true
-		}
+		rep := it.rep
+		verdict := rep.Verdict()
+		failed = failed || verdict == invariants.VerdictInvalid
+		open = open || verdict == invariants.VerdictOpen
 		if asJSON {
-			reports = append(reports, verifyReport{Log: arg, Session: rep.Session, Events: rep.Events, Violations: nonNil(rep.Violations)})
+			proven := rep.Proven
+			reports = append(reports, verifyReport{Log: it.label, Session: rep.Session, Verdict: verdict, SHA256: rep.SHA256, Verifier: verifier,
+				Events: rep.Events, Proven: &proven, Open: rep.Open, Violations: nonNil(rep.Violations)})
 			continue
 		}
 		for _, v := range rep.Violations {
-			fmt.Fprintf(e.stdout, "%s: %s\n", arg, v.String())
+			fmt.Fprintf(e.stdout, "%s: %s\n", it.label, v.String())
 		}
-		if len(rep.Violations) == 0 {
-			fmt.Fprintf(e.stderr, "%s: ok (%d events)\n", arg, rep.Events)
+		if rep.Open != nil {
+			fmt.Fprintf(e.stdout, "%s: %s\n", it.label, rep.Open)
+		}
+		p := rep.Proven
+		fmt.Fprintf(e.stdout, "%s: %s: %d events, %d steps, %d requests re-derived, %d digests matched, %d approvals, %d delegations (%d checked against the child's log); sha256 %s; %s\n",
+			it.label, verdict, rep.Events, p.Steps, p.Requests, p.DigestsMatched, p.Approvals, p.Delegations, p.DelegationsChecked, rep.SHA256, verifier)
+		if verdict == invariants.VerdictValid {
+			fmt.Fprintf(e.stderr, "%s: ok (%d events)\n", it.label, rep.Events)
 		}
 	}
 	if asJSON {
@@ -137,6 +175,10 @@ func cmdVerify(ctx context.Context, e *env, cfg string, asJSON, tree bool, args 
 		return silentError{exitFailed}
 	case missing:
 		return silentError{exitNotFound}
+	case open:
+		// Nothing is wrong with what the log holds, but it is not a
+		// complete session: exit 3, as for a turn that waits.
+		return silentError{exitSuspended}
 	}
 	return nil
 }

@@ -39,12 +39,18 @@ type Divergence struct {
 	// rendered for reading (JSON, one item a line).
 	Expected string `json:"expected"`
 	Actual   string `json:"actual"`
+	// NotSent says why the rerun sent no request for a recorded step (its
+	// turn ended before it, or was refused): Field is then "request".
+	NotSent string `json:"not_sent,omitempty"`
 }
 
 func (d *Divergence) Error() string {
 	what := fmt.Sprintf("turn %d step %d", d.Turn, d.Step)
 	if d.OneShot != "" {
 		what = fmt.Sprintf("the %s one-shot before turn %d", d.OneShot, d.Turn)
+	}
+	if d.NotSent != "" {
+		return fmt.Sprintf("replay: %s: no request was sent: %s", what, d.NotSent)
 	}
 	return fmt.Sprintf("replay: %s: %s differs", what, d.Field)
 }
@@ -123,6 +129,10 @@ type AgainstResult struct {
 // the requests it serves itself, so no request/digest is logged for
 // them.
 func Against(ctx context.Context, c *bus.Context, mgr *live.Manager, agent *agentloop.Agent, recorded []*session.Record, opts AgainstOptions) (*AgainstResult, error) {
+	recorded, orig, err := readable(recorded)
+	if err != nil {
+		return nil, err
+	}
 	rec, err := FromRecords(recorded)
 	if err != nil {
 		return nil, err
@@ -133,8 +143,8 @@ func Against(ctx context.Context, c *bus.Context, mgr *live.Manager, agent *agen
 			return nil, err
 		}
 	}
-	x := &against{rec: rec, recs: recorded, live: opts.Live, box: recordedResults(recorded), ap: recordedApprovals(recorded),
-		byStep: map[[2]int]int{}, shotsBefore: map[int][]int{}, usedShots: map[int]int{}, out: &AgainstResult{Session: sess, DivergedTurn: -1}}
+	x := &against{rec: rec, recs: recorded, orig: orig, live: opts.Live, box: recordedResults(recorded), ap: recordedApprovals(recorded),
+		byStep: map[[2]int]int{}, shotsBefore: map[int][]int{}, usedShots: map[int]int{}, sent: map[[2]int]bool{}, out: &AgainstResult{Session: sess, DivergedTurn: -1}}
 	for i, r := range recorded {
 		switch r.Type() {
 		case session.TypeStepStart:
@@ -201,7 +211,7 @@ func Against(ctx context.Context, c *bus.Context, mgr *live.Manager, agent *agen
 		return nil
 	})()
 
-	for i := opts.From; i < len(recorded); i++ {
+	for i := indexIn(orig, opts.From); i < len(recorded); i++ {
 		r := recorded[i]
 		if r.Type() != session.TypeTurnStart {
 			continue
@@ -251,6 +261,11 @@ func Against(ctx context.Context, c *bus.Context, mgr *live.Manager, agent *agen
 		if err != nil && !errors.Is(err, ErrDiverged) && !x.aborting() {
 			x.out.Errors = append(x.out.Errors, err)
 		}
+		// A recorded request the rerun never sent is a divergence too:
+		// a composition that refuses every turn compares nothing.
+		if d := x.unsent(sess, r.Turn(), err); d != nil {
+			x.diverge(d)
+		}
 		if errors.Is(err, agentloop.ErrSuspended) {
 			break // left waiting for a decision the recording does not have
 		}
@@ -262,8 +277,11 @@ func Against(ctx context.Context, c *bus.Context, mgr *live.Manager, agent *agen
 }
 
 type against struct {
-	rec    *Recording
+	rec *Recording
+	// recs is the recording without its ignorable records (readable);
+	// orig maps its indexes to the recorded seqs.
 	recs   []*session.Record
+	orig   []int64
 	live   bool
 	box    results
 	ap     *approvals
@@ -278,6 +296,8 @@ type against struct {
 
 	mu  sync.Mutex
 	out *AgainstResult
+	// sent are the steps whose request the rerun sent, by turn and step.
+	sent map[[2]int]bool
 	// abort cancels the turn being re-run where the recorded one was
 	// cancelled: after the call abortAfter, or its failed stream.
 	abort      func()
@@ -314,7 +334,7 @@ func (x *against) diverge(d *Divergence) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.out.Divergence == nil {
-		x.out.Divergence, x.out.DivergedTurn = d, x.turn
+		x.out.Divergence, x.out.DivergedTurn = d, int(seqIn(x.orig, int64(x.turn)))
 	}
 }
 
@@ -322,6 +342,7 @@ func (x *against) stream(ctx context.Context, req *agentloop.Request, next bus.N
 	if req.LoopBuilt() {
 		x.mu.Lock()
 		x.out.Steps++
+		x.sent[[2]int{req.Turn, req.Step}] = true
 		x.mu.Unlock()
 	}
 	if !x.diverged() {
@@ -349,6 +370,44 @@ func (x *against) stream(ctx context.Context, req *agentloop.Request, next bus.N
 		return next(ctx, req)
 	}
 	return nil, x.out.Divergence
+}
+
+// unsent returns the divergence of the first recorded step of turn that
+// sent a request (it has a request/digest) for which the rerun on sess
+// sent none, with why: the error the turn ended with, else its turn/end.
+// Nil when the rerun sent them all, or diverged already.
+func (x *against) unsent(sess *live.Session, turn int, err error) *Divergence {
+	if x.diverged() {
+		return nil
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, st := range x.steps {
+		if st.Turn != turn || st.Digest == "" || x.sent[[2]int{turn, st.Step}] {
+			continue
+		}
+		why := "the turn ended before it"
+		switch {
+		case err != nil:
+			why = err.Error()
+		default:
+			for r := range sess.Backward() {
+				if r.Type() != session.TypeTurnEnd {
+					continue
+				}
+				if e, derr := session.DecodeData[session.TurnEnd](r); derr == nil && r.Turn() == turn {
+					why = "the turn ended " + e.Reason
+					if e.Error != "" {
+						why += ": " + e.Error
+					}
+				}
+				break
+			}
+		}
+		return &Divergence{Turn: turn, Step: st.Step, Field: "request", NotSent: why,
+			Expected: fmt.Sprintf("the recorded request (sha256 %s)", st.Digest), Actual: "(no request: " + why + ")"}
+	}
+	return nil
 }
 
 // step compares a step's request with the recorded one.

@@ -158,3 +158,46 @@ func TestAgainstTheSameCompositionFollowsAnAbortedTurn(t *testing.T) {
 	assert.Equal(t, 2, got.Steps)
 	assert.Empty(t, got.Errors)
 }
+
+// TestAgainstACompositionThatSendsNoRequestDiverges: a candidate that
+// refuses every turn before its first request (a limit on agent/step, as
+// a budget with no price for its model does) compares nothing, and that
+// is a divergence at the first recorded step, with the refusal; one whose
+// step limit ends the turn early diverges at the first step it did not
+// send.
+func TestAgainstACompositionThatSendsNoRequestDiverges(t *testing.T) {
+	ctx := context.Background()
+	dir := folder(t)
+	w := newWorld(t, memory.New(), dir)
+	prov, err := scripted.New(scripted.Config{})
+	require.NoError(t, err)
+	orig := w.run(t, prov)
+
+	again := newWorld(t, memory.New(), dir)
+	agentloop.StepBegin.On(again.c, func(context.Context, *agentloop.StepCheck) error {
+		return &agentloop.BudgetError{Limit: "price", Message: `budget: model "m1" has no price`}
+	})
+	p, err := scripted.New(scripted.Config{})
+	require.NoError(t, err)
+	a := agentloop.New(again.c, agentloop.Config{System: "be helpful", Model: "m1"}, agentloop.WithProvider(p), agentloop.WithTools(again.tools...))
+	defer a.Close()
+	res, err := replay.Against(ctx, again.c, again.mgr, a, orig.Records(), replay.AgainstOptions{})
+	require.NoError(t, err)
+	assert.Zero(t, res.Steps)
+	require.NotNil(t, res.Divergence, "a rerun that sent nothing is no pass")
+	assert.Equal(t, replay.Divergence{Turn: 1, Step: 1, Field: "request", NotSent: `budget: model "m1" has no price`,
+		Expected: "the recorded request (sha256 " + digests(t, orig.Records())[0] + ")", Actual: `(no request: budget: model "m1" has no price)`}, *res.Divergence)
+	assert.Equal(t, `replay: turn 1 step 1: no request was sent: budget: model "m1" has no price`, res.Divergence.Error())
+
+	short := newWorld(t, memory.New(), dir)
+	p, err = scripted.New(scripted.Config{})
+	require.NoError(t, err)
+	b := agentloop.New(short.c, agentloop.Config{System: "be helpful", Model: "m1", MaxSteps: 1}, agentloop.WithProvider(p), agentloop.WithTools(short.tools...))
+	defer b.Close()
+	res, err = replay.Against(ctx, short.c, short.mgr, b, orig.Records(), replay.AgainstOptions{})
+	require.NoError(t, err)
+	require.NotNil(t, res.Divergence)
+	assert.Equal(t, 1, res.Identical)
+	assert.Equal(t, 2, res.Divergence.Step)
+	assert.Equal(t, "the turn ended max-steps", res.Divergence.NotSent)
+}

@@ -269,6 +269,10 @@ var errCrashed = errors.New("replay: the recorded process stopped here")
 // (closed by crash repair) is run up to where the recording stops, then
 // closed the way repair closes it.
 //
+// Ignorable plugin records are skipped wherever they stand, as a reader
+// without their plugin skips them (they never change a request): the
+// rerun follows the rest, and errors name the recorded seqs.
+//
 // The new log must follow the recording event for event: where it does
 // not, the rerun stops with a [*DivergedError] in Errors. Steps compares
 // the request digests. Mount the invariants plugin on c to have every
@@ -281,6 +285,10 @@ var errCrashed = errors.New("replay: the recorded process stopped here")
 // recording left waiting is left waiting (its error matches
 // agentloop.ErrSuspended).
 func Run(ctx context.Context, c *bus.Context, mgr *live.Manager, recorded []*session.Record) (*Rerun, error) {
+	recorded, orig, err := readable(recorded)
+	if err != nil {
+		return nil, err
+	}
 	rec, err := FromRecords(recorded)
 	if err != nil {
 		return nil, err
@@ -290,6 +298,7 @@ func Run(ctx context.Context, c *bus.Context, mgr *live.Manager, recorded []*ses
 		return nil, err
 	}
 	x := newRerun(c, rec, recorded, sess)
+	x.orig = orig
 	defer x.closeAgent()
 	// Prepended: the recording's answer comes before any policy mounted on c.
 	defer agentloop.ToolApprove.On(c, func(_ context.Context, q *agentloop.ApprovalQuery) (agentloop.Verdict, error) {
@@ -347,9 +356,12 @@ func Run(ctx context.Context, c *bus.Context, mgr *live.Manager, recorded []*ses
 
 // rerun is the state of one [Run].
 type rerun struct {
-	c    *bus.Context
-	rec  *Recording
+	c   *bus.Context
+	rec *Recording
+	// recs is the recording without its ignorable records (readable);
+	// orig maps its indexes to the recorded seqs.
 	recs []*session.Record
+	orig []int64
 	sess *live.Session
 	ap   *approvals
 	box  results
@@ -386,6 +398,9 @@ func newRerun(c *bus.Context, rec *Recording, recs []*session.Record, sess *live
 	x.prov = &stepProvider{x: x, p: New(rec)}
 	return x
 }
+
+// seqOf is the seq in the recorded log of r, a record of x.recs.
+func (x *rerun) seqOf(r *session.Record) int64 { return seqIn(x.orig, r.Seq()) }
 
 func (x *rerun) closeAgent() {
 	if x.agent != nil {
@@ -442,19 +457,19 @@ func (x *rerun) copy(ctx context.Context, i int) error {
 	ev := session.Event{Type: r.Type(), Ignorable: r.Ignorable(), Data: json.RawMessage(r.Data())}
 	var err error
 	if ev.Sources, err = x.translate(r.Sources()); err != nil {
-		return fmt.Errorf("replay: seq %d: %w", r.Seq(), err)
+		return fmt.Errorf("replay: seq %d: %w", x.seqOf(r), err)
 	}
 	if sf := r.Surface(); sf.Op == session.OpReplace {
 		ends, err := x.translate([]int64{sf.Start, sf.End})
 		if err != nil {
-			return fmt.Errorf("replay: seq %d: %w", r.Seq(), err)
+			return fmt.Errorf("replay: seq %d: %w", x.seqOf(r), err)
 		}
 		sf.Start, sf.End = ends[0], ends[1]
 		ev.Surface = &sf
 	}
 	got, err := x.sess.Append(ctx, ev)
 	if err != nil {
-		return fmt.Errorf("replay: copy seq %d (%s): %w", r.Seq(), r.Type(), err)
+		return fmt.Errorf("replay: copy seq %d (%s): %w", x.seqOf(r), r.Type(), err)
 	}
 	x.seqs[i] = got.Seq()
 	return nil
@@ -481,11 +496,11 @@ func (x *rerun) decide(ctx context.Context, i int) (int, error) {
 	r := x.recs[i]
 	d, err := session.DecodeData[session.ApprovalDecision](r)
 	if err != nil {
-		return 0, fmt.Errorf("replay: seq %d: %w", r.Seq(), err)
+		return 0, fmt.Errorf("replay: seq %d: %w", x.seqOf(r), err)
 	}
 	base := x.sess.Len()
 	if _, err := agentloop.Decide(ctx, x.sess, d.ID, agentloop.Decision{Allow: d.Allow, By: d.By, Reason: d.Reason, Scope: d.Scope}); err != nil {
-		return 0, fmt.Errorf("%w (the decision could not be made again: %v)", &DivergedError{Seq: r.Seq(), Turn: r.Turn(), Step: r.Step(), Recorded: r.Type()}, err)
+		return 0, fmt.Errorf("%w (the decision could not be made again: %v)", &DivergedError{Seq: x.seqOf(r), Turn: r.Turn(), Step: r.Step(), Recorded: r.Type()}, err)
 	}
 	end := i + x.sess.Len() - base
 	if end > len(x.recs) {
@@ -617,7 +632,7 @@ func (x *rerun) align(from, to, base int) error {
 		de := &DivergedError{Seq: -1}
 		if k < to-from {
 			r := x.recs[from+k]
-			de.Seq, de.Turn, de.Step, de.Recorded = r.Seq(), r.Turn(), r.Step(), r.Type()
+			de.Seq, de.Turn, de.Step, de.Recorded = x.seqOf(r), r.Turn(), r.Step(), r.Type()
 		}
 		if k < len(got) {
 			de.Replayed = got[k].Type()
@@ -707,7 +722,7 @@ func (x *rerun) agentFor(i, stop int) error {
 			if !sawHeader {
 				h, err := session.DecodeData[session.RequestHeader](r)
 				if err != nil {
-					return fmt.Errorf("replay: seq %d: %w", r.Seq(), err)
+					return fmt.Errorf("replay: seq %d: %w", x.seqOf(r), err)
 				}
 				fresh = fresh || h.Reason != session.HeaderChange
 				sawHeader = true

@@ -460,6 +460,115 @@ func TestRunReplaysEveryValidSession(t *testing.T) {
 	})
 }
 
+// withIgnorable returns recs with ignorable plugin records inserted at
+// random places (inside steps, between turns, first, last), each with a
+// random turn and step and citing a random earlier record, and every
+// seq a record names renumbered.
+func withIgnorable(t *rapid.T, recs []*session.Record) []*session.Record {
+	type slot struct {
+		r   *session.Record // nil: an inserted record
+		ev  session.Event
+		cut int64 // the seq an inserted record cites, -1 for none
+	}
+	var slots []slot
+	for _, r := range recs {
+		slots = append(slots, slot{r: r})
+	}
+	for n := rapid.IntRange(1, 6).Draw(t, "ignorable records"); n > 0; n-- {
+		at := rapid.IntRange(0, len(slots)).Draw(t, "at")
+		ev := session.Event{Type: "memo/note", Ignorable: true, Data: map[string]any{"n": n}}
+		if at > 0 && rapid.Bool().Draw(t, "in scope") {
+			if prev := slots[at-1]; prev.r != nil {
+				ev.Turn, ev.Step = prev.r.Turn(), prev.r.Step()
+			}
+		}
+		cite := int64(-1)
+		if at > 0 && rapid.Bool().Draw(t, "cites") {
+			cite = int64(rapid.IntRange(0, at-1).Draw(t, "cited"))
+		}
+		slots = append(slots[:at], append([]slot{{ev: ev, cut: cite}}, slots[at:]...)...)
+	}
+	// The new seq of each recorded seq, and of each slot.
+	remap := map[int64]int64{}
+	for i, sl := range slots {
+		if sl.r != nil {
+			remap[sl.r.Seq()] = int64(i)
+		}
+	}
+	out := make([]*session.Record, len(slots))
+	for i, sl := range slots {
+		ev := sl.ev
+		if r := sl.r; r != nil {
+			ev = session.Event{Type: r.Type(), Turn: r.Turn(), Step: r.Step(), Ignorable: r.Ignorable(), Data: json.RawMessage(r.Data())}
+			for _, src := range r.Sources() {
+				ev.Sources = append(ev.Sources, remap[src])
+			}
+			if sf := r.Surface(); sf.Op == session.OpReplace {
+				sf.Start, sf.End = remap[sf.Start], remap[sf.End]
+				ev.Surface = &sf
+			}
+			if d, err := session.DecodeData[session.ApprovalDecision](r); err == nil && r.Type() == session.TypeApprovalDecision && d.Cites != 0 {
+				d.Cites = remap[d.Cites]
+				ev.Data = d
+			}
+		} else if sl.cut >= 0 {
+			ev.Sources = []int64{sl.cut}
+		}
+		rec, err := session.NewRecord(int64(i), time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC), ev)
+		if err != nil {
+			t.Fatalf("seq %d: %v", i, err)
+		}
+		out[i] = rec
+	}
+	return out
+}
+
+// TestRunReplaysEveryValidSessionWithIgnorableRecords: ignorable plugin
+// records may stand anywhere in a log (inside a step, between turns),
+// and a reader without their plugin skips them: a session that verifies
+// with them still verifies, replays identically, and compares the same
+// steps as without them.
+func TestRunReplaysEveryValidSessionWithIgnorableRecords(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		plain := genSession(t)
+		recs := withIgnorable(t, plain)
+		rep, err := invariants.Verify(bytes.NewReader(encodeRecords(recs)))
+		if err != nil || len(rep.Violations) > 0 {
+			t.Fatalf("the log with ignorable records fails verify: %v %v\n%s", err, rep, dump(recs))
+		}
+		root := quietRoot(t)
+		defer root.Dispose()
+		c := root.Context()
+		if _, err := c.Plugin(invariants.New(), &invariants.Config{Mode: invariants.ModeStrict}); err != nil {
+			t.Fatalf("invariants: %v", err)
+		}
+		rr, err := replay.Run(context.Background(), c, live.NewManager(c, memory.New()), recs)
+		if err != nil {
+			t.Fatalf("replay: %v\n%s", err, dump(recs))
+		}
+		for _, err := range rr.Errors {
+			var ie *invariants.InvariantError
+			if errors.As(err, &ie) || errors.Is(err, replay.ErrDiverged) || errors.Is(err, replay.ErrExhausted) {
+				t.Fatalf("replay: %v\n%s\nreplayed:\n%s", err, dump(recs), dump(rr.Session.Records()))
+			}
+		}
+		want := 0
+		for _, r := range plain {
+			if r.Type() == session.TypeRequestDigest {
+				want++
+			}
+		}
+		if len(rr.Steps) != want {
+			t.Fatalf("%d steps compared, the log has %d requests", len(rr.Steps), want)
+		}
+		for _, s := range rr.Steps {
+			if !s.Same {
+				t.Fatalf("turn %d step %d: recorded %s, replayed %s\n%s", s.Turn, s.Step, s.Recorded, s.Replayed, dump(recs))
+			}
+		}
+	})
+}
+
 func dump(recs []*session.Record) string {
 	var b bytes.Buffer
 	for _, r := range recs {
