@@ -32,7 +32,8 @@ type Config struct {
 	// relative to the file's directory.
 	Path string `yaml:"path" vigil:"required,path" doc:"the plugin executable"`
 	// SHA256, when set, is the hex SHA-256 of the executable; a binary
-	// with another checksum is not started.
+	// with another checksum is not started, and the process runs a private
+	// copy of the very bytes that were checked.
 	SHA256 string `yaml:"sha256" doc:"hex SHA-256 the executable must have"`
 	// Args are the process's arguments after the path, handed over as
 	// written.

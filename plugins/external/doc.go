@@ -23,7 +23,13 @@
 // [pluginpb.ProtocolVersion]. A mismatch is a [*VersionError] naming both
 // versions; anything the binary prints on stdout before the handshake is
 // [ErrStrayOutput]; a binary whose SHA-256 is not the configured one is
-// [ErrChecksum] and never runs (checked with go-plugin's SecureConfig).
+// [ErrChecksum] and never runs. A pinned binary is read once: the bytes
+// hashed are copied, as they are read, into a private copy (a sealed memfd
+// on Linux, else a file in a directory only the host uses), and the process
+// runs that copy, so a file swapped after the check never runs. (The
+// plugin's os.Executable is then the copy, not its path; its argv[0] is
+// still the path.)
+//
 // The host then asks the plugin to describe itself, configures it, and:
 //
 //   - provides each of its tools as an agentloop tool service, whose
