@@ -65,6 +65,14 @@ func (c *Context) Scope(filter func(subject any) bool) *Context {
 	return &Context{root: c.root, fiber: c.fiber, filter: combined}
 }
 
+// Receives reports whether a listener registered through c receives a
+// dispatch about subject (nil: a dispatch that names none), as its scope
+// decides (see [Context.Scope]). A plugin that keeps a listener in a fiber
+// of its own, one that outlives c's reloads, applies c's scope with it.
+func (c *Context) Receives(subject any) bool {
+	return c.filter == nil || receives(c.filter, subject)
+}
+
 // Plugin applies p with config in a new child fiber owned by c's fiber.
 // The config is validated first (see [Validator]): an invalid one leaves
 // the fiber failed with a [*PluginError] whose Op is "validate", and p does

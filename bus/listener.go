@@ -215,6 +215,9 @@ func (l *listener) claim() bool {
 
 // receives reports whether a listener with a filter receives a dispatch
 // about subject; dispatches without a subject reach only unfiltered ones.
-func (l *listener) receives(subject any) bool {
-	return subject != nil && l.filter(subject)
+func (l *listener) receives(subject any) bool { return receives(l.filter, subject) }
+
+// receives reports whether filter lets a dispatch about subject through.
+func receives(filter func(any) bool, subject any) bool {
+	return subject != nil && filter(subject)
 }

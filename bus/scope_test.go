@@ -100,3 +100,32 @@ func TestScopeAppliesToEveryDispatchMode(t *testing.T) {
 	require.NoError(t, noteEvent.Parallel(bg, root.Context(), &note{"a"}))
 	assert.Equal(t, []string{"a"}, tr.get())
 }
+
+func TestReceivesSaysWhatAListenerOfTheContextReceives(t *testing.T) {
+	root := newRoot(t)
+	scoped := root.Context().Scope(only("a"))
+	for _, tc := range []struct {
+		c       *bus.Context
+		subject any
+		want    bool
+	}{
+		{root.Context(), "a", true},
+		{root.Context(), nil, true},
+		{scoped, "a", true},
+		{scoped, "b", false},
+		{scoped, nil, false},
+	} {
+		tr := &trace{}
+		ev := bus.NewEvent[bus.Dispatch]("test/receives")
+		dispose := ev.On(tc.c, func(context.Context, bus.Dispatch) error { tr.add("got"); return nil })
+		require.NoError(t, ev.Emit(bg, root.Context(), bus.Dispatch{Payload: subjectOnly{tc.subject}}))
+		dispose()
+		assert.Equal(t, tc.want, len(tr.get()) == 1, "subject %v", tc.subject)
+		assert.Equal(t, tc.want, tc.c.Receives(tc.subject), "subject %v", tc.subject)
+	}
+}
+
+// subjectOnly is a payload that names subject (nil: none).
+type subjectOnly struct{ subject any }
+
+func (s subjectOnly) Subject() any { return s.subject }

@@ -18,8 +18,8 @@ const DefaultTimeout = 10 * time.Second
 // validates when it cannot be consulted.
 const (
 	// FailClosed (the default) refuses them: a policy that cannot be
-	// consulted lets nothing through, also once its process has crashed,
-	// until its entry is applied again.
+	// consulted lets nothing through, while its entry is applied again
+	// and once its process has crashed, until a process is ready again.
 	FailClosed = "closed"
 	// FailOpen lets them through (logged): for plugins that may be lost
 	// without stopping the sessions they watch.
@@ -32,7 +32,8 @@ type Config struct {
 	// relative to the file's directory.
 	Path string `yaml:"path" vigil:"required,path" doc:"the plugin executable"`
 	// SHA256, when set, is the hex SHA-256 of the executable; a binary
-	// with another checksum is not started.
+	// with another checksum is not started, and the process runs a private
+	// copy of the very bytes that were checked.
 	SHA256 string `yaml:"sha256" doc:"hex SHA-256 the executable must have"`
 	// Args are the process's arguments after the path, handed over as
 	// written.
@@ -51,7 +52,7 @@ type Config struct {
 	// Timeout does not make the start fail on a busy machine.
 	StartTimeout time.Duration `yaml:"start_timeout" doc:"bounds the start (default: the larger of timeout and 10s)"`
 	// Fail is FailClosed (the default) or FailOpen.
-	Fail string `yaml:"fail" doc:"closed (default): events the plugin validates are refused while it cannot be consulted, also after a crash; open: they pass"`
+	Fail string `yaml:"fail" doc:"closed (default): events the plugin validates are refused while it cannot be consulted (reloading, crashed); open: they pass"`
 
 	// entryID is the plugins.yaml id of the entry, set by the config
 	// loader through SetEntryID; errors name it.

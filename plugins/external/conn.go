@@ -69,17 +69,20 @@ func start(cfg *Config, log hclog.Logger) (_ *conn, err error) {
 	} else if fi.IsDir() || fi.Mode()&0o111 == 0 {
 		return nil, fmt.Errorf("external: %s is not an executable file", path)
 	}
-	if cfg.SHA256 != "" {
-		if err := checkSum(path, cfg.SHA256); err != nil {
-			return nil, err
-		}
-	}
 	sockDir, err := os.MkdirTemp("", "vigil-plugin-")
 	if err != nil {
 		return nil, fmt.Errorf("external: %w", err)
 	}
+	var pin *pinned
+	if cfg.SHA256 != "" {
+		if pin, err = pinBinary(path, cfg.SHA256, sockDir); err != nil {
+			_ = os.RemoveAll(sockDir)
+			return nil, err
+		}
+	}
 	r, w, err := os.Pipe()
 	if err != nil {
+		pin.close()
 		_ = os.RemoveAll(sockDir)
 		return nil, fmt.Errorf("external: lifeline: %w", err)
 	}
@@ -95,7 +98,7 @@ func start(cfg *Config, log hclog.Logger) (_ *conn, err error) {
 		RunnerFunc: func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
 			cmd := exec.Command(path, cfg.Args...)
 			cmd.Env = append(spec.Env, env...)
-			p, err := newProcess(cmd, r)
+			p, err := newProcess(cmd, r, pin)
 			cn.proc = p
 			return p, err
 		},
@@ -113,6 +116,7 @@ func start(cfg *Config, log hclog.Logger) (_ *conn, err error) {
 			cn.close()
 			if cn.proc == nil {
 				_ = r.Close()
+				pin.close()
 			}
 		}
 	}()
@@ -128,21 +132,6 @@ func start(cfg *Config, log hclog.Logger) (_ *conn, err error) {
 	hc := raw.(*hostClient)
 	cn.rpc, cn.broker = hc.rpc, hc.broker
 	return cn, nil
-}
-
-// checkSum verifies the binary with go-plugin's SecureConfig.
-func checkSum(path, want string) error {
-	sum, _ := hexDecode(want)
-	sc := &plugin.SecureConfig{Checksum: sum, Hash: newSHA256()}
-	ok, err := sc.Check(path)
-	if err != nil {
-		return fmt.Errorf("external: checksum of %s: %w", path, err)
-	}
-	if !ok {
-		got, _ := fileSHA256(path)
-		return fmt.Errorf("%w: %s has sha256 %s, the config wants %s", ErrChecksum, path, got, strings.ToLower(want))
-	}
-	return nil
 }
 
 // explain turns go-plugin's start failure into the adapter's errors,

@@ -23,7 +23,13 @@
 // [pluginpb.ProtocolVersion]. A mismatch is a [*VersionError] naming both
 // versions; anything the binary prints on stdout before the handshake is
 // [ErrStrayOutput]; a binary whose SHA-256 is not the configured one is
-// [ErrChecksum] and never runs (checked with go-plugin's SecureConfig).
+// [ErrChecksum] and never runs. A pinned binary is read once: the bytes
+// hashed are copied, as they are read, into a private copy (a sealed memfd
+// on Linux, else a file in a directory only the host uses), and the process
+// runs that copy, so a file swapped after the check never runs. (The
+// plugin's os.Executable is then the copy, not its path; its argv[0] is
+// still the path.)
+//
 // The host then asks the plugin to describe itself, configures it, and:
 //
 //   - provides each of its tools as an agentloop tool service, whose
@@ -31,11 +37,12 @@
 //   - for a session/event subscription with observe, registers a
 //     live.Committed listener that sends each committed record (its
 //     canonical JSON line) of the subscribed types;
-//   - for one with veto, registers a bus.Veto listener that sends each
-//     record before it is committed; a veto fails the append with a
-//     [*VetoError], and a plugin that does not answer fails it too (a
-//     policy that cannot be consulted lets nothing through) unless the
-//     entry says fail: open (see Asking for the tool/call records);
+//   - for one with veto, has the entry's gate (a bus.Veto listener, see
+//     Failing closed) send each record before it is committed; a veto
+//     fails the append with a [*VetoError], and a plugin that does not
+//     answer fails it too (a policy that cannot be consulted lets nothing
+//     through) unless the entry says fail: open (see Asking for the
+//     tool/call records);
 //   - for session/created, a live.Created observer.
 //
 // Observers are called synchronously, in commit order, like every
@@ -79,18 +86,22 @@
 //
 // # Failing closed
 //
-// Failing the fiber disposes its veto listener, which would let through
-// what the plugin refused. So when a plugin that validates events exits on
-// its own (and its entry does not say fail: open), a guard takes its place
-// before the fiber fails: a veto listener in a fiber of its own under the
-// root, which outlives the failed fiber and refuses the event types the
-// plugin validated with an [*UnavailableError] naming the entry and the
-// exit. It lets through what only closes a turn (synthetic tool results
-// coded TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN or TOOL_ABANDONED, step/end,
-// turn/end), so the loop and crash repair can still end the turn and the
-// session stays usable. Applying the entry again (an edit, an Update)
-// lifts the guard once the new process validates; a failed re-apply keeps
-// it; a disposed entry takes it along (the guard notices at its next
-// event). The guard is unscoped: a plugin applied through a scoped context
-// fails closed for every subject.
+// The records a plugin validates go through its entry's gate: one veto
+// listener, in a fiber of its own under the root, from the moment the
+// entry's first process is ready until the entry is removed. While a
+// process is ready the gate asks it; whenever none is, it refuses the types
+// the entry validated with an [*UnavailableError] naming the entry and why:
+// the entry is being applied again (an edit, an Update: from before the old
+// process stops until the new one is ready), its process exited on its own
+// (the exit status), applying it again failed (the error, kept until an
+// apply succeeds). A policy that cannot be consulted lets nothing through,
+// at any moment: reloading the entry's fiber removes what the fiber
+// registered, so a validator kept there would leave, with each reload, a
+// moment with no validator at all. The gate lets through what only closes a
+// turn (synthetic tool results coded TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
+// or TOOL_ABANDONED, step/end, turn/end), so the loop and crash repair can
+// still end the turn and the session stays usable. With fail: open it lets
+// everything through while no process is ready. Removing the entry removes
+// its policy (the gate goes once the entry's disposal is requested). The
+// gate applies the scope of the context the plugin was applied through.
 package external

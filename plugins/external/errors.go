@@ -67,23 +67,39 @@ func (e *VetoError) Error() string {
 }
 
 // UnavailableError refuses an event of a type a plugin validates while
-// the plugin cannot be consulted: its process exited (crashed, was
-// killed) and its entry was not applied again since. A policy that
-// cannot be consulted lets nothing through. It matches ErrExited.
+// the plugin cannot be consulted: its entry is being applied again (its
+// process stopping or starting), its process exited (crashed, was killed),
+// or applying the entry again failed. A policy that cannot be consulted
+// lets nothing through. It matches ErrExited.
 type UnavailableError struct {
 	// Entry is the plugins.yaml id of the plugin's entry (the plugin's
 	// name when it was applied without one).
 	Entry string
 	// Plugin is the plugin's name.
 	Plugin string
-	// Exit is how its process ended: "exit status 3", "signal: killed".
+	// Exit is how its process ended when it exited on its own: "exit
+	// status 3", "signal: killed". Empty when its process was stopped.
 	Exit string
+	// Start is why applying the entry again failed, if it did.
+	Start error
 	// Type is the refused event's type.
 	Type string
 }
 
 func (e *UnavailableError) Error() string {
-	return fmt.Sprintf("external: entry %q (plugin %s) exited (%s); the %s events it validates are refused until the entry is applied again (fail: closed)", e.Entry, e.Plugin, e.Exit, e.Type)
+	return fmt.Sprintf("external: entry %q (plugin %s) %s; the %s events it validates are refused until it is ready again (fail: closed)", e.Entry, e.Plugin, e.why(), e.Type)
+}
+
+// why says why the plugin cannot be consulted.
+func (e *UnavailableError) why() string {
+	s := "is being applied again"
+	if e.Exit != "" {
+		s = "exited (" + e.Exit + ")"
+	}
+	if e.Start != nil {
+		s += "; applying it again failed: " + e.Start.Error()
+	}
+	return s
 }
 
 // Is makes an UnavailableError match ErrExited.

@@ -5,14 +5,10 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"sync"
-
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
 	pluginpb "github.com/vigil-run/vigil/plugins/external/proto"
-	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/live"
 )
 
@@ -42,11 +38,9 @@ func New() bus.Plugin { return &Plugin{} }
 // starts the process; the fiber owns it, and disposing the fiber stops
 // it.
 type Plugin struct {
-	mu sync.Mutex
-	// guards holds, per fiber whose validating process crashed, the fiber
-	// of its fail-closed guard: it outlives the failed fiber until that is
-	// applied again or disposed.
-	guards map[*bus.Fiber]*bus.Fiber
+	// gates holds the veto gate of each fiber whose plugin validates: it
+	// outlives the fiber's reloads and failures, and goes with the fiber.
+	gates gates
 }
 
 // Name implements bus.Plugin.
@@ -65,12 +59,22 @@ func (*Plugin) ValidateConfig(config any) error { return bus.ValidateAs[Config](
 // Apply implements bus.Plugin: it starts the process, checks the
 // handshake, configures the plugin, provides its tools and subscribes it
 // to the events it asked for. A process that exits afterwards fails the
-// fiber; when it validated events (and fails closed), a guard keeps
-// refusing them until the entry is applied again.
-func (p *Plugin) Apply(c *bus.Context, config any) error {
+// fiber. The events it validates go through the entry's gate (see gate),
+// which refuses them (unless the entry fails open) whenever no process is
+// ready: while the entry is applied again, after a crash, after a failed
+// re-apply.
+func (p *Plugin) Apply(c *bus.Context, config any) (err error) {
 	cfg, err := bus.ConfigAs[Config](config)
 	if err != nil {
 		return err
+	}
+	if g := p.gates.lookup(c.Fiber()); g != nil {
+		// Until this apply is ready, the gate refuses with its error too.
+		defer func() {
+			if err != nil {
+				g.failed(err)
+			}
+		}()
 	}
 	raw, _ := cfg.configJSON()
 	cn, err := start(&cfg, c.Logger())
@@ -132,30 +136,57 @@ func (p *Plugin) Apply(c *bus.Context, config any) error {
 			vetoes.add(sub.GetTypes())
 		}
 	}
-	if vetoes.any {
-		l.vetoes(c, vetoes)
-	}
 
-	f := c.Fiber()
-	// The plugin can be consulted again: its own validator replaces the
-	// guard of an earlier crash (registered above, so there is no gap).
-	p.lift(f)
 	entry := cfg.entryID
 	if entry == "" {
 		entry = name
 	}
-	root := c.Root()
+	if err := p.validate(c, l, vetoes, &UnavailableError{Entry: entry, Plugin: name}); err != nil {
+		return err
+	}
+	f := c.Fiber()
 	go watch(cn, func() {
 		exit := exitString(cn.proc.exitErr())
 		log.Error("plugin process exited; its fiber fails", "entry", entry, "path", cn.path, "pid", cn.pid(), "exit", exit, "stderr", cn.proc.tail.lastLine())
-		if vetoes.any && !l.open {
-			// Before the fiber fails, so that its validator and the guard
-			// never both miss an event.
-			p.guard(root, f, vetoes, &UnavailableError{Entry: entry, Plugin: name, Exit: exit}, log)
+		// Before the fiber fails, so that the gate says why.
+		if g := p.gates.lookup(f); g != nil {
+			g.down(l, &UnavailableError{Entry: entry, Plugin: name, Exit: exit})
 		}
 		f.Fail(fmt.Errorf("%w: entry %q: %s (%s)", ErrExited, entry, cn.path, exit))
 	})
 	log.Info("plugin ready", "name", name, "version", desc.GetVersion(), "tools", len(tools.GetTools()), "subscriptions", len(desc.GetSubscriptions()))
+	return nil
+}
+
+// validate puts l, which validates the events of types, in force at the
+// entry's gate (installing the gate the first time the entry validates),
+// and registers its removal: the first thing undone when the fiber is
+// reloaded, failed or disposed, so that the gate refuses, for reloading,
+// from before the process stops until the next one is ready.
+func (p *Plugin) validate(c *bus.Context, l *listeners, types typeSet, reloading *UnavailableError) error {
+	g := p.gates.lookup(c.Fiber())
+	if g == nil {
+		if !types.any {
+			return nil
+		}
+		var err error
+		if g, err = p.gates.of(c, reloading); err != nil {
+			return err
+		}
+	}
+	undo := func() {
+		select {
+		case <-c.Done():
+			// The entry is removed, and its policy with it.
+			g.remove()
+		default:
+			g.down(l, reloading)
+		}
+	}
+	if err := c.Effect(func() func() { return undo }); err != nil {
+		return err
+	}
+	g.up(l, types)
 	return nil
 }
 
@@ -175,84 +206,6 @@ func (s *typeSet) add(types []string) {
 }
 
 func (s *typeSet) has(typ string) bool { return s.all || slices.Contains(s.types, typ) }
-
-// guard installs the fail-closed guard of f, whose validating process
-// exited: a veto listener that refuses the types the plugin validated,
-// except the closers that end a turn cleanly, until f is applied again
-// (Apply lifts it) or disposed. It lives in a fiber of its own under the
-// root, because failing f disposes everything f registered.
-func (p *Plugin) guard(root *bus.Root, f *bus.Fiber, types typeSet, down *UnavailableError, log hclog.Logger) {
-	g, err := root.Context().Plugin(bus.PluginFunc(Name, func(gc *bus.Context, _ struct{}) error {
-		bus.Veto.On(gc, func(_ context.Context, d bus.Dispatch) error {
-			if d.Name != live.Committed.Name() {
-				return nil
-			}
-			cm, ok := d.Payload.(*live.Commit)
-			if !ok || cm == nil || cm.Record == nil {
-				return nil
-			}
-			if f.State() == bus.StateDisposed {
-				// The entry is gone for good; so is its policy.
-				p.lift(f)
-				return nil
-			}
-			typ := cm.Record.Type()
-			if !types.has(typ) || isCloser(cm.Record) {
-				return nil
-			}
-			e := *down
-			e.Type = typ
-			return &e
-		})
-		return nil
-	}), nil)
-	if err != nil {
-		// Only a root being disposed refuses it: the host is going away.
-		log.Error("fail-closed guard not installed", "entry", down.Entry, "error", err)
-		return
-	}
-	p.mu.Lock()
-	if p.guards == nil {
-		p.guards = map[*bus.Fiber]*bus.Fiber{}
-	}
-	old := p.guards[f]
-	p.guards[f] = g
-	p.mu.Unlock()
-	if old != nil {
-		_ = old.Dispose()
-	}
-	log.Warn("refusing the events the plugin validated until its entry is applied again", "entry", down.Entry, "exit", down.Exit)
-}
-
-// lift removes f's fail-closed guard, if it has one.
-func (p *Plugin) lift(f *bus.Fiber) {
-	p.mu.Lock()
-	g := p.guards[f]
-	delete(p.guards, f)
-	p.mu.Unlock()
-	if g != nil {
-		_ = g.Dispose()
-	}
-}
-
-// closerCodes are the error codes of the synthetic tool results that end
-// a turn cleanly: the loop's and crash repair's (session.Closers) and a
-// cancelled turn's abandoned tools (agentloop.CodeToolAbandoned).
-var closerCodes = []string{session.CodeToolNotStarted, session.CodeToolOutcomeUnknown, agentloop.CodeToolAbandoned}
-
-// isCloser reports whether rec only closes what is open (a synthetic tool
-// result, a step or turn end): a guard lets it through so that a session
-// is never left with a turn it cannot end.
-func isCloser(rec *session.Record) bool {
-	switch rec.Type() {
-	case session.TypeStepEnd, session.TypeTurnEnd:
-		return true
-	case session.TypeToolResult:
-		r, err := session.DecodeData[session.ToolResult](rec)
-		return err == nil && r.Content == "" && r.Error != nil && slices.Contains(closerCodes, r.Error.Code)
-	}
-	return false
-}
 
 // watch calls crashed when the process exits before the plugin is
 // disposed.
@@ -310,31 +263,6 @@ func (l *listeners) subscribe(c *bus.Context, sub *pluginpb.Subscription) error 
 		return fmt.Errorf("external: %s subscribes to %q; a plugin can subscribe to %s and %s", l.name, sub.GetEvent(), EventSession, EventCreated)
 	}
 	return nil
-}
-
-// vetoes registers the plugin's validation of the records of types: one
-// veto listener for all its veto subscriptions, so that each record is
-// sent once, and, when it validates tool calls, one of the tool/approve
-// dispatch, where it may answer ask (see propose).
-func (l *listeners) vetoes(c *bus.Context, types typeSet) {
-	calls := types.has(session.TypeToolCall)
-	bus.Veto.On(c, func(ctx context.Context, d bus.Dispatch) error {
-		switch d.Name {
-		case live.Committed.Name():
-			cm, ok := d.Payload.(*live.Commit)
-			if !ok || cm == nil || cm.Record == nil || cm.Session == nil || !types.has(cm.Record.Type()) {
-				return nil
-			}
-			return l.validate(ctx, cm)
-		case agentloop.ToolApprove.Name():
-			q, ok := d.Payload.(*agentloop.ApprovalQuery)
-			if !calls || !ok || q == nil || q.Session == nil {
-				return nil
-			}
-			return l.propose(ctx, q)
-		}
-		return nil
-	})
 }
 
 func commitEvent(cm *live.Commit) *pluginpb.Event {

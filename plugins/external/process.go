@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -23,6 +24,7 @@ type process struct {
 	stdout   io.ReadCloser
 	stderr   io.ReadCloser
 	lifeline *os.File // the read end, the child's fd 3; closed here once started
+	pin      *pinned  // the checked copy it runs, when the binary is pinned
 
 	first  firstLine
 	tail   tailBuffer
@@ -33,9 +35,18 @@ type process struct {
 	waitErr error
 }
 
-func newProcess(cmd *exec.Cmd, lifeline *os.File) (*process, error) {
+// newProcess prepares cmd, whose Args[0] stays the configured path: when
+// pin is set, the process runs the checked copy.
+func newProcess(cmd *exec.Cmd, lifeline *os.File, pin *pinned) (*process, error) {
 	if hasLifeline {
 		cmd.ExtraFiles = []*os.File{lifeline}
+	}
+	if pin != nil {
+		cmd.Path = pin.path
+		if pin.inherit != nil {
+			cmd.ExtraFiles = append(cmd.ExtraFiles, pin.inherit)
+			cmd.Path = fmt.Sprintf(pin.path, 2+len(cmd.ExtraFiles))
+		}
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -45,7 +56,7 @@ func newProcess(cmd *exec.Cmd, lifeline *os.File) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &process{cmd: cmd, lifeline: lifeline, exited: make(chan struct{})}
+	p := &process{cmd: cmd, lifeline: lifeline, pin: pin, exited: make(chan struct{})}
 	p.stdout = readCloser{io.TeeReader(stdout, &p.first), stdout}
 	p.stderr = readCloser{io.TeeReader(stderr, &p.tail), stderr}
 	return p, nil
@@ -53,8 +64,10 @@ func newProcess(cmd *exec.Cmd, lifeline *os.File) (*process, error) {
 
 func (p *process) Start(context.Context) error {
 	err := p.cmd.Start()
-	// The child holds its own copy of the read end now.
+	// The child holds its own copy of the read end now, and of the pinned
+	// copy's descriptor.
 	_ = p.lifeline.Close()
+	p.pin.close()
 	if err != nil {
 		close(p.exited)
 		return err
@@ -95,7 +108,7 @@ func (p *process) Kill(context.Context) error {
 
 func (p *process) Stdout() io.ReadCloser { return p.stdout }
 func (p *process) Stderr() io.ReadCloser { return p.stderr }
-func (p *process) Name() string          { return p.cmd.Path }
+func (p *process) Name() string          { return p.cmd.Args[0] }
 
 func (p *process) ID() string {
 	if p.pid == 0 {
