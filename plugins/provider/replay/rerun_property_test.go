@@ -403,31 +403,9 @@ func encodeRecords(recs []*session.Record) []byte {
 func TestRunReplaysEveryValidSession(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		recs := genSession(t)
-		rep, err := invariants.Verify(bytes.NewReader(encodeRecords(recs)))
-		if err != nil || len(rep.Violations) > 0 {
-			t.Fatalf("the generated log fails verify: %v %v", err, rep)
-		}
 		root := quietRoot(t)
 		defer root.Dispose()
-		c := root.Context()
-		if _, err := c.Plugin(invariants.New(), &invariants.Config{Mode: invariants.ModeStrict}); err != nil {
-			t.Fatalf("invariants: %v", err)
-		}
-		rr, err := replay.Run(context.Background(), c, live.NewManager(c, memory.New()), recs)
-		if err != nil {
-			t.Fatalf("replay: %v", err)
-		}
-		for _, err := range rr.Errors {
-			var ie *invariants.InvariantError
-			if errors.As(err, &ie) || errors.Is(err, replay.ErrDiverged) || errors.Is(err, replay.ErrExhausted) {
-				t.Fatalf("replay: %v\n%s\nreplayed:\n%s", err, dump(recs), dump(rr.Session.Records()))
-			}
-		}
-		for _, s := range rr.Steps {
-			if !s.Same {
-				t.Fatalf("turn %d step %d: recorded %s, replayed %s\n%s", s.Turn, s.Step, s.Recorded, s.Replayed, dump(recs))
-			}
-		}
+		rr := rerunIdentically(t, root.Context(), recs)
 		// Determinism: the rerun logs the recorded events, the same data
 		// at the same seqs (the fork's session/end-seed aside).
 		// After it, a session-rule decision cites a seq one lower.
@@ -531,27 +509,9 @@ func withIgnorable(t *rapid.T, recs []*session.Record) []*session.Record {
 func TestRunReplaysEveryValidSessionWithIgnorableRecords(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		plain := genSession(t)
-		recs := withIgnorable(t, plain)
-		rep, err := invariants.Verify(bytes.NewReader(encodeRecords(recs)))
-		if err != nil || len(rep.Violations) > 0 {
-			t.Fatalf("the log with ignorable records fails verify: %v %v\n%s", err, rep, dump(recs))
-		}
 		root := quietRoot(t)
 		defer root.Dispose()
-		c := root.Context()
-		if _, err := c.Plugin(invariants.New(), &invariants.Config{Mode: invariants.ModeStrict}); err != nil {
-			t.Fatalf("invariants: %v", err)
-		}
-		rr, err := replay.Run(context.Background(), c, live.NewManager(c, memory.New()), recs)
-		if err != nil {
-			t.Fatalf("replay: %v\n%s", err, dump(recs))
-		}
-		for _, err := range rr.Errors {
-			var ie *invariants.InvariantError
-			if errors.As(err, &ie) || errors.Is(err, replay.ErrDiverged) || errors.Is(err, replay.ErrExhausted) {
-				t.Fatalf("replay: %v\n%s\nreplayed:\n%s", err, dump(recs), dump(rr.Session.Records()))
-			}
-		}
+		rr := rerunIdentically(t, root.Context(), withIgnorable(t, plain))
 		want := 0
 		for _, r := range plain {
 			if r.Type() == session.TypeRequestDigest {
@@ -561,12 +521,36 @@ func TestRunReplaysEveryValidSessionWithIgnorableRecords(t *testing.T) {
 		if len(rr.Steps) != want {
 			t.Fatalf("%d steps compared, the log has %d requests", len(rr.Steps), want)
 		}
-		for _, s := range rr.Steps {
-			if !s.Same {
-				t.Fatalf("turn %d step %d: recorded %s, replayed %s\n%s", s.Turn, s.Step, s.Recorded, s.Replayed, dump(recs))
-			}
-		}
 	})
+}
+
+// rerunIdentically checks that the log recs verifies, and runs it again
+// on c with the invariants plugin strict: it must follow the recording
+// and send every request it recorded.
+func rerunIdentically(t *rapid.T, c *bus.Context, recs []*session.Record) *replay.Rerun {
+	rep, err := invariants.Verify(bytes.NewReader(encodeRecords(recs)))
+	if err != nil || len(rep.Violations) > 0 {
+		t.Fatalf("the log fails verify: %v %v\n%s", err, rep, dump(recs))
+	}
+	if _, err := c.Plugin(invariants.New(), &invariants.Config{Mode: invariants.ModeStrict}); err != nil {
+		t.Fatalf("invariants: %v", err)
+	}
+	rr, err := replay.Run(context.Background(), c, live.NewManager(c, memory.New()), recs)
+	if err != nil {
+		t.Fatalf("replay: %v\n%s", err, dump(recs))
+	}
+	for _, err := range rr.Errors {
+		var ie *invariants.InvariantError
+		if errors.As(err, &ie) || errors.Is(err, replay.ErrDiverged) || errors.Is(err, replay.ErrExhausted) {
+			t.Fatalf("replay: %v\n%s\nreplayed:\n%s", err, dump(recs), dump(rr.Session.Records()))
+		}
+	}
+	for _, s := range rr.Steps {
+		if !s.Same {
+			t.Fatalf("turn %d step %d: recorded %s, replayed %s\n%s", s.Turn, s.Step, s.Recorded, s.Replayed, dump(recs))
+		}
+	}
+	return rr
 }
 
 func dump(recs []*session.Record) string {
