@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -47,14 +48,6 @@ func fsAgent(store, root string, script ...scripted.Reply) vigil.Source {
 	)
 }
 
-// requireVerifies runs vigil verify's check on a stored log.
-func requireVerifies(t *testing.T, path string) {
-	t.Helper()
-	rep, err := invariants.VerifyFile(path)
-	require.NoError(t, err)
-	require.Empty(t, rep.Violations)
-}
-
 // TestLegacyLogsVerifyAndTakeAnotherTurn: the logs the old code wrote from
 // bytes that are not UTF-8 (session/testdata/legacy-utf8) load, verify,
 // and take another turn that trips on the same bytes; their lines stay as
@@ -70,25 +63,24 @@ func TestLegacyLogsVerifyAndTakeAnotherTurn(t *testing.T) {
 	for _, f := range fixtures {
 		b, err := os.ReadFile(f)
 		require.NoError(t, err)
-		path := filepath.Join(store, filepath.Base(f))
-		require.NoError(t, os.WriteFile(path, b, 0o644))
-		requireVerifies(t, path)
-		old[path] = b
+		id := strings.TrimSuffix(filepath.Base(f), ".jsonl")
+		require.NoError(t, os.WriteFile(filepath.Join(store, id+".jsonl"), b, 0o644))
+		verifyStored(t, store, id)
+		old[id] = b
 	}
 
 	rt := open(t, fsAgent(store, notUTF8Folder(t)))
-	for path, b := range old {
-		id := filepath.Base(path[:len(path)-len(".jsonl")])
+	for id, b := range old {
 		res, err := rt.Turn(ctx, vigil.TurnOptions{Session: id, Prompt: "again, caf\xc3"})
 		require.NoError(t, err)
 		require.Equal(t, session.ReasonCompleted, res.Reason)
 		assert.Equal(t, 2, res.Turn)
-		now, err := os.ReadFile(path)
+		now, err := os.ReadFile(filepath.Join(store, id+".jsonl"))
 		require.NoError(t, err)
 		require.True(t, bytes.HasPrefix(now, b), "the old lines are kept as they were")
 		assert.NotContains(t, string(now[len(b):]), `\ufffd`, "what is appended holds U+FFFD itself")
 		assert.Contains(t, string(now[len(b):]), "again, caf\uFFFD")
-		requireVerifies(t, path)
+		verifyStored(t, store, id)
 	}
 }
 
@@ -107,14 +99,13 @@ func TestBytesThatAreNotUTF8DoNotBrickASession(t *testing.T) {
 	res, err := rt.Turn(ctx, vigil.TurnOptions{Prompt: "caf\xc3"})
 	require.NoError(t, err)
 	require.Equal(t, session.ReasonCompleted, res.Reason)
-	path := filepath.Join(store, res.Session+".jsonl")
-	requireVerifies(t, path)
+	verifyStored(t, store, res.Session)
 	res, err = rt.Turn(ctx, vigil.TurnOptions{Session: res.Session, Prompt: "more \xfe"})
 	require.NoError(t, err)
 	require.Equal(t, session.ReasonCompleted, res.Reason)
-	requireVerifies(t, path)
+	verifyStored(t, store, res.Session)
 
-	b, err := os.ReadFile(path)
+	b, err := os.ReadFile(filepath.Join(store, res.Session+".jsonl"))
 	require.NoError(t, err)
 	for _, want := range []string{"caf\uFFFD", "bad\uFFFD.txt", "caf\uFFFD cr\uFFFDme \uFFFD", `\u0000\u0001` + "\uFFFD\uFFFD"} {
 		assert.Contains(t, string(b), want)

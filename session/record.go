@@ -319,7 +319,7 @@ func (r *Record) build(seq int64, t time.Time, ev *Event, lines *lineSlab, rule 
 		if !ok {
 			return fmt.Errorf("%w: seq %d: %s data is %T, want %v", ErrInvalidPayload, seq, r.typ, d, k.payload)
 		}
-		line, err = r.appendCore(line, p, rule)
+		line, err = r.appendCore(line, p, nil, rule)
 	}
 	if err != nil {
 		return err
@@ -352,17 +352,18 @@ func (r *Record) appendRaw(line []byte, k *kind, d []byte, rule textRule) ([]byt
 		}
 		return append(line, b.Bytes()...), nil
 	}
-	p, err := decodeCore(k, bytes.TrimSpace(d))
+	d = bytes.TrimSpace(d)
+	p, err := decodeCore(k, d)
 	if err != nil {
 		return nil, fmt.Errorf("%w: seq %d %s: %w", ErrInvalidPayload, r.seq, r.typ, err)
 	}
-	return r.appendCore(line, p, rule)
+	return r.appendCore(line, p, d, rule)
 }
 
 // appendCore appends the canonical encoding of the core payload p as the
 // record holds it (its text made by rule), checks it and keeps it as the
-// record's payload.
-func (r *Record) appendCore(line []byte, p any, rule textRule) ([]byte, error) {
+// record's payload. from is the JSON p was decoded from, nil for a value.
+func (r *Record) appendCore(line []byte, p any, from []byte, rule textRule) ([]byte, error) {
 	out, byHand, err := appendCoreData(line, p)
 	if err == nil {
 		if held, changed := rule.payload(p, out[r.dataOff:]); changed {
@@ -370,9 +371,10 @@ func (r *Record) appendCore(line []byte, p any, rule textRule) ([]byte, error) {
 			out, byHand, err = appendCoreData(out[:r.dataOff], p)
 		}
 	}
-	if err == nil && !byHand && rule.mark == "" {
+	if err == nil && !byHand && rule.mark == "" && !bytes.Equal(out[r.dataOff:], from) && !eachRaw(reflect.ValueOf(p), marshalsAsIs) {
 		// encoding/json writes a json.RawMessage compacted, with HTML
-		// characters escaped: the record holds it as its line does.
+		// characters escaped: the record holds it as its line does
+		// (which p, decoded from those very bytes, already does).
 		p, err = coreKinds[r.typ].decode(out[r.dataOff:])
 	}
 	if err != nil {

@@ -189,3 +189,56 @@ func ValidText[T any](v T) T {
 	}
 	return out.(T)
 }
+
+// eachRaw reports whether fn holds for every json.RawMessage in v
+// (through structs, pointers and slices). It allocates nothing.
+func eachRaw(v reflect.Value, fn func([]byte) bool) bool {
+	switch v.Kind() {
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if !eachRaw(v.Field(i), fn) {
+				return false
+			}
+		}
+	case reflect.Pointer, reflect.Interface:
+		return v.IsNil() || eachRaw(v.Elem(), fn)
+	case reflect.Slice:
+		if v.Type() == rawMessageType {
+			return fn(v.Bytes())
+		}
+		if v.Type().Elem().Kind() == reflect.String {
+			return true
+		}
+		for i := range v.Len() {
+			if !eachRaw(v.Index(i), fn) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// marshalsAsIs reports whether encoding/json writes the JSON text b as it
+// is: compact, with no '<', '>', '&', U+2028 or U+2029 to escape (and
+// not empty but for nil, which is left out as the decoder leaves it).
+func marshalsAsIs(b []byte) bool {
+	if len(b) == 0 {
+		return b == nil
+	}
+	inString := false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '<' || c == '>' || c == '&':
+			return false
+		case c == 0xE2 && i+2 < len(b) && b[i+1] == 0x80 && (b[i+2] == 0xA8 || b[i+2] == 0xA9):
+			return false
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case !inString && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return false
+		}
+	}
+	return true
+}

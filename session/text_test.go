@@ -285,3 +285,15 @@ func TestLegacyLogsLoadAndTheirDigestsReDerive(t *testing.T) {
 		})
 	}
 }
+
+// TestAHeaderIsHeldAsItsLineDecodes: encoding/json compacts a schema and
+// escapes its HTML characters; the record holds it so, as a decoded one
+// would, so the header in memory and on disk are the same bytes.
+func TestAHeaderIsHeldAsItsLineDecodes(t *testing.T) {
+	for _, params := range []string{`{ "type": "object" }`, `{"description":"a <b> & c"}`, "{\"d\":\"\u2028\"}", `{"type":"object"}`} {
+		r, err := session.NewRecord(3, epoch, session.Event{Type: session.TypeRequestHeader, Turn: 1, Data: session.RequestHeader{Reason: session.HeaderInitial,
+			Header: session.Header{Tools: []session.ToolSpec{{Name: "t", Parameters: json.RawMessage(params)}}, OutputSchema: json.RawMessage(params)}}})
+		require.NoError(t, err)
+		requireHeldLine(t, r)
+	}
+}
