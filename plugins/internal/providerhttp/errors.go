@@ -40,7 +40,6 @@ func Fail(ctx context.Context, provider, key string, err error, delivered bool, 
 		err = fmt.Errorf("%w: %w", ErrMalformedStream, err)
 	}
 	var status *statusError
-	var netErr net.Error
 	switch {
 	case ctx.Err() != nil:
 		// However the transport reported it, a cancelled request ends
@@ -57,7 +56,7 @@ func Fail(ctx context.Context, provider, key string, err error, delivered bool, 
 	case event != nil:
 		code, msg, retryable, ok := event(err)
 		if !ok {
-			pe.Retryable = !delivered && (errors.Is(err, ErrMalformedStream) || errors.As(err, &netErr))
+			pe.Retryable = !delivered && transient(err)
 			pe.Err = err
 			break
 		}
@@ -66,7 +65,7 @@ func Fail(ctx context.Context, provider, key string, err error, delivered bool, 
 		pe.Status = code
 		pe.Retryable = !delivered && retryable
 		pe.Err = &messageError{msg: msg, err: err}
-	case errors.Is(err, ErrMalformedStream), errors.As(err, &netErr):
+	case transient(err):
 		pe.Retryable = !delivered
 		pe.Err = err
 	default:
@@ -74,6 +73,14 @@ func Fail(ctx context.Context, provider, key string, err error, delivered bool, 
 	}
 	pe.Err = scrub(pe.Err, key)
 	return pe
+}
+
+// transient reports whether err may not happen again: a broken or
+// malformed stream, a stalled one. (A response too large would be as large
+// again.)
+func transient(err error) bool {
+	var netErr net.Error
+	return errors.Is(err, ErrMalformedStream) || errors.Is(err, ErrStreamIdle) || errors.As(err, &netErr)
 }
 
 // RetryableStatus reports whether a request that failed with code may be
