@@ -45,6 +45,10 @@ func ProvideTool(c *bus.Context, t Tool) (withdraw func(), err error) {
 	return ToolServices.Key(name).Provide(c, t)
 }
 
+// maxEcho bounds what of a model's tool call (its name, its arguments) an
+// error or a record's message quotes: the call itself is logged whole.
+const maxEcho = 200
+
 // ErrToolName is the class of a tool name no model API accepts.
 var ErrToolName = errors.New("invalid tool name")
 
