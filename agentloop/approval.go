@@ -48,7 +48,7 @@ func (e *SuspendedError) Error() string {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, " %s (%s %s)", c.Call.ID, c.Call.Name, c.Call.Arguments)
+		fmt.Fprintf(&b, " %s (%s %s)", c.Call.ID, session.Excerpt(c.Call.Name, maxEcho), session.Excerpt(c.Call.Arguments, maxEcho))
 	}
 	return b.String()
 }

@@ -24,7 +24,10 @@ type assembler struct {
 
 type indexedCall struct {
 	index int
-	call  session.ToolCall
+	call  session.ToolCall // its Arguments are set by message, from args
+	// args are the arguments' fragments joined: appended to, so that
+	// joining them takes time in proportion to their size.
+	args []byte
 }
 
 // content reports whether c carries model output to log as a chunk.
@@ -51,16 +54,16 @@ func (s *assembler) add(c *Chunk, turn, step int) {
 			s.calls = append(s.calls, indexedCall{index: d.Index, call: session.ToolCall{ID: s.ids.assign(d.ID, turn, step, d.Index)}})
 			i = len(s.calls) - 1
 		}
-		call := &s.calls[i].call
-		if d.ID != call.ID && (first || d.ID != "") {
+		ic := &s.calls[i]
+		if d.ID != ic.call.ID && (first || d.ID != "") {
 			dd := *d
-			dd.ID = call.ID
+			dd.ID = ic.call.ID
 			c.ToolCall, d = &dd, &dd
 		}
 		if d.Name != "" {
-			call.Name = d.Name
+			ic.call.Name = d.Name
 		}
-		call.Arguments += d.Arguments
+		ic.args = append(ic.args, d.Arguments...)
 	}
 	if c.Usage != nil {
 		u := *c.Usage
@@ -79,6 +82,7 @@ func (s *assembler) message() session.AssistantMessage {
 		m.ToolCalls = make([]session.ToolCall, len(s.calls))
 		for i, c := range s.calls {
 			m.ToolCalls[i] = c.call
+			m.ToolCalls[i].Arguments = string(c.args)
 		}
 	}
 	return m

@@ -478,7 +478,7 @@ func (t *turn) await(n int, c session.ToolCall, callSeq int64, w *childWait) (se
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, " %s (%s %s", p.Call.ID, p.Call.Name, p.Call.Arguments)
+		fmt.Fprintf(&b, " %s (%s %s", p.Call.ID, session.Excerpt(p.Call.Name, maxEcho), session.Excerpt(p.Call.Arguments, maxEcho))
 		if p.Request.Reason != "" {
 			fmt.Fprintf(&b, ": %s", p.Request.Reason)
 		}

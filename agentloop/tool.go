@@ -3,6 +3,9 @@ package agentloop
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
 
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/session"
@@ -31,9 +34,49 @@ const ToolServicePrefix = "tool/"
 // tools declares it with bus.Optional.
 var ToolServices = bus.NewServiceSet[Tool](ToolServicePrefix)
 
-// ProvideTool provides t as a tool service owned by c's fiber.
+// ProvideTool provides t as a tool service owned by c's fiber. A tool
+// whose name the model APIs would refuse (see [CheckToolName]) is not
+// provided: an error wrapping [ErrToolName].
 func ProvideTool(c *bus.Context, t Tool) (withdraw func(), err error) {
-	return ToolServices.Key(t.Spec().Name).Provide(c, t)
+	name := t.Spec().Name
+	if err := CheckToolName(name); err != nil {
+		return nil, err
+	}
+	return ToolServices.Key(name).Provide(c, t)
+}
+
+// maxEcho bounds what of a model's tool call (its name, its arguments) an
+// error or a record's message quotes: the call itself is logged whole.
+const maxEcho = 200
+
+// ErrToolName is the class of a tool name no model API accepts.
+var ErrToolName = errors.New("invalid tool name")
+
+// maxToolName is the longest tool name the model APIs accept.
+const maxToolName = 64
+
+// CheckToolName reports why name cannot name a tool offered to a model:
+// the provider APIs take 1 to 64 ASCII letters, digits, underscores and
+// hyphens (^[a-zA-Z0-9_-]{1,64}$), and a name from outside (an MCP
+// server's, a plugin process's) may be anything, a path included. The
+// error quotes at most the name's first 64 bytes.
+func CheckToolName(name string) error {
+	quoted := strconv.Quote(name[:min(len(name), maxToolName)])
+	if len(name) > maxToolName {
+		quoted += "…"
+	}
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: the name is empty", ErrToolName)
+	case len(name) > maxToolName:
+		return fmt.Errorf("%w: %s is %d bytes long, more than %d", ErrToolName, quoted, len(name), maxToolName)
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return fmt.Errorf("%w: %s holds %q; a tool name is letters, digits, _ and - only", ErrToolName, quoted, r)
+		}
+	}
+	return nil
 }
 
 // ToolError is an error with a code, shown to the model in a tool result.

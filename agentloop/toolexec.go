@@ -68,7 +68,7 @@ var ToolExecute = bus.NewWaterfall[*ToolInvocation, ToolOutput]("tool/execute")
 // executeTool is the fallback of tool/execute.
 func executeTool(ctx context.Context, inv *ToolInvocation) (out ToolOutput, _ error) {
 	if inv.Tool == nil {
-		return ToolOutput{Error: &session.ToolResultError{Code: CodeUnknownTool, Message: fmt.Sprintf("no tool named %q", inv.Call.Name)}}, nil
+		return ToolOutput{Error: &session.ToolResultError{Code: CodeUnknownTool, Message: fmt.Sprintf("no tool named %q", session.Excerpt(inv.Call.Name, maxEcho))}}, nil
 	}
 	defer func() {
 		if v := recover(); v != nil {

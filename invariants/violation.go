@@ -3,10 +3,10 @@ package invariants
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/session"
 )
 
 // Rule ids: a [Violation]'s Rule, as `vigil verify` prints it and the
@@ -100,16 +100,7 @@ const (
 )
 
 // cut bounds s to maxExcerpt bytes on a rune boundary.
-func cut(s string) string {
-	if len(s) <= maxExcerpt {
-		return s
-	}
-	n := maxExcerpt
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + fmt.Sprintf("…(+%d bytes)", len(s)-n)
-}
+func cut(s string) string { return session.Excerpt(s, maxExcerpt) }
 
 func quote(s string) string { return fmt.Sprintf("%q", cut(s)) }
 

@@ -41,7 +41,7 @@ func (l *listeners) propose(ctx context.Context, q *agentloop.ApprovalQuery) err
 	}
 	l.answers.put(sid, q.Turn, q.Step, q.Call.ID, answer{data: rec.Data(), resp: resp, err: err})
 	if err == nil && resp.GetAsk() {
-		return &agentloop.AskError{By: l.name, Reason: resp.GetReason()}
+		return &agentloop.AskError{By: l.name, Reason: session.Excerpt(resp.GetReason(), maxReason)}
 	}
 	return nil
 }
@@ -155,9 +155,17 @@ func (l *listeners) validate(ctx context.Context, cm *live.Commit) error {
 		// The loop logs the approval/request right after the call.
 		return nil
 	case resp.GetAsk():
-		return &VetoError{Plugin: l.name, Code: resp.GetCode(), Reason: resp.GetReason(), Ask: true, Type: cm.Record.Type()}
+		return &VetoError{Plugin: l.name, Code: session.Excerpt(resp.GetCode(), maxCode), Reason: session.Excerpt(resp.GetReason(), maxReason), Ask: true, Type: cm.Record.Type()}
 	case resp.GetVeto():
-		return &VetoError{Plugin: l.name, Code: resp.GetCode(), Reason: resp.GetReason()}
+		return &VetoError{Plugin: l.name, Code: session.Excerpt(resp.GetCode(), maxCode), Reason: session.Excerpt(resp.GetReason(), maxReason)}
 	}
 	return nil
 }
+
+// A plugin's code and reason are quoted in errors, and so in the turn/end
+// and approval/request records that carry them, bounded: a plugin that
+// echoes a call's arguments whole (megabytes) does not grow them.
+const (
+	maxCode   = 64
+	maxReason = 1 << 10
+)

@@ -126,3 +126,17 @@ func TestAFailedReloadKeepsRefusing(t *testing.T) {
 	_, err = sess.Append(context.Background(), session.Event{Type: session.TypeUserMessage, Data: session.UserMessage{Content: "hello"}})
 	require.NoError(t, err)
 }
+
+// A plugin's reason is quoted bounded: a veto whose reason is megabytes
+// (a plugin that echoes what it refused) does not put them in the error.
+func TestAPluginsReasonIsQuotedBounded(t *testing.T) {
+	h := newHost(t)
+	h.mustLoad(&external.Config{Path: bins["testplugin"], Config: map[string]any{"veto": "secret", "long_reason": 10 << 20}})
+	_, err := h.session().Append(context.Background(), session.Event{Type: session.TypeUserMessage, Data: session.UserMessage{Content: "secret"}})
+	var veto *external.VetoError
+	require.ErrorAs(t, err, &veto)
+	assert.Less(t, len(veto.Reason), 2<<10)
+	assert.Contains(t, veto.Reason, "the message matches secret")
+	assert.Contains(t, veto.Reason, "…(+")
+	assert.Less(t, len(err.Error()), 4<<10)
+}

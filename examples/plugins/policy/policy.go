@@ -63,7 +63,7 @@ func (p *policy) validate(_ context.Context, ev *sdk.Event) error {
 	}
 	for _, r := range p.rules {
 		if r.tool.MatchString(call.Name) && r.args.MatchString(call.Arguments) {
-			return sdk.Veto(CodePolicy, fmt.Sprintf("tool call %s %s refused: %s", call.Name, call.Arguments, r.reason))
+			return sdk.Veto(CodePolicy, fmt.Sprintf("tool call %s %s refused: %s", call.Name, session.Excerpt(call.Arguments, 200), r.reason))
 		}
 	}
 	return nil

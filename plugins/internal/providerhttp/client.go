@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // headerTimeout bounds the wait for response headers; the body of a
@@ -52,6 +54,7 @@ type Option func(*options)
 
 type options struct {
 	client *http.Client
+	log    hclog.Logger
 }
 
 // WithHTTPClient sets the HTTP client requests are sent with.
@@ -59,17 +62,30 @@ func WithHTTPClient(c *http.Client) Option {
 	return func(o *options) { o.client = c }
 }
 
-// ClientOf returns the client opts name, else [DefaultClient].
-func ClientOf(opts []Option) *http.Client {
+// WithLogger sets the logger a provider logs the responses it ends with
+// (see [Bound]); the provider plugins pass their own.
+func WithLogger(l hclog.Logger) Option {
+	return func(o *options) { o.log = l }
+}
+
+func optionsOf(opts []Option) options {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.client == nil {
-		return DefaultClient()
-	}
-	return o.client
+	return o
 }
+
+// ClientOf returns the client opts name, else [DefaultClient].
+func ClientOf(opts []Option) *http.Client {
+	if c := optionsOf(opts).client; c != nil {
+		return c
+	}
+	return DefaultClient()
+}
+
+// LoggerOf returns the logger opts name, else nil.
+func LoggerOf(opts []Option) hclog.Logger { return optionsOf(opts).log }
 
 // LogHost returns the host of base (def when base is empty), the part of
 // a base URL that is safe to log.

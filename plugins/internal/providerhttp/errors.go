@@ -40,7 +40,6 @@ func Fail(ctx context.Context, provider, key string, err error, delivered bool, 
 		err = fmt.Errorf("%w: %w", ErrMalformedStream, err)
 	}
 	var status *statusError
-	var netErr net.Error
 	switch {
 	case ctx.Err() != nil:
 		// However the transport reported it, a cancelled request ends
@@ -57,7 +56,7 @@ func Fail(ctx context.Context, provider, key string, err error, delivered bool, 
 	case event != nil:
 		code, msg, retryable, ok := event(err)
 		if !ok {
-			pe.Retryable = !delivered && (errors.Is(err, ErrMalformedStream) || errors.As(err, &netErr))
+			pe.Retryable = !delivered && transient(err)
 			pe.Err = err
 			break
 		}
@@ -66,7 +65,7 @@ func Fail(ctx context.Context, provider, key string, err error, delivered bool, 
 		pe.Status = code
 		pe.Retryable = !delivered && retryable
 		pe.Err = &messageError{msg: msg, err: err}
-	case errors.Is(err, ErrMalformedStream), errors.As(err, &netErr):
+	case transient(err):
 		pe.Retryable = !delivered
 		pe.Err = err
 	default:
@@ -74,6 +73,14 @@ func Fail(ctx context.Context, provider, key string, err error, delivered bool, 
 	}
 	pe.Err = scrub(pe.Err, key)
 	return pe
+}
+
+// transient reports whether err may not happen again: a broken or
+// malformed stream, a stalled one. (A response too large would be as large
+// again.)
+func transient(err error) bool {
+	var netErr net.Error
+	return errors.Is(err, ErrMalformedStream) || errors.Is(err, ErrStreamIdle) || errors.As(err, &netErr)
 }
 
 // RetryableStatus reports whether a request that failed with code may be
@@ -160,7 +167,7 @@ func CheckStatus(key string) Middleware {
 // key of minKeyPart characters or more is left in it.
 func errorMessage(code int, body []byte, key string) string {
 	// The body may have been cut by the read limit: scrub its edges too.
-	text := scrubEdges(scrubText(string(body), key), key)
+	text := redact(string(body), key, true)
 	var shape struct {
 		Error   json.RawMessage `json:"error"`
 		Message string          `json:"message"`
@@ -185,7 +192,7 @@ func errorMessage(code int, body []byte, key string) string {
 		if msg != "" {
 			// JSON escapes (\u0073k-…) could have hidden the key from
 			// the scrub of the raw body.
-			return scrubText(msg, key)
+			return redact(msg, key, false)
 		}
 	}
 	msg := http.StatusText(code)
@@ -204,41 +211,7 @@ func excerpt(text, key string) string {
 	const limit = 200
 	s := strings.Join(strings.Fields(text), " ")
 	if len(s) > limit {
-		s = scrubEdges(strings.ToValidUTF8(s[:limit], ""), key) + "…"
-	}
-	return s
-}
-
-// minKeyPart is the shortest part of a key scrubbed at a cut: shorter
-// ones are too likely to be ordinary text, and too short to be of use.
-const minKeyPart = 8
-
-// redacted replaces a key, or part of one, in error text.
-const redacted = "[redacted]"
-
-// scrubText returns s with every occurrence of key replaced.
-func scrubText(s, key string) string {
-	if key == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, key, redacted)
-}
-
-// scrubEdges replaces what a cut may have left of key at either edge of
-// s: a prefix of minKeyPart or more characters at the end, a suffix at
-// the start.
-func scrubEdges(s, key string) string {
-	for n := min(len(key)-1, len(s)); n >= minKeyPart; n-- {
-		if strings.HasSuffix(s, key[:n]) {
-			s = s[:len(s)-n] + redacted
-			break
-		}
-	}
-	for n := min(len(key)-1, len(s)); n >= minKeyPart; n-- {
-		if strings.HasPrefix(s, key[len(key)-n:]) {
-			s = redacted + s[n:]
-			break
-		}
+		s = redact(strings.ToValidUTF8(s[:limit], ""), key, true) + "…"
 	}
 	return s
 }
@@ -253,15 +226,17 @@ type messageError struct {
 func (e *messageError) Error() string { return e.msg }
 func (e *messageError) Unwrap() error { return e.err }
 
-// scrub returns err with every occurrence of key in its text replaced.
-// The cause stays reachable through Unwrap for errors.Is and errors.As.
+// scrub returns err with every occurrence of key in its text replaced
+// (see redact). The cause stays reachable through Unwrap for errors.Is
+// and errors.As.
 func scrub(err error, key string) error {
 	if err == nil || key == "" {
 		return err
 	}
 	msg := err.Error()
-	if !strings.Contains(msg, key) {
+	clean := redact(msg, key, false)
+	if clean == msg {
 		return err
 	}
-	return &messageError{msg: scrubText(msg, key), err: err}
+	return &messageError{msg: clean, err: err}
 }

@@ -78,6 +78,18 @@ func TestErrorMessageLeavesNoPartOfTheKey(t *testing.T) {
 		{"page cut by the read limit inside the key", "<p>Bearer " + key[:10], "Unauthorized: <p>Bearer [redacted]"},
 		{"page starting inside the key", key[5:] + " rejected", "Unauthorized: [redacted] rejected"},
 		{"seven characters are ordinary text", "<p>sk-live", "Unauthorized: <p>sk-live"},
+		{"a line break", "<p>Bearer sk-live-01234\n56789abcdef</p>", "Unauthorized: <p>Bearer [redacted]</p>"},
+		{"a CRLF and an indent", "<p>Bearer sk-live-01234\r\n    56789abcdef</p>", "Unauthorized: <p>Bearer [redacted]</p>"},
+		{"a <br>", "<p>Bearer sk-live-01234<br/>56789abcdef</p>", "Unauthorized: <p>Bearer [redacted]</p>"},
+		{"spans", "<p>Bearer <span>sk-live-01234</span><span class=k>56789abcdef</span></p>", "Unauthorized: <p>Bearer <span>[redacted]</span></p>"},
+		{"a comment", "<p>Bearer sk-live-01234<!-- wrap -->56789abcdef</p>", "Unauthorized: <p>Bearer [redacted]</p>"},
+		{"entities", "<p>Bearer sk&#45;live-01234&shy;5678&#x39;abcdef</p>", "Unauthorized: <p>Bearer [redacted]</p>"},
+		{"a no-break space", "<p>Bearer sk-live-01234&nbsp;56789abcdef</p>", "Unauthorized: <p>Bearer [redacted]</p>"},
+		{"a zero-width space", "<p>Bearer sk-live-01234\u200b56789abcdef</p>", "Unauthorized: <p>Bearer [redacted]</p>"},
+		{"a JSON message with a line break", `{"error":{"message":"bad key sk-live-01234\n56789abcdef"}}`, "bad key [redacted]"},
+		{"a cut JSON body with an escaped line break", `{"error":{"message":"bad key sk-live-01234\n5678`, `Unauthorized: {"error":{"message":"bad key [redacted]`},
+		{"the key twice, the text around it kept", "a sk-live-0123456789abcdef b sk-live-01234\n56789abcdef c", "Unauthorized: a [redacted] b [redacted] c"},
+		{"less than a key across markup is text", "<p>sk-live</p><p>-01 ok</p>", "Unauthorized: <p>sk-live</p><p>-01 ok</p>"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

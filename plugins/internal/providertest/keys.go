@@ -2,6 +2,7 @@ package providertest
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -18,6 +19,27 @@ func EchoPage(t testing.TB, status int, key string, offset int) Reply {
 		t.Fatalf("providertest: offset %d leaves no room for the page's markup", offset)
 	}
 	page := head + strings.Repeat("x", pad) + bearer + key + "</p>\n</body></html>\n"
+	return Reply{Status: status, Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte(page)}
+}
+
+// Breaks are ways an HTML error page may break a key it echoes: line
+// breaks, markup, entities (one spelling a character of the key) and
+// invisible characters.
+var Breaks = map[string]func(left, right string) string{
+	"a line break":         func(l, r string) string { return l + "\n" + r },
+	"a CRLF":               func(l, r string) string { return l + "\r\n" + r },
+	"a wrapped line":       func(l, r string) string { return l + "\n        " + r },
+	"a <br>":               func(l, r string) string { return l + "<br>\n" + r },
+	"spans":                func(l, r string) string { return "<span>" + l + "</span><span>" + r + "</span>" },
+	"a soft hyphen entity": func(l, r string) string { return l + "&shy;" + r },
+	"a numeric entity":     func(l, r string) string { return l + "&#" + strconv.Itoa(int(r[0])) + ";" + r[1:] },
+	"a zero-width space":   func(l, r string) string { return l + "\u200b" + r },
+}
+
+// BrokenKeyPage is a proxy's HTML error page that echoes the bearer token
+// it was sent, broken in its middle by brk (one of [Breaks]).
+func BrokenKeyPage(status int, key string, brk func(left, right string) string) Reply {
+	page := "<html><body><h1>401</h1><p>Invalid token: Bearer " + brk(key[:len(key)/2], key[len(key)/2:]) + "</p>\n</body></html>\n"
 	return Reply{Status: status, Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte(page)}
 }
 

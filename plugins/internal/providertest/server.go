@@ -25,6 +25,9 @@ type Reply struct {
 	// Hold keeps the response open after Body until the client goes away,
 	// the way a model that is still thinking does.
 	Hold bool
+	// Repeat, when set, is written after Body again and again, flushed
+	// each time, until the client goes away: a stream that never ends.
+	Repeat []byte
 }
 
 // Request is what the server received.
@@ -141,6 +144,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if flusher != nil {
 		flusher.Flush()
+	}
+	for len(rep.Repeat) > 0 {
+		if _, err := w.Write(rep.Repeat); err != nil {
+			return
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
 	}
 	if rep.Hold {
 		<-r.Context().Done()

@@ -3,6 +3,7 @@ package anthropic
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/vigil-run/vigil/plugins/internal/providerhttp"
 )
@@ -30,6 +31,19 @@ type Config struct {
 	// MaxTokens is used when the request header sets none; zero means
 	// DefaultMaxTokens.
 	MaxTokens int `yaml:"max_tokens" doc:"reply cap when the agent sets none (default 1024)"`
+	// StreamIdleTimeout ends a reply whose response sends nothing for this
+	// long, with an error that ends the step; zero means
+	// providerhttp.DefaultStreamIdleTimeout (5m).
+	StreamIdleTimeout time.Duration `yaml:"stream_idle_timeout" doc:"ends a reply whose response sends nothing for this long (default 5m)"`
+	// MaxResponseBytes ends a reply whose response body grows past this
+	// many bytes, with an error that ends the step; zero means
+	// providerhttp.DefaultMaxResponseBytes (64 MiB).
+	MaxResponseBytes int64 `yaml:"max_response_bytes" doc:"ends a reply whose response body grows past this many bytes (default 64 MiB)"`
+}
+
+// limits returns the bounds of one response.
+func (c *Config) limits() providerhttp.Limits {
+	return providerhttp.Limits{Idle: c.StreamIdleTimeout, MaxBytes: c.MaxResponseBytes}
 }
 
 // ErrConfig is the error class of an invalid [Config].
@@ -43,6 +57,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxTokens < 0 {
 		return fmt.Errorf("%w: max_tokens must not be negative", ErrConfig)
+	}
+	if err := providerhttp.CheckLimits(c.StreamIdleTimeout, c.MaxResponseBytes); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if c.BaseURL == "" {
 		if c.APIKey == "" {

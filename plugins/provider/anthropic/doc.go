@@ -18,6 +18,12 @@
 // loop's finish vocabulary. Each tool_use block is a call of its own,
 // whatever its id; one without a name is an [ErrMalformedStream].
 //
+// A response is bounded: a stream that sends nothing for
+// stream_idle_timeout (default 5m), or whose body grows past
+// max_response_bytes (default 64 MiB), is cut off with an error wrapping
+// [ErrStreamIdle] or [ErrResponseTooLarge] that names the setting; it is
+// logged and ends the step (a stall before any chunk is retryable).
+//
 // Errors are [*agentloop.ProviderError] values. Rate limits (429),
 // overload (529) and other server errors are retryable, with the server's
 // Retry-After, unless the server's x-should-retry says otherwise (it may

@@ -17,6 +17,12 @@ var (
 	ErrMalformedStream = providerhttp.ErrMalformedStream
 	// ErrStreamReused is returned by a stream ranged over a second time.
 	ErrStreamReused = eventstream.ErrStreamReused
+	// ErrStreamIdle is the cause of a response that sent nothing for the
+	// config's stream_idle_timeout.
+	ErrStreamIdle = providerhttp.ErrStreamIdle
+	// ErrResponseTooLarge is the cause of a response whose body grew past
+	// the config's max_response_bytes.
+	ErrResponseTooLarge = providerhttp.ErrResponseTooLarge
 )
 
 // streamErrorStatus is the HTTP status an error event stands for: the

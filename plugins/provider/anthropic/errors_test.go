@@ -152,6 +152,22 @@ func TestNoPartOfTheKeyLeaksThroughAnHTMLErrorPage(t *testing.T) {
 	}
 }
 
+// An error page that breaks the key it echoes (a line break, markup, an
+// entity) leaks no part of it.
+func TestErrorPageBreakingTheKeyLeaksNoPartOfIt(t *testing.T) {
+	for name, brk := range providertest.Breaks {
+		t.Run(name, func(t *testing.T) {
+			srv := providertest.NewServer(t, providertest.BrokenKeyPage(http.StatusUnauthorized, testKey, brk))
+			turn := providertest.RunTurn(t, newProvider(t, srv), "hi")
+			require.Error(t, turn.Err)
+			assert.Contains(t, turn.Err.Error(), "Invalid token: Bearer ")
+			assert.Contains(t, turn.Err.Error(), "[redacted]")
+			providertest.AssertNoKeyPart(t, turn.Err.Error(), testKey)
+			providertest.AssertNoKeyPart(t, turn.Log, testKey)
+		})
+	}
+}
+
 // TestXShouldRetryOverridesTheStatus counts the attempts the agent loop
 // makes against a server that says whether to retry.
 func TestXShouldRetryOverridesTheStatus(t *testing.T) {

@@ -21,7 +21,7 @@ func Plugin() bus.Plugin {
 }
 
 func run(c *bus.Context, cfg Config) error {
-	p, err := New(cfg)
+	p, err := New(cfg, providerhttp.WithLogger(c.Logger()))
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package openai
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/vigil-run/vigil/plugins/internal/providerhttp"
 )
@@ -21,6 +22,19 @@ type Config struct {
 	APIKey string `yaml:"api_key" doc:"bearer token; may be empty for local servers"`
 	// Model is used when the request header names none.
 	Model string `yaml:"model" vigil:"required" doc:"model used when the agent names none"`
+	// StreamIdleTimeout ends a reply whose response sends nothing for this
+	// long, with an error that ends the step; zero means
+	// providerhttp.DefaultStreamIdleTimeout (5m).
+	StreamIdleTimeout time.Duration `yaml:"stream_idle_timeout" doc:"ends a reply whose response sends nothing for this long (default 5m)"`
+	// MaxResponseBytes ends a reply whose response body grows past this
+	// many bytes, with an error that ends the step; zero means
+	// providerhttp.DefaultMaxResponseBytes (64 MiB).
+	MaxResponseBytes int64 `yaml:"max_response_bytes" doc:"ends a reply whose response body grows past this many bytes (default 64 MiB)"`
+}
+
+// limits returns the bounds of one response.
+func (c *Config) limits() providerhttp.Limits {
+	return providerhttp.Limits{Idle: c.StreamIdleTimeout, MaxBytes: c.MaxResponseBytes}
 }
 
 // ErrConfig is the error class of an invalid [Config].
@@ -31,6 +45,9 @@ var ErrConfig = errors.New("invalid config")
 func (c *Config) Validate() error {
 	if c.Model == "" {
 		return fmt.Errorf("%w: model is required (for example gpt-4o-mini)", ErrConfig)
+	}
+	if err := providerhttp.CheckLimits(c.StreamIdleTimeout, c.MaxResponseBytes); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if c.BaseURL == "" {
 		if c.APIKey == "" {

@@ -25,6 +25,12 @@
 // (additionalProperties false) and requires all its properties, as strict
 // mode demands; the agent loop validates the answer either way.
 //
+// A response is bounded: a stream that sends nothing for
+// stream_idle_timeout (default 5m), or whose body grows past
+// max_response_bytes (default 64 MiB), is cut off with an error wrapping
+// [ErrStreamIdle] or [ErrResponseTooLarge] that names the setting; it is
+// logged and ends the step (a stall before any chunk is retryable).
+//
 // Errors are [*agentloop.ProviderError] values. Rate limits (429) and
 // server errors (5xx) are marked retryable with the server's Retry-After,
 // unless the server's x-should-retry says otherwise (it may also make

@@ -53,7 +53,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 		option.WithHTTPClient(client),
 		// The agent loop retries, with backoff, what is safe to retry.
 		option.WithMaxRetries(0),
-		option.WithMiddleware(providerhttp.CheckStatus(cfg.APIKey)),
+		option.WithMiddleware(providerhttp.CheckStatus(cfg.APIKey), providerhttp.Bound(cfg.limits(), providerhttp.LoggerOf(opts))),
 	}
 	if cfg.APIKey != "" {
 		ropts = append(ropts, option.WithAPIKey(cfg.APIKey))

@@ -120,6 +120,12 @@ func (cn *conn) sync(ctx context.Context) error {
 		if !cn.cfg.selects(t.Name) {
 			continue
 		}
+		if err := agentloop.CheckToolName(cn.cfg.Prefix + t.Name); err != nil {
+			// A name from the server reaches no model unchecked; one the
+			// model APIs would refuse is left out, the others offered.
+			cn.log.Warn("skipping a tool of the server: the model could not call it", "error", err)
+			continue
+		}
 		tl, err := newTool(cn, cn.cfg.Prefix, t)
 		if err != nil {
 			errs = append(errs, err)

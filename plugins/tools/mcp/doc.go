@@ -14,8 +14,11 @@
 // On apply the plugin connects, lists the server's tools and provides
 // each one selected by include and exclude (path.Match globs on the
 // server's names) as a tool service "tool/<prefix><name>", with the
-// server's description and input JSON Schema. A
-// notifications/tools/list_changed from the server lists them again:
+// server's description and input JSON Schema. A tool whose
+// <prefix><name> the model APIs would refuse ([agentloop.CheckToolName]:
+// empty, over 64 bytes, anything but letters, digits, _ and -, so no path
+// and no dot) is skipped with a warning that says why; the others are
+// provided. A notifications/tools/list_changed from the server lists them again:
 // tools that went away or changed are withdrawn, new ones provided. The
 // agent reads the tool services at every step, so the change shows in
 // the next request/header (reason change) without reloading anything.

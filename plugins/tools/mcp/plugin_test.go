@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -326,5 +327,41 @@ func TestListChangeAnnouncedBeforeAResultIsInForceForTheNextRequest(t *testing.T
 	assert.Equal(t, "added late", got[0].Content)
 	assert.Nil(t, got[1].Error)
 	assert.Equal(t, "late works", got[1].Content)
+	verify(t, s)
+}
+
+// A tool whose name the model APIs would refuse (empty, a path, a dot, too
+// long) never reaches the model: it is skipped, with the reason logged, and
+// the server's other tools are offered.
+func TestToolsWithInvalidNamesAreSkipped(t *testing.T) {
+	cfg, srv := httpServer(t, "", nil)
+	bad := []string{"", "../../etc/passwd", "files.read", "with space", strings.Repeat("a", 65)}
+	for _, name := range bad {
+		testserver.Add(srv, name)
+	}
+	testserver.Add(srv, strings.Repeat("b", 64))
+	h := newHost(t, callOf("echo", map[string]any{"text": "hi"}), say("done"))
+	h.mcp(cfg)
+	names := h.toolNames()
+	for _, name := range bad {
+		assert.NotContains(t, names, name)
+	}
+	assert.Contains(t, names, strings.Repeat("b", 64))
+	assert.Contains(t, names, "echo")
+	logs := h.logs.String()
+	assert.Contains(t, logs, "the name is empty")
+	assert.Contains(t, logs, `../../etc/passwd\" holds '.'`)
+	assert.Contains(t, logs, `files.read\" holds '.'`)
+	assert.Contains(t, logs, "is 65 bytes long, more than 64")
+	assert.Equal(t, 5, strings.Count(logs, "skipping a tool of the server"))
+
+	s := h.session()
+	h.turn(context.Background(), s, "echo hi", session.ReasonCompleted)
+	for _, r := range ofType(s, session.TypeRequestHeader) {
+		hd := decode[session.RequestHeader](t, r)
+		for _, spec := range hd.Header.Tools {
+			assert.NoError(t, agentloop.CheckToolName(spec.Name), "the model was offered %q", spec.Name)
+		}
+	}
 	verify(t, s)
 }

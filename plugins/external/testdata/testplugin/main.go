@@ -47,6 +47,8 @@ type Config struct {
 	SlowValidate int `json:"slow_validate"`
 	// FailConfigure makes Configure fail.
 	FailConfigure bool `json:"fail_configure"`
+	// LongReason pads every veto's reason with this many bytes.
+	LongReason int `json:"long_reason"`
 }
 
 type state struct {
@@ -59,6 +61,7 @@ type state struct {
 	askTools        *regexp.Regexp
 	askMessages     *regexp.Regexp
 	slow            time.Duration
+	pad             string
 }
 
 func main() {
@@ -106,6 +109,7 @@ func main() {
 				st.askMessages = regexp.MustCompile(cfg.AskMessages)
 			}
 			st.slow = time.Duration(cfg.SlowValidate) * time.Millisecond
+			st.pad = strings.Repeat("r", cfg.LongReason)
 			sdk.Logger().Info("configured", "veto", cfg.Veto)
 			return nil
 		},
@@ -127,7 +131,7 @@ func main() {
 					return err
 				}
 				if st.tools != nil && st.tools.MatchString(c.Name) {
-					return sdk.Veto("TEST", "the tool "+c.Name+" matches "+st.tools.String())
+					return sdk.Veto("TEST", "the tool "+c.Name+" matches "+st.tools.String()+st.pad)
 				}
 				if st.askTools != nil && st.askTools.MatchString(c.Name) {
 					return sdk.Ask("the tool " + c.Name + " needs a person")
@@ -145,7 +149,7 @@ func main() {
 				return sdk.Ask("the message needs a person")
 			}
 			if st.veto != nil && st.veto.MatchString(m.Content) {
-				return sdk.Veto("TEST", "the message matches "+st.veto.String())
+				return sdk.Veto("TEST", "the message matches "+st.veto.String()+st.pad)
 			}
 			return nil
 		},
