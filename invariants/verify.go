@@ -20,6 +20,11 @@ type Report struct {
 	Events int
 	// Violations are the broken rules, in log order.
 	Violations []Violation
+	// OneshotsUnderived are the seqs of the request/oneshot records
+	// logged before one-shots carried their instruction (by an older
+	// build): the log does not hold their requests, so their digests are
+	// not checked. Not a violation: such a log verifies, and says so.
+	OneshotsUnderived []int64
 }
 
 // VerifyFile verifies the log stored at path. See [Verify].
@@ -86,7 +91,7 @@ func Verify(r io.Reader) (*Report, error) {
 		events = append(events, event{rec: rec})
 	}
 	rep.Events = len(events)
-	rep.Violations = check(info.ID, events)
+	rep.Violations, rep.OneshotsUnderived = check(info.ID, events)
 	return rep, nil
 }
 
@@ -161,11 +166,11 @@ func lineError(line int, err error) error {
 	return &session.CorruptError{Line: line, Err: err}
 }
 
-// check runs the append rules and request-digest over records. After a
-// violation the event is still applied, so later events are judged
-// against the log as it stands.
-func check(id string, events []event) []Violation {
-	var out []Violation
+// check runs the append rules and request-digest over records, and
+// returns the one-shots it could not re-derive. After a violation the
+// event is still applied, so later events are judged against the log as
+// it stands.
+func check(id string, events []event) (out []Violation, underived []int64) {
 	t := newTrace()
 	fold := session.NewFold()
 	var stepMsgs []session.Message // the fold before the open step's step/start
@@ -199,13 +204,22 @@ func check(id string, events []event) []Violation {
 				v.Session = id
 				out = append(out, *v)
 			}
+		case session.TypeRequestOneshot:
+			v, derived := oneshotDigest(records[:i], r)
+			if v != nil {
+				v.Session = id
+				out = append(out, *v)
+			}
+			if !derived {
+				underived = append(underived, r.Seq())
+			}
 		}
 		if err := fold.Add(r); err != nil {
 			// Reported by surface-replace; the fold keeps its surface.
 			continue
 		}
 	}
-	return out
+	return out, underived
 }
 
 // requestDigest: the digest a step recorded equals the digest of the
@@ -220,15 +234,41 @@ func requestDigest(before []*session.Record, msgs []session.Message, r *session.
 	if !ok {
 		return violation(RuleRequestDigest, r.Seq(), "no request/header before the request")
 	}
-	if d.Messages != len(msgs) {
+	return digestMatches(r, h, msgs, d.SHA256, d.Messages)
+}
+
+// digestMatches: the sha256 and messages a record states equal those of
+// the request re-derived from the log (h, msgs).
+func digestMatches(r *session.Record, h session.Header, msgs []session.Message, sha string, n int) *Violation {
+	if n != len(msgs) {
 		return &Violation{Rule: RuleRequestDigest, Seq: r.Seq(), Index: -1,
 			Message:  "the request sent had another number of messages than the log re-derives",
-			Expected: fmt.Sprint(len(msgs)), Actual: fmt.Sprint(d.Messages)}
+			Expected: fmt.Sprint(len(msgs)), Actual: fmt.Sprint(n)}
 	}
-	if got := session.RequestDigest(h, msgs); got != d.SHA256 {
+	if got := session.RequestDigest(h, msgs); got != sha {
 		return &Violation{Rule: RuleRequestDigest, Seq: r.Seq(), Index: -1,
 			Message:  "the request sent differs from the request re-derived from the log",
-			Expected: got, Actual: d.SHA256}
+			Expected: got, Actual: sha}
 	}
 	return nil
+}
+
+// oneshotDigest: a one-shot's sha256 and messages equal those of its
+// request re-derived from the log — its logged header, the projections of
+// its sources, its logged instruction (session.OneshotRequest). derived is
+// false for a one-shot of an older build, which logged no instruction:
+// its request is not in the log to check.
+func oneshotDigest(before []*session.Record, r *session.Record) (v *Violation, derived bool) {
+	o, err := session.DecodeData[session.Oneshot](r)
+	if err != nil {
+		return violation(RuleRequestDigest, r.Seq(), "request/oneshot data: %v", err), true
+	}
+	h, msgs, derived, err := session.OneshotRequest(before, r)
+	if err != nil {
+		return violation(RuleRequestDigest, r.Seq(), "request/oneshot: %v", err), true
+	}
+	if !derived {
+		return nil, false
+	}
+	return digestMatches(r, h, msgs, o.SHA256, o.Messages), true
 }
