@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -24,7 +26,9 @@ func newVerifyCmd(e *env) *cobra.Command {
 the id of a session in the store of the composition -c names. Each violation
 prints on stdout as FILE|ID: RULE seq=N: message; a valid log prints
 "FILE|ID: ok (N events)" on stderr; an unreadable one its error on stderr.
---json prints an array of {log, session, events, violations, error}.
+--json prints an array of {log, session, events, violations, oneshots_underived,
+error}; oneshots_underived lists the one-shots an older build logged without
+their instruction, whose requests the log cannot re-derive (not violations).
 
 --tree ID… verifies the session and every sub-agent session under it (see
 vigil sessions tree), each labelled with its id, and checks each delegation:
@@ -59,7 +63,10 @@ type verifyReport struct {
 	Session    string                 `json:"session,omitempty"`
 	Events     int                    `json:"events"`
 	Violations []invariants.Violation `json:"violations"`
-	Error      string                 `json:"error,omitempty"`
+	// OneshotsUnderived are the seqs of one-shots an older build logged
+	// without their instruction: not re-derived, and not violations.
+	OneshotsUnderived []int64 `json:"oneshots_underived,omitempty"`
+	Error             string  `json:"error,omitempty"`
 }
 
 // cmdVerify runs the append rules and request-digest over stored logs,
@@ -117,7 +124,7 @@ func cmdVerify(ctx context.Context, e *env, cfg string, asJSON, tree bool, args 
 			failed = true
 		}
 		if asJSON {
-			reports = append(reports, verifyReport{Log: arg, Session: rep.Session, Events: rep.Events, Violations: nonNil(rep.Violations)})
+			reports = append(reports, verifyReport{Log: arg, Session: rep.Session, Events: rep.Events, Violations: nonNil(rep.Violations), OneshotsUnderived: rep.OneshotsUnderived})
 			continue
 		}
 		for _, v := range rep.Violations {
@@ -125,6 +132,10 @@ func cmdVerify(ctx context.Context, e *env, cfg string, asJSON, tree bool, args 
 		}
 		if len(rep.Violations) == 0 {
 			fmt.Fprintf(e.stderr, "%s: ok (%d events)\n", arg, rep.Events)
+		}
+		if n := len(rep.OneshotsUnderived); n > 0 {
+			fmt.Fprintf(e.stderr, "%s: note: %d one-shot(s) (seq %s) logged by an older build without their instruction: their requests are not in the log, their digests not checked\n",
+				arg, n, joinSeqs(rep.OneshotsUnderived))
 		}
 	}
 	if asJSON {
@@ -187,4 +198,13 @@ func encodeLog(info session.Info, records []*session.Record) []byte {
 		out = r.AppendLine(out)
 	}
 	return out
+}
+
+// joinSeqs renders seqs as "3, 17".
+func joinSeqs(seqs []int64) string {
+	parts := make([]string, len(seqs))
+	for i, s := range seqs {
+		parts[i] = strconv.FormatInt(s, 10)
+	}
+	return strings.Join(parts, ", ")
 }
