@@ -182,9 +182,12 @@ func describeRecord(r *session.Record) string {
 			s += fmt.Sprintf(", %s/%s", d.Header.Provider, d.Header.Model)
 		}
 		return s
-	case session.TypeRequestUsage, session.TypeStepUsage:
+	case session.TypeRequestUsage:
 		d, _ := session.DecodeData[session.Usage](r)
 		return fmt.Sprintf("usage: tokens in %d, out %d", d.Input, d.Output)
+	case session.TypeStepUsage:
+		d, _ := session.DecodeData[session.Usage](r)
+		return fmt.Sprintf("usage, for the step's end: tokens in %d, out %d", d.Input, d.Output)
 	case session.TypeAssistantChunk:
 		return ""
 	case session.TypeAssistantMessage:
