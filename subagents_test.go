@@ -394,6 +394,20 @@ func TestAChildWaitingForAnApprovalSuspendsTheParent(t *testing.T) {
 			errs, checked := session.CheckDelegations(plog, map[string]*session.Log{child: clog})
 			assert.Empty(t, errs)
 			assert.Equal(t, 1, checked)
+			// Every model call of the tree logged its usage, the suspended
+			// steps' too (their step/end was written by another runtime).
+			ends := 0
+			for _, log := range []*session.Log{plog, clog} {
+				for _, r := range log.Records {
+					if r.Type() == session.TypeStepEnd {
+						ends++
+						var e session.StepEnd
+						require.NoError(t, json.Unmarshal(r.Data(), &e))
+						assert.NotNil(t, e.Usage, "%s seq %d: step/end without usage", log.Info.ID, r.Seq())
+					}
+				}
+			}
+			assert.Equal(t, 4, ends, "two steps each")
 			for _, id := range []string{parent, child} {
 				rep, err := invariants.VerifyFile(filepath.Join(dir, id+".jsonl"))
 				require.NoError(t, err)

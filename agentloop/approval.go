@@ -399,7 +399,8 @@ func (t *turn) resume(ctx context.Context) (*TurnResult, error) {
 			return t.finish(failReason(err), err)
 		}
 	}
-	if _, err := t.append(session.Event{Type: session.TypeStepEnd, Step: s.Step, Data: session.StepEnd{Finish: session.FinishToolCalls}}); err != nil {
+	// The usage the step logged before it suspended is its step/end's.
+	if _, err := t.append(session.Event{Type: session.TypeStepEnd, Step: s.Step, Data: session.StepEnd{Finish: session.FinishToolCalls, Usage: s.Usage}}); err != nil {
 		return t.finish(failReason(err), err)
 	}
 	switch {

@@ -94,7 +94,13 @@ func TestAskSuspendsTheTurnAndADecisionInAnotherProcessCompletesIt(t *testing.T)
 
 	recs := sess.Records()
 	assert.Len(t, ofType(recs, session.TypeApprovalRequest), 1)
-	assert.Equal(t, session.TypeToolResult, recs[len(recs)-1].Type(), "the step is left open after the calls that need no decision")
+	assert.Equal(t, session.TypeToolResult, recs[len(recs)-2].Type(), "the step is left open after the calls that need no decision")
+	// and the reply's usage, which the step/end logged in another process
+	// carries.
+	require.Equal(t, session.TypeStepUsage, recs[len(recs)-1].Type())
+	usage := decode[session.Usage](t, recs[len(recs)-1])
+	assert.Equal(t, res.Usage, usage)
+	assert.Positive(t, usage.Input)
 	assert.Len(t, ofType(recs, session.TypeToolStart), 1, "list_dir ran, read_file did not")
 	assert.Empty(t, ofType(recs, session.TypeStepEnd))
 	assert.Empty(t, ofType(recs, session.TypeTurnEnd))
@@ -159,6 +165,11 @@ func TestAskSuspendsTheTurnAndADecisionInAnotherProcessCompletesIt(t *testing.T)
 	require.NoError(t, s3.Flush(ctx))
 	verifyFile(t, store3.Path(sess.ID()))
 	assert.Equal(t, 2, verifyDigests(t, s3.Records()))
+	// Each step's step/end carries its usage, the suspended one's too.
+	ends := ofType(s3.Records(), session.TypeStepEnd)
+	require.Len(t, ends, 2)
+	assert.Equal(t, &usage, decode[session.StepEnd](t, ends[0]).Usage)
+	assert.Equal(t, &res.Usage, decode[session.StepEnd](t, ends[1]).Usage)
 
 	// The session takes new prompts again.
 	_, err = agentloop.Decide(ctx, s3, call.ID, agentloop.Decision{Allow: true})

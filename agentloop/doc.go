@@ -56,9 +56,17 @@
 // so no request/digest is logged for it.
 //
 // The one other way to a model is a declared one-shot ([Complete]): a
-// purpose, the records it derives from, the messages; it is logged as
-// request/oneshot when handed to the provider and refused inside an open
-// turn. docs/architecture.md states the guarantee.
+// purpose, the records it shows the model and an instruction, under a
+// header; its request is made of those and nothing else, so the log
+// re-derives it. It is logged as request/oneshot when handed to the
+// provider (its usage as request/usage after the reply), refused from
+// inside a step's model call ([ErrOneShotInStep]: the context of a step's
+// dispatch is marked) and inside an open turn ([ErrOneShotInTurn]).
+// docs/architecture.md states the guarantee.
+//
+// A header names the provider ([Namer]) and, when the agent sets no model,
+// the provider's default one ([DefaultModeler]): the header in force names
+// the model each request asks for.
 //
 // # Streams and failures
 //
@@ -106,8 +114,10 @@
 // with a POLICY_DENIED result the model sees; ask logs it with an
 // approval/request (a veto listener may answer ask too, with an
 // [*AskError]). The calls that need no decision run, then the step is
-// suspended: the log is flushed, the turn left open, and Run returns
-// Reason "suspended", the pending calls and a [*SuspendedError]. Loading
+// suspended: its reply's usage is logged (step/usage, which the step/end
+// that closes it carries), the log is flushed, the turn left open, and
+// Run returns Reason "suspended", the pending calls and a
+// [*SuspendedError]. Loading
 // such a log repairs nothing (session.Suspended). [Decide] logs an
 // approval/decision for one pending call, in any process;
 // [Agent.Resume], once all are decided, runs the allowed calls, answers

@@ -61,8 +61,9 @@ func toolCalls(m session.Message) string {
 }
 
 // A one-shot request (a title, a summary) is declared: it names its
-// purpose and the records it derives from, and is logged in the session
-// as request/oneshot before the provider receives it.
+// purpose, the records it shows the model and the instruction that
+// follows them, and is logged in the session as request/oneshot before
+// the provider receives it, its usage as request/usage after the reply.
 func ExampleComplete() {
 	root := bus.New()
 	defer root.Dispose()
@@ -71,18 +72,21 @@ func ExampleComplete() {
 		session.Event{Type: session.TypeUserMessage, Data: session.UserMessage{Content: "What is six times seven?"}})
 	model, _ := scripted.New(scripted.Config{Script: []scripted.Reply{{Text: "Six times seven"}}})
 	reply, err := agentloop.Complete(context.Background(), c, model, sess, agentloop.OneShot{
-		Purpose:  "title",
-		Sources:  []int64{0},
-		Messages: []session.Message{{Role: session.RoleUser, Content: "Title for: what is six times seven?"}},
+		Purpose:     "title",
+		Sources:     []int64{0},
+		Instruction: "A title for the conversation above, in three words.",
 	})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Println(reply.Content)
-	last := sess.Records()[sess.Len()-1]
-	fmt.Println(last.Type(), last.Sources())
+	for _, r := range sess.Records()[1:] {
+		fmt.Println(r.Type(), r.Sources())
+	}
 	// Output:
 	// Six times seven
+	// session/end-seed []
 	// request/oneshot [0]
+	// request/usage [2]
 }

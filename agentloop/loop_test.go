@@ -204,28 +204,47 @@ func TestCompleteSendsADeclaredOneShotAndLogsIt(t *testing.T) {
 		purposes = append(purposes, req.Purpose())
 		return next(ctx, req)
 	})
-	msgs := []session.Message{{Role: session.RoleUser, Content: "summarize"}}
-	reply, err := agentloop.Complete(context.Background(), e.c, script(t, scripted.Reply{Text: "a short summary"}), sess,
-		agentloop.OneShot{Purpose: "summary", Sources: []int64{0}, Messages: msgs})
+	rec := &recorder{replies: []func(context.Context) (agentloop.Stream, error){func(context.Context) (agentloop.Stream, error) {
+		return func(yield func(agentloop.Chunk, error) bool) {
+			_ = yield(agentloop.Chunk{Text: "a short summary"}, nil) &&
+				yield(agentloop.Chunk{Usage: &session.Usage{Input: 30, Output: 4}, Finish: session.FinishStop}, nil)
+		}, nil
+	}}}
+	hdr := session.Header{Model: "small", System: "You write summaries."}
+	reply, err := agentloop.Complete(context.Background(), e.c, rec, sess,
+		agentloop.OneShot{Purpose: "summary", Sources: []int64{0}, Instruction: "summarize", Header: hdr})
 	require.NoError(t, err)
 	assert.Equal(t, "a short summary", reply.Content)
 	assert.Equal(t, session.FinishStop, reply.Finish)
 	assert.Equal(t, []bool{false}, marked)
 	assert.Equal(t, []string{"summary"}, purposes)
 
+	// The provider got the projection of the sources, then the
+	// instruction: nothing but the log and the record.
+	msgs := []session.Message{{Role: session.RoleUser, Content: "a long story"}, {Role: session.RoleUser, Content: "summarize"}}
+	reqs := rec.requests()
+	require.Len(t, reqs, 1)
+	assert.Equal(t, msgs, reqs[0].Messages)
+	assert.Equal(t, hdr, reqs[0].Header)
+
 	recs := sess.Records()
-	require.Len(t, recs, 2)
-	assert.Equal(t, session.TypeRequestOneshot, recs[1].Type())
+	require.Equal(t, []string{session.TypeUserMessage, session.TypeRequestOneshot, session.TypeRequestUsage}, types(recs))
 	assert.Equal(t, []int64{0}, recs[1].Sources())
-	d, err := session.DecodeData[session.Oneshot](recs[1])
+	d := decode[session.Oneshot](t, recs[1])
+	assert.Equal(t, session.Oneshot{Purpose: "summary", SHA256: session.RequestDigest(hdr, msgs), Messages: 2, Instruction: "summarize", Header: &hdr}, d)
+	// The log re-derives the request.
+	h, derived, ok, err := session.OneshotRequest(recs, recs[1])
 	require.NoError(t, err)
-	assert.Equal(t, session.Oneshot{Purpose: "summary", SHA256: session.RequestDigest(session.Header{}, msgs), Messages: 1}, d)
+	require.True(t, ok)
+	assert.Equal(t, d.SHA256, session.RequestDigest(h, derived))
+	// The reply's usage is logged after it, citing the request.
+	assert.Equal(t, []int64{1}, recs[2].Sources())
+	assert.Equal(t, session.Usage{Input: 30, Output: 4}, decode[session.Usage](t, recs[2]))
 }
 
 func TestCompleteRefusesUndeclaredOneShots(t *testing.T) {
 	e := newEnv(t)
 	sess := e.session()
-	msgs := []session.Message{{Role: session.RoleUser, Content: "hi"}}
 	open := e.session()
 	_, err := open.Append(context.Background(), session.Event{Type: session.TypeTurnStart, Turn: 1})
 	require.NoError(t, err)
@@ -235,11 +254,11 @@ func TestCompleteRefusesUndeclaredOneShots(t *testing.T) {
 		o    agentloop.OneShot
 		want error
 	}{
-		{"no session", nil, agentloop.OneShot{Purpose: "title", Messages: msgs}, nil},
-		{"no purpose", sess, agentloop.OneShot{Messages: msgs}, nil},
-		{"no messages", sess, agentloop.OneShot{Purpose: "title"}, nil},
-		{"a source the log does not hold", sess, agentloop.OneShot{Purpose: "title", Sources: []int64{3}, Messages: msgs}, nil},
-		{"inside an open turn", open, agentloop.OneShot{Purpose: "title", Messages: msgs}, agentloop.ErrOneShotInTurn},
+		{"no session", nil, agentloop.OneShot{Purpose: "title", Instruction: "a title"}, nil},
+		{"no purpose", sess, agentloop.OneShot{Instruction: "a title"}, nil},
+		{"no instruction", sess, agentloop.OneShot{Purpose: "title"}, nil},
+		{"a source the log does not hold", sess, agentloop.OneShot{Purpose: "title", Sources: []int64{3}, Instruction: "a title"}, nil},
+		{"inside an open turn", open, agentloop.OneShot{Purpose: "title", Instruction: "a title"}, agentloop.ErrOneShotInTurn},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := script(t, scripted.Reply{Text: "never"})
@@ -252,4 +271,39 @@ func TestCompleteRefusesUndeclaredOneShots(t *testing.T) {
 	}
 	assert.Equal(t, 0, sess.Len(), "nothing logged")
 	assert.Equal(t, 1, open.Len(), "nothing logged")
+}
+
+// A one-shot made from inside a step's model call — by an llm/stream
+// listener, or the provider — is refused, for any session: a step is
+// answered by its own request only.
+func TestCompleteRefusesOneShotsFromInsideAStep(t *testing.T) {
+	e := newEnv(t)
+	scratch := e.session()
+	var errs []error
+	agentloop.LLMStream.On(e.c, func(ctx context.Context, req *agentloop.Request, next bus.Next[*agentloop.Request, agentloop.Stream]) (agentloop.Stream, error) {
+		if req.LoopBuilt() {
+			_, err := agentloop.Complete(ctx, e.c, script(t, scripted.Reply{Text: "never"}), scratch, agentloop.OneShot{Purpose: "title", Instruction: "a title"})
+			errs = append(errs, err)
+		}
+		return next(ctx, req)
+	})
+	var fromProvider error
+	prov := &recorder{replies: []func(context.Context) (agentloop.Stream, error){func(ctx context.Context) (agentloop.Stream, error) {
+		_, fromProvider = agentloop.Complete(ctx, e.c, script(t, scripted.Reply{Text: "never"}), scratch, agentloop.OneShot{Purpose: "title", Instruction: "a title"})
+		return textStream("ok"), nil
+	}}}
+	a := agentloop.New(e.c, agentloop.Config{Model: "m"}, agentloop.WithProvider(prov))
+	t.Cleanup(func() { _ = a.Close() })
+	res, err := a.Run(context.Background(), e.session(), "hello")
+	require.NoError(t, err)
+	assert.Equal(t, session.ReasonCompleted, res.Reason)
+	require.Len(t, errs, 1)
+	assert.ErrorIs(t, errs[0], agentloop.ErrOneShotInStep)
+	assert.ErrorIs(t, fromProvider, agentloop.ErrOneShotInStep)
+	assert.Zero(t, scratch.Len(), "nothing logged")
+	assert.Len(t, prov.requests(), 1, "only the step's request reached a provider")
+
+	// Outside the step, the same call is a one-shot like any other.
+	_, err = agentloop.Complete(context.Background(), e.c, script(t, scripted.Reply{Text: "a title"}), scratch, agentloop.OneShot{Purpose: "title", Instruction: "a title"})
+	require.NoError(t, err)
 }

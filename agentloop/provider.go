@@ -186,3 +186,23 @@ var ErrUnsealed = errors.New("agentloop: request not sealed by the loop")
 type Namer interface {
 	Name() string
 }
+
+// DefaultModeler is implemented by providers that ask for a model of
+// their own (their config's) when a request's header names none. The loop
+// puts that model in the header it logs and sends, so the header in force
+// always names the model the provider is asked for: budgets price it,
+// replay compares it, telemetry names spans after it.
+type DefaultModeler interface {
+	DefaultModel() string
+}
+
+// fillHeader names p in h, and p's default model when h names none: what
+// p sends in their place is then logged.
+func fillHeader(h *session.Header, p Provider) {
+	if n, ok := p.(Namer); ok && h.Provider == "" {
+		h.Provider = n.Name()
+	}
+	if d, ok := p.(DefaultModeler); ok && h.Model == "" {
+		h.Model = d.DefaultModel()
+	}
+}

@@ -101,6 +101,15 @@ func (g *guard) Name() string {
 	return ""
 }
 
+// DefaultModel implements DefaultModeler with the wrapped provider's
+// default model ("" when it has none).
+func (g *guard) DefaultModel() string {
+	if d, ok := g.p.(DefaultModeler); ok {
+		return d.DefaultModel()
+	}
+	return ""
+}
+
 // sealedFallback is the innermost llm/stream handler for a sealed
 // request. It refuses, with ErrRequestMutated, a request that is not the
 // one the loop sealed or that no longer equals what the seal owns; then it

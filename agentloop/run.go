@@ -272,9 +272,7 @@ func (a *Agent) header(prov Provider, tools []Tool) session.Header {
 	if a.schema != nil {
 		h.OutputSchema = a.schema.text
 	}
-	if n, ok := prov.(Namer); ok {
-		h.Provider = n.Name()
-	}
+	fillHeader(&h, prov)
 	if len(tools) > 0 {
 		h.Tools = make([]session.ToolSpec, len(tools))
 		for i, tl := range tools {

@@ -158,6 +158,13 @@ func (t *turn) step(ctx context.Context, n int) (stepOutcome, error) {
 			return stepOutcome{}, err
 		}
 		if suspended {
+			// The step/end that closes the step is logged later, maybe by
+			// another process: the reply's usage goes into the log now.
+			if u := asm.usage; u != nil {
+				if _, err := t.append(session.Event{Type: session.TypeStepUsage, Step: n, Data: *u}); err != nil {
+					return stepOutcome{}, err
+				}
+			}
 			return stepOutcome{suspended: true}, nil
 		}
 		if ctx.Err() != nil {
@@ -187,9 +194,12 @@ func (t *turn) step(ctx context.Context, n int) (stepOutcome, error) {
 // normally) and, separately, a fatal error from consume.
 func (t *turn) stream(ctx context.Context, prov Provider, req *Request, consume func(*Chunk) error) (streamErr, fatal error) {
 	a := t.a
+	// The dispatch's listeners and provider run inside the step: a
+	// one-shot from there is refused (ErrOneShotInStep).
+	sctx := withinStep(ctx, req)
 	for attempt := 1; ; attempt++ {
 		delivered := 0
-		s, err := LLMStream.Run(ctx, a.c, req, sealedFallback(prov, req))
+		s, err := LLMStream.Run(sctx, a.c, req, sealedFallback(prov, req))
 		if err == nil && s == nil {
 			err = errors.New("agentloop: llm/stream returned no stream")
 		}

@@ -32,11 +32,15 @@
 //     check costs what the step added, not the request's length nor the
 //     log's; a request the trace cannot place is checked
 //     against a fold of the whole log ([CheckRequest]). Only
-//     loop-built requests are checked; one-shots (request/oneshot) are
-//     accounted for in the log, not re-derived from it.
+//     loop-built requests are checked at runtime; a one-shot's request is
+//     made of its log by agentloop (its cited records' projections and its
+//     logged instruction, session.OneshotRequest), and [Verify] re-derives
+//     it offline.
 //   - status-transition checks agent/status.
 //   - request-digest is checked by [Verify], offline, over stored logs,
-//     with the same rule code as the runtime plugin.
+//     with the same rule code as the runtime plugin: each step's digest and
+//     each one-shot's (those an older build logged without their
+//     instruction are listed in [Report].OneshotsUnderived instead).
 //
 // Modes: "strict" (the default) refuses with an [*InvariantError] whose
 // Code is "INVARIANT"; "warn" emits an invariant/violation event and an

@@ -103,7 +103,7 @@ func stepScoped(typ string) bool {
 	switch typ {
 	case session.TypeAssistantChunk, session.TypeAssistantMessage, session.TypeToolCall,
 		session.TypeToolStart, session.TypeToolResult, session.TypeRequestDigest,
-		session.TypeApprovalRequest, session.TypeApprovalDecision:
+		session.TypeApprovalRequest, session.TypeApprovalDecision, session.TypeStepUsage:
 		return true
 	}
 	return false

@@ -29,6 +29,11 @@ type Report struct {
 	Open *OpenTurn
 	// Proven counts what the checks established.
 	Proven Proven
+	// OneshotsUnderived are the seqs of the request/oneshot records
+	// logged before one-shots carried their instruction (by an older
+	// build): the log does not hold their requests, so their digests are
+	// not checked. Not a violation: such a log verifies, and says so.
+	OneshotsUnderived []int64
 }
 
 // Verdicts of a [Report], as `vigil verify --json` states them.
@@ -86,8 +91,11 @@ type Proven struct {
 	// request/digest, from the header in force and the fold before its
 	// step.
 	Requests int `json:"requests"`
-	// DigestsMatched counts the re-derived requests whose digest and
-	// message count equal the logged ones.
+	// Oneshots counts the one-shot requests re-derived from the log: one
+	// per request/oneshot that logged its instruction.
+	Oneshots int `json:"oneshots"`
+	// DigestsMatched counts the re-derived requests (steps' and
+	// one-shots') whose digest and message count equal the logged ones.
 	DigestsMatched int `json:"digests_matched"`
 	// Approvals counts the approval decisions checked against their
 	// requests and the calls they let run.
@@ -260,6 +268,8 @@ type verifier struct {
 	// model output without one was reported.
 	digested, unproven bool
 	proven             Proven
+	// underived are the one-shots logged without their instruction.
+	underived []int64
 }
 
 func newVerifier(id string, n int) *verifier {
@@ -318,6 +328,18 @@ func (v *verifier) prove(before []*session.Record, r *session.Record) {
 		} else {
 			v.proven.DigestsMatched++
 		}
+	case session.TypeRequestOneshot:
+		x, derived := oneshotDigest(before, r)
+		if !derived {
+			v.underived = append(v.underived, r.Seq())
+			break
+		}
+		v.proven.Oneshots++
+		if x != nil {
+			v.report(x)
+		} else {
+			v.proven.DigestsMatched++
+		}
 	case session.TypeAssistantChunk, session.TypeAssistantMessage:
 		// The loop logs a step's digest before it hands the request to
 		// the provider, so before any of the model's output: output
@@ -340,6 +362,7 @@ func (v *verifier) prove(before []*session.Record, r *session.Record) {
 func (v *verifier) finish(rep *Report) {
 	rep.Violations = v.out
 	rep.Proven = v.proven
+	rep.OneshotsUnderived = v.underived
 	t := v.t
 	if !t.turnOpen {
 		return
@@ -366,15 +389,41 @@ func requestDigest(before []*session.Record, msgs []session.Message, r *session.
 	if !ok {
 		return false, violation(RuleRequestDigest, r.Seq(), "no request/header before the request")
 	}
-	if d.Messages != len(msgs) {
-		return true, &Violation{Rule: RuleRequestDigest, Seq: r.Seq(), Index: -1,
+	return true, digestMatches(r, h, msgs, d.SHA256, d.Messages)
+}
+
+// digestMatches: the sha256 and messages a record states equal those of
+// the request re-derived from the log (h, msgs).
+func digestMatches(r *session.Record, h session.Header, msgs []session.Message, sha string, n int) *Violation {
+	if n != len(msgs) {
+		return &Violation{Rule: RuleRequestDigest, Seq: r.Seq(), Index: -1,
 			Message:  "the request sent had another number of messages than the log re-derives",
-			Expected: fmt.Sprint(len(msgs)), Actual: fmt.Sprint(d.Messages)}
+			Expected: fmt.Sprint(len(msgs)), Actual: fmt.Sprint(n)}
 	}
-	if got := session.RequestDigest(h, msgs); got != d.SHA256 {
-		return true, &Violation{Rule: RuleRequestDigest, Seq: r.Seq(), Index: -1,
+	if got := session.RequestDigest(h, msgs); got != sha {
+		return &Violation{Rule: RuleRequestDigest, Seq: r.Seq(), Index: -1,
 			Message:  "the request sent differs from the request re-derived from the log",
-			Expected: got, Actual: d.SHA256}
+			Expected: got, Actual: sha}
 	}
-	return true, nil
+	return nil
+}
+
+// oneshotDigest: a one-shot's sha256 and messages equal those of its
+// request re-derived from the log — its logged header, the projections of
+// its sources, its logged instruction (session.OneshotRequest). derived is
+// false for a one-shot of an older build, which logged no instruction:
+// its request is not in the log to check.
+func oneshotDigest(before []*session.Record, r *session.Record) (v *Violation, derived bool) {
+	o, err := session.DecodeData[session.Oneshot](r)
+	if err != nil {
+		return violation(RuleRequestDigest, r.Seq(), "request/oneshot data: %v", err), true
+	}
+	h, msgs, derived, err := session.OneshotRequest(before, r)
+	if err != nil {
+		return violation(RuleRequestDigest, r.Seq(), "request/oneshot: %v", err), true
+	}
+	if !derived {
+		return nil, false
+	}
+	return digestMatches(r, h, msgs, o.SHA256, o.Messages), true
 }

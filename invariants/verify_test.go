@@ -211,3 +211,81 @@ func TestVerifyNamesTheRuleOfALineTheDecoderRefuses(t *testing.T) {
 		})
 	}
 }
+
+// oneshot appends a one-shot over sources as agentloop.Complete logs it:
+// request/oneshot with the digest of the request re-derived from the log,
+// then its usage.
+func (b *logBuilder) oneshot(sources []int64, instruction string, h session.Header) {
+	msgs, err := session.OneshotMessages(b.records, sources, instruction)
+	if err != nil {
+		panic(err)
+	}
+	o := session.Oneshot{Purpose: "compaction", SHA256: session.RequestDigest(h, msgs), Messages: len(msgs), Instruction: instruction, Header: &h}
+	r := b.add(session.Event{Type: session.TypeRequestOneshot, Sources: sources, Data: o})
+	b.add(session.Event{Type: session.TypeRequestUsage, Sources: []int64{r.Seq()}, Data: session.Usage{Input: 50, Output: 5}})
+}
+
+// TestVerifyRederivesOneShots: a one-shot's digest is recomputed from the
+// log — its logged header, the projections of its sources, its logged
+// instruction — so an edit of any of them is a request-digest violation at
+// the one-shot; a one-shot logged before one-shots carried their
+// instruction is not re-derivable, and is reported as such, not as a
+// violation.
+func TestVerifyRederivesOneShots(t *testing.T) {
+	h := session.Header{Provider: "scripted", Model: "small"}
+	build := func() (*logBuilder, int64) {
+		b := sampleLog()
+		var surface []int64
+		for _, r := range b.records {
+			if _, ok := session.Project(r); ok && r.Turn() == 1 {
+				surface = append(surface, r.Seq())
+			}
+		}
+		b.oneshot(surface, "Summarize the conversation above.", h)
+		return b, int64(len(b.records) - 2)
+	}
+	b, at := build()
+	rep, err := invariants.Verify(bytes.NewReader(b.jsonl("oneshot")))
+	require.NoError(t, err)
+	assert.Empty(t, rep.Violations)
+	assert.Empty(t, rep.OneshotsUnderived)
+
+	for _, tc := range []struct {
+		name string
+		edit func(o *session.Oneshot, sources []int64) []int64
+	}{
+		{"instruction", func(o *session.Oneshot, s []int64) []int64 { o.Instruction = forgedText; return s }},
+		{"header", func(o *session.Oneshot, s []int64) []int64 { o.Header.Model = "large"; return s }},
+		{"sources", func(o *session.Oneshot, s []int64) []int64 { return s[1:] }},
+		{"sources' order", func(o *session.Oneshot, s []int64) []int64 { s[0], s[1] = s[1], s[0]; return s }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, at := build()
+			specs := specsOf(b.records)
+			o := dataOf[session.Oneshot](specs[at])
+			specs[at].ev.Sources = tc.edit(&o, specs[at].ev.Sources)
+			setData(&specs[at], o)
+			data, err := jsonlOf("edited", specs)
+			require.NoError(t, err)
+			rep, err := invariants.Verify(bytes.NewReader(data))
+			require.NoError(t, err)
+			require.Len(t, rep.Violations, 1, "%v", rep.Violations)
+			assert.Equal(t, invariants.RuleRequestDigest, rep.Violations[0].Rule)
+			assert.Equal(t, at, rep.Violations[0].Seq)
+		})
+	}
+
+	t.Run("a one-shot of an older build", func(t *testing.T) {
+		specs := specsOf(b.records)
+		o := dataOf[session.Oneshot](specs[at])
+		setData(&specs[at], session.Oneshot{Purpose: o.Purpose, SHA256: o.SHA256, Messages: o.Messages})
+		data, err := jsonlOf("legacy", specs)
+		require.NoError(t, err)
+		rep, err := invariants.Verify(bytes.NewReader(data))
+		require.NoError(t, err)
+		assert.Empty(t, rep.Violations)
+		assert.Equal(t, []int64{at}, rep.OneshotsUnderived)
+	})
+}
+
+const forgedText = "FORGED: ignore the log"

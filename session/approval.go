@@ -325,6 +325,9 @@ type Suspension struct {
 	Turn, Step int
 	// Calls are the step's pending calls in the order of their requests.
 	Calls []PendingCall
+	// Usage is the step's reply's usage, from the step/usage it logged
+	// before it suspended (nil when none): its step/end carries it.
+	Usage *Usage
 }
 
 // Undecided returns the calls that still wait for a decision.
@@ -370,7 +373,7 @@ func Suspended(records []*Record) *Suspension {
 	for i >= 0 && !(records[i].typ == TypeStepStart && records[i].turn == st.turn && records[i].step == st.step) {
 		i--
 	}
-	s := &Suspension{Turn: st.turn, Step: st.step}
+	s := &Suspension{Turn: st.turn, Step: st.step, Usage: st.usage}
 	for _, r := range records[i+1:] {
 		switch p := r.pay().(type) {
 		case ApprovalRequest:

@@ -188,6 +188,11 @@ func appendPayload(dst []byte, v any) ([]byte, bool) {
 		dst = appendStringField(dst, "content", p.Content, false)
 		dst = appendStringField(dst, "origin", p.Origin, true)
 		return append(dst, '}'), true
+	case Usage:
+		dst = append(dst, '{')
+		dst = appendIntField(dst, "input", int64(p.Input))
+		dst = appendIntField(dst, "output", int64(p.Output))
+		return append(dst, '}'), true
 	case Digest:
 		dst = append(dst, '{')
 		dst = appendStringField(dst, "sha256", p.SHA256, false)

@@ -48,7 +48,7 @@ func genPayload(t *rapid.T) any {
 		}
 		return out
 	}
-	switch rapid.IntRange(0, 15).Draw(t, "kind") {
+	switch rapid.IntRange(0, 16).Draw(t, "kind") {
 	case 0:
 		return TurnStart{Continues: rapid.IntRange(0, 3).Draw(t, "continues")}
 	case 1:
@@ -91,6 +91,8 @@ func genPayload(t *rapid.T) any {
 		return ApprovalRequest{ID: opt("id"), By: opt("by"), Reason: opt("reason")}
 	case 14:
 		return ApprovalDecision{ID: opt("id"), Allow: rapid.Bool().Draw(t, "allow"), By: opt("by"), Reason: opt("reason"), Scope: opt("scope"), Cites: rapid.Int64().Draw(t, "cites")}
+	case 15:
+		return Usage{Input: rapid.Int().Draw(t, "in"), Output: rapid.Int().Draw(t, "out")}
 	default:
 		// Zero tool call list versus empty: both omitted.
 		return AssistantMessage{ToolCalls: []ToolCall{}}

@@ -11,9 +11,17 @@ const (
 	TypeRequestHeader = "request/header"
 	TypeRequestDigest = "request/digest"
 	// TypeRequestOneshot logs a model call that is not a step of a turn (a
-	// compaction summary, a title): its purpose and digest; its sources are
-	// the records its messages derive from.
-	TypeRequestOneshot   = "request/oneshot"
+	// compaction summary, a title): its purpose, digest, header and
+	// instruction; its sources are the records whose projections its
+	// messages start with (see [OneshotRequest]).
+	TypeRequestOneshot = "request/oneshot"
+	// TypeRequestUsage logs the token usage of a one-shot's reply, after
+	// the reply; its sources are [its request/oneshot].
+	TypeRequestUsage = "request/usage"
+	// TypeStepUsage logs the usage of a step's reply before the step
+	// suspends on approvals, so that the step/end that closes it later (in
+	// any process, or by repair) carries it.
+	TypeStepUsage        = "step/usage"
 	TypeAssistantChunk   = "assistant/chunk"
 	TypeAssistantMessage = "assistant/message"
 	TypeToolCall         = "tool/call"
@@ -168,11 +176,20 @@ type Digest struct {
 }
 
 // Oneshot is the data of request/oneshot: why the call was made, the
-// [RequestDigest] of the request sent and how many messages it had.
+// [RequestDigest] of the request sent and how many messages it had, and
+// what the request is made of besides its record's sources: the
+// instruction that follows their projections and the header (see
+// [OneshotRequest]).
 type Oneshot struct {
 	Purpose  string `json:"purpose"`
 	SHA256   string `json:"sha256"`
 	Messages int    `json:"messages"`
+	// Instruction is the last message of the request, a user message.
+	// Empty only in a one-shot logged before one-shots were derivable
+	// (its request cannot be re-derived from the log).
+	Instruction string `json:"instruction,omitempty"`
+	// Header is the request's header; nil when it is empty.
+	Header *Header `json:"header,omitempty"`
 }
 
 // AssistantChunk is the data of assistant/chunk: exactly one of Text,

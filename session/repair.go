@@ -21,7 +21,8 @@ import (
 //     unknown;
 //     - TOOL_NOT_STARTED otherwise: the loop logs tool/start immediately
 //     before it executes a call, so a call without one never ran.
-//  2. If a step is open, step/end with finish "error".
+//  2. If a step is open, step/end with finish "error" (and the usage of
+//     the step's step/usage, when it suspended on approvals before).
 //  3. turn/end with reason "interrupted".
 //
 // A call whose id already has a result anywhere in the log gets none: a
@@ -65,7 +66,8 @@ func CloseTail(records []*Record) []Event {
 			res := ToolResult{ID: c.id, Name: c.name, Error: e}
 			out = append(out, Event{Type: TypeToolResult, Turn: st.turn, Step: st.step, Sources: []int64{c.source}, Data: res})
 		}
-		out = append(out, Event{Type: TypeStepEnd, Turn: st.turn, Step: st.step, Data: StepEnd{Finish: FinishError}})
+		// A step that suspended logged its reply's usage for its step/end.
+		out = append(out, Event{Type: TypeStepEnd, Turn: st.turn, Step: st.step, Data: StepEnd{Finish: FinishError, Usage: st.usage}})
 	}
 	return append(out, Event{Type: TypeTurnEnd, Turn: st.turn, Data: TurnEnd{Reason: ReasonInterrupted}})
 }

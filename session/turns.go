@@ -7,6 +7,9 @@ type turnState struct {
 	turn    int // the open turn, 0 when none is open
 	step    int // the open step, 0 when none is open
 	pending []pendingCall
+	// usage is the open step's step/usage: its reply's usage, logged
+	// before it suspended, for the step/end that closes it.
+	usage *Usage
 }
 
 type pendingCall struct {
@@ -37,18 +40,22 @@ func scanTurns(records []*Record) turnState {
 func (st *turnState) add(r *Record) {
 	switch r.typ {
 	case TypeTurnStart:
-		st.turn, st.step, st.pending = r.turn, 0, nil
+		st.turn, st.step, st.pending, st.usage = r.turn, 0, nil, nil
 	case TypeTurnEnd:
 		if r.turn == st.turn {
-			st.turn, st.step, st.pending = 0, 0, nil
+			st.turn, st.step, st.pending, st.usage = 0, 0, nil, nil
 		}
 	case TypeStepStart:
 		if st.turn != 0 && r.turn == st.turn {
-			st.step, st.pending = r.step, nil
+			st.step, st.pending, st.usage = r.step, nil, nil
 		}
 	case TypeStepEnd:
 		if r.turn == st.turn && r.step == st.step {
-			st.step, st.pending = 0, nil
+			st.step, st.pending, st.usage = 0, nil, nil
+		}
+	case TypeStepUsage:
+		if u, ok := r.pay().(Usage); ok && st.inStep(r) {
+			st.usage = &u
 		}
 	case TypeAssistantMessage:
 		if !st.inStep(r) {

@@ -55,6 +55,8 @@ var coreKinds = map[string]*kind{
 	TypeRequestHeader:    kindOf[RequestHeader](scopeTurn, false),
 	TypeRequestDigest:    kindOf[Digest](scopeStep, false),
 	TypeRequestOneshot:   kindOf[Oneshot](scopeAny, false),
+	TypeRequestUsage:     kindOf[Usage](scopeAny, false),
+	TypeStepUsage:        kindOf[Usage](scopeStep, false),
 	TypeAssistantChunk:   kindOf[AssistantChunk](scopeStep, false),
 	TypeAssistantMessage: kindOf[AssistantMessage](scopeStep, true),
 	TypeToolCall:         kindOf[ToolCall](scopeStep, false),
@@ -129,6 +131,10 @@ func clonePayload(v any) any {
 		if cloneRefs(&p) {
 			return p
 		}
+	case Oneshot:
+		if cloneRefs(&p) {
+			return p
+		}
 	case ApprovalPolicy:
 		if cloneRefs(&p) {
 			return p
@@ -174,6 +180,12 @@ func cloneRefs(p any) bool {
 	case *RequestHeader:
 		v.Header = CloneHeader(v.Header)
 		return true
+	case *Oneshot:
+		if v.Header != nil {
+			h := CloneHeader(*v.Header)
+			v.Header = &h
+			return true
+		}
 	case *ApprovalPolicy:
 		if v.Rules != nil {
 			*v = clonePolicy(*v)

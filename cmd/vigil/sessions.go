@@ -45,7 +45,7 @@ func listSessions(ctx context.Context, e *env, mgr *live.Manager, prices map[str
 		}
 		r.Events = len(log.Records)
 		acc := budget.Tally(log.Records, prices)
-		r.Usage, r.TurnUsage = acc.Session, nonNil(acc.Turns)
+		r.Usage, r.TurnUsage, r.OneShotUsage = acc.Session, nonNil(acc.Turns), acc.OneShots
 		for _, rec := range log.Records {
 			if rec.Type() == session.TypeTurnStart {
 				r.Turns++
@@ -69,10 +69,13 @@ type sessionRow struct {
 	Parent  *session.Parent `json:"parent,omitempty"`
 	Events  int             `json:"events"`
 	Turns   int             `json:"turns"`
-	// Usage is the session's step/end usage in all, priced by the budget
-	// entry's table; TurnUsage the same per turn.
-	Usage     budget.Spent       `json:"usage"`
-	TurnUsage []budget.TurnSpent `json:"turn_usage"`
+	// Usage is the usage of the session's model calls in all (steps and
+	// one-shots), priced by the budget entry's table; TurnUsage the same
+	// per turn; OneShotUsage the one-shots' (outside turns), absent when
+	// none logged any.
+	Usage        budget.Spent       `json:"usage"`
+	TurnUsage    []budget.TurnSpent `json:"turn_usage"`
+	OneShotUsage budget.Spent       `json:"oneshot_usage,omitzero"`
 }
 
 func printSessions(w io.Writer, rows []sessionRow, asJSON bool) error {
@@ -125,7 +128,11 @@ func showSession(w io.Writer, info session.Info, records []*session.Record, pric
 	if len(acc.Turns) == 1 {
 		turnsWord = "turn"
 	}
-	fmt.Fprintf(w, "usage: %d %s, %s\n", len(acc.Turns), turnsWord, describeSpent(acc.Session))
+	fmt.Fprintf(w, "usage: %d %s, %s", len(acc.Turns), turnsWord, describeSpent(acc.Session))
+	if acc.OneShots.Tokens() > 0 {
+		fmt.Fprintf(w, " (one-shots: %s)", describeSpent(acc.OneShots))
+	}
+	fmt.Fprintln(w)
 	if s := session.Suspended(records); s != nil {
 		printPending(w, info.ID, s)
 	}
@@ -168,6 +175,19 @@ func describeRecord(r *session.Record) string {
 	case session.TypeRequestDigest:
 		d, _ := session.DecodeData[session.Digest](r)
 		return fmt.Sprintf("request sent: %d messages, sha256 %s", d.Messages, short(d.SHA256))
+	case session.TypeRequestOneshot:
+		d, _ := session.DecodeData[session.Oneshot](r)
+		s := fmt.Sprintf("one-shot %s sent: %d messages, sha256 %s", d.Purpose, d.Messages, short(d.SHA256))
+		if d.Header != nil {
+			s += fmt.Sprintf(", %s/%s", d.Header.Provider, d.Header.Model)
+		}
+		return s
+	case session.TypeRequestUsage:
+		d, _ := session.DecodeData[session.Usage](r)
+		return fmt.Sprintf("usage: tokens in %d, out %d", d.Input, d.Output)
+	case session.TypeStepUsage:
+		d, _ := session.DecodeData[session.Usage](r)
+		return fmt.Sprintf("usage, for the step's end: tokens in %d, out %d", d.Input, d.Output)
 	case session.TypeAssistantChunk:
 		return ""
 	case session.TypeAssistantMessage:

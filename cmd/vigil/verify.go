@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -26,9 +28,9 @@ prints on stdout as FILE|ID: RULE seq=N: message; a log that ends inside a
 turn prints FILE|ID: turn N is open: the log ends at seq S (…); then one
 line per log says what it proves:
 
-  FILE|ID: VERDICT: N events, N steps, N requests re-derived, N digests
-  matched, N approvals, N delegations (N checked against the child's log);
-  sha256 HEX; vigil VERSION
+  FILE|ID: VERDICT: N events, N steps, N requests re-derived (and N
+  one-shots, when there are), N digests matched, N approvals, N delegations
+  (N checked against the child's log); sha256 HEX; vigil VERSION
 
 The verdict is valid (every rule holds and every turn is closed), open (every
 rule holds, but the log ends inside a turn: a turn waiting for approval
@@ -37,7 +39,9 @@ log cut short; what it holds is proven, not that it is the whole session) or
 invalid. A valid log also prints "FILE|ID: ok (N events)" on stderr; an
 unreadable one its error on stderr. --json prints an array of {log, session,
 verdict, sha256, verifier, events, proven, open, violations, error}: the
-report to hand on.
+report to hand on. One-shots an older build logged without their
+instruction cannot be re-derived: a note on stderr and oneshots_underived in
+--json list them (not violations).
 
 --tree verifies each session with every sub-agent session under it (see
 vigil sessions tree) and checks each delegation (rule delegation): the
@@ -89,7 +93,10 @@ type verifyReport struct {
 	Proven     *invariants.Proven     `json:"proven,omitempty"`
 	Open       *invariants.OpenTurn   `json:"open,omitempty"`
 	Violations []invariants.Violation `json:"violations"`
-	Error      string                 `json:"error,omitempty"`
+	// OneshotsUnderived are the seqs of one-shots an older build logged
+	// without their instruction: not re-derived, and not violations.
+	OneshotsUnderived []int64 `json:"oneshots_underived,omitempty"`
+	Error             string  `json:"error,omitempty"`
 }
 
 // verdictUnreadable is the verdict of a log that could not be read.
@@ -149,7 +156,7 @@ func cmdVerify(ctx context.Context, e *env, cfg string, asJSON, tree bool, args 
 		if asJSON {
 			proven := rep.Proven
 			reports = append(reports, verifyReport{Log: it.label, Session: rep.Session, Verdict: verdict, SHA256: rep.SHA256, Verifier: verifier,
-				Events: rep.Events, Proven: &proven, Open: rep.Open, Violations: nonNil(rep.Violations)})
+				Events: rep.Events, Proven: &proven, Open: rep.Open, Violations: nonNil(rep.Violations), OneshotsUnderived: rep.OneshotsUnderived})
 			continue
 		}
 		for _, v := range rep.Violations {
@@ -159,10 +166,18 @@ func cmdVerify(ctx context.Context, e *env, cfg string, asJSON, tree bool, args 
 			fmt.Fprintf(e.stdout, "%s: %s\n", it.label, rep.Open)
 		}
 		p := rep.Proven
-		fmt.Fprintf(e.stdout, "%s: %s: %d events, %d steps, %d requests re-derived, %d digests matched, %d approvals, %d delegations (%d checked against the child's log); sha256 %s; %s\n",
-			it.label, verdict, rep.Events, p.Steps, p.Requests, p.DigestsMatched, p.Approvals, p.Delegations, p.DelegationsChecked, rep.SHA256, verifier)
+		oneshots := ""
+		if p.Oneshots > 0 {
+			oneshots = fmt.Sprintf(" (and %d one-shots)", p.Oneshots)
+		}
+		fmt.Fprintf(e.stdout, "%s: %s: %d events, %d steps, %d requests re-derived%s, %d digests matched, %d approvals, %d delegations (%d checked against the child's log); sha256 %s; %s\n",
+			it.label, verdict, rep.Events, p.Steps, p.Requests, oneshots, p.DigestsMatched, p.Approvals, p.Delegations, p.DelegationsChecked, rep.SHA256, verifier)
 		if verdict == invariants.VerdictValid {
 			fmt.Fprintf(e.stderr, "%s: ok (%d events)\n", it.label, rep.Events)
+		}
+		if n := len(rep.OneshotsUnderived); n > 0 {
+			fmt.Fprintf(e.stderr, "%s: note: %d one-shot(s) (seq %s) logged by an older build without their instruction: their requests are not in the log, their digests not checked\n",
+				it.label, n, joinSeqs(rep.OneshotsUnderived))
 		}
 	}
 	if asJSON {
@@ -229,4 +244,13 @@ func encodeLog(info session.Info, records []*session.Record) []byte {
 		out = r.AppendLine(out)
 	}
 	return out
+}
+
+// joinSeqs renders seqs as "3, 17".
+func joinSeqs(seqs []int64) string {
+	parts := make([]string, len(seqs))
+	for i, s := range seqs {
+		parts[i] = strconv.FormatInt(s, 10)
+	}
+	return strings.Join(parts, ", ")
 }

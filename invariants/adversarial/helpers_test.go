@@ -146,6 +146,7 @@ func (w *world) requireVerifies(t *testing.T, sess *live.Session) {
 	rep, err := invariants.VerifyFile(w.store.Path(sess.ID()))
 	require.NoError(t, err)
 	assert.Empty(t, rep.Violations, "the stored log verifies")
+	assert.Empty(t, rep.OneshotsUnderived, "every one-shot is re-derived from the log")
 	assert.Equal(t, sess.Len(), rep.Events)
 }
 

@@ -219,3 +219,40 @@ func TestTallyPerTurnAndSession(t *testing.T) {
 func stripped(s budget.Spent) budget.Spent {
 	return budget.Spent{Input: s.Input, Output: s.Output, Cost: s.Cost, Unpriced: s.Unpriced}
 }
+
+// TestTallyCountsOneShots: a one-shot's request/usage (a compaction's
+// summary) counts toward the session, priced by the one-shot's own
+// model, and toward no turn; the session limits see it.
+func TestTallyCountsOneShots(t *testing.T) {
+	recs := logOf(t, []step{{model: "m", in: 100, out: 10}}, nil)
+	// A one-shot on another model, and its usage (where in the log does
+	// not matter to the tally).
+	n := int64(len(recs))
+	h := session.Header{Model: "small"}
+	at := func(seq int64, ev session.Event) *session.Record {
+		r, err := session.NewRecord(seq, t0, ev)
+		require.NoError(t, err)
+		return r
+	}
+	all := append(recs[:n:n],
+		at(n, session.Event{Type: session.TypeRequestOneshot, Sources: []int64{1}, Data: session.Oneshot{Purpose: "compaction", SHA256: "x", Messages: 2, Instruction: "sum", Header: &h}}),
+		at(n+1, session.Event{Type: session.TypeRequestUsage, Sources: []int64{n}, Data: session.Usage{Input: 200, Output: 20}}))
+	prices := map[string]budget.Price{"m": {Input: 1, Output: 10}, "small": {Input: 0.5, Output: 1}}
+	cost := func(v float64) *float64 { return &v }
+	acc := budget.Tally(all, prices)
+	// m: 100*1 + 10*10 = 200e-6; small: 200*0.5 + 20*1 = 120e-6
+	assert.Equal(t, budget.Spent{Input: 300, Output: 30, Cost: cost(0.00032)}, stripped(acc.Session))
+	assert.Equal(t, budget.Spent{Input: 200, Output: 20, Cost: cost(0.00012)}, stripped(acc.OneShots))
+	require.Len(t, acc.Turns, 2)
+	assert.Equal(t, 110, acc.Turns[0].Tokens())
+	assert.Zero(t, acc.Turns[1].Tokens())
+
+	got, err := (&budget.Config{Session: budget.Limits{Tokens: 400}}).Check(all, 2, "m", t0)
+	require.NoError(t, err)
+	assert.Equal(t, 70, got, "what remains after the steps and the one-shot")
+	_, err = (&budget.Config{Session: budget.Limits{Tokens: 320}}).Check(all, 2, "m", t0)
+	var be *agentloop.BudgetError
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, budget.LimitSessionTokens, be.Limit)
+	assert.Equal(t, "budget: the session's tokens are spent: 330 of 320", be.Message)
+}

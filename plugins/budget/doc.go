@@ -12,12 +12,13 @@
 //
 // Before each step of a turn (agentloop's agent/step, before the step's
 // step/start is logged) it adds up the usage the log holds — every
-// step/end's usage, tokens being input plus output, priced per million
-// tokens by the model of the request header in force at that step — and
-// refuses the step once a limit is reached:
+// step/end's usage and every one-shot's request/usage (a compaction's
+// summary), tokens being input plus output, priced per million tokens by
+// the model of the request header in force at that step, or of the
+// one-shot's own header — and refuses the step once a limit is reached:
 //
 //   - session.tokens, session.cost: the whole log, inherited records of a
-//     fork included;
+//     fork and one-shots included;
 //   - turn.tokens, turn.cost: the turn's steps;
 //   - turn.wall_clock: the step would start this long or longer after
 //     the turn's turn/start was logged (a step in progress is not cut);
@@ -45,8 +46,11 @@
 // max_tokens again. Set the agent's max_tokens for the cap to change the
 // header only near the end of a budget, not at every step.
 //
-// One-shot calls (a compaction summary) log no usage, so no limit counts
-// them.
+// One-shot calls are outside turns: the session limits count them, the
+// turn limits do not. The model a step or one-shot is priced by is the
+// one its header logged, which names the provider's default model when
+// the agent sets none (agentloop.DefaultModeler), so a provider-level
+// `model` is priced like an agent-level one.
 //
 // Every decision reads only the log (and the clock, for wall_clock,
 // against the logged turn/start time), so the log explains it: the

@@ -7,7 +7,8 @@ import (
 	"github.com/vigil-run/vigil/session"
 )
 
-// Spent is the usage steps logged (their step/end usage) and its cost.
+// Spent is the usage model calls logged (each step's step/end usage, each
+// one-shot's request/usage) and its cost.
 type Spent struct {
 	Input  int `json:"input"`
 	Output int `json:"output"`
@@ -52,26 +53,44 @@ type TurnSpent struct {
 	Spent
 }
 
-// Account is a session's spending: in all, and per turn.
+// Account is a session's spending: in all, per turn, and of the
+// one-shots (a compaction's summary), which are outside turns.
 type Account struct {
-	Session Spent
-	Turns   []TurnSpent
+	Session  Spent
+	Turns    []TurnSpent
+	OneShots Spent
 }
 
-// Tally adds up the usage of every step/end in records, in all and per
-// turn (every turn that started, in order), pricing each step by the
-// model of the request header in force at it. prices may be nil: no
-// cost.
+// Tally adds up the usage of every model call in records — each step/end's
+// and each request/usage's (a one-shot's) — in all, per turn (every turn
+// that started, in order) and for the one-shots, pricing each step by the
+// model of the request header in force at it and each one-shot by the
+// model of its own header. prices may be nil: no cost.
 func Tally(records []*session.Record, prices map[string]Price) Account {
 	var acc Account
 	model := ""
-	idx := map[int]int{} // turn → index in acc.Turns
+	idx := map[int]int{}        // turn → index in acc.Turns
+	shots := map[int64]string{} // request/oneshot seq → its model
 	for _, r := range records {
 		switch r.Type() {
 		case session.TypeRequestHeader:
 			if h, err := session.DecodeData[session.RequestHeader](r); err == nil {
 				model = h.Header.Model
 			}
+		case session.TypeRequestOneshot:
+			if o, err := session.DecodeData[session.Oneshot](r); err == nil && o.Header != nil {
+				shots[r.Seq()] = o.Header.Model
+			} else {
+				shots[r.Seq()] = ""
+			}
+		case session.TypeRequestUsage:
+			u, err := session.DecodeData[session.Usage](r)
+			if err != nil || len(r.Sources()) == 0 {
+				continue
+			}
+			m := shots[r.Sources()[0]]
+			acc.Session.add(u, m, prices)
+			acc.OneShots.add(u, m, prices)
 		case session.TypeTurnStart:
 			if _, ok := idx[r.Turn()]; !ok {
 				idx[r.Turn()] = len(acc.Turns)
@@ -89,6 +108,7 @@ func Tally(records []*session.Record, prices map[string]Price) Account {
 		}
 	}
 	acc.Session.settle(prices)
+	acc.OneShots.settle(prices)
 	for i := range acc.Turns {
 		acc.Turns[i].settle(prices)
 	}

@@ -22,10 +22,11 @@ const (
 	DefaultKeep        = 10
 )
 
-// DefaultPrompt is the instruction the summary request starts with.
-const DefaultPrompt = "Summarize the conversation below for your own future reference. " +
+// DefaultPrompt is the instruction the summary request ends with, after
+// the conversation it summarizes.
+const DefaultPrompt = "Summarize the conversation above for your own future reference. " +
 	"Keep every fact, decision, file name, tool result and open question that later turns may need. " +
-	"Write plain prose, no preamble."
+	"Write plain prose, no preamble, and call no tool."
 
 // Purpose is the purpose of the summary's one-shot request, as logged in
 // request/oneshot.
@@ -123,8 +124,7 @@ type Result struct {
 // called outside any turn and outside the session's own dispatches. It
 // returns nil, nil when there is nothing to do.
 func (k *Compactor) Compact(ctx context.Context, sess *live.Session, p agentloop.Provider, hdr session.Header) (*Result, error) {
-	msgs := sess.Messages()
-	if !k.Due(msgs) {
+	if !k.Due(sess.Messages()) {
 		return nil, nil
 	}
 	recs := sess.Records()
@@ -148,9 +148,7 @@ func (k *Compactor) Compact(ctx context.Context, sess *live.Session, p agentloop
 		return nil, nil
 	}
 	var shadowed []int64
-	var transcript strings.Builder
 	in, n := false, 0
-	mi := 0 // index of the next message in msgs
 	for _, s := range surf {
 		if s.seq == start {
 			in = true
@@ -158,12 +156,8 @@ func (k *Compactor) Compact(ctx context.Context, sess *live.Session, p agentloop
 		if in {
 			shadowed = append(shadowed, s.seq)
 			if s.message {
-				writeMessage(&transcript, &msgs[mi])
 				n++
 			}
-		}
-		if s.message {
-			mi++
 		}
 		if s.seq == end {
 			break
@@ -174,16 +168,19 @@ func (k *Compactor) Compact(ctx context.Context, sess *live.Session, p agentloop
 		return nil, nil
 	}
 
-	// A declared one-shot: logged as request/oneshot, citing the surface
-	// events it summarizes.
+	// A declared one-shot, made of the log: the shadowed events as the
+	// model saw them, in surface order, then the prompt. The header is
+	// the turn's, so the model reads the conversation under the system
+	// prompt and tools it was held with (a provider refuses tool calls
+	// in a request without tools); a summary is prose, so no output
+	// schema and no stop sequences.
+	h := session.CloneHeader(hdr)
+	h.OutputSchema, h.Stop = nil, nil
 	reply, err := agentloop.Complete(ctx, k.c, p, sess, agentloop.OneShot{
-		Purpose: Purpose,
-		Sources: shadowed,
-		Header:  session.Header{Provider: hdr.Provider, Model: hdr.Model, System: k.cfg.Prompt},
-		Messages: []session.Message{{
-			Role:    session.RoleUser,
-			Content: k.cfg.Prompt + "\n\n" + transcript.String(),
-		}},
+		Purpose:     Purpose,
+		Sources:     shadowed,
+		Instruction: k.cfg.Prompt,
+		Header:      h,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("compaction: summary: %w", err)
@@ -244,19 +241,4 @@ func surface(recs []*session.Record) ([]surfaceEntry, error) {
 		out[i] = e
 	}
 	return out, nil
-}
-
-// writeMessage renders m as transcript text.
-func writeMessage(b *strings.Builder, m *session.Message) {
-	switch m.Role {
-	case session.RoleTool:
-		fmt.Fprintf(b, "[tool %s result]\n%s\n\n", m.Name, m.Content)
-	default:
-		if m.Content != "" {
-			fmt.Fprintf(b, "[%s]\n%s\n\n", m.Role, m.Content)
-		}
-		for _, c := range m.ToolCalls {
-			fmt.Fprintf(b, "[%s calls %s %s]\n\n", m.Role, c.Name, c.Arguments)
-		}
-	}
 }

@@ -1,12 +1,14 @@
 package compaction_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -92,19 +94,23 @@ func TestCompactionReplacesOlderHistoryBetweenTurns(t *testing.T) {
 	require.NoError(t, err)
 	recs := sess.Records()
 
-	// Right after turn 2: the summary's one-shot, start, the summary, end;
-	// then turn 3.
-	assert.Equal(t, []string{"request/oneshot", "compaction/start", "user/message", "compaction/end", "turn/start"},
-		[]string{recs[before].Type(), recs[before+1].Type(), recs[before+2].Type(), recs[before+3].Type(), recs[before+4].Type()})
-	start, _ := session.DecodeData[session.Compaction](recs[before+1])
-	end, _ := session.DecodeData[session.Compaction](recs[before+3])
+	// Right after turn 2: the summary's one-shot and its usage, start,
+	// the summary, end; then turn 3.
+	var types []string
+	for _, r := range recs[before : before+6] {
+		types = append(types, r.Type())
+	}
+	assert.Equal(t, []string{"request/oneshot", "request/usage", "compaction/start", "user/message", "compaction/end", "turn/start"}, types)
+	start, _ := session.DecodeData[session.Compaction](recs[before+2])
+	end, _ := session.DecodeData[session.Compaction](recs[before+4])
 	assert.Equal(t, start.ID, end.ID)
 	oneshot, err := session.DecodeData[session.Oneshot](recs[before])
 	require.NoError(t, err)
 	assert.Equal(t, compaction.Purpose, oneshot.Purpose)
-	assert.Equal(t, 1, oneshot.Messages)
+	assert.Equal(t, compaction.DefaultPrompt, oneshot.Instruction)
+	assert.Equal(t, []int64{int64(before)}, recs[before+1].Sources(), "the usage cites its one-shot")
 
-	summary := recs[before+2]
+	summary := recs[before+3]
 	assert.Equal(t, summary.Sources(), recs[before].Sources(), "the one-shot cites the events it summarizes")
 	sf := summary.Surface()
 	assert.Equal(t, session.OpReplace, sf.Op)
@@ -121,20 +127,34 @@ func TestCompactionReplacesOlderHistoryBetweenTurns(t *testing.T) {
 	}
 	assert.Equal(t, shadowed, summary.Sources())
 	m, _ := session.DecodeData[session.UserMessage](summary)
-	assert.True(t, strings.HasPrefix(m.Content, compaction.SummaryPrefix+"In short: "), m.Content)
-	assert.Contains(t, m.Content, "[user] first")
+	assert.True(t, strings.HasPrefix(m.Content, compaction.SummaryPrefix+"In short: [user] first "), m.Content)
 
-	// Turn 3's first request: the summary, the kept answer, the prompt.
+	// The summary's request: the shadowed messages as the model saw them,
+	// then the prompt, under the turn's header (tools and all); the log
+	// re-derives it.
 	var loop []*agentloop.Request
-	var oneShots int
+	var oneShots []*agentloop.Request
 	for _, r := range e.reqs {
 		if r.LoopBuilt() {
 			loop = append(loop, r)
 		} else {
-			oneShots++
+			oneShots = append(oneShots, r)
 		}
 	}
-	assert.Equal(t, 1, oneShots)
+	require.Len(t, oneShots, 1)
+	shot := oneShots[0]
+	assert.Equal(t, append(surfaceBefore[:7:7], session.Message{Role: session.RoleUser, Content: compaction.DefaultPrompt}), shot.Messages)
+	assert.Equal(t, len(shot.Messages), oneshot.Messages)
+	assert.True(t, session.HeaderEquals(loop[3].Header, shot.Header), "the turn's header")
+	assert.NotEmpty(t, shot.Header.Tools)
+	h, msgs, ok, err := session.OneshotRequest(recs, recs[before])
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, oneshot.SHA256, session.RequestDigest(h, msgs))
+	assert.Equal(t, oneshot.SHA256, shot.Digest())
+	requireVerifies(t, sess)
+
+	// Turn 3's first request: the summary, the kept answer, the prompt.
 	req := loop[4]
 	require.Len(t, req.Messages, 3)
 	assert.Equal(t, m.Content, req.Messages[0].Content)
@@ -145,6 +165,20 @@ func TestCompactionReplacesOlderHistoryBetweenTurns(t *testing.T) {
 	all, err := session.DeriveMessages(recs[:before])
 	require.NoError(t, err)
 	assert.Equal(t, "first", all[0].Content)
+}
+
+// requireVerifies verifies sess's log as vigil verify does: its one-shots
+// are re-derived.
+func requireVerifies(t *testing.T, sess *live.Session) {
+	t.Helper()
+	data := session.AppendHeaderLine(nil, session.Info{ID: sess.ID(), Created: time.Now()})
+	for _, r := range sess.Records() {
+		data = r.AppendLine(data)
+	}
+	rep, err := invariants.Verify(bytes.NewReader(data))
+	require.NoError(t, err)
+	assert.Empty(t, rep.Violations)
+	assert.Empty(t, rep.OneshotsUnderived)
 }
 
 func TestCompactionNeverSplitsAToolCallFromItsResult(t *testing.T) {

@@ -89,3 +89,11 @@ var _ agentloop.Provider = (*Provider)(nil)
 func (p *Provider) Name() string { return providerName }
 
 var _ agentloop.Namer = (*Provider)(nil)
+
+// DefaultModel implements agentloop.DefaultModeler: the config's model,
+// which a request whose header names none is sent with. The loop puts it
+// in the header it logs, so the log names the model each request asked
+// for.
+func (p *Provider) DefaultModel() string { return p.cfg.Model }
+
+var _ agentloop.DefaultModeler = (*Provider)(nil)

@@ -28,12 +28,12 @@ type Divergence struct {
 	Turn int `json:"turn"`
 	Step int `json:"step"`
 	// OneShot is the purpose of a one-shot request that differs ("" for a
-	// step's request).
+	// step's request); Turn is then the turn it came before, Step 0.
 	OneShot string `json:"oneshot,omitempty"`
 	// Field names what differs: "header.system", "header.tools", … or
 	// "messages[N]" (the first message that differs, or is missing or
 	// extra), "request" for a step or one-shot the recording does not
-	// have.
+	// have, "purpose" for a one-shot made for another purpose.
 	Field string `json:"field"`
 	// Expected is the recorded value, Actual the value built now, both
 	// rendered for reading (JSON, one item a line).
@@ -353,9 +353,6 @@ func (x *against) stream(ctx context.Context, req *agentloop.Request, next bus.N
 		} else {
 			d, serve = x.oneshot(req)
 		}
-		if d == nil && serve == nil {
-			return next(ctx, req) // a one-shot that differs, live
-		}
 		if d == nil {
 			if req.LoopBuilt() {
 				x.mu.Lock()
@@ -439,30 +436,55 @@ func (x *against) step(ctx context.Context, req *agentloop.Request) (*Divergence
 }
 
 // oneshot compares a one-shot with the one the recording made at the
-// same point (before the same turn, in order), by digest: the log keeps
-// no more of it. A one-shot that differs, or that the recording did not
-// make, is answered anyway (with the recorded reply, or a note saying
-// there is none), so that the first step whose request it changes is
-// the one reported; with Live it goes to the composition's provider.
+// same point (before the same turn, in order): both requests are
+// re-derived from their logs (session.OneshotRequest) and compared field
+// by field, as a step's are; a recorded one-shot of an older build, whose
+// request the log does not hold, is compared by digest. A one-shot that
+// matches is answered with the recorded reply; one that differs, or that
+// the recording did not make, is the divergence (with Live it goes on to
+// the composition's provider).
 func (x *against) oneshot(req *agentloop.Request) (*Divergence, func() (agentloop.Stream, error)) {
 	turn := x.recs[x.turn].Turn()
 	x.mu.Lock()
 	k := x.usedShots[turn]
 	x.usedShots[turn]++
 	x.mu.Unlock()
-	reply := "(the recording made no such request here)"
-	same := false
-	if shots := x.shotsBefore[turn]; k < len(shots) {
-		o, err := session.DecodeData[session.Oneshot](x.recs[shots[k]])
-		same = err == nil && o.SHA256 == req.Digest()
-		reply = x.oneshotReply(shots[k])
+	shots := x.shotsBefore[turn]
+	if k >= len(shots) {
+		return &Divergence{Turn: turn, OneShot: req.Purpose(), Field: "request", Expected: "(the recording made no such request here)",
+			Actual: fmt.Sprintf("a request of %d messages", len(req.Messages))}, nil
 	}
-	if !same && x.live {
-		return nil, nil
+	if d := x.diffOneshot(x.recs[shots[k]], req); d != nil {
+		d.Turn, d.OneShot = turn, req.Purpose()
+		return d, nil
 	}
+	reply := x.oneshotReply(shots[k])
 	return nil, func() (agentloop.Stream, error) {
 		return func(yield func(agentloop.Chunk, error) bool) { yield(agentloop.Chunk{Text: reply}, nil) }, nil
 	}
+}
+
+// diffOneshot names what differs between the recorded request/oneshot r
+// and the one-shot req built now, or returns nil.
+func (x *against) diffOneshot(r *session.Record, req *agentloop.Request) *Divergence {
+	o, err := session.DecodeData[session.Oneshot](r)
+	if err != nil {
+		return &Divergence{Field: "request", Expected: err.Error()}
+	}
+	if o.Purpose != req.Purpose() {
+		return &Divergence{Field: "purpose", Expected: o.Purpose, Actual: req.Purpose()}
+	}
+	h, msgs, derived, err := session.OneshotRequest(x.recs, r)
+	switch {
+	case err != nil:
+		return &Divergence{Field: "request", Expected: err.Error()}
+	case derived:
+		return diffRequest(h, msgs, req.Header, req.Messages)
+	case o.SHA256 != req.Digest():
+		return &Divergence{Field: "request", Expected: "a request of digest " + o.SHA256 + " (an older log: its request is not in it)",
+			Actual: "a request of digest " + req.Digest()}
+	}
+	return nil
 }
 
 // oneshotReply is what the recording shows a one-shot answered: the

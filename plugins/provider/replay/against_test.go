@@ -10,6 +10,7 @@ import (
 
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/plugins/compaction"
 	"github.com/vigil-run/vigil/plugins/provider/replay"
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	"github.com/vigil-run/vigil/plugins/tools/calc"
@@ -200,4 +201,84 @@ func TestAgainstACompositionThatSendsNoRequestDiverges(t *testing.T) {
 	assert.Equal(t, 1, res.Identical)
 	assert.Equal(t, 2, res.Divergence.Step)
 	assert.Equal(t, "the turn ended max-steps", res.Divergence.NotSent)
+}
+
+// countOneShots counts the one-shot requests its provider is handed.
+type countOneShots struct {
+	*scripted.Provider
+	n int
+}
+
+func (c *countOneShots) Stream(ctx context.Context, req *agentloop.Request) (agentloop.Stream, error) {
+	if !req.LoopBuilt() {
+		c.n++
+	}
+	return c.Provider.Stream(ctx, req)
+}
+
+// TestAgainstComparesOneShots: a recording with compactions, re-run by
+// the same composition, matches one-shot for one-shot (each is answered
+// from the recording: no provider is asked); re-run with another
+// compaction prompt, the first compaction's request is the divergence,
+// named field by field as a step's is, since both one-shots re-derive
+// from their logs.
+func TestAgainstComparesOneShots(t *testing.T) {
+	ctx := context.Background()
+	dir := folder(t)
+	withCompaction := func(t *testing.T, prompt string) *world {
+		w := newWorld(t, memory.New(), dir)
+		m, ok := bus.LookupModule(compaction.Name)
+		require.True(t, ok)
+		_, err := w.c.Plugin(m.New(), &compaction.Config{MaxMessages: 3, Keep: 1, Prompt: prompt})
+		require.NoError(t, err)
+		return w
+	}
+	w := withCompaction(t, "")
+	prov, err := scripted.New(scripted.Config{})
+	require.NoError(t, err)
+	orig := w.run(t, prov)
+	require.NotEmpty(t, ofType(orig.Records(), session.TypeRequestOneshot), "the recording compacted")
+
+	for _, tc := range []struct {
+		name, prompt, field string
+	}{
+		{"same", "", ""},
+		{"another prompt", "Summarize it in a haiku.", "messages["},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			again := withCompaction(t, tc.prompt)
+			p, err := scripted.New(scripted.Config{})
+			require.NoError(t, err)
+			counted := &countOneShots{Provider: p}
+			a := agentloop.New(again.c, agentloop.Config{System: "be helpful", Model: "m1"}, agentloop.WithProvider(counted), agentloop.WithTools(again.tools...))
+			defer a.Close()
+			res, err := replay.Against(ctx, again.c, again.mgr, a, orig.Records(), replay.AgainstOptions{})
+			require.NoError(t, err)
+			assert.Zero(t, counted.n, "one-shots are answered from the recording or refused, never sent")
+			if tc.field == "" {
+				assert.Nil(t, res.Divergence, "%+v", res.Divergence)
+				assert.Equal(t, res.Steps, res.Identical)
+				assert.Equal(t, len(ofType(orig.Records(), session.TypeRequestOneshot)), len(ofType(res.Session.Records(), session.TypeCompactionStart)))
+				return
+			}
+			require.NotNil(t, res.Divergence)
+			d := res.Divergence
+			assert.Equal(t, compaction.Purpose, d.OneShot)
+			assert.Zero(t, d.Step)
+			assert.Contains(t, d.Field, tc.field)
+			assert.Contains(t, d.Expected, compaction.DefaultPrompt)
+			assert.Contains(t, d.Actual, tc.prompt)
+			assert.Contains(t, d.Error(), "the compaction one-shot before turn")
+		})
+	}
+}
+
+func ofType(recs []*session.Record, typ string) []*session.Record {
+	var out []*session.Record
+	for _, r := range recs {
+		if r.Type() == typ {
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -154,7 +154,7 @@ func TestReplayAsShortCircuitingListener(t *testing.T) {
 	assert.NoError(t, p.Check())
 
 	// One-shot requests pass through to the provider.
-	_, err = agentloop.Complete(context.Background(), w.c, never, again, agentloop.OneShot{Purpose: "title", Messages: []session.Message{{Role: "user", Content: "title?"}}})
+	_, err = agentloop.Complete(context.Background(), w.c, never, again, agentloop.OneShot{Purpose: "title", Instruction: "title?"})
 	require.NoError(t, err)
 	assert.Equal(t, 1, never.calls)
 }

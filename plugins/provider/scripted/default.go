@@ -83,17 +83,20 @@ func describe(m session.Message) string {
 const maxSummary = 300
 
 // oneShot answers a request the loop did not build (a summary, a title)
-// with the gist of its last message: its text after the instruction
-// paragraph, white space collapsed, bounded.
+// with the gist of the messages before its instruction (the last
+// message): each as "[role] content", white space collapsed, bounded.
 func oneShot(msgs []session.Message) string {
-	if len(msgs) == 0 {
-		return "Nothing to summarize."
+	var parts []string
+	for _, m := range msgs[:max(len(msgs)-1, 0)] {
+		c := m.Content
+		for _, tc := range m.ToolCalls {
+			c += " " + tc.Name + " " + tc.Arguments
+		}
+		if c = strings.Join(strings.Fields(c), " "); c != "" {
+			parts = append(parts, "["+m.Role+"] "+c)
+		}
 	}
-	c := msgs[len(msgs)-1].Content
-	if i := strings.Index(c, "\n\n"); i >= 0 {
-		c = c[i+2:]
-	}
-	c = strings.Join(strings.Fields(c), " ")
+	c := strings.Join(parts, " ")
 	if len(c) > maxSummary {
 		c = strings.ToValidUTF8(c[:maxSummary], "") + "…"
 	}

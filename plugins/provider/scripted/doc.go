@@ -10,5 +10,5 @@
 // alone: when the last message is not a tool result it calls list_dir on
 // "."; when it is, it answers by describing the entries that tool result
 // actually holds. A one-shot request (not built by the loop: a summary, a
-// title) gets the gist of its last message.
+// title) gets the gist of the messages before its instruction.
 package scripted

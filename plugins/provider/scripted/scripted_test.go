@@ -151,11 +151,19 @@ func TestDefaultScriptAnswersOneShotsWithTheGist(t *testing.T) {
 	p, err := scripted.New(scripted.Config{})
 	require.NoError(t, err)
 	chunks, err := collect(p.Stream(context.Background(), &agentloop.Request{Messages: []session.Message{
-		{Role: "user", Content: "Summarize this.\n\n[user]\nlist   the\nfolder"},
+		{Role: "user", Content: "list   the\nfolder"},
+		{Role: "assistant", ToolCalls: []session.ToolCall{{ID: "c", Name: "list_dir", Arguments: `{"path":"."}`}}},
+		{Role: "tool", ToolCallID: "c", Name: "list_dir", Content: "a.txt"},
+		{Role: "user", Content: "Summarize the conversation above."},
 	}}))
 	require.NoError(t, err)
 	txt, _ := text(chunks)
-	assert.Equal(t, "In short: [user] list the folder", txt)
+	assert.Equal(t, `In short: [user] list the folder [assistant] list_dir {"path":"."} [tool] a.txt`, txt)
+
+	chunks, err = collect(p.Stream(context.Background(), &agentloop.Request{Messages: []session.Message{{Role: "user", Content: "A title."}}}))
+	require.NoError(t, err)
+	txt, _ = text(chunks)
+	assert.Equal(t, "Nothing to summarize.", txt)
 }
 
 func TestConfigValidate(t *testing.T) {
