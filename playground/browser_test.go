@@ -183,11 +183,11 @@ func TestBrowserPlaysThenRefusesTheForgedRequest(t *testing.T) {
 	do(
 		chromedp.Click(chromedp.CSS(`#pending .pcall button.allow`)),
 		chromedp.WaitVisible(chromedp.CSS(`body[data-play="done"]`)),
-		until(`document.querySelectorAll('#log .ev').length === 50`),
+		until(`document.querySelectorAll('#log .ev').length === 52`),
 	)
-	assert.Contains(t, text(`#result .verdict`), "Allowed: call_1_1_0, logged as approval/decision at seq 15")
-	assert.Equal(t, "approval/decision", text(`#log .ev[data-seq="15"] .type`))
-	assert.Equal(t, "tool/start", text(`#log .ev[data-seq="16"] .type`))
+	assert.Contains(t, text(`#result .verdict`), "Allowed: call_1_1_0, logged as approval/decision at seq 16")
+	assert.Equal(t, "approval/decision", text(`#log .ev[data-seq="16"] .type`))
+	assert.Equal(t, "tool/start", text(`#log .ev[data-seq="17"] .type`))
 	hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector('#pending').hidden`))
 	require.NoError(t, err)
 	assert.True(t, hidden, "nothing waits any more")
@@ -197,7 +197,7 @@ func TestBrowserPlaysThenRefusesTheForgedRequest(t *testing.T) {
 	assert.Equal(t, 2, count(`#log .g-compaction .ev.k-compaction`), "compaction/start and compaction/end, grouped")
 	assert.Equal(t, 3, count(`#log .ev.shadowed`), "the question, tool call and result the summary replaced")
 	assert.Equal(t, 4, count(`#messages .msg`))
-	inOrder := make([]string, 50)
+	inOrder := make([]string, 52)
 	for i := range inOrder {
 		inOrder[i] = fmt.Sprint(i)
 	}
@@ -206,13 +206,13 @@ func TestBrowserPlaysThenRefusesTheForgedRequest(t *testing.T) {
 	assert.Contains(t, text(`#status`), "done")
 
 	// Be the bad actor: delete the second question, send the next request.
-	const second = `#log .ev[data-type="user/message"][data-seq="34"]`
+	const second = `#log .ev[data-type="user/message"][data-seq="36"]`
 	do(
 		chromedp.Click(chromedp.CSS(second)),
 		chromedp.Click(chromedp.CSS(second+` .op-del`)),
-		chromedp.WaitVisible(chromedp.CSS(`#log .ev.doomed[data-seq="34"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#log .ev.doomed[data-seq="36"]`)),
 	)
-	assert.Contains(t, text(`#staged`), "seq 34")
+	assert.Contains(t, text(`#staged`), "seq 36")
 	do(
 		chromedp.Click(chromedp.CSS(`#send`)),
 		chromedp.WaitVisible(chromedp.CSS(`#result .violation code.rule`)),
@@ -227,8 +227,8 @@ func TestBrowserPlaysThenRefusesTheForgedRequest(t *testing.T) {
 	assert.Equal(t, 2, count(`#result td.mark.ok`), "a tick for each message before it")
 
 	// The forged session is shown; verify names what the deletion broke.
-	assert.Contains(t, text(`#tabs .tab[aria-selected="true"]`), "demo−34")
-	assert.Regexp(t, `^forged demo−34 · \d+ events · the demo is done$`, text(`#status`), "the status line names the session shown")
+	assert.Contains(t, text(`#tabs .tab[aria-selected="true"]`), "demo−36")
+	assert.Regexp(t, `^forged demo−36 · \d+ events · the demo is done$`, text(`#status`), "the status line names the session shown")
 	do(
 		chromedp.KeyEvent("v"),
 		until(`(document.querySelector('#result .verdict') || {textContent: ''}).textContent.includes('Verify')`),
@@ -254,7 +254,7 @@ func TestBrowserPlaysThenRefusesTheForgedRequest(t *testing.T) {
 	assert.Equal(t, "request-reconstruction", text(`#result .violation code.rule`))
 	assert.Equal(t, 1, count(`#result td.mark.ok`))
 	assert.Equal(t, 1, count(`#result td.mark.bad`))
-	assert.Contains(t, text(`#tabs .tab[aria-selected="true"]`), "demo@49")
+	assert.Contains(t, text(`#tabs .tab[aria-selected="true"]`), "demo@51")
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Empty(t, exceptions, "no script error on the page")
@@ -419,9 +419,9 @@ func TestBrowserEveryTabHasItsOwnDemo(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#pending .pcall button.allow`)),
 		chromedp.Click(chromedp.CSS(`#pending .pcall button.allow`)),
 		chromedp.WaitVisible(chromedp.CSS(`body[data-play="done"]`)),
-		until(`document.querySelectorAll('#log .ev').length === 50`),
+		until(`document.querySelectorAll('#log .ev').length === 52`),
 	)
-	assert.Equal(t, "demo done · 50 events — now break it", a.status())
+	assert.Equal(t, "demo done · 52 events — now break it", a.status())
 	assert.Equal(t, "enabled", a.send())
 	assert.Equal(t, "1", b.events())
 	assert.Equal(t, "paused", b.eval(`document.body.dataset.play`))
@@ -432,7 +432,7 @@ func TestBrowserEveryTabHasItsOwnDemo(t *testing.T) {
 		chromedp.KeyEvent("f"),
 		until(`(document.querySelector('#tabs .tab[aria-selected="true"]') || {dataset: {}}).dataset.kind === 'fork'`),
 	)
-	assert.Equal(t, "fork demo@49 · 51 events · the demo is done", a.status())
+	assert.Equal(t, "fork demo@51 · 53 events · the demo is done", a.status())
 	assert.Equal(t, "enabled", a.send())
 	assert.Equal(t, "1", b.events())
 }

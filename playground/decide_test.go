@@ -52,8 +52,9 @@ func TestTheDemoWaitsForADecisionOnItsCalcCall(t *testing.T) {
 	assert.Equal(t, approvalConfig.Rules[0].Reason, p.Reason)
 	assert.Nil(t, p.Decision)
 	recs := recordsOf(t, s, id)
-	assert.Equal(t, session.TypeApprovalRequest, recs[len(recs)-1].Type(), "the log ends with the request: the turn is suspended")
-	assert.Equal(t, p.RequestSeq, recs[len(recs)-1].Seq())
+	assert.Equal(t, session.TypeApprovalRequest, recs[len(recs)-2].Type(), "the log ends with the request: the turn is suspended")
+	assert.Equal(t, p.RequestSeq, recs[len(recs)-2].Seq())
+	assert.Equal(t, session.TypeStepUsage, recs[len(recs)-1].Type(), "and the step's usage, for its step/end")
 	assert.Equal(t, session.TypeToolCall, recs[p.Seq].Type())
 	assert.Empty(t, verifyStored(t, s, id).Violations, "a suspended log verifies")
 }
@@ -199,7 +200,7 @@ func TestADecisionShowsAtOnceWhileThePageStepsTheDemo(t *testing.T) {
 	assert.Equal(t, session.TypeToolStart, recordsOf(t, s, id)[res.Seq+1].Type())
 	decodeBody[playState](t, post(t, s, "/api/control", map[string]string{"op": opFinish}), http.StatusOK)
 	require.Eventually(t, func() bool { return s.hub.playState().State == stateDone }, 10*time.Second, 5*time.Millisecond)
-	assert.Len(t, recordsOf(t, s, id), 50)
+	assert.Len(t, recordsOf(t, s, id), 52)
 }
 
 func TestResetWhileTheDemoWaitsStopsIt(t *testing.T) {

@@ -74,15 +74,15 @@ func Example() {
 	var decided struct{ Resumed bool }
 	call("POST", "/api/decide"+as, map[string]any{"session": play.Session, "call": c.ID, "allow": true}, &decided)
 	fmt.Println("allowed; resumed:", decided.Resumed)
-	get(func() bool { return len(demo.Records) == 50 })
-	fmt.Println(len(demo.Records), "events; seq 34 is", string(demo.Records[34][strings.Index(string(demo.Records[34]), `"data"`):]))
+	get(func() bool { return len(demo.Records) == 52 })
+	fmt.Println(len(demo.Records), "events; seq 36 is", string(demo.Records[36][strings.Index(string(demo.Records[36]), `"data"`):]))
 
 	var res struct {
 		Stage     string
 		Violation struct{ Rule, Message string }
 		Compare   []struct{ Mark string }
 	}
-	call("POST", "/api/send"+as, map[string]any{"session": play.Session, "delete": 34}, &res)
+	call("POST", "/api/send"+as, map[string]any{"session": play.Session, "delete": 36}, &res)
 	fmt.Println(res.Stage, res.Violation.Rule+":", res.Violation.Message)
 	marks := make([]string, len(res.Compare))
 	for i, c := range res.Compare {
@@ -95,7 +95,7 @@ func Example() {
 	// Output:
 	// waiting for a decision on calc({"expression":"7*24*60*60"}): the playground asks you before every calc call
 	// allowed; resumed: true
-	// 50 events; seq 34 is "data":{"content":"And in a single day?"}}
+	// 52 events; seq 36 is "data":{"content":"And in a single day?"}}
 	// request request-reconstruction: message 2 differs from the fold of the log
 	// ✓ ✓ ✗ · ·
 	// <nil>

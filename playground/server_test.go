@@ -63,7 +63,7 @@ func TestEventsStreamTheDemoOneRecordAtATimeWithItsFold(t *testing.T) {
 	id := finishDemo(t, s)
 	var seqs []int64
 	var last recordEvent
-	for len(seqs) == 0 || last.State.Seq != 49 {
+	for len(seqs) == 0 || last.State.Seq != 51 {
 		ev := events.until("record")
 		last = recordEvent{} // a fresh target: decoding reuses slices
 		require.NoError(t, json.Unmarshal(ev.data, &last))
@@ -89,7 +89,7 @@ func TestEventsStreamTheDemoOneRecordAtATimeWithItsFold(t *testing.T) {
 		assert.True(t, want[i].Equal(&m.Message), "message %d", i)
 		assert.Equal(t, session.TypeUserMessage == recs[m.Source].Type() || session.TypeAssistantMessage == recs[m.Source].Type(), true)
 	}
-	assert.Equal(t, []int64{31, 26, 34, 47}, last.State.Surface, "the compaction's summary replaced the first question, tool call and result")
+	assert.Equal(t, []int64{33, 27, 36, 49}, last.State.Surface, "the compaction's summary replaced the first question, tool call and result")
 	assert.Equal(t, "Summary of the earlier conversation:\n\nThe user asked how many seconds a week has; the calc tool computed 7*24*60*60 = 604800.", want[0].Content)
 	require.NotNil(t, last.State.Next)
 	assert.False(t, last.State.Next.InFlight)
@@ -161,7 +161,7 @@ func TestStepLetsExactlyOneEventThrough(t *testing.T) {
 	id := waitDemo(t, s)
 	allow(t, s, id)
 	require.Eventually(t, func() bool { return s.hub.playState().State == stateDone }, 10*time.Second, 5*time.Millisecond)
-	assert.Equal(t, 50, shown())
+	assert.Equal(t, 52, shown())
 }
 
 func TestResetStopsTheDemoAndForgetsItsSessions(t *testing.T) {
@@ -182,7 +182,7 @@ func TestResetStopsTheDemoAndForgetsItsSessions(t *testing.T) {
 
 	// Play starts over with a new demo session.
 	id := finishDemo(t, s)
-	assert.Len(t, recordsOf(t, s, id), 50)
+	assert.Len(t, recordsOf(t, s, id), 52)
 }
 
 func TestSendShowsWhatTheInvariantsPluginMadeOfTheRequest(t *testing.T) {
@@ -268,7 +268,7 @@ func TestSendShowsWhatTheInvariantsPluginMadeOfTheRequest(t *testing.T) {
 			assert.Equal(t, session.TypeTurnEnd, last.Type())
 		})
 	}
-	assert.Len(t, recordsOf(t, s, demo), 50, "the demo session is unchanged")
+	assert.Len(t, recordsOf(t, s, demo), 52, "the demo session is unchanged")
 }
 
 func TestSendContinuesAForkInPlace(t *testing.T) {
@@ -361,7 +361,7 @@ func TestActionsRefuseWhatMakesNoSense(t *testing.T) {
 		{"a negative message index", "/api/send", sendRequest{Session: demo, Edit: &edit{Target: targetMessage, Index: -1}}, http.StatusBadRequest, "index -1"},
 		{"a fork without a seq", "/api/fork", map[string]string{"session": demo}, http.StatusBadRequest, "seq is required"},
 		{"a fork inside an open turn", "/api/fork", map[string]any{"session": demo, "seq": 3}, http.StatusConflict, "turn"},
-		{"a fork past the log", "/api/fork", map[string]any{"session": demo, "seq": 50}, http.StatusBadRequest, "seqs 0..49"},
+		{"a fork past the log", "/api/fork", map[string]any{"session": demo, "seq": 52}, http.StatusBadRequest, "seqs 0..51"},
 		{"replaying a session not shown", "/api/replay", sessionBody{Session: "01NOPE"}, http.StatusNotFound, "no such session"},
 		{"verifying a session not shown", "/api/verify", sessionBody{Session: "01NOPE"}, http.StatusNotFound, "no such session"},
 		{"an unknown field", "/api/verify", map[string]string{"session": demo, "sesion": demo}, http.StatusBadRequest, "unknown field"},
@@ -395,9 +395,9 @@ func TestWithoutRenumbersAndRemapsWhatCitesTheDeletedEvent(t *testing.T) {
 	demo := finishDemo(t, s)
 	recs := recordsOf(t, s, demo)
 	summary := seqOf(t, s, demo, func(r *session.Record) bool { return r.Surface().Op == session.OpReplace })
-	require.Equal(t, int64(31), summary)
-	require.Equal(t, session.Surface{Op: session.OpReplace, Start: 2, End: 17}, recs[summary].Surface())
-	require.Equal(t, []int64{2, 12, 17}, recs[summary].Sources())
+	require.Equal(t, int64(33), summary)
+	require.Equal(t, session.Surface{Op: session.OpReplace, Start: 2, End: 18}, recs[summary].Surface())
+	require.Equal(t, []int64{2, 12, 18}, recs[summary].Sources())
 
 	for _, tc := range []struct {
 		name    string
@@ -405,10 +405,10 @@ func TestWithoutRenumbersAndRemapsWhatCitesTheDeletedEvent(t *testing.T) {
 		surface session.Surface
 		sources []int64
 	}{
-		{"the replaced range's first event", 2, session.Surface{Op: session.OpReplace, Start: 11, End: 16}, []int64{11, 16}},
-		{"an event inside the range", 12, session.Surface{Op: session.OpReplace, Start: 2, End: 16}, []int64{2, 16}},
-		{"the range's last event", 17, session.Surface{Op: session.OpReplace, Start: 2, End: 12}, []int64{2, 12}},
-		{"an event before the range", 1, session.Surface{Op: session.OpReplace, Start: 1, End: 16}, []int64{1, 11, 16}},
+		{"the replaced range's first event", 2, session.Surface{Op: session.OpReplace, Start: 11, End: 17}, []int64{11, 17}},
+		{"an event inside the range", 12, session.Surface{Op: session.OpReplace, Start: 2, End: 17}, []int64{2, 17}},
+		{"the range's last event", 18, session.Surface{Op: session.OpReplace, Start: 2, End: 12}, []int64{2, 12}},
+		{"an event before the range", 1, session.Surface{Op: session.OpReplace, Start: 1, End: 17}, []int64{1, 11, 17}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := without(recs, tc.deleted)

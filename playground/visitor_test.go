@@ -85,15 +85,15 @@ func TestEveryVisitorHasItsOwnDemo(t *testing.T) {
 	defer cancel()
 	second := finishDemo(t, b)
 	assert.NotEqual(t, first, second)
-	assert.Len(t, recordsOf(t, b, second), 50, "the compaction runs on every visitor's demo")
+	assert.Len(t, recordsOf(t, b, second), 52, "the compaction runs on every visitor's demo")
 	assert.Equal(t, 1, len(aEvents), "the first visitor got its hello and nothing of the second's demo")
 	_, shown := a.hub.records(second)
 	assert.False(t, shown)
-	assert.Len(t, recordsOf(t, a, first), 50)
+	assert.Len(t, recordsOf(t, a, first), 52)
 
 	// A reset is the visitor's own too.
 	decodeBody[playState](t, post(t, b, "/api/control", map[string]string{"op": opReset}), http.StatusOK)
-	assert.Len(t, recordsOf(t, a, first), 50, "another visitor's reset leaves the demo")
+	assert.Len(t, recordsOf(t, a, first), 52, "another visitor's reset leaves the demo")
 	_, ok := s.mgr.Get(first)
 	assert.True(t, ok, "and its session open")
 	_, ok = s.mgr.Get(second)

@@ -110,6 +110,9 @@ function summary(r) {
       return `${d.reason} · ${hd.model || hd.provider || 'default model'} · tools [${(hd.tools || []).map((t) => t.name).join(', ')}]`;
     }
     case 'request/digest': return `sha256 ${String(d.sha256).slice(0, 12)}… · ${d.messages} messages`;
+    case 'request/oneshot': return `${d.purpose} · sha256 ${String(d.sha256).slice(0, 12)}… · ${d.messages} messages · ${(d.header || {}).model || 'default model'}`;
+    case 'request/usage':
+    case 'step/usage': return `in ${d.input} · out ${d.output}`;
     case 'assistant/chunk':
       if (d.text != null) return q(d.text);
       if (d.reasoning != null) return `reasoning ${q(d.reasoning)}`;
