@@ -77,7 +77,9 @@ type Stream = iter.Seq2[Chunk, error]
 // step's request reaches the implementation only through the llm/stream
 // fallback of its own dispatch, unchanged since it was sealed, and a
 // one-shot only through [Complete]. The implementation receives the
-// request as sealed, a copy no listener holds.
+// request as sealed, in a copy of its own that no listener holds: it may
+// write it freely (trim, redact), and nothing it writes reaches the next
+// request, the log or a digest.
 type Provider interface {
 	Stream(ctx context.Context, req *Request) (Stream, error)
 }

@@ -31,17 +31,19 @@ func (r *Request) Digest() string {
 // it, with a header and messages no one outside the package holds (for a
 // step, the loop's own fold of the log; the request the listeners see
 // carries a separate copy, see reqView), and the digest was computed over
-// exactly that. The guard hands the provider a request made
-// from built, never the one listeners hold, so nothing a listener does to
-// its copy — at any time — reaches the provider.
+// exactly that. The guard hands the provider a copy of built of its own,
+// never the one listeners hold nor built itself, so nothing a listener
+// does to its copy — at any time — reaches the provider, and nothing the
+// provider does to its copy reaches anything the loop keeps.
 type seal struct {
 	req     *Request // the request it was minted for; any other is unsealed
 	purpose string   // a one-shot's purpose; "" for a step
 	built   Request  // owned: the request as built
 	digest  string
-	// lis is the listeners' copy of a step's messages, which the request
-	// carries (nil for a one-shot, whose copy is made whole).
-	lis *listenerCopy
+	// out holds the listeners' copy of a step's messages, which the
+	// request carries, and the provider's (nil for a one-shot, whose
+	// copies are made whole).
+	out *handouts
 
 	// log appends the request's record (request/digest of a step,
 	// request/oneshot of a one-shot); it runs once, when the request is
@@ -56,10 +58,22 @@ type seal struct {
 	armed atomic.Bool
 }
 
-// handoff is the request the guard gives the provider: the owned request
-// as built, still sealed (providers may read LoopBuilt and Digest).
+// handoff is the request the guard gives the provider: a copy of the
+// request as built that the provider may write freely, still sealed
+// (providers may read LoopBuilt and Digest). For a step it is the
+// provider's copy kept between steps, proven unwritten since the last
+// handoff or made again (see handedCopy.renew); a one-shot's is made
+// whole.
 func (s *seal) handoff() *Request {
 	out := s.built
+	if s.out != nil {
+		p := &s.out.prov
+		p.renew(&s.built.Header, s.built.Messages)
+		n := len(p.msgs)
+		out.Header, out.Messages = p.header, p.msgs[:n:n]
+	} else {
+		out.Header, out.Messages = session.CloneHeader(out.Header), session.CloneMessages(out.Messages)
+	}
 	out.seal = s
 	return &out
 }
@@ -158,7 +172,7 @@ func (s *seal) differs(r *Request) string {
 	// The listeners' copy, untouched since it was copied from what the
 	// seal owns, is equal to it; otherwise (something was written, maybe
 	// an equal value) the messages are compared.
-	if s.lis == nil || !s.lis.unwritten(r.Messages) {
+	if s.out == nil || !s.out.lis.unwritten(r.Messages) {
 		for i := range r.Messages {
 			if !r.Messages[i].Equal(&b.Messages[i]) {
 				return fmt.Sprintf("message %d", i)
@@ -205,25 +219,25 @@ func short(d string) string {
 }
 
 // mint seals a request as built: the returned request, for the listeners,
-// carries lis's messages and header (the view's copies of built's, which
-// the caller keeps nowhere else reachable from built; nil: deep copies are
-// made), and the seal keeps built itself, which the caller
-// must not hand out. log appends the request's record when it is first
-// handed to the provider.
-func mint(built Request, lis *listenerCopy, purpose, digest string, log func() error) *Request {
+// carries out.lis's messages and header (the view's copies of built's,
+// which the caller keeps nowhere else reachable from built; nil: deep
+// copies are made), the provider is handed out.prov's, and the seal keeps
+// built itself, which the caller must not hand out. log appends the
+// request's record when it is first handed to the provider.
+func mint(built Request, out *handouts, purpose, digest string, log func() error) *Request {
 	built.seal = nil
 	var (
 		msgs []session.Message
 		h    session.Header
 	)
-	if lis != nil {
-		n := len(lis.msgs)
-		msgs, h = lis.msgs[:n:n], lis.header
+	if out != nil {
+		n := len(out.lis.msgs)
+		msgs, h = out.lis.msgs[:n:n], out.lis.header
 	} else {
 		msgs, h = session.CloneMessages(built.Messages), session.CloneHeader(built.Header)
 	}
 	r := &Request{Session: built.Session, Turn: built.Turn, Step: built.Step, StepStart: built.StepStart,
 		Header: h, Messages: msgs}
-	r.seal = &seal{req: r, purpose: purpose, built: built, digest: digest, log: log, lis: lis}
+	r.seal = &seal{req: r, purpose: purpose, built: built, digest: digest, log: log, out: out}
 	return r
 }

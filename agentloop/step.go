@@ -60,7 +60,7 @@ func (t *turn) step(ctx context.Context, n int) (stepOutcome, error) {
 			return stepOutcome{}, err
 		}
 	}
-	fold, lis, same := t.view.request()
+	fold, handed, same := t.view.request()
 
 	logged, ok := t.view.header()
 	reason := ""
@@ -84,12 +84,13 @@ func (t *turn) step(ctx context.Context, n int) (stepOutcome, error) {
 
 	// The fold and the header read above are the loop's own: the seal
 	// keeps them, computes the digest over them and compares the request
-	// with them; listeners get the view's copy. request/digest is logged
-	// by the fallback, once the request passed the check and is handed to
-	// the provider, so a refused step leaves no digest.
+	// with them; listeners and the provider get the view's copies.
+	// request/digest is logged by the fallback, once the request passed
+	// the check and is handed to the provider, so a refused step leaves no
+	// digest.
 	digest := t.dig.digestFrom(logged, fold, same)
 	built := Request{Session: sess.ID(), Turn: t.n, Step: n, StepStart: start.Seq(), Header: logged, Messages: fold}
-	req := mint(built, lis, "", digest, func() error {
+	req := mint(built, handed, "", digest, func() error {
 		_, err := t.append(session.Event{Type: session.TypeRequestDigest, Step: n, Data: session.Digest{SHA256: digest, Messages: len(fold)}})
 		return err
 	})

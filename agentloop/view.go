@@ -13,21 +13,22 @@ import (
 // length of the conversation or of the log.
 //
 // fold is the loop's own fold of the log (a session.Fold fed with the
-// records the loop has not folded yet): the messages a seal owns and the
-// provider is handed. Nothing outside the package can reach it but the
-// provider, which is given it to send, and the loop never writes it: a
-// fold's messages are never written once made (see [session.Fold]). lis
-// is the listeners' copy (see listenerCopy). Both only grow between
-// replaces, so a step copies only the new messages into lis; the seal's
-// check of lis (in sealedFallback) is what proves a listener wrote
-// nothing. After a refused or failed dispatch the view is dropped and
+// records the loop has not folded yet): the messages a seal owns. Nothing
+// outside the package can reach it, and the loop never writes it: a
+// fold's messages are never written once made (see [session.Fold]). out
+// holds the copies the listeners and the provider are handed (see
+// handouts). All only grow between replaces, so a step copies only the
+// new messages into each; the seal's check of the listeners' copy (in
+// sealedFallback) is what proves a listener wrote nothing, and the
+// handoff's check of the provider's (handedCopy.renew) that the provider
+// did not. After a refused or failed dispatch the view is dropped and
 // built again.
 type reqView struct {
 	n    int             // records folded: seqs 0..n-1
 	last *session.Record // record n-1, to tell that the log is another
 	fold session.Fold
 
-	lis listenerCopy // of fold.Messages()[:len(lis.msgs)]
+	out handouts // each of fold.Messages()[:len(out.lis.msgs)]
 	// same is how many leading messages of the fold are unchanged since
 	// the last request (see digester.digestFrom); spliced says a replace
 	// was folded since.
@@ -36,7 +37,7 @@ type reqView struct {
 
 	// hdrRec is the latest request/header record the view saw; hdr is
 	// its header (owned, for the seal), derived once per record (hdrOf),
-	// and lis.header the listeners' copy of it.
+	// and out's headers the listeners' and the provider's copies of it.
 	hdrRec, hdrOf *session.Record
 	hdr           session.Header
 
@@ -89,17 +90,18 @@ func since(dst []*session.Record, sess *live.Session, n int, last *session.Recor
 	return tail, ok
 }
 
-// request returns the fold (owned: for the seal), the listeners' copy of
-// it, and how many leading messages are unchanged since the previous
-// request.
-func (v *reqView) request() (own []session.Message, lis *listenerCopy, same int) {
+// request returns the fold (owned: for the seal), the copies of it to
+// hand out, and how many leading messages are unchanged since the
+// previous request.
+func (v *reqView) request() (own []session.Message, out *handouts, same int) {
 	own = v.fold.Messages()
-	if v.spliced || len(v.lis.msgs) > len(own) {
-		v.lis, v.same, v.spliced, v.hdrOf = listenerCopy{}, 0, false, nil
+	if v.spliced || len(v.out.lis.msgs) > len(own) {
+		v.out, v.same, v.spliced, v.hdrOf = handouts{}, 0, false, nil
 	}
-	v.lis.add(own[len(v.lis.msgs):])
+	v.out.lis.add(own[len(v.out.lis.msgs):])
+	v.out.prov.add(own[len(v.out.prov.msgs):])
 	same, v.same = v.same, len(own)
-	return own, &v.lis, same
+	return own, &v.out, same
 }
 
 // sawHeader notes r, a request/header record the loop appended after the
@@ -108,16 +110,18 @@ func (v *reqView) sawHeader(r *session.Record) { v.hdrRec = r }
 
 // header returns the latest logged request header the view saw, as
 // [live.Session.Header] would: the seal's own copy, made once per header
-// record, like the listeners' copy in lis.header. The seal compares the
-// listeners' copy with its own at every request, and a refusal drops the
-// view, so the two copies are kept from step to step.
+// record, like the copies in out. The seal compares the listeners' copy
+// with its own at every request, and a refusal drops the view; the
+// handoff renews the provider's when it differs: so the copies are kept
+// from step to step.
 func (v *reqView) header() (session.Header, bool) {
 	if v.hdrRec == nil {
 		return session.Header{}, false
 	}
 	if v.hdrOf != v.hdrRec {
 		v.hdr, _ = session.DeriveHeader([]*session.Record{v.hdrRec})
-		v.lis.header = session.CloneHeader(v.hdr)
+		v.out.lis.header = session.CloneHeader(v.hdr)
+		v.out.prov.header = session.CloneHeader(v.hdr)
 		v.hdrOf = v.hdrRec
 	}
 	return v.hdr, true

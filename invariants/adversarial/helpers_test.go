@@ -84,6 +84,16 @@ type world struct {
 
 func newWorld(t *testing.T, mode string) *world {
 	t.Helper()
+	w := newWorldWithoutProvider(t, mode)
+	_, err := agentloop.ProviderService.Provide(w.c, w.rec)
+	require.NoError(t, err)
+	return w
+}
+
+// newWorldWithoutProvider is newWorld with no provider service: a plugin
+// the test mounts provides it.
+func newWorldWithoutProvider(t *testing.T, mode string) *world {
+	t.Helper()
 	root := bus.New()
 	t.Cleanup(func() { _ = root.Dispose() })
 	c := root.Context()
@@ -98,8 +108,6 @@ func newWorld(t *testing.T, mode string) *world {
 	if mode != "" {
 		w.inv = w.mount(t, invariants.New(), &invariants.Config{Mode: mode})
 	}
-	_, err = agentloop.ProviderService.Provide(c, w.rec)
-	require.NoError(t, err)
 	return w
 }
 

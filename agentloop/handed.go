@@ -8,10 +8,20 @@ import (
 	"github.com/vigil-run/vigil/session"
 )
 
-// listenerCopy is the listeners' copy of a session's step requests: the
-// messages every llm/stream listener is handed, kept between steps and
-// grown with each step's new messages, and the means to prove at memory
-// speed that nobody wrote it since.
+// handouts are the two copies of a session's step requests the loop
+// hands out, kept between steps: the listeners' (every llm/stream
+// listener is handed it) and the provider's. Each is its own, so what one
+// side writes reaches neither the other side nor the loop's fold, and a
+// write to either is found before it could count: the seal's check finds
+// the listeners' (sealedFallback), the handoff the provider's (renew).
+type handouts struct {
+	lis, prov handedCopy
+}
+
+// handedCopy is a copy of a session's step requests that the loop hands
+// out: the messages, kept between steps and grown with each step's new
+// messages, and the means to prove at memory speed that nobody wrote it
+// since.
 //
 // msgs share their strings with the loop's fold (strings cannot be
 // written) and have tool-call arrays of their own, in calls, so no write
@@ -22,12 +32,12 @@ import (
 // equals what it was copied from, which the loop never writes (see
 // reqView): one comparison of a few contiguous arrays, instead of a walk
 // of the conversation message by message, proves the copy untouched.
-type listenerCopy struct {
+type handedCopy struct {
 	msgs  []session.Message // handed out as msgs[:n:n], so appends cannot reach the rest
 	snap  []byte            // msgs' bytes
 	calls []callChunk
-	// header is the listeners' copy of the request header (see
-	// reqView.header), compared field by field by the seal.
+	// header is this copy of the request header (see reqView.header),
+	// compared field by field with the seal's own.
 	header session.Header
 }
 
@@ -40,7 +50,7 @@ type callChunk struct {
 }
 
 // add appends copies of ms.
-func (c *listenerCopy) add(ms []session.Message) {
+func (c *handedCopy) add(ms []session.Message) {
 	if len(ms) == 0 {
 		return
 	}
@@ -63,7 +73,7 @@ func (c *listenerCopy) add(ms []session.Message) {
 
 // addCalls copies tcs into the current chunk, or a new one, and returns
 // the copy, capped.
-func (c *listenerCopy) addCalls(tcs []session.ToolCall) []session.ToolCall {
+func (c *handedCopy) addCalls(tcs []session.ToolCall) []session.ToolCall {
 	n := len(c.calls)
 	if n == 0 || cap(c.calls[n-1].live)-len(c.calls[n-1].live) < len(tcs) {
 		size := 32
@@ -85,7 +95,7 @@ func (c *listenerCopy) addCalls(tcs []session.ToolCall) []session.ToolCall {
 // unwritten reports whether got is the copy as handed out and every byte
 // of the copy is as it was made. false says only that the fast proof
 // failed: an equal value written back also fails it.
-func (c *listenerCopy) unwritten(got []session.Message) bool {
+func (c *handedCopy) unwritten(got []session.Message) bool {
 	if len(got) != len(c.msgs) || len(got) > 0 && &got[0] != &c.msgs[0] {
 		return false
 	}
@@ -98,6 +108,20 @@ func (c *listenerCopy) unwritten(got []session.Message) bool {
 		}
 	}
 	return true
+}
+
+// renew makes c a copy of h and msgs again, unless it provably still is
+// one: c is a copy of msgs[:len(c.msgs)] (see reqView.request), grown to
+// all of them, and was not written since. The provider's copy is renewed
+// before every handoff, since the provider may write what it is handed.
+func (c *handedCopy) renew(h *session.Header, msgs []session.Message) {
+	if len(c.msgs) != len(msgs) || !c.unwritten(c.msgs) {
+		*c = handedCopy{header: c.header}
+		c.add(msgs)
+	}
+	if !sameHeader(&c.header, h) {
+		c.header = session.CloneHeader(*h)
+	}
 }
 
 // bytesOf is the memory of s's elements. Messages and tool calls are
