@@ -41,7 +41,8 @@ func (splitter) Stream(_ context.Context, req *agentloop.Request) (agentloop.Str
 // cut a character or hold bytes that are not UTF-8 gets the message its
 // logged chunks assemble (each invalid byte a U+FFFD, as the records hold
 // them): the turn completes under the strict invariants, the tool sees
-// the logged arguments, and the log verifies.
+// the logged arguments, and the log verifies. A system prompt that is not
+// UTF-8 is logged once: the header logged is the one in force.
 func TestChunksAreAssembledAsTheirRecordsHoldThem(t *testing.T) {
 	var got []string
 	calc := funcTool{name: "calc", safe: true, fn: func(_ context.Context, args json.RawMessage) (string, error) {
@@ -49,13 +50,16 @@ func TestChunksAreAssembledAsTheirRecordsHoldThem(t *testing.T) {
 		return "2", nil
 	}}
 	e := newEnv(t)
-	a := agentloop.New(e.c, agentloop.Config{Model: "m"}, agentloop.WithProvider(splitter{}), agentloop.WithTools(calc))
+	a := agentloop.New(e.c, agentloop.Config{Model: "m", System: "be \xff"}, agentloop.WithProvider(splitter{}), agentloop.WithTools(calc))
 	sess := e.session()
 	res, err := a.Run(context.Background(), sess, "hi")
 	require.NoError(t, err)
 	require.Equal(t, session.ReasonCompleted, res.Reason)
 
 	recs := sess.Records()
+	headers := ofType(recs, session.TypeRequestHeader)
+	require.Len(t, headers, 1)
+	assert.Equal(t, "be \uFFFD", decode[session.RequestHeader](t, headers[0]).Header.System)
 	msgs := ofType(recs, session.TypeAssistantMessage)
 	require.Len(t, msgs, 2)
 	first := decode[session.AssistantMessage](t, msgs[0])
