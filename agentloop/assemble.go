@@ -40,8 +40,12 @@ func (c *Chunk) content() bool {
 // unique ([callIDs.assign]). A fragment whose id differs from its call's
 // (the first one, renamed, or a later one repeating the provider's id) is
 // given the call's id on c itself, so that the logged chunks assemble to
-// the logged message (callers pass a chunk they own).
+// the logged message (callers pass a chunk they own). So is its text made
+// as its records will hold it (session.ValidString): a provider may cut a
+// character between chunks or send bytes that are not UTF-8, and the
+// message must be its logged chunks joined.
 func (s *assembler) add(c *Chunk, turn, step int) {
+	heldText(c)
 	s.text.WriteString(c.Text)
 	s.reasoning.WriteString(c.Reasoning)
 	if d := c.ToolCall; d != nil {
@@ -71,6 +75,20 @@ func (s *assembler) add(c *Chunk, turn, step int) {
 	}
 	if c.Finish != "" {
 		s.finish = c.Finish
+	}
+}
+
+// heldText makes the text of the chunk c owns valid UTF-8, as its
+// records hold it; a tool-call fragment it changes is copied first.
+func heldText(c *Chunk) {
+	c.Text, c.Reasoning = session.ValidString(c.Text), session.ValidString(c.Reasoning)
+	if d := c.ToolCall; d != nil {
+		id, name, args := session.ValidString(d.ID), session.ValidString(d.Name), session.ValidString(d.Arguments)
+		if id != d.ID || name != d.Name || args != d.Arguments {
+			dd := *d
+			dd.ID, dd.Name, dd.Arguments = id, name, args
+			c.ToolCall = &dd
+		}
 	}
 }
 

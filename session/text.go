@@ -175,6 +175,12 @@ func rewriteValue(v reflect.Value, str func(string) string, raw func([]byte) []b
 	return false
 }
 
+// ValidString returns s as a record holds it: each invalid UTF-8 byte
+// replaced by U+FFFD (s itself, without allocating, when it is valid).
+// What a writer keeps beside the records it makes (a message assembled
+// from streamed chunks, say) is made so too, so that it equals them.
+func ValidString(s string) string { return validString(s) }
+
 // ValidText returns v with its text as a record holds it: every string
 // in it (through structs, pointers and slices) with each invalid UTF-8
 // byte replaced by U+FFFD, and every json.RawMessage likewise. What v

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/session"
@@ -165,6 +166,9 @@ func render(req *agentloop.Request, r reply, in int) []agentloop.Chunk {
 		id := "call_" + strconv.Itoa(req.Turn) + "_" + strconv.Itoa(req.Step) + "_" + strconv.Itoa(i)
 		args := r.args[i]
 		half := len(args) / 2
+		for half > 0 && half < len(args) && !utf8.RuneStart(args[half]) {
+			half-- // a model's fragments are text: no character cut in two
+		}
 		frags = append(frags, session.ChunkToolCall{Index: i, ID: id, Name: tc.Name, Arguments: args[:half]})
 		out = append(out, agentloop.Chunk{ToolCall: &frags[len(frags)-1]})
 		if half < len(args) {

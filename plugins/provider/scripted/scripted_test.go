@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -83,6 +84,25 @@ func TestScriptStreamsRepliesInSeveralChunks(t *testing.T) {
 
 	_, err = p.Stream(context.Background(), request(t))
 	assert.ErrorIs(t, err, scripted.ErrScriptExhausted)
+}
+
+// TestArgumentsAreSplitBetweenCharacters: a call's arguments come in two
+// fragments, never cutting a character in two.
+func TestArgumentsAreSplitBetweenCharacters(t *testing.T) {
+	for _, args := range []string{`{"p":"ééé"}`, `{"p":"😀😀"}`, `é`, `{}`} {
+		p, err := scripted.New(scripted.Config{Script: []scripted.Reply{{ToolCalls: []scripted.ToolCall{{Name: "x", Arguments: args}}}}})
+		require.NoError(t, err)
+		chunks, err := collect(p.Stream(context.Background(), request(t)))
+		require.NoError(t, err)
+		joined := ""
+		for _, c := range chunks {
+			if c.ToolCall != nil {
+				assert.True(t, utf8.ValidString(c.ToolCall.Arguments), "%q", c.ToolCall.Arguments)
+				joined += c.ToolCall.Arguments
+			}
+		}
+		assert.Equal(t, args, joined)
+	}
 }
 
 func TestScriptRepeats(t *testing.T) {
