@@ -93,7 +93,7 @@ func Verify(r io.Reader) (*Report, error) {
 // event is one line of a log: a record, or the violation of a line the
 // decoder refused for a rule of the contract.
 type event struct {
-	rec     *session.Record
+	rec     session.Record
 	refused *Violation
 }
 
@@ -169,7 +169,7 @@ func check(id string, events []event) []Violation {
 	t := newTrace()
 	fold := session.NewFold()
 	var stepMsgs []session.Message // the fold before the open step's step/start
-	records := make([]*session.Record, 0, len(events))
+	records := make([]session.Record, 0, len(events))
 	for _, e := range events {
 		if v := e.refused; v != nil {
 			// The line is not a record: nothing to apply but its seq,
@@ -211,7 +211,7 @@ func check(id string, events []event) []Violation {
 // requestDigest: the digest a step recorded equals the digest of the
 // request re-derived from the log: the latest header before it and the
 // fold of the log before the step's step/start.
-func requestDigest(before []*session.Record, msgs []session.Message, r *session.Record) *Violation {
+func requestDigest(before []session.Record, msgs []session.Message, r session.Record) *Violation {
 	d, err := session.DecodeData[session.Digest](r)
 	if err != nil {
 		return violation(RuleRequestDigest, r.Seq(), "request/digest data: %v", err)

@@ -62,7 +62,7 @@ type Account struct {
 // turn (every turn that started, in order), pricing each step by the
 // model of the request header in force at it. prices may be nil: no
 // cost.
-func Tally(records []*session.Record, prices map[string]Price) Account {
+func Tally(records []session.Record, prices map[string]Price) Account {
 	var acc Account
 	model := ""
 	idx := map[int]int{} // turn → index in acc.Turns

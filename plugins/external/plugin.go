@@ -187,8 +187,8 @@ func (p *Plugin) guard(root *bus.Root, f *bus.Fiber, types typeSet, down *Unavai
 			if d.Name != live.Committed.Name() {
 				return nil
 			}
-			cm, ok := d.Payload.(*live.Commit)
-			if !ok || cm == nil || cm.Record == nil {
+			cm, ok := d.Payload.(live.Commit)
+			if !ok || cm.IsZero() {
 				return nil
 			}
 			if f.State() == bus.StateDisposed {
@@ -196,8 +196,8 @@ func (p *Plugin) guard(root *bus.Root, f *bus.Fiber, types typeSet, down *Unavai
 				p.lift(f)
 				return nil
 			}
-			typ := cm.Record.Type()
-			if !types.has(typ) || isCloser(cm.Record) {
+			typ := cm.Record().Type()
+			if !types.has(typ) || isCloser(cm.Record()) {
 				return nil
 			}
 			e := *down
@@ -243,7 +243,7 @@ var closerCodes = []string{session.CodeToolNotStarted, session.CodeToolOutcomeUn
 // isCloser reports whether rec only closes what is open (a synthetic tool
 // result, a step or turn end): a guard lets it through so that a session
 // is never left with a turn it cannot end.
-func isCloser(rec *session.Record) bool {
+func isCloser(rec session.Record) bool {
 	switch rec.Type() {
 	case session.TypeStepEnd, session.TypeTurnEnd:
 		return true
@@ -289,8 +289,8 @@ func (l *listeners) subscribe(c *bus.Context, sub *pluginpb.Subscription) error 
 	case EventSession:
 		// Veto subscriptions are registered together, by vetoes.
 		if sub.GetObserve() {
-			live.Committed.On(c, func(ctx context.Context, cm *live.Commit) error {
-				if !wants(cm.Record.Type()) {
+			live.Committed.On(c, func(ctx context.Context, cm live.Commit) error {
+				if !wants(cm.Record().Type()) {
 					return nil
 				}
 				return l.observe(ctx, commitEvent(cm))
@@ -321,8 +321,8 @@ func (l *listeners) vetoes(c *bus.Context, types typeSet) {
 	bus.Veto.On(c, func(ctx context.Context, d bus.Dispatch) error {
 		switch d.Name {
 		case live.Committed.Name():
-			cm, ok := d.Payload.(*live.Commit)
-			if !ok || cm == nil || cm.Record == nil || cm.Session == nil || !types.has(cm.Record.Type()) {
+			cm, ok := d.Payload.(live.Commit)
+			if !ok || cm.IsZero() || !types.has(cm.Record().Type()) {
 				return nil
 			}
 			return l.validate(ctx, cm)
@@ -337,13 +337,13 @@ func (l *listeners) vetoes(c *bus.Context, types typeSet) {
 	})
 }
 
-func commitEvent(cm *live.Commit) *pluginpb.Event {
+func commitEvent(cm live.Commit) *pluginpb.Event {
 	return &pluginpb.Event{
 		Name:    EventSession,
-		Session: cm.Session.ID(),
-		Seq:     cm.Record.Seq(),
-		Type:    cm.Record.Type(),
-		Record:  cm.Record.Bytes(),
+		Session: cm.Session().ID(),
+		Seq:     cm.Record().Seq(),
+		Type:    cm.Record().Type(),
+		Record:  cm.Record().Bytes(),
 	}
 }
 

@@ -122,7 +122,7 @@ type AgainstResult struct {
 // It listens on llm/stream (prepended) for the session only and answers
 // the requests it serves itself, so no request/digest is logged for
 // them.
-func Against(ctx context.Context, c *bus.Context, mgr *live.Manager, agent *agentloop.Agent, recorded []*session.Record, opts AgainstOptions) (*AgainstResult, error) {
+func Against(ctx context.Context, c *bus.Context, mgr *live.Manager, agent *agentloop.Agent, recorded []session.Record, opts AgainstOptions) (*AgainstResult, error) {
 	rec, err := FromRecords(recorded)
 	if err != nil {
 		return nil, err
@@ -188,14 +188,14 @@ func Against(ctx context.Context, c *bus.Context, mgr *live.Manager, agent *agen
 	}
 	fenceRel, fence := int64(-1), int64(-1)
 	defer bus.Veto.On(c, func(_ context.Context, d bus.Dispatch) error {
-		cm, ok := d.Payload.(*live.Commit)
-		if !ok || cm.Session != sess || fenceRel < 0 || x.live && x.diverged() {
+		cm, ok := d.Payload.(live.Commit)
+		if !ok || cm.Session() != sess || fenceRel < 0 || x.live && x.diverged() {
 			return nil
 		}
-		if cm.Record.Type() == session.TypeTurnStart && fence < 0 {
-			fence = cm.Record.Seq() + fenceRel
+		if cm.Record().Type() == session.TypeTurnStart && fence < 0 {
+			fence = cm.Record().Seq() + fenceRel
 		}
-		if fence >= 0 && cm.Record.Seq() >= fence {
+		if fence >= 0 && cm.Record().Seq() >= fence {
 			return errCrashed
 		}
 		return nil
@@ -263,7 +263,7 @@ func Against(ctx context.Context, c *bus.Context, mgr *live.Manager, agent *agen
 
 type against struct {
 	rec    *Recording
-	recs   []*session.Record
+	recs   []session.Record
 	live   bool
 	box    results
 	ap     *approvals

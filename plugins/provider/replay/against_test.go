@@ -93,7 +93,7 @@ func TestAgainstTheSameCompositionFollowsACrashedTurn(t *testing.T) {
 	// The process dies once the tool started.
 	dies := int64(sess.Len() + 9)
 	undo := bus.Veto.On(w.c, func(_ context.Context, d bus.Dispatch) error {
-		if cm, ok := d.Payload.(*live.Commit); ok && cm.Session == sess && cm.Record.Seq() >= dies {
+		if cm, ok := d.Payload.(live.Commit); ok && cm.Session() == sess && cm.Record().Seq() >= dies {
 			return errors.New("the process died")
 		}
 		return nil

@@ -106,7 +106,7 @@ func (b *blocker) Name() string { return b.name }
 
 func (b *blocker) Apply(c *bus.Context, _ any) error {
 	bus.Veto.On(c, func(_ context.Context, d bus.Dispatch) error {
-		if cm, ok := d.Payload.(*live.Commit); ok && cm.Session == b.sess && cm.Record.Seq() == b.seq && cm.Record.Type() == b.typ {
+		if cm, ok := d.Payload.(live.Commit); ok && cm.Session() == b.sess && cm.Record().Seq() == b.seq && cm.Record().Type() == b.typ {
 			return errors.New(b.why)
 		}
 		return nil
@@ -117,7 +117,7 @@ func (b *blocker) Apply(c *bus.Context, _ any) error {
 // aborted reports whether the recorded turn [i, end) was aborted, with
 // the cause it ended with and the call after which it was cancelled (""
 // when the cancel cut its failed step's stream).
-func aborted(recs []*session.Record, i, end int) (after string, cause error, ok bool) {
+func aborted(recs []session.Record, i, end int) (after string, cause error, ok bool) {
 	te, err := session.DecodeData[session.TurnEnd](recs[end-1])
 	if err != nil || te.Reason != session.ReasonAborted {
 		return "", nil, false
@@ -280,7 +280,7 @@ var errCrashed = errors.New("replay: the recorded process stopped here")
 // recorded decisions again, in their order, and resumes. A turn the
 // recording left waiting is left waiting (its error matches
 // agentloop.ErrSuspended).
-func Run(ctx context.Context, c *bus.Context, mgr *live.Manager, recorded []*session.Record) (*Rerun, error) {
+func Run(ctx context.Context, c *bus.Context, mgr *live.Manager, recorded []session.Record) (*Rerun, error) {
 	rec, err := FromRecords(recorded)
 	if err != nil {
 		return nil, err
@@ -331,7 +331,7 @@ func Run(ctx context.Context, c *bus.Context, mgr *live.Manager, recorded []*ses
 	}, bus.Prepend)()
 	// The fence: no event of the session at or past it is committed.
 	defer bus.Veto.On(c, func(_ context.Context, d bus.Dispatch) error {
-		if cm, ok := d.Payload.(*live.Commit); ok && cm.Session == sess && x.fence >= 0 && cm.Record.Seq() >= x.fence {
+		if cm, ok := d.Payload.(live.Commit); ok && cm.Session() == sess && x.fence >= 0 && cm.Record().Seq() >= x.fence {
 			return errCrashed
 		}
 		return nil
@@ -349,7 +349,7 @@ func Run(ctx context.Context, c *bus.Context, mgr *live.Manager, recorded []*ses
 type rerun struct {
 	c    *bus.Context
 	rec  *Recording
-	recs []*session.Record
+	recs []session.Record
 	sess *live.Session
 	ap   *approvals
 	box  results
@@ -373,7 +373,7 @@ type rerun struct {
 	abortAfter string
 }
 
-func newRerun(c *bus.Context, rec *Recording, recs []*session.Record, sess *live.Session) *rerun {
+func newRerun(c *bus.Context, rec *Recording, recs []session.Record, sess *live.Session) *rerun {
 	x := &rerun{c: c, rec: rec, recs: recs, sess: sess, ap: recordedApprovals(recs), box: recordedResults(recs), safe: concurrencySafe(recs), delegations: delegations(recs),
 		byStep: map[[2]int]*Step{}, seqs: make([]int64, len(recs)), fence: -1}
 	for i := range rec.Steps {
@@ -427,7 +427,7 @@ func (x *rerun) walk(ctx context.Context, out *Rerun) error {
 
 // external reports an approval decision a person made (the loop logs
 // the ones a session-scoped allow covers).
-func external(r *session.Record) bool {
+func external(r session.Record) bool {
 	if r.Type() != session.TypeApprovalDecision {
 		return false
 	}
@@ -661,7 +661,7 @@ func (x *rerun) crashPoint(start, end int) int {
 }
 
 // sameEvent reports whether ev, as repair makes it, is the record r.
-func sameEvent(ev session.Event, r *session.Record) bool {
+func sameEvent(ev session.Event, r session.Record) bool {
 	if ev.Type != r.Type() || ev.Turn != r.Turn() || ev.Step != r.Step() || !slices.Equal(ev.Sources, r.Sources()) {
 		return false
 	}
@@ -676,7 +676,7 @@ func sameEvent(ev session.Event, r *session.Record) bool {
 	return reflect.DeepEqual(va, vb)
 }
 
-func continues(r *session.Record) int {
+func continues(r session.Record) int {
 	s, err := session.DecodeData[session.TurnStart](r)
 	if err != nil {
 		return 0
@@ -685,7 +685,7 @@ func continues(r *session.Record) int {
 }
 
 // prompt is the user message the turn starting at i was run with.
-func prompt(recs []*session.Record, i int) string {
+func prompt(recs []session.Record, i int) string {
 	if i+1 < len(recs) && recs[i+1].Type() == session.TypeUserMessage && recs[i+1].Turn() == recs[i].Turn() {
 		if m, err := session.DecodeData[session.UserMessage](recs[i+1]); err == nil {
 			return m.Content
@@ -908,7 +908,7 @@ type stepDigest struct {
 	sha        string
 }
 
-func stepDigests(records []*session.Record) []stepDigest {
+func stepDigests(records []session.Record) []stepDigest {
 	var out []stepDigest
 	for _, r := range records {
 		if r.Type() == session.TypeRequestDigest {
@@ -920,7 +920,7 @@ func stepDigests(records []*session.Record) []stepDigest {
 }
 
 // compareDigests pairs the steps of two logs in order.
-func compareDigests(orig, again []*session.Record) []StepComparison {
+func compareDigests(orig, again []session.Record) []StepComparison {
 	a, b := stepDigests(orig), stepDigests(again)
 	out := []StepComparison{}
 	for i := range max(len(a), len(b)) {
@@ -946,7 +946,7 @@ func compareDigests(orig, again []*session.Record) []StepComparison {
 // the others itself (a denied call, bad arguments), again.
 type results map[string]session.ToolResult
 
-func recordedResults(records []*session.Record) results {
+func recordedResults(records []session.Record) results {
 	b := results{}
 	started := map[string]bool{}
 	for _, r := range records {
@@ -975,7 +975,7 @@ func (b results) execute(inv *agentloop.ToolInvocation) agentloop.ToolOutput {
 
 // delegations returns the names of the tools whose recorded results name
 // a child session: sub-agents.
-func delegations(records []*session.Record) map[string]bool {
+func delegations(records []session.Record) map[string]bool {
 	out := map[string]bool{}
 	for _, r := range records {
 		if r.Type() != session.TypeToolResult {
@@ -991,7 +991,7 @@ func delegations(records []*session.Record) map[string]bool {
 // concurrencySafe returns the names of the tools a recording shows ran
 // concurrently: the loop logs the calls of a batch of concurrency-safe
 // tools one after the other, before any starts, and so must the rerun.
-func concurrencySafe(records []*session.Record) map[string]bool {
+func concurrencySafe(records []session.Record) map[string]bool {
 	safe := map[string]bool{}
 	for k := 1; k < len(records); k++ {
 		if records[k].Type() != session.TypeToolCall || records[k-1].Type() != session.TypeToolCall {
@@ -1038,7 +1038,7 @@ type approvals struct {
 	policy   map[string]*session.PolicyMatcher // in force at each call
 }
 
-func recordedApprovals(records []*session.Record) *approvals {
+func recordedApprovals(records []session.Record) *approvals {
 	a := &approvals{requests: map[string]session.ApprovalRequest{}, policy: map[string]*session.PolicyMatcher{}}
 	var pm *session.PolicyMatcher
 	for _, r := range records {

@@ -57,8 +57,8 @@ type guard struct{}
 func (guard) Name() string { return "guard" }
 func (guard) Apply(c *bus.Context, _ any) error {
 	bus.Veto.On(c, func(_ context.Context, d bus.Dispatch) error {
-		if cm, ok := d.Payload.(*live.Commit); ok && cm.Record.Type() == session.TypeToolCall &&
-			bytes.Contains(cm.Record.Data(), []byte(`"name":"gamma"`)) && bytes.Contains(cm.Record.Data(), []byte(`11`)) {
+		if cm, ok := d.Payload.(live.Commit); ok && cm.Record().Type() == session.TypeToolCall &&
+			bytes.Contains(cm.Record().Data(), []byte(`"name":"gamma"`)) && bytes.Contains(cm.Record().Data(), []byte(`11`)) {
 			return errors.New("over budget")
 		}
 		return nil
@@ -239,7 +239,7 @@ func (g *generator) settle(sess *live.Session, err error) {
 func (g *generator) crash(sess *live.Session) {
 	at := int64(sess.Len() + rapid.IntRange(1, 12).Draw(g.t, "crash after"))
 	dispose := bus.Veto.On(g.c, func(_ context.Context, d bus.Dispatch) error {
-		if cm, ok := d.Payload.(*live.Commit); ok && cm.Session == sess && cm.Record.Seq() >= at {
+		if cm, ok := d.Payload.(live.Commit); ok && cm.Session() == sess && cm.Record().Seq() >= at {
 			return errors.New("the process died")
 		}
 		return nil
@@ -280,7 +280,7 @@ func quietRoot(t *rapid.T) *bus.Root {
 }
 
 // genSession records one random session and returns its log.
-func genSession(t *rapid.T) []*session.Record {
+func genSession(t *rapid.T) []session.Record {
 	ctx := context.Background()
 	root := quietRoot(t)
 	defer root.Dispose()
@@ -316,9 +316,9 @@ func genSession(t *rapid.T) []*session.Record {
 			t.Fatalf("guard: %v", err)
 		}
 	}
-	live.Committed.On(c, func(_ context.Context, cm *live.Commit) error {
-		if cm.Record.Type() == session.TypeStepEnd && g.change != nil {
-			if on, ok := g.change[cm.Record.Step()]; ok {
+	live.Committed.On(c, func(_ context.Context, cm live.Commit) error {
+		if cm.Record().Type() == session.TypeStepEnd && g.change != nil {
+			if on, ok := g.change[cm.Record().Step()]; ok {
 				g.setTools(on) // a hot reload between two steps of a turn
 			}
 		}
@@ -386,7 +386,7 @@ func turnEnds(sess *live.Session) []int64 {
 	return out
 }
 
-func encodeRecords(recs []*session.Record) []byte {
+func encodeRecords(recs []session.Record) []byte {
 	out := session.AppendHeaderLine(nil, session.Info{ID: "01M8MM3F3QXQNVZ1VTD7ENJERQ"})
 	for _, r := range recs {
 		out = r.AppendLine(out)
@@ -460,7 +460,7 @@ func TestRunReplaysEveryValidSession(t *testing.T) {
 	})
 }
 
-func dump(recs []*session.Record) string {
+func dump(recs []session.Record) string {
 	var b bytes.Buffer
 	for _, r := range recs {
 		fmt.Fprintf(&b, "%d t%d s%d %s %s\n", r.Seq(), r.Turn(), r.Step(), r.Type(), r.Data())
