@@ -19,6 +19,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -55,6 +56,7 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store) {
 		{"FlushThenLoadSeesEverything", testFlush},
 		{"ReleaseThenAppendAgain", testRelease},
 		{"ManagerRoundTrip", testManager},
+		{"WritingWhatItReturnsRewritesNoHistory", testReturnsAreCopies},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -415,4 +417,49 @@ func testManager(t *testing.T, s session.Store) {
 	require.NoError(t, err)
 	require.Equal(t, want, fork.Messages())
 	require.NoError(t, m2.Close(ctx))
+}
+
+// testReturnsAreCopies writes every list of records the store hands out
+// or was handed, and every record's bytes: the stored history is what
+// was appended. Records cannot be written at all (they are values whose
+// data no exported name reaches), so the lists are what remains: the
+// store keeps lists of its own.
+func testReturnsAreCopies(t *testing.T, s session.Store) {
+	ctx := context.Background()
+	require.NoError(t, s.Create(ctx, info("p")))
+	recs := append(Turn(t, 0, 1), Turn(t, 17, 2)...)
+	want := slices.Clone(recs)
+	forged := func(r session.Record) session.Record {
+		f, err := session.NewRecord(r.Seq(), r.Time(), session.Event{Type: session.TypeUserMessage, Turn: max(r.Turn(), 1),
+			Data: session.UserMessage{Content: "forged"}})
+		require.NoError(t, err)
+		return f
+	}
+	write := func(list []session.Record) {
+		for i, r := range list {
+			copy(r.Data(), "forged")
+			copy(r.Bytes(), "forged")
+			list[i] = forged(r)
+		}
+	}
+	require.NoError(t, s.Append(ctx, "p", 0, recs[:17]))
+	require.NoError(t, s.Append(ctx, "p", 17, recs[17:]))
+	write(recs)
+	tail := []session.Record{endSeed(t, 17)}
+	child := info("c")
+	child.Parent = &session.Parent{ID: "p", Seq: 16}
+	require.NoError(t, s.Fork(ctx, child, tail))
+	write(tail)
+	for range 2 {
+		for _, id := range []string{"p", "c"} {
+			log, err := s.Load(ctx, id)
+			require.NoError(t, err)
+			if id == "p" {
+				requireSameRecords(t, want, log.Records)
+			} else {
+				requireSameRecords(t, append(want[:17:17], endSeed(t, 17)), log.Records)
+			}
+			write(log.Records)
+		}
+	}
 }
