@@ -53,21 +53,21 @@ func killTrialChild(dir string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	kill := func(rec *session.Record) {
+	kill := func(rec session.Record) {
 		if rec.Seq() == seq {
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {} // the signal is on its way
 		}
 	}
 	bus.Veto.On(rt.Context(), func(_ context.Context, d bus.Dispatch) error {
-		if cm, ok := d.Payload.(*live.Commit); ok && before && d.Name == live.Committed.Name() {
-			kill(cm.Record)
+		if cm, ok := d.Payload.(live.Commit); ok && before && d.Name == live.Committed.Name() {
+			kill(cm.Record())
 		}
 		return nil
 	})
-	live.Committed.On(rt.Context(), func(_ context.Context, cm *live.Commit) error {
+	live.Committed.On(rt.Context(), func(_ context.Context, cm live.Commit) error {
 		if !before {
-			kill(cm.Record)
+			kill(cm.Record())
 		}
 		return nil
 	})

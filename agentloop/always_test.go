@@ -38,7 +38,7 @@ func counting(names ...string) (func() map[string]int, []agentloop.Tool) {
 }
 
 // decisionsOf returns the approval/decision data of recs, by call id.
-func decisionsOf(t *testing.T, recs []*session.Record) map[string]session.ApprovalDecision {
+func decisionsOf(t *testing.T, recs []session.Record) map[string]session.ApprovalDecision {
 	out := map[string]session.ApprovalDecision{}
 	for _, r := range ofType(recs, session.TypeApprovalDecision) {
 		d := decode[session.ApprovalDecision](t, r)

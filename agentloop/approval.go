@@ -335,16 +335,16 @@ var decideMu sync.Mutex
 // matching [session.ErrAlreadyDecided]). It does not resume the step: call
 // [Agent.Resume] once every pending call is decided (Ready on the
 // session's [session.Suspended]).
-func Decide(ctx context.Context, sess *live.Session, callID string, d Decision) (*session.Record, error) {
+func Decide(ctx context.Context, sess *live.Session, callID string, d Decision) (session.Record, error) {
 	decideMu.Lock()
 	defer decideMu.Unlock()
 	ev, err := session.CheckDecision(sess.Records(), callID, session.ApprovalDecision{Allow: d.Allow, By: d.By, Reason: d.Reason, Scope: d.Scope})
 	if err != nil {
-		return nil, fmt.Errorf("agentloop: decide %s in session %s: %w", callID, sess.ID(), err)
+		return session.Record{}, fmt.Errorf("agentloop: decide %s in session %s: %w", callID, sess.ID(), err)
 	}
 	rec, err := sess.Append(ctx, ev)
 	if err != nil {
-		return nil, fmt.Errorf("agentloop: decide %s: %w", callID, err)
+		return session.Record{}, fmt.Errorf("agentloop: decide %s: %w", callID, err)
 	}
 	if d.Allow && d.Scope == session.ScopeSession {
 		// The step's other calls this allow covers are decided by it now,

@@ -133,11 +133,11 @@ func chunkData(c *Chunk) []session.AssistantChunk {
 type callIDs struct {
 	// last is the last record read, so that a different log (a session
 	// reopened under the same id) is noticed; it pins one record only.
-	last *session.Record
+	last session.Record
 	n    int
 	ids  map[string]struct{}
 
-	scratch []*session.Record // sync's, kept for its capacity
+	scratch []session.Record // sync's, kept for its capacity
 }
 
 // sync reads the records of sess appended since the last sync.
@@ -145,7 +145,7 @@ func (c *callIDs) sync(sess *live.Session) {
 	recs, ok := since(c.scratch[:0], sess, c.n, c.last, math.MaxInt64)
 	if !ok {
 		*c = callIDs{}
-		recs, _ = since(recs[:0], sess, 0, nil, math.MaxInt64)
+		recs, _ = since(recs[:0], sess, 0, session.Record{}, math.MaxInt64)
 	}
 	defer func() { c.scratch = keepScratch(recs) }()
 	if c.ids == nil {
@@ -157,7 +157,7 @@ func (c *callIDs) sync(sess *live.Session) {
 	}
 }
 
-func (c *callIDs) record(r *session.Record) {
+func (c *callIDs) record(r session.Record) {
 	switch r.Type() {
 	case session.TypeAssistantChunk:
 		if d, err := session.DecodeData[session.AssistantChunk](r); err == nil && d.ToolCall != nil && d.ToolCall.ID != "" {

@@ -72,9 +72,9 @@ func compactEvents(surf []int64, k int, id string) []session.Event {
 // about keep messages: seedEvents' turns, compacted with surface replace
 // events (a summary and the oldest whole turns replaced by one summary)
 // whenever the surface grows 100 past keep.
-func longLog(tb testing.TB, n, keep int) []*session.Record {
+func longLog(tb testing.TB, n, keep int) []session.Record {
 	tb.Helper()
-	recs := make([]*session.Record, 0, n+64)
+	recs := make([]session.Record, 0, n+64)
 	t0 := time.Date(2026, 11, 29, 20, 0, 0, 0, time.UTC)
 	add := func(ev session.Event) {
 		r, err := session.NewRecord(int64(len(recs)), t0, ev)

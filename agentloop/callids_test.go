@@ -39,7 +39,7 @@ func (r reuser) Stream(_ context.Context, req *agentloop.Request) (agentloop.Str
 
 // callIDsOf returns the call ids the records of typ carry, in log order
 // (for chunks, those that carry one).
-func callIDsOf(t *testing.T, recs []*session.Record, typ string) []string {
+func callIDsOf(t *testing.T, recs []session.Record, typ string) []string {
 	t.Helper()
 	var out []string
 	for _, r := range ofType(recs, typ) {

@@ -119,7 +119,7 @@ func Complete(ctx context.Context, c *bus.Context, p Provider, sess *live.Sessio
 		logged := session.CloneHeader(h)
 		data.Header = &logged
 	}
-	var logged *session.Record
+	var logged session.Record
 	req := mint(built, nil, o.Purpose, digest, func() error {
 		var err error
 		logged, err = sess.Append(context.WithoutCancel(ctx), session.Event{Type: session.TypeRequestOneshot, Sources: sources, Data: data})
@@ -142,7 +142,7 @@ func Complete(ctx context.Context, c *bus.Context, p Provider, sess *live.Sessio
 		}
 		asm.add(&ch, 0, 0)
 	}
-	if u := asm.usage; u != nil && logged != nil {
+	if u := asm.usage; u != nil && !logged.IsZero() {
 		// What the call cost, for budgets and sessions show; a one-shot a
 		// listener answered itself sent nothing and cost nothing.
 		if _, err := sess.Append(context.WithoutCancel(ctx), session.Event{Type: session.TypeRequestUsage, Sources: []int64{logged.Seq()}, Data: *u}); err != nil {

@@ -154,11 +154,11 @@ func TestContinueRefusesWhatIsNotInterrupted(t *testing.T) {
 }
 
 // lastEnd is the session's last turn/end.
-func lastEnd(t *testing.T, s *live.Session) (*session.Record, bool) {
+func lastEnd(t *testing.T, s *live.Session) (session.Record, bool) {
 	t.Helper()
 	ends := ofType(s.Records(), session.TypeTurnEnd)
 	if len(ends) == 0 {
-		return nil, false
+		return session.Record{}, false
 	}
 	return ends[len(ends)-1], true
 }

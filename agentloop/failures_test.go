@@ -295,7 +295,7 @@ func TestVetoedAppendMidStepClosesTheStep(t *testing.T) {
 			e := newEnv(t)
 			policy := bus.PluginFunc("policy", func(c *bus.Context, _ struct{}) error {
 				bus.Veto.On(c, func(_ context.Context, d bus.Dispatch) error {
-					if c, ok := d.Payload.(*live.Commit); ok && c.Record.Type() == tc.typ {
+					if c, ok := d.Payload.(live.Commit); ok && c.Record().Type() == tc.typ {
 						return tc.veto
 					}
 					return nil

@@ -130,7 +130,7 @@ func TestProviderWritesToItsRequestChangeNothing(t *testing.T) {
 				if i > 0 && got[i-1].StepStart == r.StepStart {
 					d-- // the retry: the same step's request
 				}
-				var before []*session.Record
+				var before []session.Record
 				for _, rec := range recs {
 					if rec.Seq() < r.StepStart {
 						before = append(before, rec)

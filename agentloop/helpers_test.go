@@ -79,7 +79,7 @@ func workspace(t testing.TB) (string, []agentloop.Tool) {
 	return dir, f.Tools()
 }
 
-func types(recs []*session.Record) []string {
+func types(recs []session.Record) []string {
 	out := make([]string, len(recs))
 	for i, r := range recs {
 		out[i] = r.Type()
@@ -87,8 +87,8 @@ func types(recs []*session.Record) []string {
 	return out
 }
 
-func ofType(recs []*session.Record, typ string) []*session.Record {
-	var out []*session.Record
+func ofType(recs []session.Record, typ string) []session.Record {
+	var out []session.Record
 	for _, r := range recs {
 		if r.Type() == typ {
 			out = append(out, r)
@@ -97,7 +97,7 @@ func ofType(recs []*session.Record, typ string) []*session.Record {
 	return out
 }
 
-func decode[T any](t testing.TB, r *session.Record) T {
+func decode[T any](t testing.TB, r session.Record) T {
 	t.Helper()
 	v, err := session.DecodeData[T](r)
 	require.NoError(t, err)

@@ -106,14 +106,14 @@ type turn struct {
 	res     TurnResult
 }
 
-func (t *turn) append(ev session.Event) (*session.Record, error) {
+func (t *turn) append(ev session.Event) (session.Record, error) {
 	ev.Turn = t.n
 	rec, err := t.sess.Append(t.actx, ev)
 	if err != nil {
 		if be := vetoed(ev.Type, err); be != nil {
-			return nil, be
+			return session.Record{}, be
 		}
-		return nil, fmt.Errorf("agentloop: append %s: %w", ev.Type, err)
+		return session.Record{}, fmt.Errorf("agentloop: append %s: %w", ev.Type, err)
 	}
 	return rec, nil
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/vigil-run/vigil/session"
 )
 
-func verifyLog(t *testing.T, info session.Info, recs []*session.Record) {
+func verifyLog(t *testing.T, info session.Info, recs []session.Record) {
 	t.Helper()
 	buf := session.AppendHeaderLine(nil, info)
 	for _, rec := range recs {

@@ -14,7 +14,7 @@ import (
 
 // verifyDigests re-derives every step's request from the log, as `vigil
 // verify` does, and compares it with the logged request/digest.
-func verifyDigests(t *testing.T, recs []*session.Record) int {
+func verifyDigests(t *testing.T, recs []session.Record) int {
 	t.Helper()
 	n := 0
 	var stepStart int64 = -1

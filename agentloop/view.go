@@ -24,8 +24,8 @@ import (
 // did not. After a refused or failed dispatch the view is dropped and
 // built again.
 type reqView struct {
-	n    int             // records folded: seqs 0..n-1
-	last *session.Record // record n-1, to tell that the log is another
+	n    int            // records folded: seqs 0..n-1
+	last session.Record // record n-1, to tell that the log is another
 	fold session.Fold
 
 	out handouts // each of fold.Messages()[:len(out.lis.msgs)]
@@ -38,10 +38,10 @@ type reqView struct {
 	// hdrRec is the latest request/header record the view saw; hdr is
 	// its header (owned, for the seal), derived once per record (hdrOf),
 	// and out's headers the listeners' and the provider's copies of it.
-	hdrRec, hdrOf *session.Record
+	hdrRec, hdrOf session.Record
 	hdr           session.Header
 
-	scratch []*session.Record // catchUp's, kept for its capacity
+	scratch []session.Record // catchUp's, kept for its capacity
 }
 
 // catchUp folds the session's records before seq upto that the view has
@@ -51,7 +51,7 @@ func (v *reqView) catchUp(sess *live.Session, upto int64) error {
 	tail, ok := since(v.scratch[:0], sess, v.n, v.last, upto)
 	if !ok {
 		*v = reqView{}
-		tail, _ = since(tail[:0], sess, 0, nil, upto)
+		tail, _ = since(tail[:0], sess, 0, session.Record{}, upto)
 	}
 	defer func() { v.scratch = keepScratch(tail) }()
 	for _, r := range tail {
@@ -74,7 +74,7 @@ func (v *reqView) catchUp(sess *live.Session, upto int64) error {
 // before seq upto, reading only those (from the end of the log), appended
 // to dst. ok is false when record n-1 is not last: the log is not the one
 // read before.
-func since(dst []*session.Record, sess *live.Session, n int, last *session.Record, upto int64) (tail []*session.Record, ok bool) {
+func since(dst []session.Record, sess *live.Session, n int, last session.Record, upto int64) (tail []session.Record, ok bool) {
 	tail, ok = dst, n == 0
 	for r := range sess.Backward() {
 		if r.Seq() >= upto {
@@ -96,7 +96,7 @@ func since(dst []*session.Record, sess *live.Session, n int, last *session.Recor
 func (v *reqView) request() (own []session.Message, out *handouts, same int) {
 	own = v.fold.Messages()
 	if v.spliced || len(v.out.lis.msgs) > len(own) {
-		v.out, v.same, v.spliced, v.hdrOf = handouts{}, 0, false, nil
+		v.out, v.same, v.spliced, v.hdrOf = handouts{}, 0, false, session.Record{}
 	}
 	v.out.lis.add(own[len(v.out.lis.msgs):])
 	v.out.prov.add(own[len(v.out.prov.msgs):])
@@ -106,7 +106,7 @@ func (v *reqView) request() (own []session.Message, out *handouts, same int) {
 
 // sawHeader notes r, a request/header record the loop appended after the
 // records folded so far.
-func (v *reqView) sawHeader(r *session.Record) { v.hdrRec = r }
+func (v *reqView) sawHeader(r session.Record) { v.hdrRec = r }
 
 // header returns the latest logged request header the view saw, as
 // [live.Session.Header] would: the seal's own copy, made once per header
@@ -115,11 +115,11 @@ func (v *reqView) sawHeader(r *session.Record) { v.hdrRec = r }
 // handoff renews the provider's when it differs: so the copies are kept
 // from step to step.
 func (v *reqView) header() (session.Header, bool) {
-	if v.hdrRec == nil {
+	if v.hdrRec.IsZero() {
 		return session.Header{}, false
 	}
 	if v.hdrOf != v.hdrRec {
-		v.hdr, _ = session.DeriveHeader([]*session.Record{v.hdrRec})
+		v.hdr, _ = session.DeriveHeader([]session.Record{v.hdrRec})
 		v.out.lis.header = session.CloneHeader(v.hdr)
 		v.out.prov.header = session.CloneHeader(v.hdr)
 		v.hdrOf = v.hdrRec
@@ -129,7 +129,7 @@ func (v *reqView) header() (session.Header, bool) {
 
 // keepScratch returns buf emptied for reuse, or nil when it grew large
 // (the first read of a long log), so a view does not keep that capacity.
-func keepScratch(buf []*session.Record) []*session.Record {
+func keepScratch(buf []session.Record) []session.Record {
 	clear(buf)
 	if cap(buf) > 256 {
 		return nil

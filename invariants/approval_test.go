@@ -86,7 +86,7 @@ const (
 // decided is skipped) and resumes it to completion; then a second turn
 // reads once more, which an "always" of the first decides (and which is
 // allowed otherwise).
-func approvedLog(t require.TestingT, kinds string, answers []string, perm []int) []*session.Record {
+func approvedLog(t require.TestingT, kinds string, answers []string, perm []int) []session.Record {
 	ctx := context.Background()
 	w, dispose := newApprovalWorld(t)
 	defer dispose()

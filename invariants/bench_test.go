@@ -14,7 +14,7 @@ import (
 // benchRequest builds a log of the benchmark shape holding about messages
 // messages, opens one more step, and returns its records and the request
 // the loop would send for that step.
-func benchRequest(tb testing.TB, messages int) ([]*session.Record, *agentloop.Request) {
+func benchRequest(tb testing.TB, messages int) ([]session.Record, *agentloop.Request) {
 	b := newLogBuilder(realisticHeader())
 	for b.fold != nil && len(b.fold.Messages()) < messages-1 {
 		b.realisticTurn()

@@ -8,7 +8,7 @@ import "github.com/vigil-run/vigil/session"
 // Record.Sources copy at each call, so each record is read once here and
 // the copy shared by its readers, which only read it.
 type decoded struct {
-	rec            *session.Record
+	rec            session.Record
 	val            any // the payload, decoded as an any (see payload)
 	err            error
 	src            []int64
@@ -17,14 +17,14 @@ type decoded struct {
 
 // at makes d the cache of r, dropping what it held of another record.
 // Records are immutable, so what was read of r stays true of it.
-func (d *decoded) at(r *session.Record) {
+func (d *decoded) at(r session.Record) {
 	if d.rec != r {
 		*d = decoded{rec: r}
 	}
 }
 
 // sources returns r.Sources(), read once per record.
-func (d *decoded) sources(r *session.Record) []int64 {
+func (d *decoded) sources(r session.Record) []int64 {
 	d.at(r)
 	if !d.srcSet {
 		d.src, d.srcSet = r.Sources(), true
@@ -37,7 +37,7 @@ func (d *decoded) sources(r *session.Record) []int64 {
 // (DecodeData[T] boxes its copy to clone it); anything but a T, or an
 // error, falls back to DecodeData[T], so the result and its error are
 // always DecodeData[T]'s.
-func payload[T any](d *decoded, r *session.Record) (T, error) {
+func payload[T any](d *decoded, r session.Record) (T, error) {
 	d.at(r)
 	if !d.valSet {
 		d.val, d.err = session.DecodeData[any](r)

@@ -21,7 +21,7 @@ func CompareRequest(want []session.Message, header session.Header, req *agentloo
 // Replay, for the benchmarks, runs the append rules over a whole log as
 // the plugin does when it meets a session: validate, then apply, per
 // record.
-func Replay(records []*session.Record) *Violation {
+func Replay(records []session.Record) *Violation {
 	_, v := replay(records)
 	return v
 }

@@ -12,7 +12,7 @@ import (
 // logBuilder writes valid session logs in the shape the agent loop
 // produces, for tests and benchmarks.
 type logBuilder struct {
-	records []*session.Record
+	records []session.Record
 	fold    *session.Fold
 	header  session.Header
 	headed  bool
@@ -28,7 +28,7 @@ func newLogBuilder(h session.Header) *logBuilder {
 	return &logBuilder{fold: session.NewFold(), header: h, now: time.Date(2026, 11, 29, 20, 0, 0, 0, time.UTC)}
 }
 
-func (b *logBuilder) add(ev session.Event) *session.Record {
+func (b *logBuilder) add(ev session.Event) session.Record {
 	r, err := session.NewRecord(int64(len(b.records)), b.now, ev)
 	if err != nil {
 		panic(fmt.Sprintf("logBuilder: %s: %v", ev.Type, err))

@@ -14,7 +14,7 @@ type spec struct {
 	ev  session.Event
 }
 
-func specsOf(records []*session.Record) []spec {
+func specsOf(records []session.Record) []spec {
 	out := make([]spec, len(records))
 	for i, r := range records {
 		ev := session.Event{Type: r.Type(), Turn: r.Turn(), Step: r.Step(), Sources: r.Sources(), Ignorable: r.Ignorable(), Data: json.RawMessage(r.Data())}

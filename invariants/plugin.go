@@ -72,7 +72,7 @@ type checker struct {
 type sessionState struct {
 	sess   *live.Session
 	trace  *trace
-	staged map[*session.Record]struct{}
+	staged map[session.Record]struct{}
 	// checked is how far the plugin compared the last request it passed.
 	checked checkedPrefix
 }
@@ -131,7 +131,7 @@ func (k *checker) rebuildLocked(s *live.Session) *sessionState {
 		v.Session = s.ID()
 		k.log.Warn("log of a session already breaks an invariant", "session", s.ID(), "violation", v.String())
 	}
-	st := &sessionState{sess: s, trace: t, staged: map[*session.Record]struct{}{}}
+	st := &sessionState{sess: s, trace: t, staged: map[session.Record]struct{}{}}
 	k.sessions[s.ID()] = st
 	return st
 }
@@ -140,7 +140,7 @@ func (k *checker) rebuildLocked(s *live.Session) *sessionState {
 func (k *checker) onCreated(ctx context.Context, s *live.Session) error {
 	k.mu.Lock()
 	t, v := replay(s.Records())
-	k.sessions[s.ID()] = &sessionState{sess: s, trace: t, staged: map[*session.Record]struct{}{}}
+	k.sessions[s.ID()] = &sessionState{sess: s, trace: t, staged: map[session.Record]struct{}{}}
 	k.mu.Unlock()
 	if v != nil {
 		v.Session = s.ID()
@@ -162,42 +162,42 @@ func (k *checker) onDispatch(ctx context.Context, d bus.Dispatch) error {
 	if d.Name != live.Committed.Name() {
 		return nil
 	}
-	c, ok := d.Payload.(*live.Commit)
-	if !ok || c == nil || c.Record == nil || c.Session == nil {
+	c, ok := d.Payload.(live.Commit)
+	if !ok || c.IsZero() {
 		return nil
 	}
 	k.mu.Lock()
-	st := k.state(c.Session)
-	v := st.trace.validate(c.Record)
+	st := k.state(c.Session())
+	v := st.trace.validate(c.Record())
 	if v == nil || k.mode != ModeStrict {
-		st.staged[c.Record] = struct{}{}
+		st.staged[c.Record()] = struct{}{}
 	}
 	k.mu.Unlock()
 	if v != nil {
-		v.Session = c.Session.ID()
+		v.Session = c.Session().ID()
 		return k.refuse(ctx, v)
 	}
 	return nil
 }
 
 // onCommitted applies the staged transition of the committed record.
-func (k *checker) onCommitted(ctx context.Context, c *live.Commit) error {
+func (k *checker) onCommitted(ctx context.Context, c live.Commit) error {
 	k.mu.Lock()
-	st := k.state(c.Session)
-	if st.trace.next > c.Record.Seq() {
+	st := k.state(c.Session())
+	if st.trace.next > c.Record().Seq() {
 		// The trace was just rebuilt from a log that already holds it.
 		k.mu.Unlock()
 		return nil
 	}
-	_, staged := st.staged[c.Record]
+	_, staged := st.staged[c.Record()]
 	// Appends to one session are serial: any other staged record was vetoed.
 	clear(st.staged)
 	var v *Violation
 	if !staged {
-		v = violation(RuleStaging, c.Record.Seq(), "%s committed without passing pre-commit validation", c.Record.Type())
-		v.Session = c.Session.ID()
+		v = violation(RuleStaging, c.Record().Seq(), "%s committed without passing pre-commit validation", c.Record().Type())
+		v.Session = c.Session().ID()
 	}
-	st.trace.apply(c.Record)
+	st.trace.apply(c.Record())
 	k.mu.Unlock()
 	if v != nil {
 		return k.refuse(ctx, v)
@@ -295,7 +295,7 @@ func (k *checker) onStatus(ctx context.Context, ch agentloop.StatusChange) error
 // request itself. The fold is compared message by message as it is
 // derived from the records, sharing nothing with the live session's fold;
 // only a violation builds the lists to report the divergence.
-func CheckRequest(records []*session.Record, req *agentloop.Request) *Violation {
+func CheckRequest(records []session.Record, req *agentloop.Request) *Violation {
 	if req.StepStart < 0 || req.StepStart >= int64(len(records)) || records[req.StepStart].Type() != session.TypeStepStart {
 		return &Violation{Rule: RuleRequestReconstruction, Seq: req.StepStart, Index: -1,
 			Message: fmt.Sprintf("the request names step/start seq %d, which the log does not hold", req.StepStart)}

@@ -97,7 +97,7 @@ func TestLaterVetoLeavesTraceUntouched(t *testing.T) {
 	w.mount(t, invariants.ModeStrict)
 	veto := true
 	bus.Veto.On(w.root.Context(), func(_ context.Context, d bus.Dispatch) error {
-		if c, ok := d.Payload.(*live.Commit); ok && veto && c.Record.Type() == session.TypeTurnStart {
+		if c, ok := d.Payload.(live.Commit); ok && veto && c.Record().Type() == session.TypeTurnStart {
 			return errors.New("not now")
 		}
 		return nil
@@ -119,11 +119,20 @@ func TestCommitWithoutStagedValidationIsStagingViolation(t *testing.T) {
 	s, err := w.mgr.Create(context.Background())
 	require.NoError(t, err)
 	appendAll(t, s, turnStart(1))
-	// A record that reaches the post-commit listener without having gone
-	// through internal/dispatch.
-	rec, err := session.NewRecord(1, time.Now(), user(1, "smuggled"))
-	require.NoError(t, err)
-	err = live.Committed.Observe(context.Background(), w.root.Context(), &live.Commit{Session: s, Record: rec})
+	// A commit is made only by an append, so the record that reaches the
+	// post-commit listener without having passed internal/dispatch is
+	// one the check refused, whose commit a veto listener kept.
+	var kept live.Commit
+	bus.Veto.On(w.root.Context(), func(_ context.Context, d bus.Dispatch) error {
+		if cm, ok := d.Payload.(live.Commit); ok {
+			kept = cm
+		}
+		return nil
+	}, bus.Prepend)
+	_, err = s.Append(context.Background(), session.Event{Type: session.TypeTurnEnd, Turn: 2, Data: session.TurnEnd{Reason: session.ReasonCompleted}})
+	requireViolation(t, err, invariants.RuleTurnNesting)
+	require.False(t, kept.IsZero())
+	err = live.Committed.Observe(context.Background(), w.root.Context(), kept)
 	requireViolation(t, err, invariants.RuleStaging)
 }
 

@@ -117,7 +117,7 @@ func TestPropertyValidLogsAreAccepted(t *testing.T) {
 }
 
 // continueLog returns a builder that goes on after records.
-func continueLog(records []*session.Record, h session.Header) *logBuilder {
+func continueLog(records []session.Record, h session.Header) *logBuilder {
 	b := newLogBuilder(h)
 	for _, r := range records {
 		if err := b.fold.Add(r); err != nil {

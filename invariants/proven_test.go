@@ -108,7 +108,7 @@ func TestVerifyNoPrefixInsideATurnPassesAsComplete(t *testing.T) {
 	}
 
 	suspended := approvedLog(t, "a", []string{allow}, []int{0})
-	at := slices.IndexFunc(suspended, func(r *session.Record) bool { return r.Type() == session.TypeApprovalRequest })
+	at := slices.IndexFunc(suspended, func(r session.Record) bool { return r.Type() == session.TypeApprovalRequest })
 	data := session.AppendHeaderLine(nil, session.Info{ID: "waits"})
 	for _, r := range suspended[:at+1] {
 		data = r.AppendLine(data)

@@ -8,7 +8,7 @@ import (
 )
 
 // seqOrder: seq is the next index: strictly increasing, no gaps.
-func seqOrder(t *trace, r *session.Record) *Violation {
+func seqOrder(t *trace, r session.Record) *Violation {
 	if r.Seq() != t.next {
 		return violation(RuleSeqOrder, r.Seq(), "seq %d where %d was next", r.Seq(), t.next)
 	}
@@ -17,7 +17,7 @@ func seqOrder(t *trace, r *session.Record) *Violation {
 
 // turnEnclosure: request/header and request/digest only inside a turn;
 // request/oneshot (a model call that is not a step) anywhere.
-func turnEnclosure(t *trace, r *session.Record) *Violation {
+func turnEnclosure(t *trace, r session.Record) *Violation {
 	switch r.Type() {
 	case session.TypeRequestHeader, session.TypeRequestDigest:
 		if !t.turnOpen {
@@ -35,7 +35,7 @@ func turnEnclosure(t *trace, r *session.Record) *Violation {
 // (turn/start with continues) carries on the latest turn, which ended
 // interrupted, and has no user/message of its own (the loop's
 // output-validation feedback is not a person's message).
-func turnNesting(t *trace, r *session.Record) *Violation {
+func turnNesting(t *trace, r session.Record) *Violation {
 	switch r.Type() {
 	case session.TypeTurnStart:
 		if t.turnOpen {
@@ -75,7 +75,7 @@ func turnNesting(t *trace, r *session.Record) *Violation {
 
 // stepNesting: step/start only inside the open turn and when no step is
 // open, numbered next; step/end matches the open step.
-func stepNesting(t *trace, r *session.Record) *Violation {
+func stepNesting(t *trace, r session.Record) *Violation {
 	switch r.Type() {
 	case session.TypeStepStart:
 		if !t.turnOpen || r.Turn() != t.turn {
@@ -111,7 +111,7 @@ func stepScoped(typ string) bool {
 
 // stepScope: chunks, assistant messages, tool calls and results name the
 // open turn and step; a turn-scoped user message names the open turn.
-func stepScope(t *trace, r *session.Record) *Violation {
+func stepScope(t *trace, r session.Record) *Violation {
 	if stepScoped(r.Type()) {
 		if !t.stepOpen {
 			return violation(RuleStepScope, r.Seq(), "%s outside an open step", r.Type())
@@ -132,7 +132,7 @@ func stepScope(t *trace, r *session.Record) *Violation {
 // of the same step, once (a synthetic TOOL_NOT_STARTED result may instead
 // answer a call that the step's assistant message named but that was never
 // logged).
-func toolPairing(t *trace, r *session.Record) *Violation {
+func toolPairing(t *trace, r session.Record) *Violation {
 	switch r.Type() {
 	case session.TypeToolCall:
 		c, err := payload[session.ToolCall](&t.dec, r)
@@ -184,7 +184,7 @@ func toolPairing(t *trace, r *session.Record) *Violation {
 
 // surfaceReplace: replace endpoints are on the surface, in order; sources
 // cite every shadowed event.
-func surfaceReplace(t *trace, r *session.Record) *Violation {
+func surfaceReplace(t *trace, r session.Record) *Violation {
 	if !r.IsSurface() {
 		return nil
 	}
@@ -212,7 +212,7 @@ func surfaceReplace(t *trace, r *session.Record) *Violation {
 // chunks it cites, which are chunks of its step, in order, each cited by
 // one message; a step that ends normally (finish other than "error", which
 // crash repair writes) has every chunk assembled into a message.
-func assistantAssembly(t *trace, r *session.Record) *Violation {
+func assistantAssembly(t *trace, r session.Record) *Violation {
 	if r.Type() == session.TypeStepEnd && t.stepOpen {
 		first := int64(-1)
 		for seq := range t.chunks {
@@ -365,7 +365,7 @@ func (t *trace) assembles(src []int64, m *session.AssistantMessage) bool {
 
 // loopFeedback reports whether r is a user/message the loop wrote, not a
 // person: its output-validation feedback.
-func loopFeedback(t *trace, r *session.Record) bool {
+func loopFeedback(t *trace, r session.Record) bool {
 	um, err := payload[session.UserMessage](&t.dec, r)
 	return err == nil && um.Origin == session.OriginOutputValidation
 }

@@ -60,7 +60,7 @@ func newApprovals() approvals {
 // session-rule cites one — such a decision needs no suspension (the loop
 // logs it right after the request), but its call, like any decided one,
 // runs only once every request of its step has a decision.
-func approvalBeforeRun(t *trace, r *session.Record) *Violation {
+func approvalBeforeRun(t *trace, r session.Record) *Violation {
 	a := &t.appr
 	switch r.Type() {
 	case session.TypeToolCall, session.TypeStepEnd:
@@ -181,7 +181,7 @@ func (t *trace) suspended() bool {
 }
 
 // apply advances a past r, which passed validation; d reads r.
-func (a *approvals) apply(d *decoded, r *session.Record) {
+func (a *approvals) apply(d *decoded, r session.Record) {
 	switch r.Type() {
 	case session.TypeApprovalPolicy:
 		if p, err := payload[session.ApprovalPolicy](d, r); err == nil {

@@ -34,7 +34,7 @@ type trace struct {
 	// live session's fold but the pure per-record projection
 	// (session.Project). msgs only grows in place; a replace makes a new
 	// slice, so a view of it taken at a step/start stays that step's fold.
-	surfRecs []*session.Record
+	surfRecs []session.Record
 	msgs     []session.Message
 	stepAt   int64             // seq of the latest step/start, -1 before any
 	stepMsgs []session.Message // the fold before it
@@ -63,7 +63,7 @@ func newTrace() *trace {
 }
 
 // validate runs every append rule against r, without changing t.
-func (t *trace) validate(r *session.Record) *Violation {
+func (t *trace) validate(r session.Record) *Violation {
 	for _, rule := range appendRules {
 		if v := rule(t, r); v != nil {
 			return v
@@ -73,7 +73,7 @@ func (t *trace) validate(r *session.Record) *Violation {
 }
 
 // appendRules run in this order; the first violation is reported.
-var appendRules = []func(*trace, *session.Record) *Violation{
+var appendRules = []func(*trace, session.Record) *Violation{
 	seqOrder,
 	turnEnclosure,
 	turnNesting,
@@ -86,7 +86,7 @@ var appendRules = []func(*trace, *session.Record) *Violation{
 }
 
 // apply advances t past r, which passed validate.
-func (t *trace) apply(r *session.Record) {
+func (t *trace) apply(r session.Record) {
 	t.next = r.Seq() + 1
 	t.appr.apply(&t.dec, r)
 	switch r.Type() {
@@ -102,7 +102,7 @@ func (t *trace) apply(r *session.Record) {
 		t.step, t.stepOpen = r.Step(), true
 		t.stepAt, t.stepMsgs, t.stepOrphan = r.Seq(), t.msgs[:len(t.msgs):len(t.msgs)], t.orphan
 	case session.TypeRequestHeader:
-		t.header, t.headed = session.DeriveHeader([]*session.Record{r})
+		t.header, t.headed = session.DeriveHeader([]session.Record{r})
 	case session.TypeStepEnd:
 		t.stepOpen = false
 		clear(t.chunks)
@@ -203,7 +203,7 @@ func (t *trace) countCalls(m *session.Message) {
 }
 
 // replay builds a trace from a whole log, stopping at the first violation.
-func replay(records []*session.Record) (*trace, *Violation) {
+func replay(records []session.Record) (*trace, *Violation) {
 	t := newTrace()
 	for _, r := range records {
 		if v := t.validate(r); v != nil {

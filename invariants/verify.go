@@ -184,7 +184,7 @@ func Verify(r io.Reader) (*Report, error) {
 // event is one line of a log: a record, or the violation of a line the
 // decoder refused for a rule of the contract.
 type event struct {
-	rec     *session.Record
+	rec     session.Record
 	refused *Violation
 }
 
@@ -261,7 +261,7 @@ type verifier struct {
 	out     []Violation
 	t       *trace
 	fold    *session.Fold
-	records []*session.Record
+	records []session.Record
 	// stepMsgs is the fold before the open step's step/start.
 	stepMsgs []session.Message
 	// digested: the open step has its request/digest; unproven: its
@@ -273,7 +273,7 @@ type verifier struct {
 }
 
 func newVerifier(id string, n int) *verifier {
-	return &verifier{id: id, t: newTrace(), fold: session.NewFold(), records: make([]*session.Record, 0, n)}
+	return &verifier{id: id, t: newTrace(), fold: session.NewFold(), records: make([]session.Record, 0, n)}
 }
 
 func (v *verifier) report(x *Violation) {
@@ -308,7 +308,7 @@ func (v *verifier) event(e event) {
 
 // prove runs request-digest on r, whose log before it is before, and
 // counts what r proves.
-func (v *verifier) prove(before []*session.Record, r *session.Record) {
+func (v *verifier) prove(before []session.Record, r session.Record) {
 	switch r.Type() {
 	case session.TypeStepStart:
 		v.proven.Steps++
@@ -380,7 +380,7 @@ func (v *verifier) finish(rep *Report) {
 // fold of the log before the step's step/start. derived says the request
 // could be re-derived (its digest then matched unless a violation says
 // otherwise).
-func requestDigest(before []*session.Record, msgs []session.Message, r *session.Record) (derived bool, _ *Violation) {
+func requestDigest(before []session.Record, msgs []session.Message, r session.Record) (derived bool, _ *Violation) {
 	d, err := session.DecodeData[session.Digest](r)
 	if err != nil {
 		return false, violation(RuleRequestDigest, r.Seq(), "request/digest data: %v", err)
@@ -394,7 +394,7 @@ func requestDigest(before []*session.Record, msgs []session.Message, r *session.
 
 // digestMatches: the sha256 and messages a record states equal those of
 // the request re-derived from the log (h, msgs).
-func digestMatches(r *session.Record, h session.Header, msgs []session.Message, sha string, n int) *Violation {
+func digestMatches(r session.Record, h session.Header, msgs []session.Message, sha string, n int) *Violation {
 	if n != len(msgs) {
 		return &Violation{Rule: RuleRequestDigest, Seq: r.Seq(), Index: -1,
 			Message:  "the request sent had another number of messages than the log re-derives",
@@ -413,7 +413,7 @@ func digestMatches(r *session.Record, h session.Header, msgs []session.Message, 
 // its sources, its logged instruction (session.OneshotRequest). derived is
 // false for a one-shot of an older build, which logged no instruction:
 // its request is not in the log to check.
-func oneshotDigest(before []*session.Record, r *session.Record) (v *Violation, derived bool) {
+func oneshotDigest(before []session.Record, r session.Record) (v *Violation, derived bool) {
 	o, err := session.DecodeData[session.Oneshot](r)
 	if err != nil {
 		return violation(RuleRequestDigest, r.Seq(), "request/oneshot data: %v", err), true

@@ -63,7 +63,7 @@ func (v *visitor) decide(req decideRequest) (*decideResult, error) {
 		return nil, fmt.Errorf("playground: decide %s: %w", req.Call, err)
 	}
 	var (
-		rec *session.Record
+		rec session.Record
 		err error
 	)
 	v.pl.decide(func() { rec, err = agentloop.Decide(s.base, sess, req.Call, d) })

@@ -30,9 +30,9 @@ func verifyStored(t *testing.T, s visited, id string) *invariants.Report {
 }
 
 // only returns the only record of the session shown of type typ.
-func only(t *testing.T, s visited, id, typ string) *session.Record {
+func only(t *testing.T, s visited, id, typ string) session.Record {
 	t.Helper()
-	var out []*session.Record
+	var out []session.Record
 	for _, r := range recordsOf(t, s, id) {
 		if r.Type() == typ {
 			out = append(out, r)

@@ -13,7 +13,7 @@ import (
 // replace whose range starts or ends at d starts or ends at its next or
 // previous cited event instead. Records keep their times. The result is
 // not checked: seeding it is what checks it.
-func without(records []*session.Record, d int64) ([]*session.Record, error) {
+func without(records []session.Record, d int64) ([]session.Record, error) {
 	if d < 0 || d >= int64(len(records)) {
 		return nil, fmt.Errorf("%w: seq %d: the log has seqs 0..%d", session.ErrNotFound, d, len(records)-1)
 	}
@@ -23,7 +23,7 @@ func without(records []*session.Record, d int64) ([]*session.Record, error) {
 		}
 		return s
 	}
-	out := make([]*session.Record, 0, len(records)-1)
+	out := make([]session.Record, 0, len(records)-1)
 	for _, r := range records {
 		if r.Seq() == d {
 			continue

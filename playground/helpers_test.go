@@ -121,7 +121,7 @@ func pendingCall(t *testing.T, s visited, id string) pendingView {
 }
 
 // recordsOf returns the records of a session the page shows.
-func recordsOf(t *testing.T, s visited, id string) []*session.Record {
+func recordsOf(t *testing.T, s visited, id string) []session.Record {
 	t.Helper()
 	v, ok := s.hub.records(id)
 	require.True(t, ok, "session %s is not shown", id)
@@ -129,7 +129,7 @@ func recordsOf(t *testing.T, s visited, id string) []*session.Record {
 }
 
 // seqOf returns the seq of the only record of the session that matches.
-func seqOf(t *testing.T, s visited, id string, match func(*session.Record) bool) int64 {
+func seqOf(t *testing.T, s visited, id string, match func(session.Record) bool) int64 {
 	t.Helper()
 	var found []int64
 	for _, r := range recordsOf(t, s, id) {
@@ -142,8 +142,8 @@ func seqOf(t *testing.T, s visited, id string, match func(*session.Record) bool)
 }
 
 // userMessage matches the user/message with that content.
-func userMessage(content string) func(*session.Record) bool {
-	return func(r *session.Record) bool {
+func userMessage(content string) func(session.Record) bool {
+	return func(r session.Record) bool {
 		if r.Type() != session.TypeUserMessage {
 			return false
 		}
@@ -153,8 +153,8 @@ func userMessage(content string) func(*session.Record) bool {
 }
 
 // ofType matches the records of a type in a turn and step.
-func ofType(typ string, turn, step int) func(*session.Record) bool {
-	return func(r *session.Record) bool { return r.Type() == typ && r.Turn() == turn && r.Step() == step }
+func ofType(typ string, turn, step int) func(session.Record) bool {
+	return func(r session.Record) bool { return r.Type() == typ && r.Turn() == turn && r.Step() == step }
 }
 
 // sse is a client of the page's event stream.

@@ -34,7 +34,7 @@ type view struct {
 	kind    string
 	label   string
 	note    string
-	records []*session.Record
+	records []session.Record
 }
 
 // sessionView is one session as the page receives it.
@@ -123,7 +123,7 @@ type recordEvent struct {
 }
 
 // publish shows one more committed record of a session.
-func (h *hub) publish(id string, r *session.Record) {
+func (h *hub) publish(id string, r session.Record) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	v, ok := h.views[id]

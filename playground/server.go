@@ -111,10 +111,10 @@ func (s *Server) compose() error {
 	// A commit goes to the visitor its session is shown to (see track),
 	// held first by that visitor's pacer when it is the visitor's demo.
 	_, err = s.c.Plugin(bus.PluginFunc("playground", func(c *bus.Context, _ struct{}) error {
-		live.Committed.On(c, func(_ context.Context, cm *live.Commit) error {
-			if v := s.ownerOf(cm.Session.ID()); v != nil {
-				v.pl.hold(cm.Session.ID())
-				v.hub.publish(cm.Session.ID(), cm.Record)
+		live.Committed.On(c, func(_ context.Context, cm live.Commit) error {
+			if v := s.ownerOf(cm.Session().ID()); v != nil {
+				v.pl.hold(cm.Session().ID())
+				v.hub.publish(cm.Session().ID(), cm.Record())
 			}
 			return nil
 		})

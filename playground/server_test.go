@@ -190,7 +190,7 @@ func TestSendShowsWhatTheInvariantsPluginMadeOfTheRequest(t *testing.T) {
 	demo := finishDemo(t, s)
 	day := seqOf(t, s, demo, userMessage("And in a single day?"))
 	toolResult := seqOf(t, s, demo, ofType(session.TypeToolResult, 1, 1))
-	chunk := seqOf(t, s, demo, func(r *session.Record) bool {
+	chunk := seqOf(t, s, demo, func(r session.Record) bool {
 		c, err := session.DecodeData[session.AssistantChunk](r)
 		return r.Type() == session.TypeAssistantChunk && err == nil && c.Text == "me "
 	})
@@ -394,7 +394,7 @@ func TestWithoutRenumbersAndRemapsWhatCitesTheDeletedEvent(t *testing.T) {
 	s := newVisited(t, Options{})
 	demo := finishDemo(t, s)
 	recs := recordsOf(t, s, demo)
-	summary := seqOf(t, s, demo, func(r *session.Record) bool { return r.Surface().Op == session.OpReplace })
+	summary := seqOf(t, s, demo, func(r session.Record) bool { return r.Surface().Op == session.OpReplace })
 	require.Equal(t, int64(33), summary)
 	require.Equal(t, session.Surface{Op: session.OpReplace, Start: 2, End: 18}, recs[summary].Surface())
 	require.Equal(t, []int64{2, 12, 18}, recs[summary].Sources())

@@ -72,7 +72,7 @@ type pendingView struct {
 
 // suspensionOf returns the view of records' suspension, nil when the log
 // is not suspended.
-func suspensionOf(records []*session.Record) *suspensionView {
+func suspensionOf(records []session.Record) *suspensionView {
 	s := session.Suspended(records)
 	if s == nil {
 		return nil
@@ -86,7 +86,7 @@ func suspensionOf(records []*session.Record) *suspensionView {
 }
 
 // derive computes the state of records, a valid log from seq 0.
-func derive(records []*session.Record) stateView {
+func derive(records []session.Record) stateView {
 	st := stateView{Seq: int64(len(records)) - 1, Messages: []messageView{}, Surface: []int64{}}
 	msgs, surface, err := fold(records)
 	if err != nil {
@@ -130,7 +130,7 @@ func derive(records []*session.Record) stateView {
 
 // fold returns session.DeriveMessages of records, each message with the
 // seq of the surface event it projects, and the surface.
-func fold(records []*session.Record) ([]messageView, []int64, error) {
+func fold(records []session.Record) ([]messageView, []int64, error) {
 	msgs, err := session.DeriveMessages(records)
 	if err != nil {
 		return nil, nil, err
@@ -159,7 +159,7 @@ func fold(records []*session.Record) ([]messageView, []int64, error) {
 
 // projects reports whether a surface record yields a message: an
 // assistant message with neither content nor tool calls yields none.
-func projects(r *session.Record) bool {
+func projects(r session.Record) bool {
 	if r.Type() != session.TypeAssistantMessage {
 		return true
 	}
@@ -168,7 +168,7 @@ func projects(r *session.Record) bool {
 }
 
 // rawRecords returns the canonical lines of records, as the page reads them.
-func rawRecords(records []*session.Record) []json.RawMessage {
+func rawRecords(records []session.Record) []json.RawMessage {
 	out := make([]json.RawMessage, len(records))
 	for i, r := range records {
 		out[i] = r.Bytes()

@@ -138,7 +138,7 @@ func TestTheLoggedHeaderNamesTheModelOnTheWire(t *testing.T) {
 	}
 }
 
-func decodeData[T any](t *testing.T, r *session.Record) T {
+func decodeData[T any](t *testing.T, r session.Record) T {
 	t.Helper()
 	v, err := session.DecodeData[T](r)
 	require.NoError(t, err)

@@ -242,7 +242,7 @@ func TestStructuredOutputOverBothWires(t *testing.T) {
 
 // rerun replays a log on a fresh runtime under the strict invariants, as
 // vigil replay does.
-func rerun(t *testing.T, recs []*session.Record) *replay.Rerun {
+func rerun(t *testing.T, recs []session.Record) *replay.Rerun {
 	t.Helper()
 	root := bus.New()
 	defer root.Dispose()

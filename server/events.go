@@ -85,7 +85,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	_ = rc.Flush()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	recs := make(chan *session.Record, 64)
+	recs := make(chan session.Record, 64)
 	errc := make(chan error, 1)
 	go func() {
 		defer close(recs)
@@ -157,23 +157,23 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 
 // follow streams session id's records from seq from on: through the
 // store's Follow when it has one, else by reading the log again.
-func (s *Server) follow(ctx context.Context, id string, from int64) iter.Seq2[*session.Record, error] {
+func (s *Server) follow(ctx context.Context, id string, from int64) iter.Seq2[session.Record, error] {
 	mgr, err := s.rt.Manager()
 	if err != nil {
-		return func(yield func(*session.Record, error) bool) { yield(nil, err) }
+		return func(yield func(session.Record, error) bool) { yield(session.Record{}, err) }
 	}
 	if f, ok := mgr.Store().(session.Follower); ok {
 		return f.Follow(ctx, id, from)
 	}
 	store := mgr.Store()
-	return func(yield func(*session.Record, error) bool) {
+	return func(yield func(session.Record, error) bool) {
 		t := time.NewTicker(pollInterval)
 		defer t.Stop()
 		for {
 			log, err := store.Load(ctx, id)
 			if err != nil {
 				if ctx.Err() == nil {
-					yield(nil, err)
+					yield(session.Record{}, err)
 				}
 				return
 			}
@@ -194,7 +194,7 @@ func (s *Server) follow(ctx context.Context, id string, from int64) iter.Seq2[*s
 
 // frame appends rec as the stream sends it: its canonical line, or a
 // server-sent event whose id is its seq and whose data is that line.
-func frame(buf []byte, rec *session.Record, sse bool) []byte {
+func frame(buf []byte, rec session.Record, sse bool) []byte {
 	if !sse {
 		return rec.AppendLine(buf)
 	}

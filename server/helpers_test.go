@@ -132,7 +132,7 @@ func (a *api) create() string {
 
 // until follows session id's events (JSONL, follow=true) after seq after
 // and returns them up to the first one done accepts.
-func (a *api) until(id string, after int64, done func(*session.Record) bool) []*session.Record {
+func (a *api) until(id string, after int64, done func(session.Record) bool) []session.Record {
 	a.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -145,7 +145,7 @@ func (a *api) until(id string, after int64, done func(*session.Record) bool) []*
 	require.NoError(a.t, err)
 	defer resp.Body.Close()
 	require.Equal(a.t, http.StatusOK, resp.StatusCode)
-	var out []*session.Record
+	var out []session.Record
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
@@ -163,7 +163,7 @@ func (a *api) until(id string, after int64, done func(*session.Record) bool) []*
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // turnEnd reports whether rec ends a turn.
-func turnEnd(rec *session.Record) bool { return rec.Type() == session.TypeTurnEnd }
+func turnEnd(rec session.Record) bool { return rec.Type() == session.TypeTurnEnd }
 
 // suspends reports whether rec asks for an approval.
-func suspends(rec *session.Record) bool { return rec.Type() == session.TypeApprovalRequest }
+func suspends(rec session.Record) bool { return rec.Type() == session.TypeApprovalRequest }

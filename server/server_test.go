@@ -47,7 +47,7 @@ func TestAPostedTurnRunsAndStreams(t *testing.T) {
 		if len(sum.Jobs) == 0 {
 			break
 		}
-		a.until(id, int64(sum.Events-1), func(*session.Record) bool { return true })
+		a.until(id, int64(sum.Events-1), func(session.Record) bool { return true })
 	}
 	assert.Equal(t, server.StatusIdle, sum.Status)
 	assert.Equal(t, 1, sum.Turns)
@@ -104,7 +104,7 @@ func TestTurnsQueueInOrderAndCancelDropsThem(t *testing.T) {
 		a.json(http.StatusAccepted, "POST", "/v1/sessions/"+id+"/turns", `{"prompt":"q`+itoa(int64(i))+`"}`, nil)
 	}
 	a.startWorker()
-	recs := a.until(id, -1, func(r *session.Record) bool { return r.Type() == session.TypeTurnEnd && r.Turn() == 2 })
+	recs := a.until(id, -1, func(r session.Record) bool { return r.Type() == session.TypeTurnEnd && r.Turn() == 2 })
 	var prompts []string
 	for _, r := range recs {
 		if r.Type() == session.TypeUserMessage {
@@ -133,7 +133,7 @@ func TestApprovalsThroughTheAPI(t *testing.T) {
 		if sum.Status == server.StatusSuspended {
 			break
 		}
-		a.until(id, int64(sum.Events-1), func(*session.Record) bool { return true })
+		a.until(id, int64(sum.Events-1), func(session.Record) bool { return true })
 	}
 	require.Equal(t, server.StatusSuspended, sum.Status)
 	require.Len(t, sum.Pending, 1)

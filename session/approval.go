@@ -220,7 +220,7 @@ type sessionAllow struct {
 	cover Cover
 }
 
-func foldCovers(records []*Record) coverFold {
+func foldCovers(records []Record) coverFold {
 	f := coverFold{covers: map[string]Cover{}}
 	calls := map[string]ToolCall{}
 	at := map[string]*PolicyMatcher{} // the policy in force at each call
@@ -256,7 +256,7 @@ func (f *coverFold) latest(want Cover, except string) (int64, ApprovalDecision) 
 // scope session in records that covers call asked with req under the
 // policy in force at records' end (the call itself not logged yet), or 0
 // when none does.
-func Covering(records []*Record, call ToolCall, req ApprovalRequest) (int64, ApprovalDecision) {
+func Covering(records []Record, call ToolCall, req ApprovalRequest) (int64, ApprovalDecision) {
 	f := foldCovers(records)
 	return f.latest(CoverOf(f.policy, call, req), "")
 }
@@ -264,7 +264,7 @@ func Covering(records []*Record, call ToolCall, req ApprovalRequest) (int64, App
 // CoveredBy returns the seq and data of the latest allowing decision of
 // scope session in records, other than its own, that covers the logged
 // and requested call id, or 0 when none does.
-func CoveredBy(records []*Record, id string) (int64, ApprovalDecision) {
+func CoveredBy(records []Record, id string) (int64, ApprovalDecision) {
 	f := foldCovers(records)
 	cv, ok := f.covers[id]
 	if !ok {
@@ -358,7 +358,7 @@ func (s *Suspension) Find(id string) *PendingCall {
 // Suspended returns the suspension of records' open step, or nil when
 // the log is not suspended (no step open, a call without a request or
 // already started, nothing pending). It is a pure fold of the log.
-func Suspended(records []*Record) *Suspension {
+func Suspended(records []Record) *Suspension {
 	st := scanTurns(records)
 	if st.step == 0 || len(st.pending) == 0 {
 		return nil
@@ -449,7 +449,7 @@ func (e *DecidedError) Is(target error) bool {
 // records, or why it cannot be given: [ErrNotSuspended], [ErrUnknownCall],
 // [ErrNotPending], a [*DecidedError] (also when the decision was acted on
 // since) or [ErrInvalidDecision]. d.ID is set to id.
-func CheckDecision(records []*Record, id string, d ApprovalDecision) (Event, error) {
+func CheckDecision(records []Record, id string, d ApprovalDecision) (Event, error) {
 	switch {
 	case d.Scope == ScopeSession && !d.Allow:
 		return Event{}, fmt.Errorf("%w: %q: a denial cannot have scope session (\"always deny\" is not supported: deny this call, or add a deny rule to the policy)", ErrInvalidDecision, id)
@@ -486,7 +486,7 @@ func CheckDecision(records []*Record, id string, d ApprovalDecision) (Event, err
 
 // decidedBefore returns the error naming the decision of call id in
 // records, nil when it has none.
-func decidedBefore(records []*Record, id string) *DecidedError {
+func decidedBefore(records []Record, id string) *DecidedError {
 	for _, r := range records {
 		if d, ok := r.pay().(ApprovalDecision); ok && d.ID == id {
 			return &DecidedError{ID: id, Decision: d, Seq: r.seq}
@@ -495,7 +495,7 @@ func decidedBefore(records []*Record, id string) *DecidedError {
 	return nil
 }
 
-func callExists(records []*Record, id string) bool {
+func callExists(records []Record, id string) bool {
 	for _, r := range records {
 		if c, ok := r.pay().(ToolCall); ok && c.ID == id {
 			return true

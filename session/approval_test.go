@@ -110,7 +110,7 @@ func TestCheckDecisionRefusesWhatIsNotPending(t *testing.T) {
 
 	cases := []struct {
 		name, id string
-		recs     []*session.Record
+		recs     []session.Record
 		want     error
 	}{
 		{"unknown", "zz", recs, session.ErrUnknownCall},

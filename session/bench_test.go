@@ -13,9 +13,9 @@ import (
 
 // conversation returns n records of alternating user and assistant
 // messages with tool calls and results, as a long session would have.
-func conversation(tb testing.TB, n int) []*session.Record {
+func conversation(tb testing.TB, n int) []session.Record {
 	tb.Helper()
-	out := make([]*session.Record, 0, n)
+	out := make([]session.Record, 0, n)
 	add := func(ev session.Event) {
 		r, err := session.NewRecord(int64(len(out)), epoch, ev)
 		require.NoError(tb, err)
@@ -86,7 +86,7 @@ func BenchmarkDeriveIncremental(b *testing.B) {
 // BenchmarkDecode: loading a log of 100 tool-calling turns (1700 records)
 // from its bytes, every line checked to be canonical.
 func BenchmarkDecode(b *testing.B) {
-	var recs []*session.Record
+	var recs []session.Record
 	for turn := 1; turn <= 100; turn++ {
 		recs = append(recs, sessiontest.Turn(b, int64(len(recs)), turn)...)
 	}

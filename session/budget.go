@@ -13,7 +13,7 @@ type BudgetStop struct {
 // end those turns as the log did, whatever limits it runs with (a
 // wall-clock limit cannot fire the same way twice). It is a pure fold of
 // the log.
-func BudgetStops(records []*Record) []BudgetStop {
+func BudgetStops(records []Record) []BudgetStop {
 	var out []BudgetStop
 	last := map[int]int{} // turn → its last step/start
 	for _, r := range records {

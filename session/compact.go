@@ -13,7 +13,7 @@ package session
 // not on the surface yet (a step in flight), it ends before that call's
 // assistant message instead. The result is inclusive; when no balanced,
 // non-empty range is left it is (-1, -1).
-func BalancedRange(records []*Record, start, end int64) (int64, int64) {
+func BalancedRange(records []Record, start, end int64) (int64, int64) {
 	var f Fold
 	for _, r := range records {
 		if f.Add(r) != nil {

@@ -13,7 +13,7 @@ import (
 // Log is a decoded session log.
 type Log struct {
 	Info    Info
-	Records []*Record
+	Records []Record
 	// Size is the length in bytes of the valid part of the log: the header
 	// and every record line. A writer continues the log at this offset.
 	Size int64
@@ -22,7 +22,7 @@ type Log struct {
 
 	// The decoder's validation of Records, which folded them: reused
 	// once by NewLogStateOf, so a log is validated and folded once.
-	decoded []*Record
+	decoded []Record
 	v       *validator
 }
 
@@ -67,7 +67,7 @@ func decodeBytes(data []byte, own bool) (*Log, error) {
 	if err != nil {
 		return nil, lineError(1, err)
 	}
-	log := &Log{Info: info, Size: int64(nl + 1), Records: make([]*Record, 0, bytes.Count(data, []byte{'\n'}))}
+	log := &Log{Info: info, Size: int64(nl + 1), Records: make([]Record, 0, bytes.Count(data, []byte{'\n'}))}
 	v := new(validator)
 	*v = newValidator(cap(log.Records))
 	rest := data[nl+1:]
@@ -197,7 +197,7 @@ func DecodeHeader(line []byte) (Info, error) {
 // A line that is not such an envelope is [ErrMalformed]; an envelope that
 // breaks a rule of the record alone is a [*RecordError] naming the
 // record.
-func DecodeRecord(line []byte) (*Record, error) {
+func DecodeRecord(line []byte) (Record, error) {
 	// Lines this package wrote take the fast path; any other is decoded
 	// field by field, which names what is wrong with it.
 	if seq, t, ev, ok := scanEnvelope(line); ok {
@@ -210,20 +210,20 @@ func DecodeRecord(line []byte) (*Record, error) {
 
 // decodeRecordSlow is DecodeRecord of a line that is not canonical or
 // not a valid record: it finds out which, and says why.
-func decodeRecordSlow(line []byte) (*Record, error) {
+func decodeRecordSlow(line []byte) (Record, error) {
 	seq, t, ev, err := parseRecordLine(line)
 	if err != nil {
-		return nil, err
+		return Record{}, err
 	}
 	rec, err := newRecord(seq, t, &ev)
 	if err != nil {
-		return nil, &RecordError{Seq: seq, Type: ev.Type, Turn: ev.Turn, Step: ev.Step, Err: err}
+		return Record{}, &RecordError{Seq: seq, Type: ev.Type, Turn: ev.Turn, Step: ev.Step, Err: err}
 	}
 	if err := canonical(line, rec.line[:len(rec.line)-1]); err != nil {
 		if old, ok := decodeLegacy(line); ok {
 			return old, nil
 		}
-		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+		return Record{}, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	return rec, nil
 }

@@ -23,7 +23,7 @@ func ExampleDeriveMessages() {
 		{Type: session.TypeUserMessage, Surface: &session.Surface{Op: session.OpReplace, Start: 0, End: 3},
 			Sources: []int64{0, 1, 2, 3}, Data: session.UserMessage{Content: "Summary: the directory holds a.txt."}},
 	}
-	var records []*session.Record
+	var records []session.Record
 	for i, ev := range evs {
 		r, err := session.NewRecord(int64(i), at, ev)
 		if err != nil {

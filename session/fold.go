@@ -14,7 +14,7 @@ import (
 type Fold struct {
 	// surface is the ordered list of surface records: seqs in surface
 	// order are not sorted once a replace has spliced the surface.
-	surface []*Record
+	surface []Record
 	// msgs is the projection of surface. It only ever grows in place;
 	// a replace builds a new slice, so earlier Messages results stay valid.
 	msgs []Message
@@ -30,7 +30,7 @@ func NewFold() *Fold { return &Fold{} }
 // replace whose endpoints are not on the surface in order, or whose
 // sources do not cite every shadowed record, fails with ErrInvalidReplace
 // and changes nothing.
-func (f *Fold) Add(r *Record) error {
+func (f *Fold) Add(r Record) error {
 	ps, pe, err := f.check(r)
 	if err != nil {
 		return err
@@ -54,7 +54,7 @@ func (f *Fold) Surface() []int64 {
 
 // check validates r against the surface without changing it and returns
 // the surface positions a replace covers (-1, -1 for anything else).
-func (f *Fold) check(r *Record) (ps, pe int, err error) {
+func (f *Fold) check(r Record) (ps, pe int, err error) {
 	if r.op != opReplace {
 		return -1, -1, nil
 	}
@@ -96,7 +96,7 @@ func (f *Fold) position(seq int64) int {
 }
 
 // apply folds a checked record.
-func (f *Fold) apply(r *Record, ps, pe int) {
+func (f *Fold) apply(r Record, ps, pe int) {
 	switch r.op {
 	case opAppend:
 		// Grow by doubling, not by append's 1.25 for large slices, so the
@@ -146,7 +146,7 @@ func (f *Fold) surfaceMessages() []Message {
 
 // message returns the record's projection. Its tool calls are copied, so
 // that no message a fold hands out aliases record data.
-func (r *Record) message() Message {
+func (r *record) message() Message {
 	m, _ := project(r)
 	if len(m.ToolCalls) > 0 {
 		m.ToolCalls = slices.Clone(m.ToolCalls)
@@ -161,7 +161,7 @@ func (r *Record) message() Message {
 // the caller's (its tool calls are a copy). A fold of its own — an
 // independent derivation, as the invariants plugin keeps — applies it to
 // the records on its surface.
-func Project(r *Record) (Message, bool) {
+func Project(r Record) (Message, bool) {
 	if r.op == opNone || !r.visible {
 		return Message{}, false
 	}
@@ -176,7 +176,7 @@ func Project(r *Record) (Message, bool) {
 //   - tool/result → role "tool", tool_call_id and name of the call, and as
 //     content the result's content; an error result with no content shows
 //     the model "error <code>: <message>" (or "error <code>").
-func project(r *Record) (Message, bool) {
+func project(r *record) (Message, bool) {
 	switch p := r.pay().(type) {
 	case UserMessage:
 		return Message{Role: RoleUser, Content: p.Content}, true
@@ -204,7 +204,7 @@ func project(r *Record) (Message, bool) {
 // messages a model is shown for that log. It is pure: it shares nothing
 // with any session but the immutable records. An invalid replace is an
 // ErrInvalidReplace error.
-func DeriveMessages(records []*Record) ([]Message, error) {
+func DeriveMessages(records []Record) ([]Message, error) {
 	// Most logs never replace: then the surface is every surface record in
 	// order and the fold is a copy of their projections.
 	msgs := make([]Message, 0, visible(records))
@@ -223,7 +223,7 @@ func DeriveMessages(records []*Record) ([]Message, error) {
 
 // visible counts the records that project to a message: the length of
 // the fold of a log without replaces, and a fair capacity for any other.
-func visible(records []*Record) int {
+func visible(records []Record) int {
 	n := 0
 	for _, r := range records {
 		if r.visible {
@@ -235,8 +235,8 @@ func visible(records []*Record) int {
 
 // deriveWithReplaces is the general fold, for logs whose record i is the
 // first replace.
-func deriveWithReplaces(records []*Record, i int) ([]Message, error) {
-	f := Fold{surface: make([]*Record, 0, i+len(records)/4)}
+func deriveWithReplaces(records []Record, i int) ([]Message, error) {
+	f := Fold{surface: make([]Record, 0, i+len(records)/4)}
 	f.msgs = make([]Message, 0, cap(f.surface))
 	for _, r := range records {
 		if err := f.Add(r); err != nil {
@@ -251,7 +251,7 @@ func deriveWithReplaces(records []*Record, i int) ([]Message, error) {
 // latest request/header of all records (a header logged after the
 // step/start belongs to the step's request), with whether there was one.
 // It is [DeriveMessages] and [DeriveHeader] in one pass.
-func DeriveRequest(records []*Record, before int) ([]Message, Header, bool, error) {
+func DeriveRequest(records []Record, before int) ([]Message, Header, bool, error) {
 	if before < 0 || before > len(records) {
 		return nil, Header{}, false, fmt.Errorf("session: derive request before %d of %d records", before, len(records))
 	}
@@ -275,7 +275,7 @@ func DeriveRequest(records []*Record, before int) ([]Message, Header, bool, erro
 // message by message, and returns the request header as [DeriveRequest]
 // does. For a log without replaces it allocates nothing, and it hands out
 // nothing of the records: the comparison happens here.
-func MatchRequest(records []*Record, before int, msgs []Message) (equal bool, h Header, ok bool, err error) {
+func MatchRequest(records []Record, before int, msgs []Message) (equal bool, h Header, ok bool, err error) {
 	count := 0
 	equal = true
 	h, ok, err = deriveRequestFunc(records, before, func(i int, m *Message) bool {
@@ -297,7 +297,7 @@ func MatchRequest(records []*Record, before int, msgs []Message) (equal bool, h 
 // (which is why it is not exported). A log with replaces is folded first,
 // and fn may then see messages from index 0 again: it must judge each
 // (i, m) on its own.
-func deriveRequestFunc(records []*Record, before int, fn func(i int, m *Message) bool) (Header, bool, error) {
+func deriveRequestFunc(records []Record, before int, fn func(i int, m *Message) bool) (Header, bool, error) {
 	if before < 0 || before > len(records) {
 		return Header{}, false, fmt.Errorf("session: derive request before %d of %d records", before, len(records))
 	}
@@ -311,7 +311,7 @@ func deriveRequestFunc(records []*Record, before int, fn func(i int, m *Message)
 			}
 		case opAppend:
 			if r.visible && !stopped {
-				m, _ := project(r)
+				m, _ := project(r.record)
 				stopped = !fn(n, &m)
 				n++
 			}
@@ -341,7 +341,7 @@ func deriveRequestFunc(records []*Record, before int, fn func(i int, m *Message)
 // DeriveHeader returns the request header of the latest request/header
 // record, normalized so that empty system, tools and stop are absent, and
 // whether there was one.
-func DeriveHeader(records []*Record) (Header, bool) {
+func DeriveHeader(records []Record) (Header, bool) {
 	for i := len(records) - 1; i >= 0; i-- {
 		if p, ok := records[i].pay().(RequestHeader); ok {
 			return normalizeHeader(CloneHeader(p.Header)), true

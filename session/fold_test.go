@@ -12,9 +12,9 @@ import (
 )
 
 // records makes a log of events, seqs from 0.
-func records(t testing.TB, evs ...session.Event) []*session.Record {
+func records(t testing.TB, evs ...session.Event) []session.Record {
 	t.Helper()
-	out := make([]*session.Record, len(evs))
+	out := make([]session.Record, len(evs))
 	for i, ev := range evs {
 		r, err := session.NewRecord(int64(i), epoch, ev)
 		require.NoError(t, err)

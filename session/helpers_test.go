@@ -43,13 +43,12 @@ type testLog struct {
 
 func (l *testLog) Info() session.Info { return l.info }
 
-func (l *testLog) Append(_ context.Context, ev session.Event) (*session.Record, error) {
-	rec := new(session.Record)
-	staged, err := l.Stage(rec, session.LogTime(l.h.tick.Now()), &ev)
+func (l *testLog) Append(_ context.Context, ev session.Event) (session.Record, error) {
+	staged, err := l.Stage(session.LogTime(l.h.tick.Now()), &ev)
 	if err != nil {
-		return nil, err
+		return session.Record{}, err
 	}
-	return rec, l.Commit(staged)
+	return staged.Record(), l.Commit(staged)
 }
 
 func (h *harness) create() *testLog {
@@ -59,7 +58,7 @@ func (h *harness) create() *testLog {
 	return &testLog{LogState: st, h: h, info: session.Info{ID: id, Version: session.Version, Created: session.LogTime(h.tick.Now())}}
 }
 
-func (h *harness) appendAll(s *testLog, evs ...session.Event) []*session.Record {
+func (h *harness) appendAll(s *testLog, evs ...session.Event) []session.Record {
 	h.t.Helper()
 	return sessiontest.AppendAll(h.t, h.ctx, s, evs...)
 }

@@ -30,9 +30,9 @@ const legacyMarks = "\uFDD0\uFDD1\uFDD2\uFDD3\uFDD4\uFDD5\uFDD6\uFDD7\uFDD8\uFDD
 // decodeLegacy decodes a record line in the spelling of a line written
 // before the rule of text.go. ok is false when the line is not one such
 // line that decodes to a record encoding to it again.
-func decodeLegacy(line []byte) (rec *Record, ok bool) {
+func decodeLegacy(line []byte) (_ Record, ok bool) {
 	if !bytes.Contains(line, escapedFFFD) && utf8.Valid(line) {
-		return nil, false
+		return Record{}, false
 	}
 	mark := ""
 	for _, c := range legacyMarks {
@@ -42,17 +42,17 @@ func decodeLegacy(line []byte) (rec *Record, ok bool) {
 		}
 	}
 	if mark == "" {
-		return nil, false
+		return Record{}, false
 	}
 	seq, t, ev, err := parseRecordLine(markEscapes(line, mark))
 	if err != nil {
-		return nil, false
+		return Record{}, false
 	}
-	rec = new(Record)
+	rec := new(record)
 	if rec.build(seq, t, &ev, nil, textRule{mark: mark}) != nil || !bytes.Equal(rec.line[:len(rec.line)-1], line) {
-		return nil, false
+		return Record{}, false
 	}
-	return rec, true
+	return Record{rec}, true
 }
 
 // markEscapes returns line with each \ufffd escape replaced by mark. In

@@ -16,7 +16,7 @@ import (
 // record between building it and committing it: [LogState.Stage] builds and
 // checks the next record without changing the log, [LogState.Commit] adds it.
 type LogState struct {
-	records   []*Record
+	records   []Record
 	v         validator
 	header    Header
 	hasHeader bool
@@ -26,7 +26,7 @@ type LogState struct {
 // NewLogState returns the log of records, which must form a valid log from seq
 // 0 (see [Validate]). The log takes records over: the caller must not
 // write the slice afterwards.
-func NewLogState(records []*Record) (*LogState, error) {
+func NewLogState(records []Record) (*LogState, error) {
 	l := &LogState{records: records, v: newValidator(len(records))}
 	for _, r := range records {
 		if err := l.v.add(r); err != nil {
@@ -48,7 +48,7 @@ func NewLogStateOf(log *Log) (*LogState, error) {
 		log.v, log.decoded = nil, nil
 		l := &LogState{records: records, v: *v}
 		// The decoder sized the surface for any log; keep what it holds.
-		l.v.fold.surface = slices.Clip(append(make([]*Record, 0, len(v.fold.surface)+8), v.fold.surface...))
+		l.v.fold.surface = slices.Clip(append(make([]Record, 0, len(v.fold.surface)+8), v.fold.surface...))
 		l.header, l.hasHeader = DeriveHeader(records)
 		return l, nil
 	}
@@ -57,7 +57,7 @@ func NewLogStateOf(log *Log) (*LogState, error) {
 
 // Extend commits records made elsewhere (repair's closers), checked as
 // the log's next.
-func (l *LogState) Extend(records ...*Record) error {
+func (l *LogState) Extend(records ...Record) error {
 	for _, r := range records {
 		if err := l.v.add(r); err != nil {
 			return err
@@ -72,30 +72,33 @@ func (l *LogState) Extend(records ...*Record) error {
 
 // Staged is a record built and checked by [LogState.Stage], not yet committed.
 type Staged struct {
-	rec    *Record
+	rec    Record
 	ps, pe int // the surface positions a replace covers
 }
 
-// Stage builds into rec (which must be zero and not yet shared) the record
-// of ev as the log's next, at log time t (see [LogTime]), and checks that
-// it satisfies the rules of [NewRecord] and fits the log (a replace must
-// fit the surface). The log is unchanged until [LogState.Commit]. The caller
-// allocates rec so it can share one allocation with what it keeps beside.
-func (l *LogState) Stage(rec *Record, t time.Time, ev *Event) (Staged, error) {
+// Record returns the staged record.
+func (s Staged) Record() Record { return s.rec }
+
+// Stage builds the record of ev as the log's next, at log time t (see
+// [LogTime]), and checks that it satisfies the rules of [NewRecord] and
+// fits the log (a replace must fit the surface). The log is unchanged
+// until [LogState.Commit].
+func (l *LogState) Stage(t time.Time, ev *Event) (Staged, error) {
+	rec := new(record)
 	if err := rec.build(l.v.next, t, ev, &l.lines, textRule{}); err != nil {
 		return Staged{}, err
 	}
-	ps, pe, err := l.v.check(rec)
+	ps, pe, err := l.v.check(Record{rec})
 	if err != nil {
 		return Staged{}, err
 	}
-	return Staged{rec: rec, ps: ps, pe: pe}, nil
+	return Staged{rec: Record{rec}, ps: ps, pe: pe}, nil
 }
 
 // Commit adds the staged record. It must be the latest staged one of this
 // log, with no commit between: a stale one is refused with ErrDuplicateSeq.
 func (l *LogState) Commit(s Staged) error {
-	if s.rec == nil || s.rec.seq != l.v.next {
+	if s.rec.IsZero() || s.rec.seq != l.v.next {
 		return fmt.Errorf("%w: a stale staged record", ErrDuplicateSeq)
 	}
 	if len(l.records) == cap(l.records) {
@@ -116,7 +119,7 @@ func (l *LogState) Len() int { return len(l.records) }
 
 // Records returns the records, shared: a view that later commits do not
 // change (its capacity is its length), to be treated as read-only.
-func (l *LogState) Records() []*Record { return l.records[:len(l.records):len(l.records)] }
+func (l *LogState) Records() []Record { return l.records[:len(l.records):len(l.records)] }
 
 // Messages returns the fold, equal to DeriveMessages(l.Records()): the
 // projection of the memoized surface, a new list, the caller's. (The
@@ -128,13 +131,13 @@ func (l *LogState) Messages() []Message { return l.v.fold.surfaceMessages() }
 func (l *LogState) Header() (Header, bool) { return l.header, l.hasHeader }
 
 // OpenTurn returns the turn records leave open, 0 when none is.
-func OpenTurn(records []*Record) int { return scanTurns(records).turn }
+func OpenTurn(records []Record) int { return scanTurns(records).turn }
 
 // LogTime is t as the log stores times: UTC, truncated to the millisecond.
 func LogTime(t time.Time) time.Time { return logTime(t) }
 
 // RepairRecords returns the records of [Closers] for records, stamped t,
 // with the seqs that follow records.
-func RepairRecords(records []*Record, t time.Time) ([]*Record, error) {
+func RepairRecords(records []Record, t time.Time) ([]Record, error) {
 	return repairRecords(records, logTime(t))
 }

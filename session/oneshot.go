@@ -11,11 +11,11 @@ import (
 // instruction as a user message. Nothing else can be in a one-shot's
 // request, so the log alone re-derives it ([OneshotRequest]). A source
 // that is not a seq of records is an error.
-func OneshotMessages(records []*Record, sources []int64, instruction string) ([]Message, error) {
+func OneshotMessages(records []Record, sources []int64, instruction string) ([]Message, error) {
 	msgs := make([]Message, 0, len(sources)+1)
 	for _, s := range sources {
 		r := recordAt(records, s)
-		if r == nil {
+		if r.IsZero() {
 			return nil, fmt.Errorf("session: one-shot source %d is not a seq of the log", s)
 		}
 		if m, ok := Project(r); ok {
@@ -31,7 +31,7 @@ func OneshotMessages(records []*Record, sources []int64, instruction string) ([]
 // and instruction. derivable is false for a one-shot logged before
 // one-shots carried their instruction (a log of an older build): the log
 // does not hold its request, only its digest.
-func OneshotRequest(records []*Record, r *Record) (h Header, msgs []Message, derivable bool, err error) {
+func OneshotRequest(records []Record, r Record) (h Header, msgs []Message, derivable bool, err error) {
 	o, err := DecodeData[Oneshot](r)
 	if err != nil {
 		return Header{}, nil, false, err
@@ -50,8 +50,8 @@ func OneshotRequest(records []*Record, r *Record) (h Header, msgs []Message, der
 }
 
 // recordAt returns the record of seq in records (in seq order, usually
-// one per index from 0), or nil.
-func recordAt(records []*Record, seq int64) *Record {
+// one per index from 0), or the zero Record.
+func recordAt(records []Record, seq int64) Record {
 	if seq >= 0 && seq < int64(len(records)) && records[seq].Seq() == seq {
 		return records[seq]
 	}
@@ -59,5 +59,5 @@ func recordAt(records []*Record, seq int64) *Record {
 	if i < len(records) && records[i].Seq() == seq {
 		return records[i]
 	}
-	return nil
+	return Record{}
 }

@@ -19,10 +19,10 @@ type copyCase struct {
 	ev    session.Event
 	data  func() any // a fresh payload value, as the caller holds it
 	write func(any)  // writes through every reference of a decoded value
-	get   func(*session.Record) (any, error)
+	get   func(session.Record) (any, error)
 }
 
-func decodeAs[T any](r *session.Record) (any, error) { return session.DecodeData[T](r) }
+func decodeAs[T any](r session.Record) (any, error) { return session.DecodeData[T](r) }
 
 func copyCases() []copyCase {
 	return []copyCase{
@@ -188,7 +188,7 @@ func TestStagedLinesAreExact(t *testing.T) {
 	l, err := session.NewLogState(nil)
 	require.NoError(t, err)
 	t0 := session.LogTime(time.Unix(1700000000, 0))
-	var recs []*session.Record
+	var recs []session.Record
 	var want []string
 	for i := range 600 {
 		content := strings.Repeat("x", (i*37)%300)
@@ -198,13 +198,13 @@ func TestStagedLinesAreExact(t *testing.T) {
 		ev := session.Event{Type: session.TypeUserMessage, Data: session.UserMessage{Content: content}}
 		if i%10 == 9 {
 			// Staged and dropped: its line takes room nobody else gets.
-			_, err := l.Stage(new(session.Record), t0, &ev)
+			_, err := l.Stage(t0, &ev)
 			require.NoError(t, err)
 		}
-		rec := new(session.Record)
-		staged, err := l.Stage(rec, t0, &ev)
+		staged, err := l.Stage(t0, &ev)
 		require.NoError(t, err)
 		require.NoError(t, l.Commit(staged))
+		rec := staged.Record()
 		alone, err := session.NewRecord(rec.Seq(), t0, ev)
 		require.NoError(t, err)
 		recs = append(recs, rec)
@@ -222,7 +222,7 @@ func TestStagedLinesAreExact(t *testing.T) {
 	}
 }
 
-func mustRecord(t *testing.T, seq int64, at time.Time, m session.UserMessage) *session.Record {
+func mustRecord(t *testing.T, seq int64, at time.Time, m session.UserMessage) session.Record {
 	t.Helper()
 	r, err := session.NewRecord(seq, at, session.Event{Type: session.TypeUserMessage, Data: m})
 	require.NoError(t, err)

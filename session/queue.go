@@ -36,7 +36,7 @@ type Fencer interface {
 	// lease of a larger epoch has been taken on id since, it appends
 	// nothing and returns an error wrapping ErrFenced. An epoch of 0 is an
 	// append without a lease (refused while another holds a live one).
-	AppendFenced(ctx context.Context, id string, epoch, next int64, records []*Record) error
+	AppendFenced(ctx context.Context, id string, epoch, next int64, records []Record) error
 }
 
 // Follower is implemented by stores that stream a log as it grows.
@@ -46,7 +46,7 @@ type Follower interface {
 	// stores shared between processes, any other. It ends without an
 	// error when ctx is done, or at the first error (an unknown session is
 	// [ErrNotFound]).
-	Follow(ctx context.Context, id string, from int64) iter.Seq2[*Record, error]
+	Follow(ctx context.Context, id string, from int64) iter.Seq2[Record, error]
 }
 
 // JobState is where a queued job is.

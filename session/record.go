@@ -11,11 +11,25 @@ import (
 	"time"
 )
 
-// Record is one committed event of a log. It is immutable: its canonical
-// line is encoded once when the record is made, its payload is decoded
-// once, and every accessor returns a copy or a value, so a Record may be
-// shared freely between goroutines, sessions and stores.
-type Record struct {
+// Record is one committed event of a log. It is immutable by
+// construction: a Record is a value holding the only reference to data
+// no exported name can reach, so whoever is handed one — a listener, a
+// store, a reader — can read it and pass it on but has no way to write
+// through it (assigning to a Record replaces only the holder's copy). Its
+// canonical line is encoded once when the record is made, its payload is
+// decoded once, and every accessor returns a copy or a value, so a Record
+// may be shared freely between goroutines, sessions and stores.
+//
+// Records are passed by value, as time.Time or netip.Addr are. The zero
+// Record is no record (see [Record.IsZero]); its other methods panic.
+// Two Records are == when they are the same record.
+type Record struct{ *record }
+
+// IsZero reports whether r is the zero Record, which holds no record.
+func (r Record) IsZero() bool { return r.record == nil }
+
+// record is a Record's data, written only while the record is made.
+type record struct {
 	seq     int64
 	ms      int64 // the time: Unix milliseconds, UTC
 	typ     string
@@ -43,26 +57,26 @@ const (
 )
 
 // Seq returns the event's index in its log.
-func (r *Record) Seq() int64 { return r.seq }
+func (r Record) Seq() int64 { return r.seq }
 
 // Type returns the event type.
-func (r *Record) Type() string { return r.typ }
+func (r Record) Type() string { return r.typ }
 
 // Time returns when the event was appended, UTC, to the millisecond.
-func (r *Record) Time() time.Time { return time.UnixMilli(r.ms).UTC() }
+func (r Record) Time() time.Time { return time.UnixMilli(r.ms).UTC() }
 
 // Turn returns the event's turn number, 0 when it has none.
-func (r *Record) Turn() int { return r.turn }
+func (r Record) Turn() int { return r.turn }
 
 // Step returns the event's step number, 0 when it has none.
-func (r *Record) Step() int { return r.step }
+func (r Record) Step() int { return r.step }
 
 // IsSurface reports whether the record is a surface event.
-func (r *Record) IsSurface() bool { return r.op != opNone }
+func (r Record) IsSurface() bool { return r.op != opNone }
 
 // Surface returns how the record changes the surface: Op "append" or
 // "replace" for surface events, the zero Surface for others.
-func (r *Record) Surface() Surface {
+func (r Record) Surface() Surface {
 	switch r.op {
 	case opAppend:
 		return Surface{Op: OpAppend}
@@ -74,7 +88,7 @@ func (r *Record) Surface() Surface {
 }
 
 // Sources returns a copy of the seqs the event derives from.
-func (r *Record) Sources() []int64 { return r.sourceList() }
+func (r Record) Sources() []int64 { return r.sourceList() }
 
 var (
 	replaceKey = []byte(`,"surface":{"op":"replace","start":`)
@@ -85,7 +99,7 @@ var (
 // span returns the range of a replace, read from the line's envelope
 // (which appendEnvelope wrote: the keys cannot occur in the escaped type
 // before them).
-func (r *Record) span() (start, end int64) {
+func (r *record) span() (start, end int64) {
 	if r.op != opReplace {
 		return 0, 0
 	}
@@ -98,7 +112,7 @@ func (r *Record) span() (start, end int64) {
 
 // sourceList returns the sources, read from the line's envelope: a new
 // list, nil when there are none.
-func (r *Record) sourceList() []int64 {
+func (r *record) sourceList() []int64 {
 	if !r.sourced {
 		return nil
 	}
@@ -129,30 +143,30 @@ func leadingInt(b []byte) (int64, []byte) {
 
 // Ignorable reports whether readers without the owning plugin may skip
 // the event.
-func (r *Record) Ignorable() bool { return r.ignorable }
+func (r Record) Ignorable() bool { return r.ignorable }
 
 // Data returns a copy of the event's payload as JSON.
-func (r *Record) Data() json.RawMessage { return bytes.Clone(r.data()) }
+func (r Record) Data() json.RawMessage { return bytes.Clone(r.data()) }
 
-func (r *Record) data() []byte { return r.line[r.dataOff : len(r.line)-2] }
+func (r *record) data() []byte { return r.line[r.dataOff : len(r.line)-2] }
 
 // Bytes returns a copy of the record's canonical line, without the
 // trailing newline.
-func (r *Record) Bytes() []byte { return bytes.Clone(r.line[:len(r.line)-1]) }
+func (r Record) Bytes() []byte { return bytes.Clone(r.line[:len(r.line)-1]) }
 
 // AppendLine appends the canonical line and a newline to dst. Stores use
 // it to write records without an intermediate copy.
-func (r *Record) AppendLine(dst []byte) []byte { return append(dst, r.line...) }
+func (r Record) AppendLine(dst []byte) []byte { return append(dst, r.line...) }
 
 // LineLen returns the length of the canonical line including its newline.
-func (r *Record) LineLen() int { return len(r.line) }
+func (r Record) LineLen() int { return len(r.line) }
 
-func (r *Record) String() string { return string(r.line[:len(r.line)-1]) }
+func (r Record) String() string { return string(r.line[:len(r.line)-1]) }
 
 // DecodeData decodes the record's payload into a T. For the payload
 // structs of this package it returns a copy of the payload decoded when
 // the record was made, without parsing JSON again.
-func DecodeData[T any](r *Record) (T, error) {
+func DecodeData[T any](r Record) (T, error) {
 	if r.payload != nil {
 		if p, ok := r.payload.(T); ok {
 			if pa, isAny := any(&p).(*any); isAny {
@@ -177,7 +191,7 @@ func DecodeData[T any](r *Record) (T, error) {
 // made, or, for a loaded record that does not keep it (see lean), decoded
 // again from its line, which was checked to decode when it was loaded.
 // Nil for plugin types.
-func (r *Record) pay() any {
+func (r *record) pay() any {
 	if r.payload != nil {
 		return r.payload
 	}
@@ -198,7 +212,7 @@ func (r *Record) pay() any {
 // when asked. Surface records, headers and approvals keep theirs: folds,
 // requests and approval rules read them. So does a record read from a
 // legacy line (see legacy.go), which its line alone does not give again.
-func (r *Record) lean() {
+func (r *record) lean() {
 	switch r.typ {
 	case TypeUserMessage, TypeAssistantMessage, TypeToolResult, TypeRequestHeader,
 		TypeApprovalRequest, TypeApprovalDecision, TypeApprovalPolicy:
@@ -253,28 +267,28 @@ func (s *lineSlab) keep(line []byte) []byte {
 // surface events, sources before seq, a payload of the type's shape. Rules
 // that concern the log (seq order, replace endpoints) are checked when the
 // record joins one. Stores and tests use it; sessions make their own.
-func NewRecord(seq int64, t time.Time, ev Event) (*Record, error) {
+func NewRecord(seq int64, t time.Time, ev Event) (Record, error) {
 	return newRecord(seq, logTime(t), &ev)
 }
 
 // newRecord builds the record. t must already be a log time.
-func newRecord(seq int64, t time.Time, ev *Event) (*Record, error) {
-	r := new(Record)
+func newRecord(seq int64, t time.Time, ev *Event) (Record, error) {
+	r := new(record)
 	if err := r.build(seq, t, ev, nil, textRule{}); err != nil {
-		return nil, err
+		return Record{}, err
 	}
-	return r, nil
+	return Record{r}, nil
 }
 
 // build makes r the record of ev (r is zero and not yet shared). Its line
 // is cut from lines (see keepLine) when that is not nil. Its text follows
 // rule: the zero rule, valid UTF-8 (see text.go), for every record made
 // now.
-func (r *Record) build(seq int64, t time.Time, ev *Event, lines *lineSlab, rule textRule) error {
+func (r *record) build(seq int64, t time.Time, ev *Event, lines *lineSlab, rule textRule) error {
 	if seq < 0 {
 		return fmt.Errorf("%w: negative seq %d", ErrDuplicateSeq, seq)
 	}
-	*r = Record{seq: seq, typ: rule.str(ev.Type), ms: t.UnixMilli(), turn: ev.Turn, step: ev.Step, ignorable: ev.Ignorable, sourced: len(ev.Sources) > 0}
+	*r = record{seq: seq, typ: rule.str(ev.Type), ms: t.UnixMilli(), turn: ev.Turn, step: ev.Step, ignorable: ev.Ignorable, sourced: len(ev.Sources) > 0}
 	k, err := r.checkEnvelope(ev.Surface, ev.Sources)
 	if err != nil {
 		return err
@@ -344,7 +358,7 @@ func (r *Record) build(seq int64, t time.Time, ev *Event, lines *lineSlab, rule 
 // compacted, core data decoded and encoded again, so that the record's
 // bytes are what its payload holds (the canonical form [DecodeRecord]
 // insists on), whoever encoded the data.
-func (r *Record) appendRaw(line []byte, k *kind, d []byte, rule textRule) ([]byte, error) {
+func (r *record) appendRaw(line []byte, k *kind, d []byte, rule textRule) ([]byte, error) {
 	if k == nil {
 		var b bytes.Buffer
 		if err := json.Compact(&b, d); err != nil {
@@ -363,7 +377,7 @@ func (r *Record) appendRaw(line []byte, k *kind, d []byte, rule textRule) ([]byt
 // appendCore appends the canonical encoding of the core payload p as the
 // record holds it (its text made by rule), checks it and keeps it as the
 // record's payload. from is the JSON p was decoded from, nil for a value.
-func (r *Record) appendCore(line []byte, p any, from []byte, rule textRule) ([]byte, error) {
+func (r *record) appendCore(line []byte, p any, from []byte, rule textRule) ([]byte, error) {
 	out, byHand, err := appendCoreData(line, p)
 	if err == nil {
 		if held, changed := rule.payload(p, out[r.dataOff:]); changed {
@@ -430,7 +444,7 @@ func checkPayload(seq int64, typ string, p any) error {
 
 // checkEnvelope checks the rules that concern the envelope alone and
 // sets the surface fields. It returns the core kind, nil for plugin types.
-func (r *Record) checkEnvelope(sf *Surface, sources []int64) (*kind, error) {
+func (r *record) checkEnvelope(sf *Surface, sources []int64) (*kind, error) {
 	if r.typ == "" {
 		return nil, fmt.Errorf("%w: seq %d: empty type", ErrInvalidEvent, r.seq)
 	}
@@ -476,7 +490,7 @@ func (r *Record) checkEnvelope(sf *Surface, sources []int64) (*kind, error) {
 	return k, nil
 }
 
-func (r *Record) checkScope(k *kind) error {
+func (r *record) checkScope(k *kind) error {
 	if r.turn < 0 || r.step < 0 {
 		return fmt.Errorf("%w: seq %d: negative turn or step", ErrInvalidEvent, r.seq)
 	}
@@ -522,7 +536,7 @@ func (r *Record) checkScope(k *kind) error {
 // Fields come in a fixed order: seq, type, time, turn, step, surface,
 // sources, ignorable, data; zero turn, step, sources and ignorable are
 // omitted, and so is the surface of an append.
-func (r *Record) appendEnvelope(dst []byte, t time.Time, sf *Surface, sources []int64) ([]byte, error) {
+func (r *record) appendEnvelope(dst []byte, t time.Time, sf *Surface, sources []int64) ([]byte, error) {
 	dst = append(dst, `{"seq":`...)
 	dst = strconv.AppendInt(dst, r.seq, 10)
 	dst = append(dst, `,"type":`...)

@@ -94,7 +94,7 @@ func TestNewRecordRefusesBadEvents(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r, err := session.NewRecord(3, epoch, tt.ev)
 			require.ErrorIs(t, err, tt.err)
-			require.Nil(t, r)
+			require.True(t, r.IsZero())
 		})
 	}
 }
@@ -124,7 +124,7 @@ func TestRecordIsImmutable(t *testing.T) {
 	got, err := session.DecodeData[session.AssistantMessage](r)
 	require.NoError(t, err)
 	got.ToolCalls[0].ID = "changed"
-	msgs, err := session.DeriveMessages([]*session.Record{r})
+	msgs, err := session.DeriveMessages([]session.Record{r})
 	require.NoError(t, err)
 	msgs[0].ToolCalls[0].Arguments = "changed"
 
@@ -133,7 +133,7 @@ func TestRecordIsImmutable(t *testing.T) {
 	again, err := session.DecodeData[session.AssistantMessage](r)
 	require.NoError(t, err)
 	assert.Equal(t, session.AssistantMessage{Content: "x", ToolCalls: []session.ToolCall{{ID: "c1", Name: "f", Arguments: "{}"}}}, again)
-	msgs, err = session.DeriveMessages([]*session.Record{r})
+	msgs, err = session.DeriveMessages([]session.Record{r})
 	require.NoError(t, err)
 	assert.Equal(t, "{}", msgs[0].ToolCalls[0].Arguments)
 }

@@ -34,7 +34,7 @@ import (
 // A step suspended on approvals (see [Suspended]) is not a crash: its
 // tail waits for decisions, or, once decided, resumes, so Closers returns
 // nil for it. [CloseTail] closes it regardless.
-func Closers(records []*Record) []Event {
+func Closers(records []Record) []Event {
 	if Suspended(records) != nil {
 		return nil
 	}
@@ -44,7 +44,7 @@ func Closers(records []*Record) []Event {
 // CloseTail is [Closers] for a tail that must end now even if it is
 // suspended on approvals: a loop whose turn failed closes its open step
 // with it, whatever the step waited for.
-func CloseTail(records []*Record) []Event {
+func CloseTail(records []Record) []Event {
 	st := scanTurns(records)
 	if st.turn == 0 {
 		return nil
@@ -73,7 +73,7 @@ func CloseTail(records []*Record) []Event {
 }
 
 // answeredCalls returns the ids of every tool/result of records.
-func answeredCalls(records []*Record) map[string]bool {
+func answeredCalls(records []Record) map[string]bool {
 	out := map[string]bool{}
 	for _, r := range records {
 		if res, ok := r.pay().(ToolResult); ok && r.typ == TypeToolResult {
@@ -84,9 +84,9 @@ func answeredCalls(records []*Record) map[string]bool {
 }
 
 // repairRecords makes the records of [Closers] for records at time t.
-func repairRecords(records []*Record, t time.Time) ([]*Record, error) {
+func repairRecords(records []Record, t time.Time) ([]Record, error) {
 	evs := Closers(records)
-	out := make([]*Record, 0, len(evs))
+	out := make([]Record, 0, len(evs))
 	next := int64(len(records))
 	for i := range evs {
 		r, err := newRecord(next+int64(i), t, &evs[i])

@@ -19,7 +19,7 @@ type Store interface {
 	// at another length nothing is appended and the error is ErrConflict.
 	// The records must have seqs next, next+1, …, else ErrSeqGap or
 	// ErrDuplicateSeq. An unknown id is ErrNotFound.
-	Append(ctx context.Context, id string, next int64, records []*Record) error
+	Append(ctx context.Context, id string, next int64, records []Record) error
 	// Load returns the log of id. A store that can be torn by a crash
 	// drops a torn last line and reports its length in Log.Torn.
 	Load(ctx context.Context, id string) (*Log, error)
@@ -34,7 +34,7 @@ type Store interface {
 	// the source's records up to that seq, then tail (whose first seq
 	// follows). An unknown parent is ErrNotFound, a parent seq past its
 	// end ErrSeqGap, an existing id ErrExists.
-	Fork(ctx context.Context, info Info, tail []*Record) error
+	Fork(ctx context.Context, info Info, tail []Record) error
 }
 
 // Flusher is implemented by stores that buffer appends. Flush returns once

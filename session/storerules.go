@@ -8,7 +8,7 @@ import "fmt"
 // CheckSeqs checks that records continue a log of next records: their
 // seqs are next, next+1, … (else ErrSeqGap or ErrDuplicateSeq naming the
 // first seq out of place). Every store's Append checks it.
-func CheckSeqs(next int64, records []*Record) error {
+func CheckSeqs(next int64, records []Record) error {
 	for i, r := range records {
 		if err := checkSeq(next+int64(i), r); err != nil {
 			return err
@@ -17,7 +17,7 @@ func CheckSeqs(next int64, records []*Record) error {
 	return nil
 }
 
-func checkSeq(want int64, r *Record) error {
+func checkSeq(want int64, r Record) error {
 	switch {
 	case r.seq > want:
 		return fmt.Errorf("%w: seq %d, want %d", ErrSeqGap, r.seq, want)
@@ -32,7 +32,7 @@ func checkSeq(want int64, r *Record) error {
 // contract of a store that buffers (a [Flusher]): an append holding such
 // an event is durable when it returns, so an event is durable once the
 // step or turn it belongs to has ended.
-func ClosesStep(records []*Record) bool {
+func ClosesStep(records []Record) bool {
 	for _, r := range records {
 		switch r.typ {
 		case TypeStepEnd, TypeTurnEnd, TypeEndSeed:

@@ -93,18 +93,18 @@ var enumField = map[string]bool{
 }
 
 // makeCore makes a record of a core type at the first scope it takes.
-func makeCore(typ string, data any) (*session.Record, error) {
+func makeCore(typ string, data any) (session.Record, error) {
 	var err error
 	for _, sc := range [][2]int{{1, 1}, {1, 0}, {0, 0}} {
-		var r *session.Record
+		var r session.Record
 		if r, err = session.NewRecord(5, epoch, session.Event{Type: typ, Turn: sc[0], Step: sc[1], Data: data}); err == nil {
 			return r, nil
 		}
 		if !errors.Is(err, session.ErrInvalidScope) {
-			return nil, err
+			return session.Record{}, err
 		}
 	}
-	return nil, err
+	return session.Record{}, err
 }
 
 // fillPayload gives every field of v a valid value: text "x", JSON `{}`,
@@ -238,7 +238,7 @@ func rawJSON(s string) string {
 // checkHeld checks what every record must be: valid UTF-8 in its line,
 // its type and every string of its payload; a line that decodes to the
 // same line and payload; a payload that re-encodes to the line.
-func checkHeld(t *testing.T, r *session.Record) {
+func checkHeld(t *testing.T, r session.Record) {
 	t.Helper()
 	line := r.Bytes()
 	if !utf8.Valid(line) || !utf8.ValidString(r.Type()) {
@@ -290,9 +290,9 @@ func checkHeld(t *testing.T, r *session.Record) {
 // digest over the fold of what was logged), and checks that its bytes
 // decode to themselves and pass vigil verify's check.
 func fuzzLog(t *testing.T, s string) {
-	var recs []*session.Record
+	var recs []session.Record
 	start := 0
-	add := func(ev session.Event) *session.Record {
+	add := func(ev session.Event) session.Record {
 		r, err := session.NewRecord(int64(len(recs)), epoch, ev)
 		if err != nil {
 			t.Fatalf("%s with %q: %v", ev.Type, s, err)
@@ -311,7 +311,7 @@ func fuzzLog(t *testing.T, s string) {
 		}
 		add(session.Event{Type: session.TypeRequestDigest, Turn: turn, Step: n, Data: session.Digest{SHA256: session.RequestDigest(h, msgs), Messages: len(msgs)}})
 	}
-	text := func(chunks ...*session.Record) string {
+	text := func(chunks ...session.Record) string {
 		var b strings.Builder
 		for _, c := range chunks {
 			d, _ := session.DecodeData[session.AssistantChunk](c)

@@ -18,7 +18,7 @@ import (
 
 // requireHeldLine checks what every record must be: its line valid UTF-8
 // that decodes to the same line, and to the same payload.
-func requireHeldLine(t *testing.T, r *session.Record) {
+func requireHeldLine(t *testing.T, r session.Record) {
 	t.Helper()
 	line := r.Bytes()
 	require.True(t, utf8.Valid(line), "line %q", line)
@@ -50,33 +50,33 @@ func TestRecordsHoldValidUTF8(t *testing.T) {
 	cases := []struct {
 		name  string
 		ev    session.Event
-		check func(t *testing.T, r *session.Record)
+		check func(t *testing.T, r session.Record)
 	}{
-		{"a payload value", session.Event{Type: session.TypeUserMessage, Data: session.UserMessage{Content: bad, Origin: bad}}, func(t *testing.T, r *session.Record) {
+		{"a payload value", session.Event{Type: session.TypeUserMessage, Data: session.UserMessage{Content: bad, Origin: bad}}, func(t *testing.T, r session.Record) {
 			m, err := session.DecodeData[session.UserMessage](r)
 			require.NoError(t, err)
 			assert.Equal(t, session.UserMessage{Content: held, Origin: held}, m)
 		}},
-		{"a pointer to one", session.Event{Type: session.TypeUserMessage, Data: &session.UserMessage{Content: bad}}, func(t *testing.T, r *session.Record) {
+		{"a pointer to one", session.Event{Type: session.TypeUserMessage, Data: &session.UserMessage{Content: bad}}, func(t *testing.T, r session.Record) {
 			m, err := session.DecodeData[session.UserMessage](r)
 			require.NoError(t, err)
 			assert.Equal(t, held, m.Content)
 		}},
-		{"core JSON", session.Event{Type: session.TypeUserMessage, Data: json.RawMessage(rawBad)}, func(t *testing.T, r *session.Record) {
+		{"core JSON", session.Event{Type: session.TypeUserMessage, Data: json.RawMessage(rawBad)}, func(t *testing.T, r session.Record) {
 			m, err := session.DecodeData[session.UserMessage](r)
 			require.NoError(t, err)
 			assert.Equal(t, held, m.Content)
 		}},
 		{"nested fields", session.Event{Type: session.TypeAssistantMessage, Turn: 1, Step: 1, Data: session.AssistantMessage{
 			Content: bad, ToolCalls: []session.ToolCall{{ID: "c" + bad, Name: "n" + bad, Arguments: bad}},
-		}}, func(t *testing.T, r *session.Record) {
+		}}, func(t *testing.T, r session.Record) {
 			m, err := session.DecodeData[session.AssistantMessage](r)
 			require.NoError(t, err)
 			assert.Equal(t, session.AssistantMessage{Content: held, ToolCalls: []session.ToolCall{{ID: "c" + held, Name: "n" + held, Arguments: held}}}, m)
 		}},
 		{"a header and its raw JSON", session.Event{Type: session.TypeRequestHeader, Turn: 1, Data: session.RequestHeader{Reason: session.HeaderInitial, Header: session.Header{
 			System: bad, Stop: []string{bad}, Tools: []session.ToolSpec{{Name: "t", Description: bad, Parameters: json.RawMessage(rawBad)}},
-		}}}, func(t *testing.T, r *session.Record) {
+		}}}, func(t *testing.T, r session.Record) {
 			h, err := session.DecodeData[session.RequestHeader](r)
 			require.NoError(t, err)
 			assert.Equal(t, held, h.Header.System)
@@ -85,15 +85,15 @@ func TestRecordsHoldValidUTF8(t *testing.T) {
 			assert.JSONEq(t, `{"content":"`+held+`"}`, string(h.Header.Tools[0].Parameters))
 			assert.True(t, utf8.Valid(h.Header.Tools[0].Parameters))
 		}},
-		{"a plugin's value", session.Event{Type: "x/note", Ignorable: true, Data: map[string]any{"k": bad, bad: json.RawMessage(rawBad)}}, func(t *testing.T, r *session.Record) {
+		{"a plugin's value", session.Event{Type: "x/note", Ignorable: true, Data: map[string]any{"k": bad, bad: json.RawMessage(rawBad)}}, func(t *testing.T, r session.Record) {
 			var v map[string]any
 			require.NoError(t, json.Unmarshal(r.Data(), &v))
 			assert.Equal(t, map[string]any{"k": held, held: map[string]any{"content": held}}, v)
 		}},
-		{"a plugin's JSON", session.Event{Type: "x/note", Ignorable: true, Data: json.RawMessage(rawBad)}, func(t *testing.T, r *session.Record) {
+		{"a plugin's JSON", session.Event{Type: "x/note", Ignorable: true, Data: json.RawMessage(rawBad)}, func(t *testing.T, r session.Record) {
 			assert.Equal(t, `{"content":"`+held+`"}`, string(r.Data()))
 		}},
-		{"the type", session.Event{Type: "x/" + bad, Ignorable: true, Data: map[string]int{}}, func(t *testing.T, r *session.Record) {
+		{"the type", session.Event{Type: "x/" + bad, Ignorable: true, Data: map[string]int{}}, func(t *testing.T, r session.Record) {
 			assert.Equal(t, "x/"+held, r.Type())
 		}},
 	}
@@ -148,37 +148,37 @@ func TestLegacyLinesReadAsWritten(t *testing.T) {
 	cases := []struct {
 		name  string
 		line  string
-		check func(t *testing.T, r *session.Record)
+		check func(t *testing.T, r session.Record)
 	}{
-		{"a core string", `{"seq":1,"type":"user/message",` + legacyTime + `,"turn":1,"data":{"content":"caf\ufffd \ufffd\ufffd �"}}`, func(t *testing.T, r *session.Record) {
+		{"a core string", `{"seq":1,"type":"user/message",` + legacyTime + `,"turn":1,"data":{"content":"caf\ufffd \ufffd\ufffd �"}}`, func(t *testing.T, r session.Record) {
 			m, err := session.DecodeData[session.UserMessage](r)
 			require.NoError(t, err)
 			assert.Equal(t, "caf\xff \xff\xff \uFFFD", m.Content)
-			msgs, err := session.DeriveMessages([]*session.Record{r})
+			msgs, err := session.DeriveMessages([]session.Record{r})
 			require.NoError(t, err)
 			// The digest line holds the escapes, as it did.
 			line := `{"header":{},"messages":[{"role":"user","content":"caf\ufffd \ufffd\ufffd �"}]}`
 			sum := sha256.Sum256([]byte(line))
 			assert.Equal(t, hex.EncodeToString(sum[:]), session.RequestDigest(session.Header{}, msgs))
 		}},
-		{"a chunk, whose payload a loaded log drops", `{"seq":5,"type":"assistant/chunk",` + legacyTime + `,"turn":1,"step":1,"data":{"text":"bad\ufffd.txt, "}}`, func(t *testing.T, r *session.Record) {
+		{"a chunk, whose payload a loaded log drops", `{"seq":5,"type":"assistant/chunk",` + legacyTime + `,"turn":1,"step":1,"data":{"text":"bad\ufffd.txt, "}}`, func(t *testing.T, r session.Record) {
 			c, err := session.DecodeData[session.AssistantChunk](r)
 			require.NoError(t, err)
 			assert.Equal(t, "bad\xff.txt, ", c.Text)
 		}},
-		{"a header with raw JSON", `{"seq":3,"type":"request/header",` + legacyTime + `,"turn":1,"data":{"reason":"initial","header":{"system":"s\ufffd","tools":[{"name":"t","parameters":{"d":"\ufffd` + "\xe9" + `�"}}]}}}`, func(t *testing.T, r *session.Record) {
+		{"a header with raw JSON", `{"seq":3,"type":"request/header",` + legacyTime + `,"turn":1,"data":{"reason":"initial","header":{"system":"s\ufffd","tools":[{"name":"t","parameters":{"d":"\ufffd` + "\xe9" + `�"}}]}}}`, func(t *testing.T, r session.Record) {
 			h, err := session.DecodeData[session.RequestHeader](r)
 			require.NoError(t, err)
 			assert.Equal(t, "s\xff", h.Header.System)
 			assert.Equal(t, `{"d":"\ufffd`+"\xe9"+`�"}`, string(h.Header.Tools[0].Parameters))
 		}},
-		{"a plugin's raw JSON", `{"seq":2,"type":"x/note",` + legacyTime + `,"ignorable":true,"data":{"k\ufffd":"` + "\xe9" + `"}}`, func(t *testing.T, r *session.Record) {
+		{"a plugin's raw JSON", `{"seq":2,"type":"x/note",` + legacyTime + `,"ignorable":true,"data":{"k\ufffd":"` + "\xe9" + `"}}`, func(t *testing.T, r session.Record) {
 			assert.Equal(t, `{"k\ufffd":"`+"\xe9"+`"}`, string(r.Data()))
 		}},
-		{"the type", `{"seq":2,"type":"x/\ufffd",` + legacyTime + `,"ignorable":true,"data":{}}`, func(t *testing.T, r *session.Record) {
+		{"the type", `{"seq":2,"type":"x/\ufffd",` + legacyTime + `,"ignorable":true,"data":{}}`, func(t *testing.T, r session.Record) {
 			assert.Equal(t, "x/\xff", r.Type())
 		}},
-		{"a line holding the first stand-in", `{"seq":1,"type":"user/message",` + legacyTime + `,"turn":1,"data":{"content":"` + "\uFDD0" + `\ufffd"}}`, func(t *testing.T, r *session.Record) {
+		{"a line holding the first stand-in", `{"seq":1,"type":"user/message",` + legacyTime + `,"turn":1,"data":{"content":"` + "\uFDD0" + `\ufffd"}}`, func(t *testing.T, r session.Record) {
 			m, err := session.DecodeData[session.UserMessage](r)
 			require.NoError(t, err)
 			assert.Equal(t, "\uFDD0\xff", m.Content)

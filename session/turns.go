@@ -22,7 +22,7 @@ type pendingCall struct {
 
 // scanTurns returns the turn state after records. A turn/start resets
 // the state, so only the records from the last one on are read.
-func scanTurns(records []*Record) turnState {
+func scanTurns(records []Record) turnState {
 	from := 0
 	for i := len(records) - 1; i >= 0; i-- {
 		if records[i].typ == TypeTurnStart {
@@ -37,7 +37,7 @@ func scanTurns(records []*Record) turnState {
 	return st
 }
 
-func (st *turnState) add(r *Record) {
+func (st *turnState) add(r Record) {
 	switch r.typ {
 	case TypeTurnStart:
 		st.turn, st.step, st.pending, st.usage = r.turn, 0, nil, nil
@@ -87,7 +87,7 @@ func (st *turnState) add(r *Record) {
 	}
 }
 
-func (st *turnState) inStep(r *Record) bool {
+func (st *turnState) inStep(r Record) bool {
 	return st.step != 0 && r.turn == st.turn && r.step == st.step
 }
 

@@ -13,25 +13,25 @@ type validator struct {
 
 // newValidator returns a validator for a log of about n records.
 func newValidator(n int) validator {
-	return validator{fold: Fold{bare: true, surface: make([]*Record, 0, n/2+8)}}
+	return validator{fold: Fold{bare: true, surface: make([]Record, 0, n/2+8)}}
 }
 
 // check validates r as the next record without changing anything and
 // returns the surface positions of a replace for apply.
-func (v *validator) check(r *Record) (ps, pe int, err error) {
+func (v *validator) check(r Record) (ps, pe int, err error) {
 	if err := checkSeq(v.next, r); err != nil {
 		return 0, 0, err
 	}
 	return v.fold.check(r)
 }
 
-func (v *validator) apply(r *Record, ps, pe int) {
+func (v *validator) apply(r Record, ps, pe int) {
 	v.next++
 	v.fold.apply(r, ps, pe)
 }
 
 // add checks and applies r.
-func (v *validator) add(r *Record) error {
+func (v *validator) add(r Record) error {
 	ps, pe, err := v.check(r)
 	if err != nil {
 		return err
@@ -43,7 +43,7 @@ func (v *validator) add(r *Record) error {
 // Validate checks that records form a valid log from seq 0: consecutive
 // seqs and valid replaces (each record was checked on its own when it was
 // made). The error names the seq.
-func Validate(records []*Record) error {
+func Validate(records []Record) error {
 	v := newValidator(0)
 	for _, r := range records {
 		if err := v.add(r); err != nil {

@@ -241,7 +241,7 @@ func (e *sse) next(t *testing.T) (string, string) {
 
 // until reads events up to the first of type typ, appending their lines
 // to lines, and returns that event's record and id.
-func (e *sse) until(t *testing.T, lines *[]string, typ string) (*session.Record, string) {
+func (e *sse) until(t *testing.T, lines *[]string, typ string) (session.Record, string) {
 	t.Helper()
 	for {
 		id, data := e.next(t)

@@ -236,7 +236,7 @@ type sseClient struct {
 
 	mu      sync.Mutex
 	lines   []string
-	recs    []*session.Record
+	recs    []session.Record
 	err     error
 	changed chan struct{}
 }
@@ -283,7 +283,7 @@ func followSSE(ctx context.Context, t *testing.T, s *served, id string) *sseClie
 }
 
 // waitFor waits up to d until cond holds of the records streamed so far.
-func (f *sseClient) waitFor(d time.Duration, cond func([]*session.Record) bool) bool {
+func (f *sseClient) waitFor(d time.Duration, cond func([]session.Record) bool) bool {
 	deadline := time.After(d)
 	for {
 		f.mu.Lock()
@@ -304,8 +304,8 @@ func (f *sseClient) waitFor(d time.Duration, cond func([]*session.Record) bool) 
 }
 
 // hasUserMessage is a condition: a user/message with prompt was streamed.
-func hasUserMessage(prompt string) func([]*session.Record) bool {
-	return func(recs []*session.Record) bool {
+func hasUserMessage(prompt string) func([]session.Record) bool {
+	return func(recs []session.Record) bool {
 		for _, r := range recs {
 			if r.Type() == session.TypeUserMessage {
 				if m, err := session.DecodeData[session.UserMessage](r); err == nil && m.Content == prompt {
@@ -410,7 +410,7 @@ func checkSurvived(t *testing.T, s *served, f *sseClient, prompts []string) faul
 	assert.True(t, v.OK, "%s: %v", id, v.Violations)
 
 	// The sseClient may be a moment behind the store.
-	f.waitFor(30*time.Second, func(recs []*session.Record) bool { return len(recs) >= len(lines) })
+	f.waitFor(30*time.Second, func(recs []session.Record) bool { return len(recs) >= len(lines) })
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	assert.NoError(t, f.err)
@@ -549,7 +549,7 @@ func TestServeStoppedWorkerIsFenced(t *testing.T) {
 	model.let() // the reply waits in w1's socket
 
 	startWorker(t, dir, "w2")
-	continued := func(recs []*session.Record) bool {
+	continued := func(recs []session.Record) bool {
 		for _, r := range recs {
 			if r.Type() == session.TypeTurnEnd && r.Turn() == 2 {
 				return true

@@ -96,7 +96,7 @@ func printSessions(w io.Writer, rows []sessionRow, asJSON bool) error {
 
 // showSession renders a log readably: turns, steps, messages and tool
 // calls, one line each.
-func showSession(w io.Writer, info session.Info, records []*session.Record, prices map[string]budget.Price) error {
+func showSession(w io.Writer, info session.Info, records []session.Record, prices map[string]budget.Price) error {
 	acc := budget.Tally(records, prices)
 	turns := make(map[int]budget.Spent, len(acc.Turns))
 	for _, ts := range acc.Turns {
@@ -139,7 +139,7 @@ func showSession(w io.Writer, info session.Info, records []*session.Record, pric
 	return nil
 }
 
-func describeRecord(r *session.Record) string {
+func describeRecord(r session.Record) string {
 	switch r.Type() {
 	case session.TypeTurnStart:
 		if d, _ := session.DecodeData[session.TurnStart](r); d.Continues != 0 {

@@ -14,7 +14,7 @@ import (
 // follower is implemented by stores that can stream a log as it grows
 // (store/postgres: LISTEN/NOTIFY, so appends from any process).
 type follower interface {
-	Follow(ctx context.Context, id string, from int64) iter.Seq2[*session.Record, error]
+	Follow(ctx context.Context, id string, from int64) iter.Seq2[session.Record, error]
 }
 
 // tailPoll is how often a store that cannot follow is read again.

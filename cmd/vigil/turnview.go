@@ -35,12 +35,12 @@ type turnView struct {
 // watchTurn starts showing the turn on sess; call close when it is over.
 func watchTurn(c *bus.Context, st *status, sess string, stream bool) *turnView {
 	v := &turnView{st: st, stream: stream, sess: sess, names: map[string]string{}, running: map[string]func(){}}
-	v.dispose = live.Committed.On(c, func(_ context.Context, cm *live.Commit) error {
+	v.dispose = live.Committed.On(c, func(_ context.Context, cm live.Commit) error {
 		v.mu.Lock()
-		mine := cm.Session.ID() == v.sess
+		mine := cm.Session().ID() == v.sess
 		v.mu.Unlock()
 		if mine {
-			v.record(cm.Record)
+			v.record(cm.Record())
 		}
 		return nil
 	})
@@ -77,7 +77,7 @@ func (v *turnView) chunk(c agentloop.Chunk) {
 }
 
 // record follows the records of the turn.
-func (v *turnView) record(r *session.Record) {
+func (v *turnView) record(r session.Record) {
 	switch r.Type() {
 	case session.TypeStepStart:
 		v.mu.Lock()

@@ -234,7 +234,7 @@ func exportSession(ctx context.Context, e *env, cfg string, h **host, id string)
 }
 
 // encodeLog renders a log in the JSONL format: header line, then records.
-func encodeLog(info session.Info, records []*session.Record) []byte {
+func encodeLog(info session.Info, records []session.Record) []byte {
 	size := 128
 	for _, r := range records {
 		size += r.LineLen()

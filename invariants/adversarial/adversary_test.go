@@ -263,7 +263,7 @@ func TestOneShotWithoutTheStepContextIsAccountedForByItsOwnLog(t *testing.T) {
 	require.NotNil(t, scratch)
 	w.requireVerifies(t, scratch)
 	recs := scratch.Records()
-	var shot *session.Record
+	var shot session.Record
 	for _, r := range recs {
 		if r.Type() == session.TypeRequestOneshot {
 			shot = r

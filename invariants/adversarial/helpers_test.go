@@ -180,7 +180,7 @@ func (w *world) requireRefused(t *testing.T, sess *live.Session, res *agentloop.
 	w.requireVerifies(t, sess)
 }
 
-func count(recs []*session.Record, typ string) int {
+func count(recs []session.Record, typ string) int {
 	n := 0
 	for _, r := range recs {
 		if r.Type() == typ {

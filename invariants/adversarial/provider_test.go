@@ -13,6 +13,7 @@ import (
 	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // trimmer is a provider that, once the recorder kept what it was handed,
@@ -92,26 +93,35 @@ func TestProviderWritingItsRequestChangesNothing(t *testing.T) {
 			}
 
 			assert.False(t, w.rec.sawForged(), "the provider never receives forged content")
-			recs := sess.Records()
-			assert.Equal(t, 1, count(recs, session.TypeRequestHeader), "the header never changed")
-			var logged []string
-			for _, r := range recs {
-				if r.Type() == session.TypeRequestDigest {
-					d, err := session.DecodeData[session.Digest](r)
-					require.NoError(t, err)
-					logged = append(logged, d.SHA256)
-				}
-			}
+			assert.Equal(t, 1, count(sess.Records(), session.TypeRequestHeader), "the header never changed")
 			got := w.rec.received()
 			require.Len(t, got, 6)
-			require.Len(t, logged, len(got))
-			for i, r := range got {
-				assert.Equal(t, logged[i], session.RequestDigest(r.Header, r.Messages), "request %d has the logged digest", i)
+			w.requireLoggedDigests(t, sess)
+			for _, r := range got {
 				assert.Equal(t, "be brief", r.Header.System)
 				assert.JSONEq(t, string(echoTool{}.Spec().Parameters), string(r.Header.Tools[0].Parameters))
 				assert.Equal(t, []string{"END"}, r.Header.Stop)
 			}
 			w.requireVerifies(t, sess)
 		})
+	}
+}
+
+// requireLoggedDigests checks that every request the provider received
+// has the digest its step logged: the provider got what the log states.
+func (w *world) requireLoggedDigests(t *testing.T, sess *live.Session) {
+	t.Helper()
+	var logged []string
+	for _, r := range sess.Records() {
+		if r.Type() == session.TypeRequestDigest {
+			d, err := session.DecodeData[session.Digest](r)
+			require.NoError(t, err)
+			logged = append(logged, d.SHA256)
+		}
+	}
+	got := w.rec.received()
+	require.Len(t, logged, len(got))
+	for i, r := range got {
+		assert.Equal(t, logged[i], session.RequestDigest(r.Header, r.Messages), "request %d has the logged digest", i)
 	}
 }

@@ -83,8 +83,8 @@ var policy = &approvals.Config{Default: "allow", Rules: []approvals.Rule{
 	{Tool: "shell", Arguments: `rm\s+-rf`, Action: "deny", Reason: "no recursive deletes"},
 }}
 
-func ofType(recs []*session.Record, typ string) []*session.Record {
-	var out []*session.Record
+func ofType(recs []session.Record, typ string) []session.Record {
+	var out []session.Record
 	for _, r := range recs {
 		if r.Type() == typ {
 			out = append(out, r)

@@ -28,7 +28,7 @@ const (
 // bound on the reply (0: no bound). Everything it reads is in the log
 // (step/end usage, the headers' models, tool/call arguments, the
 // turn/start's time) or in c, so the log explains each decision.
-func (c *Config) Check(records []*session.Record, turn int, model string, now time.Time) (maxTokens int, err error) {
+func (c *Config) Check(records []session.Record, turn int, model string, now time.Time) (maxTokens int, err error) {
 	acc := Tally(records, c.Prices)
 	ses := acc.Session
 	var cur Spent
@@ -82,7 +82,7 @@ func (c *Config) Check(records []*session.Record, turn int, model string, now ti
 	return max(remain, 1), nil
 }
 
-func (c *Config) wallClock(records []*session.Record, turn int, now time.Time) error {
+func (c *Config) wallClock(records []session.Record, turn int, now time.Time) error {
 	limit := c.Turn.WallClock
 	if limit <= 0 {
 		return nil
@@ -99,7 +99,7 @@ func (c *Config) wallClock(records []*session.Record, turn int, now time.Time) e
 	return nil
 }
 
-func (c *Config) repeats(records []*session.Record, turn int) error {
+func (c *Config) repeats(records []session.Record, turn int) error {
 	limit := c.maxRepeats()
 	if limit < 0 {
 		return nil

@@ -30,7 +30,7 @@ type step struct {
 // logOf appends turns of steps to a new session, the last turn left
 // open (the step about to be checked is the next of that turn). The
 // record times are t0 plus each step's duration.
-func logOf(t *testing.T, turns ...[]step) []*session.Record {
+func logOf(t *testing.T, turns ...[]step) []session.Record {
 	t.Helper()
 	root := bus.New()
 	t.Cleanup(func() { _ = root.Dispose() })
@@ -39,7 +39,7 @@ func logOf(t *testing.T, turns ...[]step) []*session.Record {
 	ctx := context.Background()
 	sess, err := mgr.Create(ctx)
 	require.NoError(t, err)
-	app := func(ev session.Event) *session.Record {
+	app := func(ev session.Event) session.Record {
 		t.Helper()
 		r, err := sess.Append(ctx, ev)
 		require.NoError(t, err)
@@ -229,7 +229,7 @@ func TestTallyCountsOneShots(t *testing.T) {
 	// not matter to the tally).
 	n := int64(len(recs))
 	h := session.Header{Model: "small"}
-	at := func(seq int64, ev session.Event) *session.Record {
+	at := func(seq int64, ev session.Event) session.Record {
 		r, err := session.NewRecord(seq, t0, ev)
 		require.NoError(t, err)
 		return r

@@ -42,7 +42,7 @@ func compose(t *testing.T, script, budgetYAML string) *vigil.Runtime {
 	return rt
 }
 
-func verified(t *testing.T, rt *vigil.Runtime, id string) []*session.Record {
+func verified(t *testing.T, rt *vigil.Runtime, id string) []session.Record {
 	t.Helper()
 	log, err := rt.Session(context.Background(), id)
 	require.NoError(t, err)
@@ -56,7 +56,7 @@ func verified(t *testing.T, rt *vigil.Runtime, id string) []*session.Record {
 	return log.Records
 }
 
-func lastEnd(t *testing.T, recs []*session.Record) session.TurnEnd {
+func lastEnd(t *testing.T, recs []session.Record) session.TurnEnd {
 	t.Helper()
 	r := recs[len(recs)-1]
 	require.Equal(t, session.TypeTurnEnd, r.Type())

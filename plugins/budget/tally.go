@@ -66,7 +66,7 @@ type Account struct {
 // that started, in order) and for the one-shots, pricing each step by the
 // model of the request header in force at it and each one-shot by the
 // model of its own header. prices may be nil: no cost.
-func Tally(records []*session.Record, prices map[string]Price) Account {
+func Tally(records []session.Record, prices map[string]Price) Account {
 	var acc Account
 	model := ""
 	idx := map[int]int{}        // turn → index in acc.Turns

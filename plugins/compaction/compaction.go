@@ -220,7 +220,7 @@ type surfaceEntry struct {
 	message bool
 }
 
-func surface(recs []*session.Record) ([]surfaceEntry, error) {
+func surface(recs []session.Record) ([]surfaceEntry, error) {
 	f := session.NewFold()
 	for _, r := range recs {
 		if err := f.Add(r); err != nil {

@@ -67,8 +67,8 @@ func (e *env) agent(t *testing.T, p agentloop.Provider) *agentloop.Agent {
 	return agentloop.New(e.c, agentloop.Config{System: "sys", Model: "m"}, agentloop.WithProvider(p), agentloop.WithTools(e.tools...))
 }
 
-func ofType(recs []*session.Record, typ string) []*session.Record {
-	var out []*session.Record
+func ofType(recs []session.Record, typ string) []session.Record {
+	var out []session.Record
 	for _, r := range recs {
 		if r.Type() == typ {
 			out = append(out, r)

@@ -104,7 +104,7 @@ func (a *answers) put(sid string, turn, step int, id string, ans answer) {
 
 // take removes and returns the answer to the proposal of the tool/call
 // rec of session sid, if rec is exactly what was proposed.
-func (a *answers) take(sid string, rec *session.Record) (answer, bool) {
+func (a *answers) take(sid string, rec session.Record) (answer, bool) {
 	c, err := session.DecodeData[session.ToolCall](rec)
 	if err != nil {
 		return answer{}, false
@@ -131,13 +131,13 @@ func (a *answers) take(sid string, rec *session.Record) (answer, bool) {
 // fails to answer refuses it: a policy that cannot be consulted does not
 // let events through, unless it fails open. An ask refuses anything but
 // a proposed tool call: nothing else can wait for a decision.
-func (l *listeners) validate(ctx context.Context, cm *live.Commit) error {
+func (l *listeners) validate(ctx context.Context, cm live.Commit) error {
 	var (
 		ans      answer
 		proposed bool
 	)
-	if cm.Record.Type() == session.TypeToolCall {
-		ans, proposed = l.answers.take(cm.Session.ID(), cm.Record)
+	if cm.Record().Type() == session.TypeToolCall {
+		ans, proposed = l.answers.take(cm.Session().ID(), cm.Record())
 	}
 	if !proposed {
 		ans.resp, ans.err = l.call(ctx, commitEvent(cm))
@@ -145,7 +145,7 @@ func (l *listeners) validate(ctx context.Context, cm *live.Commit) error {
 	resp, err := ans.resp, ans.err
 	if err != nil {
 		if l.open && ctx.Err() == nil {
-			l.cn.log.Warn("validation got no answer; the event passes (fail: open)", "type", cm.Record.Type(), "error", err)
+			l.cn.log.Warn("validation got no answer; the event passes (fail: open)", "type", cm.Record().Type(), "error", err)
 			return nil
 		}
 		return err
@@ -155,7 +155,7 @@ func (l *listeners) validate(ctx context.Context, cm *live.Commit) error {
 		// The loop logs the approval/request right after the call.
 		return nil
 	case resp.GetAsk():
-		return &VetoError{Plugin: l.name, Code: session.Excerpt(resp.GetCode(), maxCode), Reason: session.Excerpt(resp.GetReason(), maxReason), Ask: true, Type: cm.Record.Type()}
+		return &VetoError{Plugin: l.name, Code: session.Excerpt(resp.GetCode(), maxCode), Reason: session.Excerpt(resp.GetReason(), maxReason), Ask: true, Type: cm.Record().Type()}
 	case resp.GetVeto():
 		return &VetoError{Plugin: l.name, Code: session.Excerpt(resp.GetCode(), maxCode), Reason: session.Excerpt(resp.GetReason(), maxReason)}
 	}

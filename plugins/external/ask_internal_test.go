@@ -16,7 +16,7 @@ import (
 // commit of that call that differs from the proposal drops it (the
 // record is validated again).
 func TestAnswersHoldOnlyForTheProposedRecord(t *testing.T) {
-	call := func(turn, step int, id, args string) *session.Record {
+	call := func(turn, step int, id, args string) session.Record {
 		r, err := session.NewRecord(7, time.Now(), session.Event{Type: session.TypeToolCall, Turn: turn, Step: step, Data: session.ToolCall{ID: id, Name: "echo", Arguments: args}})
 		require.NoError(t, err)
 		return r
@@ -24,7 +24,7 @@ func TestAnswersHoldOnlyForTheProposedRecord(t *testing.T) {
 	ask := &pluginpb.ValidateResponse{Veto: true, Ask: true}
 	cases := []struct {
 		name   string
-		commit *session.Record
+		commit session.Record
 		held   bool
 		// kept: the answer still waits for the commit of the call.
 		kept bool

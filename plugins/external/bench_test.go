@@ -5,7 +5,6 @@ package external_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -18,16 +17,25 @@ import (
 )
 
 // roundTrip is one user/message record and the commit that dispatches it.
-func roundTrip(b *testing.B, c *bus.Context) (*live.Session, *live.Commit) {
+func roundTrip(b *testing.B, c *bus.Context) (*live.Session, live.Commit) {
 	b.Helper()
 	mgr := live.NewManager(c, memory.New())
 	sess, err := mgr.Create(context.Background())
 	require.NoError(b, err)
-	rec, err := session.NewRecord(0, time.Date(2026, 11, 29, 20, 0, 0, 0, time.UTC), session.Event{
+	// A commit is made only by an append: the one of this record,
+	// observed, is dispatched again by the benchmarks.
+	var commit live.Commit
+	dispose := live.Committed.On(c, func(_ context.Context, cm live.Commit) error {
+		commit = cm
+		return nil
+	})
+	_, err = sess.Append(context.Background(), session.Event{
 		Type: session.TypeUserMessage, Data: session.UserMessage{Content: "what is the distance to the moon in miles?"},
 	})
+	dispose()
 	require.NoError(b, err)
-	return sess, &live.Commit{Session: sess, Record: rec}
+	require.False(b, commit.IsZero())
+	return sess, commit
 }
 
 // BenchmarkExternalEventRoundTrip measures one session event sent to an
@@ -68,11 +76,11 @@ func BenchmarkInProcessEventRoundTrip(b *testing.B) {
 			if d.Name != live.Committed.Name() {
 				return nil
 			}
-			cm, ok := d.Payload.(*live.Commit)
-			if !ok || cm.Record.Type() != session.TypeUserMessage {
+			cm, ok := d.Payload.(live.Commit)
+			if !ok || cm.Record().Type() != session.TypeUserMessage {
 				return nil
 			}
-			return validate(ctx, &sdk.Event{Session: cm.Session.ID(), Seq: cm.Record.Seq(), Type: cm.Record.Type(), Line: cm.Record.Bytes()})
+			return validate(ctx, &sdk.Event{Session: cm.Session().ID(), Seq: cm.Record().Seq(), Type: cm.Record().Type(), Line: cm.Record().Bytes()})
 		})
 		return nil
 	}), nil)

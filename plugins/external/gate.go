@@ -118,14 +118,14 @@ func (g *gate) veto(ctx context.Context, d bus.Dispatch) error {
 	st := g.state.Load()
 	switch d.Name {
 	case live.Committed.Name():
-		cm, ok := d.Payload.(*live.Commit)
-		if !ok || cm == nil || cm.Record == nil || cm.Session == nil || !st.types.has(cm.Record.Type()) {
+		cm, ok := d.Payload.(live.Commit)
+		if !ok || cm.IsZero() || !st.types.has(cm.Record().Type()) {
 			return nil
 		}
 		if st.ready != nil {
 			return st.ready.validate(ctx, cm)
 		}
-		return st.refuse(cm.Record)
+		return st.refuse(cm.Record())
 	case agentloop.ToolApprove.Name():
 		q, ok := d.Payload.(*agentloop.ApprovalQuery)
 		if st.ready == nil || !st.types.has(session.TypeToolCall) || !ok || q == nil || q.Session == nil {
@@ -140,7 +140,7 @@ func (g *gate) veto(ctx context.Context, d bus.Dispatch) error {
 // refuse is the answer for rec while no process is ready: an
 // [*UnavailableError], but for what only closes a turn, or when the entry
 // fails open.
-func (st *gateState) refuse(rec *session.Record) error {
+func (st *gateState) refuse(rec session.Record) error {
 	if st.open || isCloser(rec) {
 		return nil
 	}
@@ -157,7 +157,7 @@ var closerCodes = []string{session.CodeToolNotStarted, session.CodeToolOutcomeUn
 // isCloser reports whether rec only closes what is open (a synthetic tool
 // result, a step or turn end): the gate lets it through so that a session
 // is never left with a turn it cannot end.
-func isCloser(rec *session.Record) bool {
+func isCloser(rec session.Record) bool {
 	switch rec.Type() {
 	case session.TypeStepEnd, session.TypeTurnEnd:
 		return true

@@ -242,8 +242,8 @@ func (l *listeners) subscribe(c *bus.Context, sub *pluginpb.Subscription) error 
 	case EventSession:
 		// Veto subscriptions are registered together, by vetoes.
 		if sub.GetObserve() {
-			live.Committed.On(c, func(ctx context.Context, cm *live.Commit) error {
-				if !wants(cm.Record.Type()) {
+			live.Committed.On(c, func(ctx context.Context, cm live.Commit) error {
+				if !wants(cm.Record().Type()) {
 					return nil
 				}
 				return l.observe(ctx, commitEvent(cm))
@@ -265,13 +265,13 @@ func (l *listeners) subscribe(c *bus.Context, sub *pluginpb.Subscription) error 
 	return nil
 }
 
-func commitEvent(cm *live.Commit) *pluginpb.Event {
+func commitEvent(cm live.Commit) *pluginpb.Event {
 	return &pluginpb.Event{
 		Name:    EventSession,
-		Session: cm.Session.ID(),
-		Seq:     cm.Record.Seq(),
-		Type:    cm.Record.Type(),
-		Record:  cm.Record.Bytes(),
+		Session: cm.Session().ID(),
+		Seq:     cm.Record().Seq(),
+		Type:    cm.Record().Type(),
+		Record:  cm.Record().Bytes(),
 	}
 }
 

@@ -22,7 +22,7 @@ func scriptedProvider(t *testing.T, replies ...scripted.Reply) *scripted.Provide
 	return p
 }
 
-func types(recs []*session.Record) []string {
+func types(recs []session.Record) []string {
 	out := make([]string, len(recs))
 	for i, r := range recs {
 		out[i] = r.Type()
@@ -30,8 +30,8 @@ func types(recs []*session.Record) []string {
 	return out
 }
 
-func ofType(recs []*session.Record, typ string) []*session.Record {
-	var out []*session.Record
+func ofType(recs []session.Record, typ string) []session.Record {
+	var out []session.Record
 	for _, r := range recs {
 		if r.Type() == typ {
 			out = append(out, r)

@@ -76,9 +76,9 @@ func lineLen(tb testing.TB) int {
 	return n / batch
 }
 
-func batchRecords(tb testing.TB) []*session.Record {
+func batchRecords(tb testing.TB) []session.Record {
 	evs := batchEvents()
-	recs := make([]*session.Record, batch)
+	recs := make([]session.Record, batch)
 	for i, ev := range evs {
 		r, err := session.NewRecord(int64(i), epoch, ev)
 		require.NoError(tb, err)

@@ -23,9 +23,9 @@ import (
 // the file only when it grew, and reads only the bytes past the last whole
 // line read, so thousands of followers cost neither thousands of file
 // descriptors nor thousands of timers.
-func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[*session.Record, error] {
-	return func(yield func(*session.Record, error) bool) {
-		fail := func(err error) { yield(nil, fmt.Errorf("jsonl: follow %s: %w", id, err)) }
+func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[session.Record, error] {
+	return func(yield func(session.Record, error) bool) {
+		fail := func(err error) { yield(session.Record{}, fmt.Errorf("jsonl: follow %s: %w", id, err)) }
 		if err := s.check(id); err != nil {
 			fail(err)
 			return

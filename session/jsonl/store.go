@@ -144,7 +144,7 @@ func (s *Store) Create(ctx context.Context, info session.Info) error {
 }
 
 // Fork implements [session.Store].
-func (s *Store) Fork(ctx context.Context, info session.Info, tail []*session.Record) error {
+func (s *Store) Fork(ctx context.Context, info session.Info, tail []session.Record) error {
 	if info.Parent == nil {
 		return fmt.Errorf("jsonl: fork %s: no parent", info.ID)
 	}
@@ -302,7 +302,7 @@ func (s *Store) busy(id string) error {
 func (s *Store) holderPath(id string) string { return filepath.Join(s.dir, id+".lock") }
 
 // Append implements [session.Store].
-func (s *Store) Append(ctx context.Context, id string, next int64, records []*session.Record) error {
+func (s *Store) Append(ctx context.Context, id string, next int64, records []session.Record) error {
 	w, err := s.appender(id)
 	if err != nil {
 		return fmt.Errorf("jsonl: append %s: %w", id, err)

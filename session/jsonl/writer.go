@@ -64,7 +64,7 @@ func newWriter(s *Store, id string) *writer {
 // learn records what a reader of the file found (size bytes of whole
 // lines, holding records), unless the writer holds the file (then it
 // knows better) or knows more already.
-func (w *writer) learn(size int64, records []*session.Record) {
+func (w *writer) learn(size int64, records []session.Record) {
 	w.flushMu.Lock()
 	defer w.flushMu.Unlock()
 	w.mu.Lock()
@@ -81,7 +81,7 @@ func (w *writer) learn(size int64, records []*session.Record) {
 
 // tailTurn reports whether records leave a turn open, and whether they
 // end suspended on an approval/request.
-func tailTurn(records []*session.Record) (inTurn, suspended bool) {
+func tailTurn(records []session.Record) (inTurn, suspended bool) {
 	if n := len(records); n > 0 && records[n-1].Type() == session.TypeApprovalRequest {
 		suspended = true
 	}
@@ -187,7 +187,7 @@ func (w *writer) catchUp(f *os.File) error {
 	if err != nil {
 		return err
 	}
-	var recs []*session.Record
+	var recs []session.Record
 	for {
 		nl := bytes.IndexByte(data, '\n')
 		if nl < 0 {
@@ -223,7 +223,7 @@ func (w *writer) cut(f *os.File, size int64) error {
 }
 
 // turnAfter advances inTurn and suspended past records.
-func (w *writer) turnAfter(records []*session.Record) {
+func (w *writer) turnAfter(records []session.Record) {
 	in, _ := tailTurn(records)
 	for _, r := range records {
 		switch r.Type() {
@@ -237,7 +237,7 @@ func (w *writer) turnAfter(records []*session.Record) {
 // append buffers records after checking they continue the log at next,
 // and writes and fsyncs them before returning when they close a step or
 // a turn. The file is locked first if the writer does not hold it.
-func (w *writer) append(next int64, records []*session.Record) error {
+func (w *writer) append(next int64, records []session.Record) error {
 	for {
 		w.mu.Lock()
 		if w.f != nil || w.closed || w.err != nil {

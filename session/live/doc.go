@@ -7,7 +7,7 @@
 // [Session.Append] is a two-phase dispatch of [Committed]: the veto phase
 // ([bus.Veto] listeners, such as the invariants plugin) may refuse the
 // record, and then nothing is committed; the store appends it; after the
-// commit, Committed listeners observe the same *[Commit], and their
+// commit, Committed listeners observe the same [Commit], and their
 // failures are only logged. The structural rules are package session's
 // and are checked before the veto phase.
 //

@@ -46,7 +46,7 @@ func TestRecordsAndMessagesAreCopies(t *testing.T) {
 	assert.Equal(t, []int64{3, 2, 1, 0}, back)
 }
 
-func mustUser(t *testing.T, r *session.Record) session.UserMessage {
+func mustUser(t *testing.T, r session.Record) session.UserMessage {
 	t.Helper()
 	m, err := session.DecodeData[session.UserMessage](r)
 	require.NoError(t, err)

@@ -52,7 +52,7 @@ func (h *harness) create() *live.Session {
 	return s
 }
 
-func (h *harness) appendAll(s *live.Session, evs ...session.Event) []*session.Record {
+func (h *harness) appendAll(s *live.Session, evs ...session.Event) []session.Record {
 	h.t.Helper()
 	return sessiontest.AppendAll(h.t, h.ctx, s, evs...)
 }

@@ -178,7 +178,7 @@ func (m *Manager) Open(ctx context.Context, id string) (*Session, error) {
 // ErrOpenTurn error; the parent is never changed. Forking at an earlier
 // boundary is how a session is rewound.
 func (m *Manager) Fork(ctx context.Context, id string, at int64) (*Session, error) {
-	var records []*session.Record
+	var records []session.Record
 	if s, ok := m.Get(id); ok {
 		records = s.Records()
 	} else {
@@ -201,7 +201,7 @@ func (m *Manager) Fork(ctx context.Context, id string, at int64) (*Session, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := m.store.Fork(ctx, info, []*session.Record{seed}); err != nil {
+	if err := m.store.Fork(ctx, info, []session.Record{seed}); err != nil {
 		return nil, fmt.Errorf("session: fork %s at %d: %w", id, at, err)
 	}
 	return m.publish(ctx, info, append(slices.Clone(prefix), seed))
@@ -214,7 +214,7 @@ func (m *Manager) Fork(ctx context.Context, id string, at int64) (*Session, erro
 // [Created] is emitted.
 func (m *Manager) Seed(ctx context.Context, events ...session.Event) (*Session, error) {
 	now := m.now()
-	records := make([]*session.Record, 0, len(events)+1)
+	records := make([]session.Record, 0, len(events)+1)
 	for i := range events {
 		r, err := session.NewRecord(int64(i), now, events[i])
 		if err != nil {
@@ -227,11 +227,11 @@ func (m *Manager) Seed(ctx context.Context, events ...session.Event) (*Session, 
 
 // SeedRecords is [Manager.Seed] with records made elsewhere (another log,
 // [NewRecord]), which keep their times. Their seqs must start at 0.
-func (m *Manager) SeedRecords(ctx context.Context, records []*session.Record) (*Session, error) {
+func (m *Manager) SeedRecords(ctx context.Context, records []session.Record) (*Session, error) {
 	return m.seed(ctx, slices.Clone(records), m.now())
 }
 
-func (m *Manager) seed(ctx context.Context, records []*session.Record, now time.Time) (*Session, error) {
+func (m *Manager) seed(ctx context.Context, records []session.Record, now time.Time) (*Session, error) {
 	if err := session.Validate(records); err != nil {
 		return nil, fmt.Errorf("session: seed: %w", err)
 	}
@@ -254,7 +254,7 @@ func (m *Manager) seed(ctx context.Context, records []*session.Record, now time.
 }
 
 // publish makes the live session, emits Created and adds it to Live.
-func (m *Manager) publish(ctx context.Context, info session.Info, records []*session.Record) (*Session, error) {
+func (m *Manager) publish(ctx context.Context, info session.Info, records []session.Record) (*Session, error) {
 	s, err := newSession(m, info, records)
 	if err != nil {
 		return nil, err

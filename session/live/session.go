@@ -21,16 +21,16 @@ type Session struct {
 	info session.Info
 	c    *bus.Context
 
-	appendMu sync.Mutex         // serializes Append, held across its dispatch
-	closed   bool               // guarded by appendMu
-	one      [1]*session.Record // the batch handed to the store, guarded by appendMu
+	appendMu sync.Mutex        // serializes Append, held across its dispatch
+	closed   bool              // guarded by appendMu
+	one      [1]session.Record // the batch handed to the store, guarded by appendMu
 
 	mu  sync.RWMutex      // guards log
 	log *session.LogState // the records, the seq counter, the memoized fold and header
 }
 
 // newSession makes the live session of a valid log.
-func newSession(m *Manager, info session.Info, records []*session.Record) (*Session, error) {
+func newSession(m *Manager, info session.Info, records []session.Record) (*Session, error) {
 	log, err := session.NewLogState(records)
 	if err != nil {
 		return nil, fmt.Errorf("session %s: %w", info.ID, err)
@@ -70,7 +70,7 @@ func (s *Session) Context() *bus.Context { return s.c }
 
 // Records returns the log: a copy of the session's list, so writing it
 // changes nothing but the copy. The records are immutable and shared.
-func (s *Session) Records() []*session.Record {
+func (s *Session) Records() []session.Record {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return slices.Clone(s.log.Records())
@@ -79,11 +79,11 @@ func (s *Session) Records() []*session.Record {
 // Backward returns an iterator over the log's records from the latest to
 // the first, as the log stood when Backward was called. It copies nothing:
 // it hands out the immutable records, never the session's list.
-func (s *Session) Backward() iter.Seq[*session.Record] {
+func (s *Session) Backward() iter.Seq[session.Record] {
 	// Small enough to inline, so that the iterator of a range over it
 	// need not be allocated.
 	recs := s.view()
-	return func(yield func(*session.Record) bool) {
+	return func(yield func(session.Record) bool) {
 		for i := len(recs) - 1; i >= 0; i-- {
 			if !yield(recs[i]) {
 				return
@@ -93,7 +93,7 @@ func (s *Session) Backward() iter.Seq[*session.Record] {
 }
 
 // view returns the log's records, shared (see [session.LogState.Records]).
-func (s *Session) view() []*session.Record {
+func (s *Session) view() []session.Record {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.log.Records()
@@ -133,10 +133,10 @@ func (s *Session) Header() (session.Header, bool) {
 // structural rules (see [NewRecord]; a replace must fit the surface).
 // Then, in order:
 //
-//  1. Committed.Check: the [bus.Veto] listeners see a *Commit; a veto
+//  1. Committed.Check: the [bus.Veto] listeners see a [Commit]; a veto
 //     fails the append and nothing is committed (the seq is not used).
 //  2. The record is appended to the store and to the session.
-//  3. Committed.Observe: the Committed listeners see the same *Commit;
+//  3. Committed.Observe: the Committed listeners see the same commit;
 //     their failures are logged and never undo the commit.
 //
 // Appending to a session from inside a listener of one of its own appends,
@@ -144,40 +144,40 @@ func (s *Session) Header() (session.Header, bool) {
 // ErrReentrantAppend error. (An append from a listener with an unrelated
 // context, or one that waits for another goroutine appending to the same
 // session, deadlocks: the session's appends are serial; don't.)
-func (s *Session) Append(ctx context.Context, ev session.Event) (*session.Record, error) {
+func (s *Session) Append(ctx context.Context, ev session.Event) (session.Record, error) {
 	if ctx.Value(dispatchKey{s}) != nil {
-		return nil, fmt.Errorf("session %s: append %s: %w", s.info.ID, ev.Type, session.ErrReentrantAppend)
+		return session.Record{}, fmt.Errorf("session %s: append %s: %w", s.info.ID, ev.Type, session.ErrReentrantAppend)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("session %s: append %s: %w", s.info.ID, ev.Type, err)
+		return session.Record{}, fmt.Errorf("session %s: append %s: %w", s.info.ID, ev.Type, err)
 	}
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
 	if s.closed {
-		return nil, fmt.Errorf("session %s: append %s: %w", s.info.ID, ev.Type, session.ErrClosed)
+		return session.Record{}, fmt.Errorf("session %s: append %s: %w", s.info.ID, ev.Type, session.ErrClosed)
 	}
 	// The log changes only under appendMu, held here: staging reads it
 	// without mu.
-	rec, commit, ctx := s.prepare(ctx)
-	staged, err := s.log.Stage(rec, session.LogTime(s.m.clock()), &ev)
+	staged, err := s.log.Stage(session.LogTime(s.m.clock()), &ev)
 	if err != nil {
-		return nil, fmt.Errorf("session %s: append: %w", s.info.ID, err)
+		return session.Record{}, fmt.Errorf("session %s: append: %w", s.info.ID, err)
 	}
-	*commit = Commit{Session: s, Record: rec}
+	rec := staged.Record()
+	commit, ctx := s.prepare(ctx, rec)
 	if err := Committed.Check(ctx, s.c, commit); err != nil {
-		return nil, fmt.Errorf("session %s: append %s: %w", s.info.ID, rec.Type(), err)
+		return session.Record{}, fmt.Errorf("session %s: append %s: %w", s.info.ID, rec.Type(), err)
 	}
 	s.one[0] = rec
 	err = s.m.store.Append(ctx, s.info.ID, rec.Seq(), s.one[:])
-	s.one[0] = nil
+	s.one[0] = session.Record{}
 	if err != nil {
-		return nil, fmt.Errorf("session %s: append %s: %w", s.info.ID, rec.Type(), err)
+		return session.Record{}, fmt.Errorf("session %s: append %s: %w", s.info.ID, rec.Type(), err)
 	}
 	s.mu.Lock()
 	err = s.log.Commit(staged)
 	s.mu.Unlock()
 	if err != nil { // cannot happen: appendMu is held from Stage to Commit
-		return nil, fmt.Errorf("session %s: append %s: %w", s.info.ID, rec.Type(), err)
+		return session.Record{}, fmt.Errorf("session %s: append %s: %w", s.info.ID, rec.Type(), err)
 	}
 	// The commit happened; observers run even if ctx is cancelled now.
 	if ctx.Done() != nil {
@@ -228,31 +228,24 @@ func (s *Session) Close(ctx context.Context) error {
 // receive.
 type dispatchKey struct{ s *Session }
 
-// prepare allocates an append's record and commit, and returns the
-// context its listeners get: one that marks this dispatch, so an append
-// or close made with it from one of them fails instead of deadlocking
-// (ctx itself when there are no listeners to mark it for).
-func (s *Session) prepare(ctx context.Context) (*session.Record, *Commit, context.Context) {
+// prepare makes an append's commit of rec, and returns the context its
+// listeners get: one that marks this dispatch, so an append or close made
+// with it from one of them fails instead of deadlocking (ctx itself when
+// there are no listeners to mark it for).
+func (s *Session) prepare(ctx context.Context, rec session.Record) (Commit, context.Context) {
 	if !s.m.watched() {
-		// The record and its commit are one allocation.
-		st := new(struct {
-			rec    session.Record
-			commit Commit
-		})
-		return &st.rec, &st.commit, ctx
+		return Commit{&commit{session: s, record: rec}}, ctx
 	}
-	// The commit and the marked context are one allocation, and the
-	// record another: the log keeps the record, and must not keep the
-	// caller's context with it.
-	d := &dispatch{commit: Commit{Session: s}, parent: ctx}
-	return new(session.Record), &d.commit, d
+	// The commit and the marked context are one allocation.
+	d := &dispatch{commit: commit{session: s, record: rec}, parent: ctx}
+	return Commit{&d.commit}, d
 }
 
 // dispatch is an append's commit, and the context its listeners get:
-// context.WithValue(parent, dispatchKey{commit.Session}, true), without
+// context.WithValue(parent, dispatchKey{commit.session}, true), without
 // an allocation of its own.
 type dispatch struct {
-	commit Commit
+	commit commit
 	parent context.Context
 }
 
@@ -261,7 +254,7 @@ func (d *dispatch) Done() <-chan struct{}       { return d.parent.Done() }
 func (d *dispatch) Err() error                  { return d.parent.Err() }
 
 func (d *dispatch) Value(key any) any {
-	if k, ok := key.(dispatchKey); ok && k.s == d.commit.Session {
+	if k, ok := key.(dispatchKey); ok && k.s == d.commit.session {
 		return true
 	}
 	return d.parent.Value(key)

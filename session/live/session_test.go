@@ -3,6 +3,7 @@ package live_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -61,7 +62,7 @@ func TestAppendVetoCommitsNothing(t *testing.T) {
 	s := h.create()
 	veto := errors.New("no")
 	var observed int
-	live.Committed.On(h.root.Context(), func(ctx context.Context, c *live.Commit) error { observed++; return nil })
+	live.Committed.On(h.root.Context(), func(ctx context.Context, c live.Commit) error { observed++; return nil })
 	dispose := bus.Veto.On(h.root.Context(), func(ctx context.Context, d bus.Dispatch) error {
 		if d.Name == live.Committed.Name() {
 			return veto
@@ -87,18 +88,18 @@ func TestAppendVetoCommitsNothing(t *testing.T) {
 func TestAppendPassesSameCommitToCheckAndObserve(t *testing.T) {
 	h := newHarness(t)
 	s := h.create()
-	var checked, observed []*live.Commit
+	var checked, observed []live.Commit
 	bus.Veto.On(h.root.Context(), func(ctx context.Context, d bus.Dispatch) error {
-		if c, ok := d.Payload.(*live.Commit); ok {
+		if c, ok := d.Payload.(live.Commit); ok {
 			// Before the commit: the record is not in the session yet.
-			assert.Equal(t, int(c.Record.Seq()), c.Session.Len())
+			assert.Equal(t, int(c.Record().Seq()), c.Session().Len())
 			checked = append(checked, c)
 		}
 		return nil
 	})
-	live.Committed.On(h.root.Context(), func(ctx context.Context, c *live.Commit) error {
-		assert.Equal(t, int(c.Record.Seq())+1, c.Session.Len(), "observers run after the commit")
-		assert.Same(t, c.Record, c.Session.Records()[c.Record.Seq()])
+	live.Committed.On(h.root.Context(), func(ctx context.Context, c live.Commit) error {
+		assert.Equal(t, int(c.Record().Seq())+1, c.Session().Len(), "observers run after the commit")
+		assert.True(t, c.Record() == c.Session().Records()[c.Record().Seq()], "the very record")
 		observed = append(observed, c)
 		return nil
 	})
@@ -106,9 +107,9 @@ func TestAppendPassesSameCommitToCheckAndObserve(t *testing.T) {
 	require.Len(t, checked, 2)
 	require.Len(t, observed, 2)
 	for i := range recs {
-		assert.Same(t, checked[i], observed[i])
-		assert.Same(t, recs[i], observed[i].Record)
-		assert.Same(t, s, observed[i].Session)
+		assert.True(t, checked[i] == observed[i], "the same commit")
+		assert.True(t, recs[i] == observed[i].Record(), "the same record")
+		assert.Same(t, s, observed[i].Session())
 		assert.Equal(t, s.ID(), observed[i].Subject())
 	}
 }
@@ -116,10 +117,10 @@ func TestAppendPassesSameCommitToCheckAndObserve(t *testing.T) {
 func TestObserverFailureDoesNotUndoCommit(t *testing.T) {
 	h := newHarness(t)
 	s := h.create()
-	live.Committed.On(h.root.Context(), func(ctx context.Context, c *live.Commit) error { return errors.New("observer broke") })
-	live.Committed.On(h.root.Context(), func(ctx context.Context, c *live.Commit) error { panic("observer panicked") })
+	live.Committed.On(h.root.Context(), func(ctx context.Context, c live.Commit) error { return errors.New("observer broke") })
+	live.Committed.On(h.root.Context(), func(ctx context.Context, c live.Commit) error { panic("observer panicked") })
 	var later int
-	live.Committed.On(h.root.Context(), func(ctx context.Context, c *live.Commit) error { later++; return nil })
+	live.Committed.On(h.root.Context(), func(ctx context.Context, c live.Commit) error { later++; return nil })
 	r, err := s.Append(h.ctx, sessiontest.User("a"))
 	require.NoError(t, err)
 	assert.Equal(t, int64(0), r.Seq())
@@ -135,8 +136,8 @@ func TestAppendFromOwnListenerIsReentrant(t *testing.T) {
 			other := h.create()
 			var inner, otherErr, closeErr error
 			once := sync.Once{}
-			fn := func(ctx context.Context, c *live.Commit) error {
-				if c.Session != s {
+			fn := func(ctx context.Context, c live.Commit) error {
+				if c.Session() != s {
 					return nil
 				}
 				once.Do(func() {
@@ -148,7 +149,7 @@ func TestAppendFromOwnListenerIsReentrant(t *testing.T) {
 			}
 			if phase == "veto" {
 				bus.Veto.On(h.root.Context(), func(ctx context.Context, d bus.Dispatch) error {
-					if c, ok := d.Payload.(*live.Commit); ok {
+					if c, ok := d.Payload.(live.Commit); ok {
 						return fn(ctx, c)
 					}
 					return nil
@@ -172,10 +173,10 @@ func TestConcurrentAppendsWhileObservedAreSerialized(t *testing.T) {
 	s := h.create()
 	var mu sync.Mutex
 	var seen []int64
-	live.Committed.On(h.root.Context(), func(ctx context.Context, c *live.Commit) error {
-		_ = c.Session.Messages() // reading the observed session does not deadlock
+	live.Committed.On(h.root.Context(), func(ctx context.Context, c live.Commit) error {
+		_ = c.Session().Messages() // reading the observed session does not deadlock
 		mu.Lock()
-		seen = append(seen, c.Record.Seq())
+		seen = append(seen, c.Record().Seq())
 		mu.Unlock()
 		return nil
 	})
@@ -211,7 +212,7 @@ func TestListenersGetTheCallersContext(t *testing.T) {
 	defer cancel()
 	var checked, observed int
 	bus.Veto.On(h.root.Context(), func(c context.Context, d bus.Dispatch) error {
-		if _, ok := d.Payload.(*live.Commit); !ok {
+		if _, ok := d.Payload.(live.Commit); !ok {
 			return nil
 		}
 		checked++
@@ -225,7 +226,7 @@ func TestListenersGetTheCallersContext(t *testing.T) {
 		assert.ErrorIs(t, err, session.ErrReentrantAppend)
 		return nil
 	})
-	live.Committed.On(h.root.Context(), func(c context.Context, cm *live.Commit) error {
+	live.Committed.On(h.root.Context(), func(c context.Context, cm live.Commit) error {
 		observed++
 		assert.Equal(t, "v", c.Value(key{}))
 		assert.NoError(t, c.Err())
@@ -277,8 +278,8 @@ func TestScopedListenersSeeOnlyTheirSession(t *testing.T) {
 	h := newHarness(t)
 	a, b := h.create(), h.create()
 	var got []string
-	live.Committed.On(a.Context(), func(ctx context.Context, c *live.Commit) error {
-		got = append(got, c.Session.ID())
+	live.Committed.On(a.Context(), func(ctx context.Context, c live.Commit) error {
+		got = append(got, c.Session().ID())
 		return nil
 	})
 	h.appendAll(a, sessiontest.User("1"))
@@ -343,4 +344,15 @@ func TestBackwardDoesNotAllocate(t *testing.T) {
 		}
 	})
 	assert.Zero(t, n)
+}
+
+// A Commit, like a record, is a value holding one reference no exported
+// name reaches: a listener can keep it and read it, but cannot replace
+// the record the other listeners, the invariants plugin and the log see.
+func TestCommitIsOneHiddenReference(t *testing.T) {
+	typ := reflect.TypeFor[live.Commit]()
+	require.Equal(t, reflect.Struct, typ.Kind())
+	require.Equal(t, 1, typ.NumField())
+	assert.False(t, typ.Field(0).IsExported())
+	assert.Equal(t, reflect.Pointer, typ.Field(0).Type.Kind())
 }

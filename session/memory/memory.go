@@ -55,18 +55,18 @@ const chunkLen = 1024
 // never copies the records already there, as a growing slice does each
 // time it outgrows its room.
 type records struct {
-	chunks [][]*session.Record // all but the last hold chunkLen
+	chunks [][]session.Record // all but the last hold chunkLen
 	n      int
 }
 
 // add appends recs.
-func (r *records) add(recs ...*session.Record) {
+func (r *records) add(recs ...session.Record) {
 	for len(recs) > 0 {
 		last := len(r.chunks) - 1
 		if last < 0 || len(r.chunks[last]) == chunkLen {
-			var c []*session.Record
+			var c []session.Record
 			if last >= 0 {
-				c = make([]*session.Record, 0, chunkLen)
+				c = make([]session.Record, 0, chunkLen)
 			} // else the first chunk grows as a slice: most logs are short
 			r.chunks = append(r.chunks, c)
 			last++
@@ -80,18 +80,18 @@ func (r *records) add(recs ...*session.Record) {
 
 // slice returns a new list of the records from seq from to seq to
 // (excluded); nil when there are none.
-func (r *records) slice(from, to int) []*session.Record {
+func (r *records) slice(from, to int) []session.Record {
 	if from >= to {
 		return nil
 	}
-	out := make([]*session.Record, 0, to-from)
-	r.each(from, to, func(part []*session.Record) { out = append(out, part...) })
+	out := make([]session.Record, 0, to-from)
+	r.each(from, to, func(part []session.Record) { out = append(out, part...) })
 	return out
 }
 
 // each calls f with the records from seq from to seq to (excluded), a
 // chunk's part at a time.
-func (r *records) each(from, to int, f func([]*session.Record)) {
+func (r *records) each(from, to int, f func([]session.Record)) {
 	for from < to {
 		c, off := from/chunkLen, from%chunkLen
 		end := min(to-c*chunkLen, len(r.chunks[c]))
@@ -152,7 +152,7 @@ func (s *Store) Create(ctx context.Context, info session.Info) error {
 
 // Append implements [session.Store]. While another handle holds the
 // session's lease it is [session.ErrLocked].
-func (s *Store) Append(ctx context.Context, id string, next int64, records []*session.Record) error {
+func (s *Store) Append(ctx context.Context, id string, next int64, records []session.Record) error {
 	s.b.mu.Lock()
 	defer s.b.mu.Unlock()
 	l, ok := s.b.logs[id]
@@ -199,7 +199,7 @@ func (s *Store) List(ctx context.Context) ([]session.Info, error) {
 }
 
 // Fork implements [session.Store].
-func (s *Store) Fork(ctx context.Context, info session.Info, tail []*session.Record) error {
+func (s *Store) Fork(ctx context.Context, info session.Info, tail []session.Record) error {
 	if info.Parent == nil {
 		return fmt.Errorf("memory: fork %s: no parent", info.ID)
 	}
@@ -226,7 +226,7 @@ func (s *Store) Fork(ctx context.Context, info session.Info, tail []*session.Rec
 		return fmt.Errorf("memory: fork %s: %w", info.ID, err)
 	}
 	l := &log{info: cloneInfo(info)}
-	p.records.each(0, int(at+1), func(part []*session.Record) { l.records.add(part...) })
+	p.records.each(0, int(at+1), func(part []session.Record) { l.records.add(part...) })
 	l.records.add(tail...)
 	s.b.logs[info.ID] = l
 	return nil
@@ -288,18 +288,18 @@ func (b *backing) releaseLocked(id string, le *lease) {
 }
 
 // Follow implements [session.Follower].
-func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[*session.Record, error] {
-	return func(yield func(*session.Record, error) bool) {
+func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[session.Record, error] {
+	return func(yield func(session.Record, error) bool) {
 		next := max(from, 0)
 		for {
 			s.b.mu.Lock()
 			l, ok := s.b.logs[id]
 			if !ok {
 				s.b.mu.Unlock()
-				yield(nil, fmt.Errorf("memory: follow %s: %w", id, session.ErrNotFound))
+				yield(session.Record{}, fmt.Errorf("memory: follow %s: %w", id, session.ErrNotFound))
 				return
 			}
-			var recs []*session.Record
+			var recs []session.Record
 			if next < int64(l.records.n) {
 				recs = l.records.slice(int(next), l.records.n)
 			}

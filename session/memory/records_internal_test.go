@@ -12,7 +12,7 @@ import (
 // TestRecordsChunks holds the chunked list equal to a flat slice across
 // chunk boundaries, for batches of every size.
 func TestRecordsChunks(t *testing.T) {
-	pool := make([]*session.Record, 8)
+	pool := make([]session.Record, 8)
 	for i := range pool {
 		r, err := session.NewRecord(int64(i), time.Unix(0, 0), session.Event{Type: session.TypeEndSeed})
 		if err != nil {
@@ -22,9 +22,9 @@ func TestRecordsChunks(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	var got records
-	var want []*session.Record
+	var want []session.Record
 	for len(want) < 5*chunkLen {
-		batch := make([]*session.Record, rng.IntN(3*chunkLen/2))
+		batch := make([]session.Record, rng.IntN(3*chunkLen/2))
 		for i := range batch {
 			batch[i] = pool[rng.IntN(len(pool))]
 		}

@@ -80,7 +80,7 @@ func BenchmarkAppendPostgresNoFlush(b *testing.B) { benchAppend(b, batchEvents()
 func BenchmarkAppendPostgresBatch(b *testing.B) {
 	ctx := context.Background()
 	store := pgtest.Store(b)
-	var recs []*session.Record
+	var recs []session.Record
 	for i, ev := range batchEvents() {
 		r, err := session.NewRecord(int64(i), epoch, ev)
 		require.NoError(b, err)
@@ -98,7 +98,7 @@ func BenchmarkAppendPostgresBatch(b *testing.B) {
 			next = 0
 		}
 		// Re-seq the batch: records are immutable, so make them anew.
-		batchRecs := make([]*session.Record, batch)
+		batchRecs := make([]session.Record, batch)
 		for j, r := range recs {
 			nr, err := session.NewRecord(next+int64(j), epoch, session.Event{Type: r.Type(), Turn: r.Turn(), Step: r.Step(), Data: r.Data()})
 			if err != nil {

@@ -88,6 +88,6 @@ func SetPingAfter(t interface{ Cleanup(func()) }, d time.Duration) {
 // Stored reports whether the log of id holds records from seq next on,
 // byte for byte: how a retried append whose first try committed is
 // recognised.
-func Stored(ctx context.Context, s *Store, id string, next int64, records []*session.Record) bool {
+func Stored(ctx context.Context, s *Store, id string, next int64, records []session.Record) bool {
 	return s.stored(ctx, id, next, lines(records))
 }

@@ -97,7 +97,7 @@ func TestOneListenConnectionServesClaimsWatchersLeasesAndFollowers(t *testing.T)
 	}
 	recs := turnRecords(nil, "q", "a", false)
 	require.NoError(t, api.Append(ctx, "s3", 0, recs[:1]))
-	followed := make(chan *session.Record, len(recs))
+	followed := make(chan session.Record, len(recs))
 	fctx, stopFollow := context.WithCancel(ctx)
 	defer stopFollow()
 	go func() {

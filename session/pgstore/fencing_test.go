@@ -118,7 +118,7 @@ func TestFencedAppendsRacingANewLeaseNeverLandAfterIt(t *testing.T) {
 					fenced <- -1
 					return
 				}
-				err = a.AppendFenced(ctx, "s", e, next, []*session.Record{rec})
+				err = a.AppendFenced(ctx, "s", e, next, []session.Record{rec})
 				if err != nil {
 					assert.ErrorIs(t, err, session.ErrFenced)
 					fenced <- next

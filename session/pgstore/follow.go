@@ -31,11 +31,11 @@ import (
 //		}
 //		fmt.Println(r) // the canonical JSONL line
 //	}
-func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[*session.Record, error] {
-	return func(yield func(*session.Record, error) bool) {
+func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[session.Record, error] {
+	return func(yield func(session.Record, error) bool) {
 		fail := func(err error) {
 			if ctx.Err() == nil {
-				yield(nil, fmt.Errorf("pgstore: follow %s: %w", id, err))
+				yield(session.Record{}, fmt.Errorf("pgstore: follow %s: %w", id, err))
 			}
 		}
 		if err := checkID(id); err != nil {
@@ -65,7 +65,7 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[*se
 		var failing time.Time // since when reads fail, zero while they work
 		pause := 50 * time.Millisecond
 		for {
-			var recs []*session.Record
+			var recs []session.Record
 			err := s.pool.with(ctx, func(c *pgx.Conn) (err error) {
 				recs, err = after(ctx, c, id, next)
 				return err
@@ -260,13 +260,13 @@ func (f *fan) listen(s *Store) (listened bool, err error) {
 }
 
 // after returns the records of id from seq next on.
-func after(ctx context.Context, conn *pgx.Conn, id string, next int64) ([]*session.Record, error) {
+func after(ctx context.Context, conn *pgx.Conn, id string, next int64) ([]session.Record, error) {
 	rows, err := conn.Query(ctx, `SELECT line FROM vigil_events WHERE session_id = $1 AND seq >= $2 ORDER BY seq`, id, next)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []*session.Record
+	var out []session.Record
 	for rows.Next() {
 		r, err := session.DecodeRecord(rows.RawValues()[0])
 		if err != nil {

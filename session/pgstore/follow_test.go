@@ -26,7 +26,7 @@ func TestFollowConformance(t *testing.T) {
 }
 
 type followed struct {
-	rec *session.Record
+	rec session.Record
 	err error
 	at  time.Time
 }

@@ -24,7 +24,7 @@ var header = session.Header{Provider: "scripted", Model: "m", System: "be brief"
 // the way the agent loop would: a user message, a request with a correct
 // digest, a streamed answer. With call, the turn stops after the model's
 // tool call has started to run (a turn cut short by a crash).
-func turnEvents(records []*session.Record, prompt, answer string, call bool) []session.Event {
+func turnEvents(records []session.Record, prompt, answer string, call bool) []session.Event {
 	turn := 1
 	headed := false
 	for _, r := range records {
@@ -40,7 +40,7 @@ func turnEvents(records []*session.Record, prompt, answer string, call bool) []s
 		{Type: session.TypeUserMessage, Turn: turn, Data: session.UserMessage{Content: prompt}},
 	}
 	// The request is the fold of the log before step/start.
-	prefix := append([]*session.Record(nil), records...)
+	prefix := append([]session.Record(nil), records...)
 	next := int64(len(records))
 	for i := range evs {
 		r, err := session.NewRecord(next+int64(i), epoch, evs[i])
@@ -79,9 +79,9 @@ func turnEvents(records []*session.Record, prompt, answer string, call bool) []s
 }
 
 // turnRecords is turnEvents as records continuing records.
-func turnRecords(records []*session.Record, prompt, answer string, call bool) []*session.Record {
+func turnRecords(records []session.Record, prompt, answer string, call bool) []session.Record {
 	evs := turnEvents(records, prompt, answer, call)
-	out := make([]*session.Record, len(evs))
+	out := make([]session.Record, len(evs))
 	for i, ev := range evs {
 		r, err := session.NewRecord(int64(len(records)+i), epoch.Add(time.Duration(len(records)+i)*time.Millisecond), ev)
 		if err != nil {
@@ -103,7 +103,7 @@ func appendTurn(ctx context.Context, sess *live.Session, prompt, answer string, 
 }
 
 // encode renders a log in the JSONL format.
-func encode(info session.Info, records []*session.Record) []byte {
+func encode(info session.Info, records []session.Record) []byte {
 	out := session.AppendHeaderLine(nil, info)
 	for _, r := range records {
 		out = r.AppendLine(out)

@@ -45,7 +45,7 @@ func TestFollowCarriesOnAcrossARestart(t *testing.T) {
 			}
 		}
 	}()
-	next := func() *session.Record {
+	next := func() session.Record {
 		f, ok := <-got
 		require.True(t, ok, "the follow ended")
 		require.NoError(t, f.err)

@@ -276,7 +276,7 @@ func (s *Store) insertSession(ctx context.Context, db execer, info session.Info,
 
 // lines returns the records' canonical lines, without newlines, sharing
 // one buffer.
-func lines(records []*session.Record) [][]byte {
+func lines(records []session.Record) [][]byte {
 	n := 0
 	for _, r := range records {
 		n += r.LineLen()
@@ -331,7 +331,7 @@ SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM ins), (SELECT count(*) FR
 // the session's lease, the append is fenced by its epoch (see
 // [Store.AppendFenced]), also once the lease was found lost, until it is
 // released.
-func (s *Store) Append(ctx context.Context, id string, next int64, records []*session.Record) error {
+func (s *Store) Append(ctx context.Context, id string, next int64, records []session.Record) error {
 	return s.AppendFenced(ctx, id, s.heldEpoch(id), next, records)
 }
 
@@ -339,7 +339,7 @@ func (s *Store) Append(ctx context.Context, id string, next int64, records []*se
 // lease of epoch, refused with an error wrapping [session.ErrFenced]
 // when a lease was taken on id since. Epoch 0 appends without a lease,
 // refused with [ErrBusy] while any holder has a live one.
-func (s *Store) AppendFenced(ctx context.Context, id string, epoch, next int64, records []*session.Record) error {
+func (s *Store) AppendFenced(ctx context.Context, id string, epoch, next int64, records []session.Record) error {
 	if err := checkID(id); err != nil {
 		return fmt.Errorf("pgstore: append: %w", err)
 	}
@@ -570,7 +570,7 @@ func (s *Store) List(ctx context.Context) ([]session.Info, error) {
 
 // Fork implements [session.Store]: the child gets its own copy of the
 // inherited events (they are immutable, so the copy never diverges).
-func (s *Store) Fork(ctx context.Context, info session.Info, tail []*session.Record) error {
+func (s *Store) Fork(ctx context.Context, info session.Info, tail []session.Record) error {
 	if info.Parent == nil {
 		return fmt.Errorf("pgstore: fork %s: no parent", info.ID)
 	}

@@ -15,7 +15,7 @@ import (
 
 // Events returns records as the events they were made from, for appending
 // them to another log.
-func Events(records []*session.Record) []session.Event {
+func Events(records []session.Record) []session.Event {
 	evs := make([]session.Event, len(records))
 	for i, r := range records {
 		evs[i] = session.Event{Type: r.Type(), Turn: r.Turn(), Step: r.Step(), Sources: r.Sources(), Data: r.Data()}
@@ -79,14 +79,14 @@ func (k *Ticker) ID() string {
 // Appender is what [AppendAll] appends to: a live session, or a test's
 // own log.
 type Appender interface {
-	Append(ctx context.Context, ev session.Event) (*session.Record, error)
+	Append(ctx context.Context, ev session.Event) (session.Record, error)
 }
 
 // AppendAll appends evs to s in order and returns their records; an
 // append that fails fails t.
-func AppendAll(t testing.TB, ctx context.Context, s Appender, evs ...session.Event) []*session.Record {
+func AppendAll(t testing.TB, ctx context.Context, s Appender, evs ...session.Event) []session.Record {
 	t.Helper()
-	out := make([]*session.Record, 0, len(evs))
+	out := make([]session.Record, 0, len(evs))
 	for _, ev := range evs {
 		r, err := s.Append(ctx, ev)
 		if err != nil {

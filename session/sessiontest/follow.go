@@ -47,13 +47,13 @@ func RunFollow(t *testing.T, newBacking func(t *testing.T) (open func(t *testing
 const followWait = 30 * time.Second
 
 type followed struct {
-	recs chan *session.Record
+	recs chan session.Record
 	err  chan error // the error the loop ended with, nil for none
 }
 
 // follow runs Follow in a goroutine until ctx is done.
 func follow(ctx context.Context, s session.Store, id string, from int64) *followed {
-	f := &followed{recs: make(chan *session.Record, 64), err: make(chan error, 1)}
+	f := &followed{recs: make(chan session.Record, 64), err: make(chan error, 1)}
 	go func() {
 		var end error
 		for r, err := range s.(session.Follower).Follow(ctx, id, from) {
@@ -69,7 +69,7 @@ func follow(ctx context.Context, s session.Store, id string, from int64) *follow
 }
 
 // expect receives want, in order.
-func (f *followed) expect(t *testing.T, want []*session.Record) {
+func (f *followed) expect(t *testing.T, want []session.Record) {
 	t.Helper()
 	for _, w := range want {
 		select {
@@ -110,7 +110,7 @@ func testFollowUnknown(t *testing.T, open func(t *testing.T) session.Store) {
 	n := 0
 	for r, err := range s.(session.Follower).Follow(context.Background(), "nope", 0) {
 		n++
-		require.Nil(t, r)
+		require.True(t, r.IsZero())
 		require.ErrorIs(t, err, session.ErrNotFound)
 	}
 	assert.Equal(t, 1, n, "one error, then the end")

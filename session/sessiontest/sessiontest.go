@@ -19,6 +19,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -55,6 +56,7 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store) {
 		{"FlushThenLoadSeesEverything", testFlush},
 		{"ReleaseThenAppendAgain", testRelease},
 		{"ManagerRoundTrip", testManager},
+		{"WritingWhatItReturnsRewritesNoHistory", testReturnsAreCopies},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -78,7 +80,7 @@ func info(id string) session.Info {
 // user message, a step with a streamed assistant message calling a tool,
 // the tool's result, and a final step answering. Every core payload shape
 // appears in it.
-func Turn(t testing.TB, next int64, turn int) []*session.Record {
+func Turn(t testing.TB, next int64, turn int) []session.Record {
 	t.Helper()
 	temp := 0.2
 	evs := []session.Event{
@@ -103,7 +105,7 @@ func Turn(t testing.TB, next int64, turn int) []*session.Record {
 		{Type: session.TypeStepEnd, Turn: turn, Step: 2, Data: session.StepEnd{Finish: session.FinishStop}},
 		{Type: session.TypeTurnEnd, Turn: turn, Data: session.TurnEnd{Reason: session.ReasonCompleted}},
 	}
-	out := make([]*session.Record, len(evs))
+	out := make([]session.Record, len(evs))
 	for i, ev := range evs {
 		r, err := session.NewRecord(next+int64(i), epoch.Add(time.Duration(next+int64(i))*time.Millisecond), ev)
 		require.NoError(t, err)
@@ -112,7 +114,7 @@ func Turn(t testing.TB, next int64, turn int) []*session.Record {
 	return out
 }
 
-func requireSameRecords(t *testing.T, want, got []*session.Record) {
+func requireSameRecords(t *testing.T, want, got []session.Record) {
 	t.Helper()
 	require.Len(t, got, len(want))
 	for i := range want {
@@ -176,7 +178,7 @@ func testBatches(t *testing.T, s session.Store) {
 	require.NoError(t, s.Create(ctx, info("s1")))
 	recs := Turn(t, 0, 1)
 	for i, r := range recs {
-		require.NoError(t, s.Append(ctx, "s1", int64(i), []*session.Record{r}))
+		require.NoError(t, s.Append(ctx, "s1", int64(i), []session.Record{r}))
 	}
 	require.NoError(t, s.Append(ctx, "s1", int64(len(recs)), nil), "an empty batch is fine")
 	log, err := s.Load(ctx, "s1")
@@ -200,9 +202,9 @@ func testBadSeqs(t *testing.T, s session.Store) {
 	ctx := context.Background()
 	require.NoError(t, s.Create(ctx, info("s1")))
 	recs := Turn(t, 0, 1)
-	require.ErrorIs(t, s.Append(ctx, "s1", 0, []*session.Record{recs[0], recs[2]}), session.ErrSeqGap)
-	require.ErrorIs(t, s.Append(ctx, "s1", 0, []*session.Record{recs[0], recs[0]}), session.ErrDuplicateSeq)
-	require.ErrorIs(t, s.Append(ctx, "s1", 0, []*session.Record{recs[1]}), session.ErrSeqGap)
+	require.ErrorIs(t, s.Append(ctx, "s1", 0, []session.Record{recs[0], recs[2]}), session.ErrSeqGap)
+	require.ErrorIs(t, s.Append(ctx, "s1", 0, []session.Record{recs[0], recs[0]}), session.ErrDuplicateSeq)
+	require.ErrorIs(t, s.Append(ctx, "s1", 0, []session.Record{recs[1]}), session.ErrSeqGap)
 	log, err := s.Load(ctx, "s1")
 	require.NoError(t, err)
 	require.Empty(t, log.Records)
@@ -246,7 +248,7 @@ func testConcurrentSessions(t *testing.T, s session.Store) {
 			for turn := 1; turn <= 3; turn++ {
 				recs := Turn(t, next, turn)
 				for _, r := range recs {
-					assert.NoError(t, s.Append(ctx, id, next, []*session.Record{r}))
+					assert.NoError(t, s.Append(ctx, id, next, []session.Record{r}))
 					next++
 				}
 			}
@@ -284,7 +286,7 @@ func testList(t *testing.T, s session.Store) {
 	require.True(t, epoch.Equal(list[0].Created))
 }
 
-func endSeed(t *testing.T, seq int64) *session.Record {
+func endSeed(t *testing.T, seq int64) session.Record {
 	r, err := session.NewRecord(seq, epoch, session.Event{Type: session.TypeEndSeed})
 	require.NoError(t, err)
 	return r
@@ -297,7 +299,7 @@ func testFork(t *testing.T, s session.Store) {
 	require.NoError(t, s.Append(ctx, "p", 0, recs))
 	child := info("c")
 	child.Parent = &session.Parent{ID: "p", Seq: 16}
-	require.NoError(t, s.Fork(ctx, child, []*session.Record{endSeed(t, 17)}))
+	require.NoError(t, s.Fork(ctx, child, []session.Record{endSeed(t, 17)}))
 	log, err := s.Load(ctx, "c")
 	require.NoError(t, err)
 	require.Equal(t, &session.Parent{ID: "p", Seq: 16}, log.Info.Parent)
@@ -313,10 +315,10 @@ func testForkEmpty(t *testing.T, s session.Store) {
 	require.NoError(t, s.Append(ctx, "p", 0, Turn(t, 0, 1)))
 	child := info("c")
 	child.Parent = &session.Parent{ID: "p", Seq: -1}
-	require.NoError(t, s.Fork(ctx, child, []*session.Record{endSeed(t, 0)}))
+	require.NoError(t, s.Fork(ctx, child, []session.Record{endSeed(t, 0)}))
 	log, err := s.Load(ctx, "c")
 	require.NoError(t, err)
-	requireSameRecords(t, []*session.Record{endSeed(t, 0)}, log.Records)
+	requireSameRecords(t, []session.Record{endSeed(t, 0)}, log.Records)
 }
 
 func testForkErrors(t *testing.T, s session.Store) {
@@ -324,7 +326,7 @@ func testForkErrors(t *testing.T, s session.Store) {
 	require.NoError(t, s.Create(ctx, info("p")))
 	require.NoError(t, s.Append(ctx, "p", 0, Turn(t, 0, 1)))
 	require.NoError(t, s.Create(ctx, info("taken")))
-	fork := func(id, parent string, at int64, tail ...*session.Record) error {
+	fork := func(id, parent string, at int64, tail ...session.Record) error {
 		in := info(id)
 		in.Parent = &session.Parent{ID: parent, Seq: at}
 		return s.Fork(ctx, in, tail)
@@ -345,7 +347,7 @@ func testForkIndependent(t *testing.T, s session.Store) {
 	require.NoError(t, s.Append(ctx, "p", 0, recs))
 	child := info("c")
 	child.Parent = &session.Parent{ID: "p", Seq: 16}
-	require.NoError(t, s.Fork(ctx, child, []*session.Record{endSeed(t, 17)}))
+	require.NoError(t, s.Fork(ctx, child, []session.Record{endSeed(t, 17)}))
 	require.NoError(t, s.Append(ctx, "p", 17, Turn(t, 17, 2)))
 	require.NoError(t, s.Append(ctx, "c", 18, Turn(t, 18, 2)))
 	p, err := s.Load(ctx, "p")
@@ -415,4 +417,49 @@ func testManager(t *testing.T, s session.Store) {
 	require.NoError(t, err)
 	require.Equal(t, want, fork.Messages())
 	require.NoError(t, m2.Close(ctx))
+}
+
+// testReturnsAreCopies writes every list of records the store hands out
+// or was handed, and every record's bytes: the stored history is what
+// was appended. Records cannot be written at all (they are values whose
+// data no exported name reaches), so the lists are what remains: the
+// store keeps lists of its own.
+func testReturnsAreCopies(t *testing.T, s session.Store) {
+	ctx := context.Background()
+	require.NoError(t, s.Create(ctx, info("p")))
+	recs := append(Turn(t, 0, 1), Turn(t, 17, 2)...)
+	want := slices.Clone(recs)
+	forged := func(r session.Record) session.Record {
+		f, err := session.NewRecord(r.Seq(), r.Time(), session.Event{Type: session.TypeUserMessage, Turn: max(r.Turn(), 1),
+			Data: session.UserMessage{Content: "forged"}})
+		require.NoError(t, err)
+		return f
+	}
+	write := func(list []session.Record) {
+		for i, r := range list {
+			copy(r.Data(), "forged")
+			copy(r.Bytes(), "forged")
+			list[i] = forged(r)
+		}
+	}
+	require.NoError(t, s.Append(ctx, "p", 0, recs[:17]))
+	require.NoError(t, s.Append(ctx, "p", 17, recs[17:]))
+	write(recs)
+	tail := []session.Record{endSeed(t, 17)}
+	child := info("c")
+	child.Parent = &session.Parent{ID: "p", Seq: 16}
+	require.NoError(t, s.Fork(ctx, child, tail))
+	write(tail)
+	for range 2 {
+		for _, id := range []string{"p", "c"} {
+			log, err := s.Load(ctx, id)
+			require.NoError(t, err)
+			if id == "p" {
+				requireSameRecords(t, want, log.Records)
+			} else {
+				requireSameRecords(t, append(want[:17:17], endSeed(t, 17)), log.Records)
+			}
+			write(log.Records)
+		}
+	}
 }

@@ -135,8 +135,8 @@ func newHost(t *testing.T) *host {
 	return &host{root: root, c: c, mgr: mgr, logs: logs}
 }
 
-func ofType(recs []*session.Record, typ string) []*session.Record {
-	var out []*session.Record
+func ofType(recs []session.Record, typ string) []session.Record {
+	var out []session.Record
 	for _, r := range recs {
 		if r.Type() == typ {
 			out = append(out, r)

@@ -154,10 +154,10 @@ type Event struct {
 }
 
 // Record decodes the event's line into a session record.
-func (e *Event) Record() (*session.Record, error) {
+func (e *Event) Record() (session.Record, error) {
 	r, err := session.DecodeRecord(e.Line)
 	if err != nil {
-		return nil, fmt.Errorf("sdk: record %d: %w", e.Seq, err)
+		return session.Record{}, fmt.Errorf("sdk: record %d: %w", e.Seq, err)
 	}
 	return r, nil
 }

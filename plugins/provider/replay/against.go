@@ -128,7 +128,7 @@ type AgainstResult struct {
 // It listens on llm/stream (prepended) for the session only and answers
 // the requests it serves itself, so no request/digest is logged for
 // them.
-func Against(ctx context.Context, c *bus.Context, mgr *live.Manager, agent *agentloop.Agent, recorded []*session.Record, opts AgainstOptions) (*AgainstResult, error) {
+func Against(ctx context.Context, c *bus.Context, mgr *live.Manager, agent *agentloop.Agent, recorded []session.Record, opts AgainstOptions) (*AgainstResult, error) {
 	recorded, orig, err := readable(recorded)
 	if err != nil {
 		return nil, err
@@ -198,14 +198,14 @@ func Against(ctx context.Context, c *bus.Context, mgr *live.Manager, agent *agen
 	}
 	fenceRel, fence := int64(-1), int64(-1)
 	defer bus.Veto.On(c, func(_ context.Context, d bus.Dispatch) error {
-		cm, ok := d.Payload.(*live.Commit)
-		if !ok || cm.Session != sess || fenceRel < 0 || x.live && x.diverged() {
+		cm, ok := d.Payload.(live.Commit)
+		if !ok || cm.Session() != sess || fenceRel < 0 || x.live && x.diverged() {
 			return nil
 		}
-		if cm.Record.Type() == session.TypeTurnStart && fence < 0 {
-			fence = cm.Record.Seq() + fenceRel
+		if cm.Record().Type() == session.TypeTurnStart && fence < 0 {
+			fence = cm.Record().Seq() + fenceRel
 		}
-		if fence >= 0 && cm.Record.Seq() >= fence {
+		if fence >= 0 && cm.Record().Seq() >= fence {
 			return errCrashed
 		}
 		return nil
@@ -280,7 +280,7 @@ type against struct {
 	rec *Recording
 	// recs is the recording without its ignorable records (readable);
 	// orig maps its indexes to the recorded seqs.
-	recs   []*session.Record
+	recs   []session.Record
 	orig   []int64
 	live   bool
 	box    results
@@ -466,7 +466,7 @@ func (x *against) oneshot(req *agentloop.Request) (*Divergence, func() (agentloo
 
 // diffOneshot names what differs between the recorded request/oneshot r
 // and the one-shot req built now, or returns nil.
-func (x *against) diffOneshot(r *session.Record, req *agentloop.Request) *Divergence {
+func (x *against) diffOneshot(r session.Record, req *agentloop.Request) *Divergence {
 	o, err := session.DecodeData[session.Oneshot](r)
 	if err != nil {
 		return &Divergence{Field: "request", Expected: err.Error()}

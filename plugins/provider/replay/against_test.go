@@ -94,7 +94,7 @@ func TestAgainstTheSameCompositionFollowsACrashedTurn(t *testing.T) {
 	// The process dies once the tool started.
 	dies := int64(sess.Len() + 9)
 	undo := bus.Veto.On(w.c, func(_ context.Context, d bus.Dispatch) error {
-		if cm, ok := d.Payload.(*live.Commit); ok && cm.Session == sess && cm.Record.Seq() >= dies {
+		if cm, ok := d.Payload.(live.Commit); ok && cm.Session() == sess && cm.Record().Seq() >= dies {
 			return errors.New("the process died")
 		}
 		return nil
@@ -273,8 +273,8 @@ func TestAgainstComparesOneShots(t *testing.T) {
 	}
 }
 
-func ofType(recs []*session.Record, typ string) []*session.Record {
-	var out []*session.Record
+func ofType(recs []session.Record, typ string) []session.Record {
+	var out []session.Record
 	for _, r := range recs {
 		if r.Type() == typ {
 			out = append(out, r)

@@ -19,7 +19,7 @@ import (
 //
 // A rerun follows the recording record by record, and its log holds no
 // plugin records: so every reader of a recording here reads this.
-func readable(recs []*session.Record) (out []*session.Record, orig []int64, err error) {
+func readable(recs []session.Record) (out []session.Record, orig []int64, err error) {
 	kept := make(map[int64]int64, len(recs))
 	for _, r := range recs {
 		if !r.Ignorable() {
@@ -30,7 +30,7 @@ func readable(recs []*session.Record) (out []*session.Record, orig []int64, err 
 	if len(orig) == len(recs) {
 		return recs, nil, nil
 	}
-	out = make([]*session.Record, 0, len(orig))
+	out = make([]session.Record, 0, len(orig))
 	for _, r := range recs {
 		if r.Ignorable() {
 			continue
@@ -60,7 +60,7 @@ func readable(recs []*session.Record) (out []*session.Record, orig []int64, err 
 }
 
 // renumberCites returns the data of decision r with its cites renumbered.
-func renumberCites(r *session.Record, kept map[int64]int64) (any, error) {
+func renumberCites(r session.Record, kept map[int64]int64) (any, error) {
 	d, err := session.DecodeData[session.ApprovalDecision](r)
 	if err != nil {
 		return nil, fmt.Errorf("replay: seq %d: %w", r.Seq(), err)

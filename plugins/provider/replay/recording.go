@@ -34,7 +34,7 @@ type Recording struct {
 }
 
 // FromRecords groups records by turn and step.
-func FromRecords(recs []*session.Record) (*Recording, error) {
+func FromRecords(recs []session.Record) (*Recording, error) {
 	rec := &Recording{}
 	var cur *Step
 	var failed []int // steps of the open turn that finished with "error"

@@ -82,7 +82,7 @@ func (w *world) run(t *testing.T, prov agentloop.Provider, opts ...agentloop.Opt
 	return sess
 }
 
-func digests(t *testing.T, recs []*session.Record) []string {
+func digests(t *testing.T, recs []session.Record) []string {
 	var out []string
 	for _, r := range recs {
 		if r.Type() == session.TypeRequestDigest {
@@ -95,7 +95,7 @@ func digests(t *testing.T, recs []*session.Record) []string {
 }
 
 // surface projects records to what a model saw, without times.
-func surface(t *testing.T, recs []*session.Record) []session.Message {
+func surface(t *testing.T, recs []session.Record) []session.Message {
 	msgs, err := session.DeriveMessages(recs)
 	require.NoError(t, err)
 	return msgs

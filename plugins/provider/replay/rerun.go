@@ -106,7 +106,7 @@ func (b *blocker) Name() string { return b.name }
 
 func (b *blocker) Apply(c *bus.Context, _ any) error {
 	bus.Veto.On(c, func(_ context.Context, d bus.Dispatch) error {
-		if cm, ok := d.Payload.(*live.Commit); ok && cm.Session == b.sess && cm.Record.Seq() == b.seq && cm.Record.Type() == b.typ {
+		if cm, ok := d.Payload.(live.Commit); ok && cm.Session() == b.sess && cm.Record().Seq() == b.seq && cm.Record().Type() == b.typ {
 			return errors.New(b.why)
 		}
 		return nil
@@ -117,7 +117,7 @@ func (b *blocker) Apply(c *bus.Context, _ any) error {
 // aborted reports whether the recorded turn [i, end) was aborted, with
 // the cause it ended with and the call after which it was cancelled (""
 // when the cancel cut its failed step's stream).
-func aborted(recs []*session.Record, i, end int) (after string, cause error, ok bool) {
+func aborted(recs []session.Record, i, end int) (after string, cause error, ok bool) {
 	te, err := session.DecodeData[session.TurnEnd](recs[end-1])
 	if err != nil || te.Reason != session.ReasonAborted {
 		return "", nil, false
@@ -284,7 +284,7 @@ var errCrashed = errors.New("replay: the recorded process stopped here")
 // recorded decisions again, in their order, and resumes. A turn the
 // recording left waiting is left waiting (its error matches
 // agentloop.ErrSuspended).
-func Run(ctx context.Context, c *bus.Context, mgr *live.Manager, recorded []*session.Record) (*Rerun, error) {
+func Run(ctx context.Context, c *bus.Context, mgr *live.Manager, recorded []session.Record) (*Rerun, error) {
 	recorded, orig, err := readable(recorded)
 	if err != nil {
 		return nil, err
@@ -340,7 +340,7 @@ func Run(ctx context.Context, c *bus.Context, mgr *live.Manager, recorded []*ses
 	}, bus.Prepend)()
 	// The fence: no event of the session at or past it is committed.
 	defer bus.Veto.On(c, func(_ context.Context, d bus.Dispatch) error {
-		if cm, ok := d.Payload.(*live.Commit); ok && cm.Session == sess && x.fence >= 0 && cm.Record.Seq() >= x.fence {
+		if cm, ok := d.Payload.(live.Commit); ok && cm.Session() == sess && x.fence >= 0 && cm.Record().Seq() >= x.fence {
 			return errCrashed
 		}
 		return nil
@@ -360,7 +360,7 @@ type rerun struct {
 	rec *Recording
 	// recs is the recording without its ignorable records (readable);
 	// orig maps its indexes to the recorded seqs.
-	recs []*session.Record
+	recs []session.Record
 	orig []int64
 	sess *live.Session
 	ap   *approvals
@@ -385,7 +385,7 @@ type rerun struct {
 	abortAfter string
 }
 
-func newRerun(c *bus.Context, rec *Recording, recs []*session.Record, sess *live.Session) *rerun {
+func newRerun(c *bus.Context, rec *Recording, recs []session.Record, sess *live.Session) *rerun {
 	x := &rerun{c: c, rec: rec, recs: recs, sess: sess, ap: recordedApprovals(recs), box: recordedResults(recs), safe: concurrencySafe(recs), delegations: delegations(recs),
 		byStep: map[[2]int]*Step{}, seqs: make([]int64, len(recs)), fence: -1}
 	for i := range rec.Steps {
@@ -400,7 +400,7 @@ func newRerun(c *bus.Context, rec *Recording, recs []*session.Record, sess *live
 }
 
 // seqOf is the seq in the recorded log of r, a record of x.recs.
-func (x *rerun) seqOf(r *session.Record) int64 { return seqIn(x.orig, r.Seq()) }
+func (x *rerun) seqOf(r session.Record) int64 { return seqIn(x.orig, r.Seq()) }
 
 func (x *rerun) closeAgent() {
 	if x.agent != nil {
@@ -442,7 +442,7 @@ func (x *rerun) walk(ctx context.Context, out *Rerun) error {
 
 // external reports an approval decision a person made (the loop logs
 // the ones a session-scoped allow covers).
-func external(r *session.Record) bool {
+func external(r session.Record) bool {
 	if r.Type() != session.TypeApprovalDecision {
 		return false
 	}
@@ -676,7 +676,7 @@ func (x *rerun) crashPoint(start, end int) int {
 }
 
 // sameEvent reports whether ev, as repair makes it, is the record r.
-func sameEvent(ev session.Event, r *session.Record) bool {
+func sameEvent(ev session.Event, r session.Record) bool {
 	if ev.Type != r.Type() || ev.Turn != r.Turn() || ev.Step != r.Step() || !slices.Equal(ev.Sources, r.Sources()) {
 		return false
 	}
@@ -691,7 +691,7 @@ func sameEvent(ev session.Event, r *session.Record) bool {
 	return reflect.DeepEqual(va, vb)
 }
 
-func continues(r *session.Record) int {
+func continues(r session.Record) int {
 	s, err := session.DecodeData[session.TurnStart](r)
 	if err != nil {
 		return 0
@@ -700,7 +700,7 @@ func continues(r *session.Record) int {
 }
 
 // prompt is the user message the turn starting at i was run with.
-func prompt(recs []*session.Record, i int) string {
+func prompt(recs []session.Record, i int) string {
 	if i+1 < len(recs) && recs[i+1].Type() == session.TypeUserMessage && recs[i+1].Turn() == recs[i].Turn() {
 		if m, err := session.DecodeData[session.UserMessage](recs[i+1]); err == nil {
 			return m.Content
@@ -924,7 +924,7 @@ type stepDigest struct {
 	at, start  int // the indexes of the request/digest and its step/start
 }
 
-func stepDigests(records []*session.Record) []stepDigest {
+func stepDigests(records []session.Record) []stepDigest {
 	var out []stepDigest
 	start := 0
 	for i, r := range records {
@@ -944,7 +944,7 @@ func stepDigests(records []*session.Record) []stepDigest {
 // written before records held valid UTF-8 only sends, since its records
 // are made now. It is the recorded digest for any other log, and "" when
 // the log's records do not re-derive the recorded digest.
-func heldDigest(records []*session.Record, d stepDigest) string {
+func heldDigest(records []session.Record, d stepDigest) string {
 	msgs, h, _, err := session.DeriveRequest(records[:d.at], d.start)
 	if err != nil || session.RequestDigest(h, msgs) != d.sha {
 		return ""
@@ -953,7 +953,7 @@ func heldDigest(records []*session.Record, d stepDigest) string {
 }
 
 // compareDigests pairs the steps of two logs in order.
-func compareDigests(orig, again []*session.Record) []StepComparison {
+func compareDigests(orig, again []session.Record) []StepComparison {
 	a, b := stepDigests(orig), stepDigests(again)
 	out := []StepComparison{}
 	for i := range max(len(a), len(b)) {
@@ -979,7 +979,7 @@ func compareDigests(orig, again []*session.Record) []StepComparison {
 // the others itself (a denied call, bad arguments), again.
 type results map[string]session.ToolResult
 
-func recordedResults(records []*session.Record) results {
+func recordedResults(records []session.Record) results {
 	b := results{}
 	started := map[string]bool{}
 	for _, r := range records {
@@ -1008,7 +1008,7 @@ func (b results) execute(inv *agentloop.ToolInvocation) agentloop.ToolOutput {
 
 // delegations returns the names of the tools whose recorded results name
 // a child session: sub-agents.
-func delegations(records []*session.Record) map[string]bool {
+func delegations(records []session.Record) map[string]bool {
 	out := map[string]bool{}
 	for _, r := range records {
 		if r.Type() != session.TypeToolResult {
@@ -1024,7 +1024,7 @@ func delegations(records []*session.Record) map[string]bool {
 // concurrencySafe returns the names of the tools a recording shows ran
 // concurrently: the loop logs the calls of a batch of concurrency-safe
 // tools one after the other, before any starts, and so must the rerun.
-func concurrencySafe(records []*session.Record) map[string]bool {
+func concurrencySafe(records []session.Record) map[string]bool {
 	safe := map[string]bool{}
 	for k := 1; k < len(records); k++ {
 		if records[k].Type() != session.TypeToolCall || records[k-1].Type() != session.TypeToolCall {
@@ -1071,7 +1071,7 @@ type approvals struct {
 	policy   map[string]*session.PolicyMatcher // in force at each call
 }
 
-func recordedApprovals(records []*session.Record) *approvals {
+func recordedApprovals(records []session.Record) *approvals {
 	a := &approvals{requests: map[string]session.ApprovalRequest{}, policy: map[string]*session.PolicyMatcher{}}
 	var pm *session.PolicyMatcher
 	for _, r := range records {

@@ -57,8 +57,8 @@ type guard struct{}
 func (guard) Name() string { return "guard" }
 func (guard) Apply(c *bus.Context, _ any) error {
 	bus.Veto.On(c, func(_ context.Context, d bus.Dispatch) error {
-		if cm, ok := d.Payload.(*live.Commit); ok && cm.Record.Type() == session.TypeToolCall &&
-			bytes.Contains(cm.Record.Data(), []byte(`"name":"gamma"`)) && bytes.Contains(cm.Record.Data(), []byte(`11`)) {
+		if cm, ok := d.Payload.(live.Commit); ok && cm.Record().Type() == session.TypeToolCall &&
+			bytes.Contains(cm.Record().Data(), []byte(`"name":"gamma"`)) && bytes.Contains(cm.Record().Data(), []byte(`11`)) {
 			return errors.New("over budget")
 		}
 		return nil
@@ -239,7 +239,7 @@ func (g *generator) settle(sess *live.Session, err error) {
 func (g *generator) crash(sess *live.Session) {
 	at := int64(sess.Len() + rapid.IntRange(1, 12).Draw(g.t, "crash after"))
 	dispose := bus.Veto.On(g.c, func(_ context.Context, d bus.Dispatch) error {
-		if cm, ok := d.Payload.(*live.Commit); ok && cm.Session == sess && cm.Record.Seq() >= at {
+		if cm, ok := d.Payload.(live.Commit); ok && cm.Session() == sess && cm.Record().Seq() >= at {
 			return errors.New("the process died")
 		}
 		return nil
@@ -280,7 +280,7 @@ func quietRoot(t *rapid.T) *bus.Root {
 }
 
 // genSession records one random session and returns its log.
-func genSession(t *rapid.T) []*session.Record {
+func genSession(t *rapid.T) []session.Record {
 	ctx := context.Background()
 	root := quietRoot(t)
 	defer root.Dispose()
@@ -316,9 +316,9 @@ func genSession(t *rapid.T) []*session.Record {
 			t.Fatalf("guard: %v", err)
 		}
 	}
-	live.Committed.On(c, func(_ context.Context, cm *live.Commit) error {
-		if cm.Record.Type() == session.TypeStepEnd && g.change != nil {
-			if on, ok := g.change[cm.Record.Step()]; ok {
+	live.Committed.On(c, func(_ context.Context, cm live.Commit) error {
+		if cm.Record().Type() == session.TypeStepEnd && g.change != nil {
+			if on, ok := g.change[cm.Record().Step()]; ok {
 				g.setTools(on) // a hot reload between two steps of a turn
 			}
 		}
@@ -386,7 +386,7 @@ func turnEnds(sess *live.Session) []int64 {
 	return out
 }
 
-func encodeRecords(recs []*session.Record) []byte {
+func encodeRecords(recs []session.Record) []byte {
 	out := session.AppendHeaderLine(nil, session.Info{ID: "01M8MM3F3QXQNVZ1VTD7ENJERQ"})
 	for _, r := range recs {
 		out = r.AppendLine(out)
@@ -442,9 +442,9 @@ func TestRunReplaysEveryValidSession(t *testing.T) {
 // random places (inside steps, between turns, first, last), each with a
 // random turn and step and citing a random earlier record, and every
 // seq a record names renumbered.
-func withIgnorable(t *rapid.T, recs []*session.Record) []*session.Record {
+func withIgnorable(t *rapid.T, recs []session.Record) []session.Record {
 	type slot struct {
-		r   *session.Record // nil: an inserted record
+		r   session.Record // zero: an inserted record
 		ev  session.Event
 		cut int64 // the seq an inserted record cites, -1 for none
 	}
@@ -456,7 +456,7 @@ func withIgnorable(t *rapid.T, recs []*session.Record) []*session.Record {
 		at := rapid.IntRange(0, len(slots)).Draw(t, "at")
 		ev := session.Event{Type: "memo/note", Ignorable: true, Data: map[string]any{"n": n}}
 		if at > 0 && rapid.Bool().Draw(t, "in scope") {
-			if prev := slots[at-1]; prev.r != nil {
+			if prev := slots[at-1]; !prev.r.IsZero() {
 				ev.Turn, ev.Step = prev.r.Turn(), prev.r.Step()
 			}
 		}
@@ -469,14 +469,14 @@ func withIgnorable(t *rapid.T, recs []*session.Record) []*session.Record {
 	// The new seq of each recorded seq, and of each slot.
 	remap := map[int64]int64{}
 	for i, sl := range slots {
-		if sl.r != nil {
+		if !sl.r.IsZero() {
 			remap[sl.r.Seq()] = int64(i)
 		}
 	}
-	out := make([]*session.Record, len(slots))
+	out := make([]session.Record, len(slots))
 	for i, sl := range slots {
 		ev := sl.ev
-		if r := sl.r; r != nil {
+		if r := sl.r; !r.IsZero() {
 			ev = session.Event{Type: r.Type(), Turn: r.Turn(), Step: r.Step(), Ignorable: r.Ignorable(), Data: json.RawMessage(r.Data())}
 			for _, src := range r.Sources() {
 				ev.Sources = append(ev.Sources, remap[src])
@@ -527,7 +527,7 @@ func TestRunReplaysEveryValidSessionWithIgnorableRecords(t *testing.T) {
 // rerunIdentically checks that the log recs verifies, and runs it again
 // on c with the invariants plugin strict: it must follow the recording
 // and send every request it recorded.
-func rerunIdentically(t *rapid.T, c *bus.Context, recs []*session.Record) *replay.Rerun {
+func rerunIdentically(t *rapid.T, c *bus.Context, recs []session.Record) *replay.Rerun {
 	rep, err := invariants.Verify(bytes.NewReader(encodeRecords(recs)))
 	if err != nil || len(rep.Violations) > 0 {
 		t.Fatalf("the log fails verify: %v %v\n%s", err, rep, dump(recs))
@@ -553,7 +553,7 @@ func rerunIdentically(t *rapid.T, c *bus.Context, recs []*session.Record) *repla
 	return rr
 }
 
-func dump(recs []*session.Record) string {
+func dump(recs []session.Record) string {
 	var b bytes.Buffer
 	for _, r := range recs {
 		fmt.Fprintf(&b, "%d t%d s%d %s %s\n", r.Seq(), r.Turn(), r.Step(), r.Type(), r.Data())

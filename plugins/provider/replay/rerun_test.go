@@ -71,7 +71,7 @@ func TestRunReproducesALogWrittenBeforeTextWasValidUTF8(t *testing.T) {
 // the log changes the request its step sends.
 func TestRunReportsARequestThatNoLongerReDerives(t *testing.T) {
 	orig := record(t, folder(t))
-	var edited []*session.Record
+	var edited []session.Record
 	for _, r := range orig.Records() {
 		if r.Type() == session.TypeUserMessage && len(edited) < 3 {
 			ev := session.Event{Type: r.Type(), Turn: r.Turn(), Data: json.RawMessage(`{"content":"something else"}`)}
@@ -148,7 +148,7 @@ func TestRunReplaysApprovalsAsRecorded(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, rr.Errors)
 	assert.True(t, rr.Identical(), "%+v", rr.Steps)
-	typesOf := func(recs []*session.Record) []string {
+	typesOf := func(recs []session.Record) []string {
 		var out []string
 		for _, r := range recs {
 			out = append(out, r.Type())

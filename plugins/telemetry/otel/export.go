@@ -18,7 +18,7 @@ import (
 // Log is a stored session log: its id and its records.
 type Log struct {
 	ID      string
-	Records []*session.Record
+	Records []session.Record
 }
 
 // Export rebuilds the spans of logs (see [Spans]) and exports them to the

@@ -139,7 +139,7 @@ func (tl tool) Execute(_ context.Context, args json.RawMessage) (string, error) 
 
 // turn runs one turn in which the model calls read_file and list_dir,
 // then answers; it returns the session's records.
-func (p *proc) turn() (*live.Session, []*session.Record) {
+func (p *proc) turn() (*live.Session, []session.Record) {
 	p.t.Helper()
 	sess, err := p.mgr.Create(context.Background())
 	require.NoError(p.t, err)
@@ -167,8 +167,8 @@ func (p *proc) run(sess *live.Session, cfg agentloop.Config, replies ...scripted
 	return res
 }
 
-func ofType(recs []*session.Record, typ string) []*session.Record {
-	var out []*session.Record
+func ofType(recs []session.Record, typ string) []session.Record {
+	var out []session.Record
 	for _, r := range recs {
 		if r.Type() == typ {
 			out = append(out, r)
@@ -205,7 +205,7 @@ func value(v *commonpb.AnyValue) any {
 	return nil
 }
 
-func nanos(r *session.Record) uint64 { return uint64(r.Time().UnixNano()) }
+func nanos(r session.Record) uint64 { return uint64(r.Time().UnixNano()) }
 
 // TestTurnWithTwoToolCallsIsOneTrace: over gRPC and HTTP, a turn is a
 // trace whose root is invoke_agent, with a chat span per step and an

@@ -118,16 +118,16 @@ func Start(ctx context.Context, cfg Config, log hclog.Logger) (*Telemetry, error
 
 // observe is the session/event observer: it folds the record into its
 // session's spans and emits those the record closes.
-func (t *Telemetry) observe(_ context.Context, cm *live.Commit) error {
-	r := cm.Record
-	id := cm.Session.ID()
+func (t *Telemetry) observe(_ context.Context, cm live.Commit) error {
+	r := cm.Record()
+	id := cm.Session().ID()
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
 		return nil
 	}
 	st := t.sessions[id]
-	if st == nil || st.sess != cm.Session || st.b.next != r.Seq() {
+	if st == nil || st.sess != cm.Session() || st.b.next != r.Seq() {
 		// First met here (a new process, a loaded session, a turn after
 		// the last one ended), or records were added without a commit
 		// (crash repair): fold the log before r without emitting. What
@@ -135,14 +135,14 @@ func (t *Telemetry) observe(_ context.Context, cm *live.Commit) error {
 		// `vigil trace` to export.
 		b := newBuilder(id, Options{Content: t.cfg.Content})
 		b.quiet = true
-		for _, old := range cm.Session.Records() {
+		for _, old := range cm.Session().Records() {
 			if old.Seq() >= r.Seq() {
 				break
 			}
 			b.add(old)
 		}
 		b.quiet = false
-		st = &sessionState{sess: cm.Session, b: b}
+		st = &sessionState{sess: cm.Session(), b: b}
 		t.sessions[id] = st
 	}
 	spans := st.b.add(r)

@@ -74,7 +74,7 @@ type Options struct {
 // its parent's, and are left out. The live plugin feeds committed records
 // one at a time through the same fold, so what it sends and what
 // `vigil trace` rebuilds are the same spans.
-func Spans(id string, records []*session.Record, opts Options) []Span {
+func Spans(id string, records []session.Record, opts Options) []Span {
 	b := newBuilder(id, opts)
 	var out []Span
 	for _, r := range records {
@@ -97,8 +97,8 @@ type builder struct {
 	turn    *openTurn
 	step    *openStep
 	calls   map[string]*openCall
-	records []*session.Record // the log so far, kept only for content
-	next    int64             // seq the next record must have
+	records []session.Record // the log so far, kept only for content
+	next    int64            // seq the next record must have
 	// quiet leaves content out of the spans add returns, for a fold whose
 	// spans are discarded (the live plugin catching up with a log): the
 	// state is the same, and deriving each step's messages is not free.
@@ -138,7 +138,7 @@ func newBuilder(id string, opts Options) *builder {
 	return &builder{id: id, opts: opts, calls: map[string]*openCall{}}
 }
 
-func (b *builder) add(r *session.Record) []Span {
+func (b *builder) add(r session.Record) []Span {
 	b.next = r.Seq() + 1
 	if b.opts.Content {
 		b.records = append(b.records, r)
@@ -223,7 +223,7 @@ func (b *builder) common(first, last int64) []attribute.KeyValue {
 	}
 }
 
-func (b *builder) turnSpan(r *session.Record, end session.TurnEnd) Span {
+func (b *builder) turnSpan(r session.Record, end session.TurnEnd) Span {
 	t := b.turn
 	attrs := append(b.common(t.seq, r.Seq()),
 		semconv.GenAIOperationNameInvokeAgent,
@@ -253,7 +253,7 @@ func (b *builder) turnSpan(r *session.Record, end session.TurnEnd) Span {
 	return s
 }
 
-func (b *builder) chatSpan(r *session.Record, end session.StepEnd) Span {
+func (b *builder) chatSpan(r session.Record, end session.StepEnd) Span {
 	st, t := b.step, b.turn
 	h := b.header
 	// The model call ends with its reply; the tools the reply asked for
@@ -310,7 +310,7 @@ func (b *builder) chatSpan(r *session.Record, end session.StepEnd) Span {
 	return s
 }
 
-func (b *builder) toolSpan(c *openCall, r *session.Record, res session.ToolResult) Span {
+func (b *builder) toolSpan(c *openCall, r session.Record, res session.ToolResult) Span {
 	t := b.turn
 	attrs := append(b.common(c.seq, r.Seq()),
 		semconv.GenAIOperationNameExecuteTool,

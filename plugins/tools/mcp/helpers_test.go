@@ -174,8 +174,8 @@ func readPid(t *testing.T, dir, name string) int {
 }
 
 // ofType returns the records of type typ.
-func ofType(s *live.Session, typ string) []*session.Record {
-	var out []*session.Record
+func ofType(s *live.Session, typ string) []session.Record {
+	var out []session.Record
 	for _, r := range s.Records() {
 		if r.Type() == typ {
 			out = append(out, r)
@@ -184,7 +184,7 @@ func ofType(s *live.Session, typ string) []*session.Record {
 	return out
 }
 
-func decode[T any](t *testing.T, r *session.Record) T {
+func decode[T any](t *testing.T, r session.Record) T {
 	t.Helper()
 	v, err := session.DecodeData[T](r)
 	require.NoError(t, err)
