@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -73,20 +72,18 @@ func TestApprovalsEndToEndOverAnOpenAICompatibleServer(t *testing.T) {
     config: { mode: strict }
 `, srv.URL)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "plugins.yaml"), []byte(cfg), 0o644))
-	idOf := regexp.MustCompile(`session ([0-9A-Z]{26})`)
 
 	suspend := func() string {
 		t.Helper()
 		_, stderr, err := vigilIn(t, dir, "", "run", "what do my notes say?")
 		require.Equal(t, exitSuspended, exitStatus(err), stderr)
 		assert.Contains(t, stderr, `call_r  read_file {"path":"notes.txt"}  (approvals: files need a yes)`)
-		m := idOf.FindStringSubmatch(stderr)
-		require.NotNil(t, m, stderr)
-		stdout, stderr, err := vigilIn(t, dir, "", "sessions", "show", m[1])
+		id := sessionIDIn(t, stderr)
+		stdout, stderr, err := vigilIn(t, dir, "", "sessions", "show", id)
 		require.NoError(t, err, stderr)
 		assert.Contains(t, stdout, "turn 1 waits for a decision on 1 tool call(s):")
 		assert.Contains(t, stdout, `call_r  read_file {"path":"notes.txt"}`)
-		return m[1]
+		return id
 	}
 
 	allowed := suspend()

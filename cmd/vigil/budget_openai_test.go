@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sync"
 	"testing"
 
@@ -90,9 +89,7 @@ func TestReadmeBudgetExampleWithTheModelOnTheProvider(t *testing.T) {
 
 	_, stderr, err := vigilIn(t, dir, "", "run", "Remember: the launch is on friday.")
 	require.NoError(t, err, stderr)
-	m := regexp.MustCompile(`session ([0-9A-Z]{26})`).FindStringSubmatch(stderr)
-	require.NotNil(t, m, stderr)
-	id := m[1]
+	id := sessionIDIn(t, stderr)
 	for _, p := range []string{"And the venue?", "Who comes?"} {
 		_, stderr, err := vigilIn(t, dir, "", "run", "-s", id, p)
 		require.NoError(t, err, stderr)

@@ -98,6 +98,17 @@ func (s *call0Server) last() []byte {
 // vigilIn runs the vigil command (the test binary, put on PATH by
 // testscript.Main) in dir with stdin, and returns its stdout, its stderr
 // and its exit error.
+// sessionIDRe finds the session id vigil run prints on stderr.
+var sessionIDRe = regexp.MustCompile(`session ([0-9A-Z]{26})`)
+
+// sessionIDIn returns the session id a vigil run printed in stderr.
+func sessionIDIn(t *testing.T, stderr string) string {
+	t.Helper()
+	m := sessionIDRe.FindStringSubmatch(stderr)
+	require.NotNil(t, m, "no session id in %q", stderr)
+	return m[1]
+}
+
 func vigilIn(t *testing.T, dir, stdin string, args ...string) (string, string, error) {
 	t.Helper()
 	cmd := exec.Command("vigil", args...)
@@ -134,9 +145,7 @@ func TestCall0ProviderRunsTenTurnsAcrossThreeProcesses(t *testing.T) {
 	// Process 1: one turn on a new session.
 	_, stderr, err := vigilIn(t, dir, "", "run", "what is 1+2?")
 	require.NoError(t, err, stderr)
-	m := regexp.MustCompile(`session ([0-9A-Z]{26})`).FindStringSubmatch(stderr)
-	require.NotNil(t, m, stderr)
-	id := m[1]
+	id := sessionIDIn(t, stderr)
 	// Processes 2 and 3: chats resuming it, five and four turns.
 	for _, n := range []int{5, 4} {
 		stdin := strings.Repeat("and what is 1+2?\n", n) + "/exit\n"

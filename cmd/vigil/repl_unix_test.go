@@ -335,7 +335,7 @@ func TestRunShowsItsWaitsOnATerminalOnly(t *testing.T) {
 	}
 	out, err := vigil("run", "-c", "quick.yaml", "start").CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	id := regexp.MustCompile(`session ([0-9A-Z]{26})`).FindStringSubmatch(string(out))[1]
+	id := sessionIDIn(t, string(out))
 
 	t.Run("piped", func(t *testing.T) {
 		cmd := vigil("run", "-s", id, "hold it")

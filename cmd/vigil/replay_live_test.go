@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -55,9 +54,7 @@ func TestReplayAgainstLiveWritesAFork(t *testing.T) {
 	stdout, stderr, err := vigilIn(t, dir, "", "run", "hello")
 	require.NoError(t, err, stderr)
 	require.Equal(t, "asked as: be brief\n", stdout)
-	m := regexp.MustCompile(`session ([0-9A-Z]{26})`).FindStringSubmatch(stderr)
-	require.NotNil(t, m, stderr)
-	orig := m[1]
+	orig := sessionIDIn(t, stderr)
 	before, err := os.ReadFile(filepath.Join(dir, "sessions", orig+".jsonl"))
 	require.NoError(t, err)
 

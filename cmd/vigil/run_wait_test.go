@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -77,9 +76,7 @@ func TestRunWaitsForTheTurnOfAnotherProcess(t *testing.T) {
 	out, err := vigil("run", "first").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	wait(arrived, "the first turn's request")
-	m := regexp.MustCompile(`session ([0-9A-Z]{26})`).FindSubmatch(out)
-	require.NotNil(t, m, "%s", out)
-	id := string(m[1])
+	id := sessionIDIn(t, string(out))
 	logPath := filepath.Join(dir, "sessions", id+".jsonl")
 
 	// The holder: its request is held until the test lets it go.

@@ -91,9 +91,7 @@ func TestPlannerDelegatesToResearchersInParallel(t *testing.T) {
 	stdout, stderr, err := vigilIn(t, dir, "", "run", "plan the launch")
 	require.NoError(t, err, stderr)
 	assert.Equal(t, "Plan: Answer to Q1; Answer to Q2\n", stdout)
-	m := regexp.MustCompile(`session ([0-9A-Z]{26})`).FindStringSubmatch(stderr)
-	require.NotNil(t, m, stderr)
-	parent := m[1]
+	parent := sessionIDIn(t, stderr)
 
 	stdout, stderr, err = vigilIn(t, dir, "", "sessions", "tree", parent)
 	require.NoError(t, err, stderr)
@@ -221,7 +219,7 @@ func TestApprovingADelegationAcrossProcesses(t *testing.T) {
 	require.Equal(t, exitSuspended, exitStatus(err), stderr)
 	assert.Contains(t, stderr, `call_p  research {"task":"what do the notes say?"}  (sub-agent research: its session `)
 	assert.Contains(t, stderr, `waits for a decision on call_r (read_file`)
-	parent := regexp.MustCompile(`session ([0-9A-Z]{26})`).FindStringSubmatch(stderr)[1]
+	parent := sessionIDIn(t, stderr)
 
 	stdout, stderr, err := vigilIn(t, dir, "", "approve", parent, "--by", "ana")
 	require.NoError(t, err, stderr)
