@@ -169,12 +169,14 @@ func TestBrowserPlaysThenRefusesTheForgedRequest(t *testing.T) {
 	state, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.dataset.play`))
 	require.NoError(t, err)
 	assert.Equal(t, stateWaiting, state, "a late answer does not undo the wait")
-	assert.Equal(t, "approval/request", text(`#log .ev:last-child .type`))
+	// The step logged its reply's usage just before it suspended.
+	assert.Equal(t, "step/usage", text(`#log .ev:last-child .type`))
+	assert.Equal(t, "approval/request", text(`#log .ev[data-seq="14"] .type`))
 	assert.Equal(t, 1, count(`#pending .pcall`))
 	assert.Contains(t, text(`#pending .ptool`), `calc({"expression":"7*24*60*60"})`)
 	assert.Contains(t, text(`#pending .pwhy`), "asked by approvals: "+approvalConfig.Rules[0].Reason)
 	assert.Equal(t, 3, count(`#pending .pcall button`), "allow, deny, always for this session")
-	assert.Regexp(t, `^waiting for your decision on calc\(\{"expression":"7\*24\*60\*60"\}\) · demo · 15 events$`, text(`#status`))
+	assert.Regexp(t, `^waiting for your decision on calc\(\{"expression":"7\*24\*60\*60"\}\) · demo · 16 events$`, text(`#status`))
 	assert.Equal(t, "disabled: Nothing to send: the turn waits for your decision on its pending call",
 		tab{t, ctx}.send())
 	shot("playground-waiting.png")
