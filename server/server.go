@@ -24,6 +24,10 @@ type Options struct {
 	// Tokens are the bearer tokens accepted; none means no authentication
 	// (the caller binds loopback only then; see [CheckBind]).
 	Tokens []string
+	// Auth, when set, tells who makes each request (Tokens are then
+	// ignored). Without it and without Tokens every caller is
+	// [LocalPrincipal].
+	Auth Authenticator
 	// CORSOrigins are the origins allowed to call the API from a browser
 	// ("*" for any); none refuses cross-origin requests.
 	CORSOrigins []string
@@ -150,21 +154,38 @@ func (s *Server) instrument(pattern string, open bool, h http.HandlerFunc) http.
 			}
 			s.opts.Metrics.request(r.Context(), r.Method, pattern, sw.status, time.Since(start))
 		}()
-		if !open && !s.authorized(r) {
-			s.writeError(sw, r, apiError(http.StatusUnauthorized, CodeUnauthorized, "a bearer token is required (Authorization: Bearer TOKEN)"))
-			return
+		if !open {
+			p, ok := s.authenticate(r)
+			if !ok {
+				s.writeError(sw, r, apiError(http.StatusUnauthorized, CodeUnauthorized, "a bearer token is required (Authorization: Bearer TOKEN)"))
+				return
+			}
+			r = r.WithContext(withPrincipal(r.Context(), p))
 		}
 		r.Body = http.MaxBytesReader(sw, r.Body, s.opts.MaxBody)
 		h(sw, r)
 	})
 }
 
-// authorized reports whether r carries one of the tokens (or none are
-// configured). Each comparison takes the same time whatever the bytes.
-func (s *Server) authorized(r *http.Request) bool {
-	if len(s.tokens) == 0 {
-		return true
+// authenticate returns who made r: through [Options].Auth when set, else
+// an admin for any of the tokens, else [LocalPrincipal].
+func (s *Server) authenticate(r *http.Request) (Principal, bool) {
+	if s.opts.Auth != nil {
+		p, err := s.opts.Auth.Authenticate(r)
+		return p, err == nil
 	}
+	if len(s.tokens) == 0 {
+		return LocalPrincipal, true
+	}
+	if !s.authorized(r) {
+		return Principal{}, false
+	}
+	return Principal{Name: "token", Tenant: DefaultTenant, Roles: []Role{RoleAdmin}}, true
+}
+
+// authorized reports whether r carries one of the tokens. Each comparison
+// takes the same time whatever the bytes.
+func (s *Server) authorized(r *http.Request) bool {
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok {
 		return false
