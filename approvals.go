@@ -61,7 +61,7 @@ func (r *Runtime) Decide(ctx context.Context, o DecideOptions) (*Result, error) 
 		return nil, fmt.Errorf("vigil: decide: %w: no session id", ErrNotFound)
 	}
 	var res *Result
-	err := r.underLease(ctx, o.Session, o.Wait, func(sess *live.Session) error {
+	err := r.underLease(ctx, o.Session, o.Wait, "", func(sess *live.Session) error {
 		agent, err := r.agentOf(ctx, sess)
 		if err != nil {
 			return err
@@ -88,7 +88,7 @@ func (r *Runtime) Resume(ctx context.Context, id string, onChunk func(agentloop.
 		return nil, fmt.Errorf("vigil: resume: %w: no session id", ErrNotFound)
 	}
 	var res *Result
-	err := r.underLease(ctx, id, false, func(sess *live.Session) error {
+	err := r.underLease(ctx, id, false, "", func(sess *live.Session) error {
 		agent, err := r.agentOf(ctx, sess)
 		if err != nil {
 			return err

@@ -24,7 +24,9 @@ const (
 
 // jobInput is the Input of a queued job, JSON.
 type jobInput struct {
-	Prompt string    `json:"prompt,omitempty"`
+	Prompt string `json:"prompt,omitempty"`
+	// By names who posted a turn (see [By]); a decision names its own.
+	By     string    `json:"by,omitempty"`
 	Call   string    `json:"call,omitempty"`
 	Decide *Decision `json:"decision,omitempty"`
 }
@@ -46,8 +48,14 @@ func (r *Runtime) Queue() (session.Queue, error) {
 // ([Runtime.Work], in this process or any other sharing the store) to
 // run, and returns the job and its position: how many jobs of the session
 // run before it. The job survives a restart: it is kept by the store.
-func (r *Runtime) QueueTurn(ctx context.Context, id, prompt string) (session.Job, int, error) {
-	return r.enqueue(ctx, id, JobTurn, jobInput{Prompt: prompt})
+// [By] names who posted it: the job's input and the turn's turn/start
+// say so.
+func (r *Runtime) QueueTurn(ctx context.Context, id, prompt string, opts ...SessionOption) (session.Job, int, error) {
+	o, err := sessionOpts(opts, false)
+	if err != nil {
+		return session.Job{}, 0, err
+	}
+	return r.enqueue(ctx, id, JobTurn, jobInput{Prompt: prompt, By: o.by})
 }
 
 // QueueDecision queues a decision on call of suspended session id, as

@@ -8,13 +8,18 @@ import (
 )
 
 // NewSession creates an empty session in the composition's store and
-// returns its id, for a turn (or [Runtime.Run]) to continue.
-func (r *Runtime) NewSession(ctx context.Context) (string, error) {
+// returns its id, for a turn (or [Runtime.Run]) to continue. [Tenant]
+// and [By] name its owner in its header.
+func (r *Runtime) NewSession(ctx context.Context, opts ...SessionOption) (string, error) {
+	o, err := sessionOpts(opts, true)
+	if err != nil {
+		return "", err
+	}
 	mgr, err := r.Manager()
 	if err != nil {
 		return "", err
 	}
-	sess, done, err := live.OpenLeased(ctx, mgr, "", false)
+	sess, done, err := live.CreateLeased(ctx, mgr, o.tenant, o.by)
 	if err != nil {
 		return "", err
 	}
@@ -44,14 +49,19 @@ func (r *Runtime) Session(ctx context.Context, id string) (*session.Log, error) 
 
 // Fork creates a session that inherits the records of session id up to
 // and including seq at (-1 for none of them) and returns its id; its
-// header names id and at as its parent. A boundary inside an open turn is
-// session.ErrOpenTurn.
-func (r *Runtime) Fork(ctx context.Context, id string, at int64) (string, error) {
+// header names id and at as its parent, and id's tenant: a fork belongs
+// to its parent's tenant ([By] names who made it; a [Tenant] option is
+// refused). A boundary inside an open turn is session.ErrOpenTurn.
+func (r *Runtime) Fork(ctx context.Context, id string, at int64, opts ...SessionOption) (string, error) {
+	o, err := sessionOpts(opts, false)
+	if err != nil {
+		return "", err
+	}
 	mgr, err := r.Manager()
 	if err != nil {
 		return "", err
 	}
-	s, err := mgr.Fork(ctx, id, at)
+	s, err := mgr.ForkBy(ctx, id, at, o.by)
 	if err != nil {
 		return "", err
 	}

@@ -35,6 +35,9 @@ type TurnOptions struct {
 	// composition has several (see [Runtime.AgentNamed]); "" is the
 	// composition's entry point.
 	Agent string
+	// By names who asks for the turn: it is logged on the turn's
+	// turn/start and, for a new session, in its header as its creator.
+	By string
 	// OnChunk, when set, is called with every content chunk of the turn,
 	// in order, after it was logged; on the turn's goroutine, so it
 	// should return quickly.
@@ -68,15 +71,16 @@ func (r *Runtime) Turn(ctx context.Context, t TurnOptions) (*Result, error) {
 		return nil, err
 	}
 	var res *Result
-	err = r.underLease(ctx, t.Session, t.Wait, func(sess *live.Session) error {
+	err = r.underLease(ctx, t.Session, t.Wait, t.By, func(sess *live.Session) error {
 		if t.OnStart != nil {
 			t.OnStart(sess.ID())
 		}
+		opts := append(chunkOption(t.OnChunk), agentloop.By(t.By))
 		var err error
 		if t.Continue {
-			res, err = agent.Continue(ctx, sess, chunkOption(t.OnChunk)...)
+			res, err = agent.Continue(ctx, sess, opts...)
 		} else {
-			res, err = agent.Run(ctx, sess, t.Prompt, chunkOption(t.OnChunk)...)
+			res, err = agent.Run(ctx, sess, t.Prompt, opts...)
 		}
 		return err
 	})
@@ -90,9 +94,10 @@ func chunkOption(onChunk func(agentloop.Chunk)) []agentloop.RunOption {
 	return []agentloop.RunOption{agentloop.OnChunk(onChunk)}
 }
 
-// underLease runs fn on session id ("" for a new one) opened under its
-// lease, and claimed in this runtime, then flushes and closes it.
-func (r *Runtime) underLease(ctx context.Context, id string, wait bool, fn func(*live.Session) error) error {
+// underLease runs fn on session id opened under its lease, and claimed in
+// this runtime, then flushes and closes it. With id "" it runs fn on a new
+// session of the default tenant made by by.
+func (r *Runtime) underLease(ctx context.Context, id string, wait bool, by string, fn func(*live.Session) error) error {
 	mgr, err := r.Manager()
 	if err != nil {
 		return err
@@ -104,7 +109,13 @@ func (r *Runtime) underLease(ctx context.Context, id string, wait bool, fn func(
 		}
 		defer release()
 	}
-	sess, done, err := live.OpenLeased(ctx, mgr, id, wait)
+	var sess *live.Session
+	var done func(context.Context) error
+	if id == "" {
+		sess, done, err = live.CreateLeased(ctx, mgr, "", by)
+	} else {
+		sess, done, err = live.OpenLeased(ctx, mgr, id, wait)
+	}
 	if err != nil {
 		return err
 	}

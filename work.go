@@ -166,7 +166,7 @@ func (r *Runtime) runJob(ctx context.Context, c session.Claim) (*Result, error) 
 		// Started by a worker that died before it logged anything.
 		res, err = r.perform(ctx, agent, sess, job.Kind, in)
 	default:
-		res, err = carryOn(ctx, agent, sess)
+		res, err = carryOn(ctx, agent, sess, in.By)
 	}
 	if derr := done(context.WithoutCancel(ctx)); derr != nil && err == nil {
 		err = derr
@@ -178,7 +178,7 @@ func (r *Runtime) runJob(ctx context.Context, c session.Claim) (*Result, error) 
 func (r *Runtime) perform(ctx context.Context, agent *agentloop.Agent, sess *live.Session, kind string, in jobInput) (*Result, error) {
 	switch kind {
 	case JobTurn:
-		return agent.Run(ctx, sess, in.Prompt)
+		return agent.Run(ctx, sess, in.Prompt, agentloop.By(in.By))
 	case JobDecide:
 		if in.Decide == nil {
 			return nil, fmt.Errorf("vigil: a %s job without a decision", kind)
@@ -196,15 +196,16 @@ func (r *Runtime) perform(ctx context.Context, agent *agentloop.Agent, sess *liv
 
 // carryOn takes up a job an earlier worker got going, from what its log
 // shows (repaired on open): a turn cut short is continued, a suspended
-// step whose calls are all decided resumed; anything else had ended.
-func carryOn(ctx context.Context, agent *agentloop.Agent, sess *live.Session) (*Result, error) {
+// step whose calls are all decided resumed; anything else had ended. by
+// names who posted the job's turn.
+func carryOn(ctx context.Context, agent *agentloop.Agent, sess *live.Session, by string) (*Result, error) {
 	if s := session.Suspended(sess.Records()); s != nil {
 		if !s.Ready() {
 			return nil, nil
 		}
 		return agent.Resume(ctx, sess)
 	}
-	res, err := agent.Continue(ctx, sess)
+	res, err := agent.Continue(ctx, sess, agentloop.By(by))
 	if errors.Is(err, agentloop.ErrNothingToContinue) {
 		return nil, nil
 	}

@@ -79,7 +79,7 @@ func (t *turn) continueTurn(ctx context.Context) (*TurnResult, error) {
 	}
 	t.n = last + 1
 	t.res = TurnResult{Session: t.sess.ID(), Turn: t.n}
-	if _, err := t.append(session.Event{Type: session.TypeTurnStart, Data: session.TurnStart{Continues: last}}); err != nil {
+	if _, err := t.append(session.Event{Type: session.TypeTurnStart, Data: session.TurnStart{Continues: last, By: t.by}}); err != nil {
 		return nil, err
 	}
 	return t.steps(ctx, 1)

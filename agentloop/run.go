@@ -33,6 +33,14 @@ type RunOption func(*runOptions)
 
 type runOptions struct {
 	onChunk func(Chunk)
+	by      string
+}
+
+// By makes Run (or Continue) log name on its turn/start as who asked for
+// the turn (the principal that posted it to the API). A resumption logs
+// no turn/start, so there it changes nothing.
+func By(name string) RunOption {
+	return func(o *runOptions) { o.by = name }
 }
 
 // OnChunk makes Run call fn with every content chunk of the turn, in
@@ -79,7 +87,7 @@ func (a *Agent) withTurn(ctx context.Context, sess *live.Session, opts []RunOpti
 	if err != nil {
 		return nil, err
 	}
-	t := &turn{a: a, sess: sess, actx: context.WithoutCancel(ctx), headed: st.headed, dig: &st.dig, view: &st.view, ids: &st.ids, onChunk: ro.onChunk}
+	t := &turn{a: a, sess: sess, actx: context.WithoutCancel(ctx), headed: st.headed, dig: &st.dig, view: &st.view, ids: &st.ids, onChunk: ro.onChunk, by: ro.by}
 	defer func() { a.release(sess, key, t.headed) }()
 	a.statusMu.Lock()
 	closed := a.closed
@@ -103,6 +111,7 @@ type turn struct {
 	view    *reqView
 	ids     *callIDs
 	onChunk func(Chunk)
+	by      string
 	res     TurnResult
 }
 
@@ -167,7 +176,7 @@ func (t *turn) run(ctx context.Context, prompt string) (*TurnResult, error) {
 	}
 	t.n = last + 1
 	t.res = TurnResult{Session: t.sess.ID(), Turn: t.n}
-	if _, err := t.append(session.Event{Type: session.TypeTurnStart, Data: session.TurnStart{}}); err != nil {
+	if _, err := t.append(session.Event{Type: session.TypeTurnStart, Data: session.TurnStart{By: t.by}}); err != nil {
 		return nil, err
 	}
 	if prompt != "" {

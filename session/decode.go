@@ -110,8 +110,8 @@ func lineError(line int, err error) error {
 
 // DecodeHeader decodes a log's header line (without its newline). The
 // line must be exactly what [AppendHeaderLine] writes for the header it
-// holds: the keys type, version, id, created and parent (only for a fork),
-// spelled so, each once, in that order, created in the log's time format
+// holds: the keys type, version, id, created, tenant and by (only when not
+// empty) and parent (only for a fork or child), spelled so, each once, in that order, created in the log's time format
 // (RFC 3339 in UTC with milliseconds, 2006-01-02T15:04:05.000Z), and no
 // white space. A version other than [Version] is [ErrVersion], whatever
 // else the line holds.
@@ -132,6 +132,7 @@ func DecodeHeader(line []byte) (Info, error) {
 	}
 	var (
 		typ, id, created string
+		tenant, by       string
 		version          int
 		parent           *Parent
 		seen             = map[string]bool{}
@@ -147,6 +148,10 @@ func DecodeHeader(line []byte) (Info, error) {
 			err = json.Unmarshal(f.val, &id)
 		case "created":
 			err = json.Unmarshal(f.val, &created)
+		case "tenant":
+			err = json.Unmarshal(f.val, &tenant)
+		case "by":
+			err = json.Unmarshal(f.val, &by)
 		case "parent":
 			parent = new(Parent)
 			err = strictUnmarshal(f.val, parent)
@@ -176,7 +181,7 @@ func DecodeHeader(line []byte) (Info, error) {
 	if parent != nil && (!ValidID(parent.ID) || parent.Seq < -1) {
 		return Info{}, fmt.Errorf("%w: header: parent %+v", ErrMalformed, *parent)
 	}
-	info := Info{ID: id, Version: version, Created: t, Parent: parent}
+	info := Info{ID: id, Version: version, Created: t, Tenant: tenant, By: by, Parent: parent}
 	want := AppendHeaderLine(nil, info)
 	if err := canonical(line, want[:len(want)-1]); err != nil {
 		return Info{}, fmt.Errorf("%w: header: %w", ErrMalformed, err)

@@ -42,6 +42,8 @@ func TestDecodeReadsValidLogs(t *testing.T) {
 		{"a replace", line(header) + line(l0) + line(l1) +
 			line(`{"seq":2,"type":"user/message","time":"2026-11-29T20:21:24.002Z","surface":{"op":"replace","start":0,"end":1},"sources":[0,1],"data":{"content":"sum"}}`), 3, 1},
 		{"a fork header", line(`{"type":"session","version":1,"id":"s2","created":"2026-11-29T20:21:24.000Z","parent":{"id":"s1","seq":0}}`) + line(l0), 1, 1},
+		{"a header names the tenant and creator", line(`{"type":"session","version":1,"id":"s2","created":"2026-11-29T20:21:24.000Z","tenant":"acme","by":"alice@example.com","parent":{"id":"s1","seq":0}}`) + line(l0), 1, 1},
+		{"a turn/start names who posted the turn", line(header) + line(`{"seq":0,"type":"turn/start","time":"2026-11-29T20:21:24.000Z","turn":1,"data":{"by":"bob"}}`), 1, 0},
 		{"a child session's header names the call", line(`{"type":"session","version":1,"id":"s2","created":"2026-11-29T20:21:24.000Z","parent":{"id":"s1","seq":4,"call":"call_1"}}`) + line(l0), 1, 1},
 		{"escapes as the encoder writes them", line(header) + line(`{"seq":0,"type":"user/message","time":"2026-11-29T20:21:24.000Z","data":{"content":"\u003c\u0026\u003e é \u2028 \"q\"\n"}}`), 1, 1},
 	}
@@ -117,6 +119,9 @@ func TestDecodeRefusesBadInputWithDistinctErrors(t *testing.T) {
 		{"header key in another case", line(`{"type":"session","version":1,"id":"s1","Created":"2026-11-29T20:21:24.000Z"}`), session.ErrMalformed, true, 1},
 		{"header time without milliseconds", line(`{"type":"session","version":1,"id":"s1","created":"2026-11-29T20:21:24Z"}`), session.ErrMalformed, true, 1},
 		{"header fields in another order", line(`{"version":1,"type":"session","id":"s1","created":"2026-11-29T20:21:24.000Z"}`), session.ErrMalformed, true, 1},
+		{"header with an empty tenant", line(`{"type":"session","version":1,"id":"s1","created":"2026-11-29T20:21:24.000Z","tenant":""}`), session.ErrMalformed, true, 1},
+		{"header with by before tenant", line(`{"type":"session","version":1,"id":"s1","created":"2026-11-29T20:21:24.000Z","by":"a","tenant":"t"}`), session.ErrMalformed, true, 1},
+		{"header with the tenant after the parent", line(`{"type":"session","version":1,"id":"s2","created":"2026-11-29T20:21:24.000Z","parent":{"id":"s1","seq":0},"tenant":"t"}`), session.ErrMalformed, true, 1},
 		{"header with an unknown field", line(`{"type":"session","version":1,"id":"s1","created":"2026-11-29T20:21:24.000Z","colour":1}`), session.ErrMalformed, true, 1},
 		{"header without version", line(`{"type":"session","id":"s1","created":"2026-11-29T20:21:24Z"}`), session.ErrMalformed, true, 1},
 	}

@@ -165,6 +165,7 @@ func appendPayload(dst []byte, v any) ([]byte, bool) {
 		if p.Continues != 0 {
 			dst = appendIntField(dst, "continues", int64(p.Continues))
 		}
+		dst = appendStringField(dst, "by", p.By, true)
 		return append(dst, '}'), true
 	case StepStart, EndSeed:
 		return append(dst, '{', '}'), true

@@ -50,7 +50,7 @@ func genPayload(t *rapid.T) any {
 	}
 	switch rapid.IntRange(0, 16).Draw(t, "kind") {
 	case 0:
-		return TurnStart{Continues: rapid.IntRange(0, 3).Draw(t, "continues")}
+		return TurnStart{Continues: rapid.IntRange(0, 3).Draw(t, "continues"), By: rapid.SampledFrom([]string{"", "alice", "bob@example.com"}).Draw(t, "by")}
 	case 1:
 		return TurnEnd{Reason: opt("reason"), Error: opt("error")}
 	case 2:

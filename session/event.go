@@ -124,6 +124,9 @@ type TurnStart struct {
 	// interrupted turn it carries on. No user/message follows it; the
 	// model is asked again from the fold.
 	Continues int `json:"continues,omitempty"`
+	// By names who asked for the turn (the authenticated principal that
+	// posted it to the API), when someone said.
+	By string `json:"by,omitempty"`
 }
 
 // TurnEnd is the data of turn/end.

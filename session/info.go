@@ -8,11 +8,20 @@ import (
 // Version is the log format version this package writes and reads.
 const Version = 1
 
+// DefaultTenant is the tenant of a session whose header names none: logs
+// written before tenants, and sessions made without an owner (the CLI).
+const DefaultTenant = "default"
+
 // Info is a session's header: line 1 of its log.
 type Info struct {
 	ID      string
 	Version int
 	Created time.Time
+	// Tenant is the tenant the session belongs to ("" is [DefaultTenant]);
+	// forks and child sessions inherit it. By names who created the
+	// session ("" when nobody said).
+	Tenant string
+	By     string
 	// Parent names the session and last inherited seq of a fork, or the
 	// session and tool call a sub-agent's child session answers; nil
 	// otherwise.
@@ -29,11 +38,21 @@ type Parent struct {
 	Call string `json:"call,omitempty"`
 }
 
+// TenantOf returns the tenant session info belongs to: its Tenant, or
+// [DefaultTenant] when it names none.
+func (i Info) TenantOf() string {
+	if i.Tenant == "" {
+		return DefaultTenant
+	}
+	return i.Tenant
+}
+
 // AppendHeaderLine appends the log header line of info, with its newline:
 //
-//	{"type":"session","version":1,"id":"…","created":"…","parent":{"id":"…","seq":41}}
+//	{"type":"session","version":1,"id":"…","created":"…","tenant":"…","by":"…","parent":{"id":"…","seq":41}}
 //
-// with "call":"…" after the parent's seq for a child session.
+// with tenant and by omitted when empty, and "call":"…" after the
+// parent's seq for a child session.
 // A zero Version is written as [Version].
 func AppendHeaderLine(dst []byte, info Info) []byte {
 	v := info.Version
@@ -46,6 +65,14 @@ func AppendHeaderLine(dst []byte, info Info) []byte {
 	dst = appendString(dst, info.ID)
 	dst = append(dst, `,"created":`...)
 	dst = appendTime(dst, logTime(info.Created))
+	if info.Tenant != "" {
+		dst = append(dst, `,"tenant":`...)
+		dst = appendString(dst, info.Tenant)
+	}
+	if info.By != "" {
+		dst = append(dst, `,"by":`...)
+		dst = appendString(dst, info.By)
+	}
 	if p := info.Parent; p != nil {
 		dst = append(dst, `,"parent":{"id":`...)
 		dst = appendString(dst, p.ID)

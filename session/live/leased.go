@@ -23,34 +23,44 @@ import (
 // is over. Stores without leases (memory) get the same open and close,
 // without a lease.
 func OpenLeased(ctx context.Context, mgr *Manager, id string, wait bool) (sess *Session, done func(context.Context) error, err error) {
-	release := func() {}
-	leaser, _ := mgr.Store().(session.Leaser)
 	if id == "" {
-		if sess, err = mgr.Create(ctx); err != nil {
-			return nil, nil, err
-		}
-		if leaser != nil {
-			// Nobody else knows the id yet: this cannot be busy.
-			if release, err = leaser.Lease(ctx, sess.ID(), false); err != nil {
-				return nil, nil, errors.Join(err, sess.Close(context.WithoutCancel(ctx)))
-			}
-		}
-	} else {
-		if leaser != nil {
-			if release, err = leaser.Lease(ctx, id, wait); err != nil {
-				return nil, nil, err
-			}
-		}
-		if sess, err = openFresh(ctx, mgr, id); err != nil {
-			release()
+		return CreateLeased(ctx, mgr, "", "")
+	}
+	release := func() {}
+	if leaser, ok := mgr.Store().(session.Leaser); ok {
+		if release, err = leaser.Lease(ctx, id, wait); err != nil {
 			return nil, nil, err
 		}
 	}
-	done = func(ctx context.Context) error {
+	if sess, err = openFresh(ctx, mgr, id); err != nil {
+		release()
+		return nil, nil, err
+	}
+	return sess, closeThen(sess, release), nil
+}
+
+// CreateLeased is [OpenLeased] of a new session that belongs to tenant
+// and was made by by (see [Manager.CreateOwned]).
+func CreateLeased(ctx context.Context, mgr *Manager, tenant, by string) (sess *Session, done func(context.Context) error, err error) {
+	release := func() {}
+	if sess, err = mgr.CreateOwned(ctx, tenant, by); err != nil {
+		return nil, nil, err
+	}
+	if leaser, ok := mgr.Store().(session.Leaser); ok {
+		// Nobody else knows the id yet: this cannot be busy.
+		if release, err = leaser.Lease(ctx, sess.ID(), false); err != nil {
+			return nil, nil, errors.Join(err, sess.Close(context.WithoutCancel(ctx)))
+		}
+	}
+	return sess, closeThen(sess, release), nil
+}
+
+// closeThen returns a done function that closes sess, then releases.
+func closeThen(sess *Session, release func()) func(context.Context) error {
+	return func(ctx context.Context) error {
 		defer release()
 		return sess.Close(ctx)
 	}
-	return sess, done, nil
 }
 
 // OpenHeld is [OpenLeased] for a caller that holds session id's lease

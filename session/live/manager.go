@@ -102,9 +102,16 @@ func (m *Manager) watched() bool {
 
 func (m *Manager) now() time.Time { return session.LogTime(m.clock()) }
 
-// Create makes a new, empty session.
+// Create makes a new, empty session of the default tenant, made by
+// nobody in particular (see [Manager.CreateOwned]).
 func (m *Manager) Create(ctx context.Context) (*Session, error) {
-	info := session.Info{ID: m.newID(), Version: session.Version, Created: m.now()}
+	return m.CreateOwned(ctx, "", "")
+}
+
+// CreateOwned makes a new, empty session that belongs to tenant ("" is
+// [session.DefaultTenant]) and was created by by; its header says both.
+func (m *Manager) CreateOwned(ctx context.Context, tenant, by string) (*Session, error) {
+	info := session.Info{ID: m.newID(), Version: session.Version, Created: m.now(), Tenant: tenant, By: by}
 	if !session.ValidID(info.ID) {
 		return nil, fmt.Errorf("session: create: %w: %q", session.ErrInvalidID, info.ID)
 	}
@@ -116,12 +123,17 @@ func (m *Manager) Create(ctx context.Context) (*Session, error) {
 
 // CreateChild makes a new, empty session whose header names parent: a
 // sub-agent's child session, which inherits no events of the parent (see
-// [session.Parent]). parent.ID must be a valid id and parent.Call set.
+// [session.Parent]) but its tenant and creator. parent.ID must be a valid
+// id and parent.Call set.
 func (m *Manager) CreateChild(ctx context.Context, parent session.Parent) (*Session, error) {
 	if !session.ValidID(parent.ID) || parent.Call == "" || parent.Seq < 0 {
 		return nil, fmt.Errorf("session: create child: %w: parent %+v", session.ErrInvalidID, parent)
 	}
-	info := session.Info{ID: m.newID(), Version: session.Version, Created: m.now(), Parent: &parent}
+	owner, err := m.infoOf(ctx, parent.ID)
+	if err != nil {
+		return nil, fmt.Errorf("session: create child of %s: %w", parent.ID, err)
+	}
+	info := session.Info{ID: m.newID(), Version: session.Version, Created: m.now(), Tenant: owner.Tenant, By: owner.By, Parent: &parent}
 	if !session.ValidID(info.ID) {
 		return nil, fmt.Errorf("session: create child: %w: %q", session.ErrInvalidID, info.ID)
 	}
@@ -174,19 +186,26 @@ func (m *Manager) Open(ctx context.Context, id string) (*Session, error) {
 
 // Fork makes a new session whose log is the log of id up to and including
 // seq at (-1: nothing), followed by a session/end-seed event. Its header
-// names the parent and at. A boundary inside an open turn is an
-// ErrOpenTurn error; the parent is never changed. Forking at an earlier
-// boundary is how a session is rewound.
+// names the parent and at, and the parent's tenant: a fork belongs where
+// its parent does. A boundary inside an open turn is an ErrOpenTurn
+// error; the parent is never changed. Forking at an earlier boundary is
+// how a session is rewound.
 func (m *Manager) Fork(ctx context.Context, id string, at int64) (*Session, error) {
+	return m.ForkBy(ctx, id, at, "")
+}
+
+// ForkBy is [Manager.Fork] whose header names by as who made the fork.
+func (m *Manager) ForkBy(ctx context.Context, id string, at int64, by string) (*Session, error) {
 	var records []session.Record
+	var parent session.Info
 	if s, ok := m.Get(id); ok {
-		records = s.Records()
+		records, parent = s.Records(), s.Info()
 	} else {
 		log, err := m.store.Load(ctx, id)
 		if err != nil {
 			return nil, fmt.Errorf("session: fork %s: %w", id, err)
 		}
-		records = log.Records
+		records, parent = log.Records, log.Info
 	}
 	if at < -1 || at >= int64(len(records)) {
 		return nil, fmt.Errorf("session: fork %s at %d: %w: the log has seqs 0..%d", id, at, session.ErrNotFound, len(records)-1)
@@ -196,7 +215,7 @@ func (m *Manager) Fork(ctx context.Context, id string, at int64) (*Session, erro
 		return nil, fmt.Errorf("session: fork %s at %d: %w (turn %d)", id, at, session.ErrOpenTurn, st)
 	}
 	now := m.now()
-	info := session.Info{ID: m.newID(), Version: session.Version, Created: now, Parent: &session.Parent{ID: id, Seq: at}}
+	info := session.Info{ID: m.newID(), Version: session.Version, Created: now, Tenant: parent.Tenant, By: by, Parent: &session.Parent{ID: id, Seq: at}}
 	seed, err := session.NewRecord(at+1, now, session.Event{Type: session.TypeEndSeed})
 	if err != nil {
 		return nil, err
@@ -205,6 +224,19 @@ func (m *Manager) Fork(ctx context.Context, id string, at int64) (*Session, erro
 		return nil, fmt.Errorf("session: fork %s at %d: %w", id, at, err)
 	}
 	return m.publish(ctx, info, append(slices.Clone(prefix), seed))
+}
+
+// infoOf returns the header of session id: its live copy's, else the
+// stored log's.
+func (m *Manager) infoOf(ctx context.Context, id string) (session.Info, error) {
+	if s, ok := m.Get(id); ok {
+		return s.Info(), nil
+	}
+	log, err := m.store.Load(ctx, id)
+	if err != nil {
+		return session.Info{}, err
+	}
+	return log.Info, nil
 }
 
 // Seed makes a new session whose log is events (stamped now, seqs from 0)

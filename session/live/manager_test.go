@@ -274,3 +274,30 @@ func TestCreateChildNamesTheParentCallAndInheritsNothing(t *testing.T) {
 		})
 	}
 }
+
+// A session's owner is in its header; a fork and a child session belong
+// to their parent's tenant, whether the parent is live or only stored.
+func TestForksAndChildrenInheritTheTenant(t *testing.T) {
+	for _, live := range []bool{true, false} {
+		t.Run(fmt.Sprintf("live=%v", live), func(t *testing.T) {
+			h := newHarness(t)
+			p, err := h.m.CreateOwned(h.ctx, "acme", "alice")
+			require.NoError(t, err)
+			h.appendAll(p, sessiontest.TurnEvents(t, 0, 1)...)
+			m := h.m
+			if !live {
+				require.NoError(t, p.Close(h.ctx))
+				m = h.manager()
+			}
+			fork, err := m.ForkBy(h.ctx, p.ID(), 16, "bob")
+			require.NoError(t, err)
+			child, err := m.CreateChild(h.ctx, session.Parent{ID: p.ID(), Seq: 5, Call: "call_1"})
+			require.NoError(t, err)
+			for id, want := range map[string][2]string{p.ID(): {"acme", "alice"}, fork.ID(): {"acme", "bob"}, child.ID(): {"acme", "alice"}} {
+				log, err := h.store.Load(h.ctx, id)
+				require.NoError(t, err)
+				assert.Equal(t, want, [2]string{log.Info.Tenant, log.Info.By}, id)
+			}
+		})
+	}
+}

@@ -39,6 +39,7 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store) {
 		fn   func(t *testing.T, s session.Store)
 	}{
 		{"CreateThenLoadGivesHeaderAndNoRecords", testCreateLoad},
+		{"HeaderKeepsTenantAndCreator", testOwner},
 		{"CreateExistingIDIsErrExists", testCreateExisting},
 		{"InvalidIDIsRefused", testInvalidID},
 		{"UnknownIDIsErrNotFound", testUnknown},
@@ -136,6 +137,33 @@ func testCreateLoad(t *testing.T, s session.Store) {
 	assert.Nil(t, log.Info.Parent)
 	assert.Empty(t, log.Records)
 	assert.Zero(t, log.Torn)
+}
+
+// testOwner checks that a header's tenant and creator round-trip through
+// Create, Fork, Load and List, and that a header without them stays
+// without them.
+func testOwner(t *testing.T, s session.Store) {
+	ctx := context.Background()
+	p := info("p")
+	p.Tenant, p.By = "acme", "alice@example.com"
+	require.NoError(t, s.Create(ctx, p))
+	require.NoError(t, s.Append(ctx, "p", 0, Turn(t, 0, 1)))
+	f := info("f")
+	f.Tenant, f.By, f.Parent = "acme", "bob", &session.Parent{ID: "p", Seq: 16}
+	require.NoError(t, s.Fork(ctx, f, []session.Record{endSeed(t, 17)}))
+	require.NoError(t, s.Create(ctx, info("plain")))
+	want := map[string][2]string{"p": {"acme", "alice@example.com"}, "f": {"acme", "bob"}, "plain": {"", ""}}
+	for id, w := range want {
+		log, err := s.Load(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, w, [2]string{log.Info.Tenant, log.Info.By}, "load %s", id)
+	}
+	infos, err := s.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, infos, 3)
+	for _, in := range infos {
+		assert.Equal(t, want[in.ID], [2]string{in.Tenant, in.By}, "list %s", in.ID)
+	}
 }
 
 func testCreateExisting(t *testing.T, s session.Store) {
