@@ -38,6 +38,7 @@ const (
 	CodeMalformedJSON    = "malformed_json"
 	CodeTooLarge         = "too_large"
 	CodeUnauthorized     = "unauthorized"
+	CodeForbidden        = "forbidden"
 	CodeNotFound         = "not_found"
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodeSuspended        = "suspended"

@@ -28,11 +28,8 @@ const pollInterval = 250 * time.Millisecond
 // with its seq as id, so that a reconnecting EventSource's Last-Event-ID
 // resumes after the last event it got, without loss or duplicates.
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
-	id, err := sessionID(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+	id := admitted(r).ID
+	var err error
 	sse := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 	after := int64(-1)
 	raw := r.URL.Query().Get("after")

@@ -27,7 +27,7 @@ const (
 // DefaultTenant is the tenant of a session whose header names none (logs
 // written before tenants, sessions made by the CLI) and of the local
 // principal of a server without authentication.
-const DefaultTenant = "default"
+const DefaultTenant = session.DefaultTenant
 
 // Principal is who makes a request: a name (logged as who did what), the
 // tenant whose sessions it sees, and its roles.
@@ -75,13 +75,4 @@ func PrincipalOf(ctx context.Context) Principal {
 		return p
 	}
 	return LocalPrincipal
-}
-
-// visible reports whether the principal of ctx may see session info.
-// Every route that names or lists sessions asks it, so a session of
-// another tenant is 404, never 403.
-func (s *Server) visible(ctx context.Context, info session.Info) bool {
-	_ = PrincipalOf(ctx)
-	_ = info
-	return true // tenants: issue 28 item 3 fills this in
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/vigil-run/vigil"
-	"github.com/vigil-run/vigil/session"
 )
 
 // DefaultMaxBody bounds a request body unless [Options].MaxBody says
@@ -68,7 +67,7 @@ func New(rt *vigil.Runtime, o Options) (*Server, error) {
 		}
 	}
 	for _, rt := range s.routes() {
-		s.mux.Handle(rt.pattern, s.instrument(rt.pattern, rt.open, rt.h))
+		s.mux.Handle(rt.pattern, s.instrument(rt.pattern, rt.role, rt.h))
 	}
 	s.mux.HandleFunc("/", s.noRoute)
 	s.handler = s.cors(s.mux)
@@ -94,26 +93,31 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 	s.writeError(w, r, apiError(http.StatusNotFound, CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 }
 
-// route is one endpoint; open ones need no token.
+// route is one endpoint and the role it needs; open ones (no role) need
+// no credentials. A route under /v1/sessions/{id} is also admitted only
+// for a caller that may see that session (see [Server.admit]).
 type route struct {
 	pattern string
-	open    bool
+	role    Role
 	h       http.HandlerFunc
 }
 
+// open is the role of a route anyone may call.
+const open Role = ""
+
 func (s *Server) routes() []route {
 	return []route{
-		{"GET /healthz", true, s.reply(s.handleHealth)},
-		{"GET /openapi.json", true, handleOpenAPI},
-		{"GET /metrics", false, s.handleMetrics},
-		{"POST /v1/sessions", false, s.reply(s.handleCreate)},
-		{"GET /v1/sessions", false, s.reply(s.handleList)},
-		{"GET /v1/sessions/{id}", false, s.reply(s.handleGet)},
-		{"POST /v1/sessions/{id}/turns", false, s.reply(s.handleTurn)},
-		{"GET /v1/sessions/{id}/events", false, s.handleEvents},
-		{"POST /v1/sessions/{id}/approvals/{call}", false, s.reply(s.handleDecide)},
-		{"POST /v1/sessions/{id}/cancel", false, s.reply(s.handleCancel)},
-		{"GET /v1/sessions/{id}/verify", false, s.reply(s.handleVerify)},
+		{"GET /healthz", open, s.reply(s.handleHealth)},
+		{"GET /openapi.json", open, handleOpenAPI},
+		{"GET /metrics", RoleAdmin, s.handleMetrics},
+		{"POST /v1/sessions", RoleUser, s.reply(s.handleCreate)},
+		{"GET /v1/sessions", RoleViewer, s.reply(s.handleList)},
+		{"GET /v1/sessions/{id}", RoleViewer, s.reply(s.handleGet)},
+		{"POST /v1/sessions/{id}/turns", RoleUser, s.reply(s.handleTurn)},
+		{"GET /v1/sessions/{id}/events", RoleViewer, s.handleEvents},
+		{"POST /v1/sessions/{id}/approvals/{call}", RoleApprover, s.reply(s.handleDecide)},
+		{"POST /v1/sessions/{id}/cancel", RoleUser, s.reply(s.handleCancel)},
+		{"GET /v1/sessions/{id}/verify", RoleViewer, s.reply(s.handleVerify)},
 	}
 }
 
@@ -135,9 +139,10 @@ func (s *Server) reply(fn replier) http.HandlerFunc {
 	}
 }
 
-// instrument wraps an endpoint: authentication, the body bound, a
-// recovered panic as a 500, and the request metrics.
-func (s *Server) instrument(pattern string, open bool, h http.HandlerFunc) http.Handler {
+// instrument wraps an endpoint: authentication, authorization (the role
+// the route needs, the session it names), the body bound, a recovered
+// panic as a 500, and the request metrics.
+func (s *Server) instrument(pattern string, role Role, h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -154,13 +159,17 @@ func (s *Server) instrument(pattern string, open bool, h http.HandlerFunc) http.
 			}
 			s.opts.Metrics.request(r.Context(), r.Method, pattern, sw.status, time.Since(start))
 		}()
-		if !open {
+		if role != open {
 			p, ok := s.authenticate(r)
 			if !ok {
 				s.writeError(sw, r, apiError(http.StatusUnauthorized, CodeUnauthorized, "a bearer token is required (Authorization: Bearer TOKEN)"))
 				return
 			}
-			r = r.WithContext(withPrincipal(r.Context(), p))
+			var err error
+			if r, err = s.admit(r.WithContext(withPrincipal(r.Context(), p)), pattern, role); err != nil {
+				s.writeError(sw, r, err)
+				return
+			}
 		}
 		r.Body = http.MaxBytesReader(sw, r.Body, s.opts.MaxBody)
 		h(sw, r)
@@ -257,13 +266,4 @@ func CheckBind(addr string, tokens []string) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %s (give --token-file or VIGIL_TOKENS, or bind 127.0.0.1)", ErrOpenBind, addr)
-}
-
-// sessionID returns the {id} of r's path, checked.
-func sessionID(r *http.Request) (string, error) {
-	id := r.PathValue("id")
-	if !session.ValidID(id) {
-		return "", apiError(http.StatusBadRequest, CodeBadRequest, "%q is not a session id (1 to 128 letters, digits, '-' and '_')", id)
-	}
-	return id, nil
 }

@@ -148,15 +148,25 @@ func TestApprovalsThroughTheAPI(t *testing.T) {
 	a.json(http.StatusBadRequest, "POST", "/v1/sessions/"+id+"/approvals/"+req.ID, `{}`, &e)
 	assert.Equal(t, server.CodeBadRequest, e.Code)
 
-	a.json(http.StatusAccepted, "POST", "/v1/sessions/"+id+"/approvals/"+req.ID, `{"allow":true,"by":"ann"}`, nil)
+	// Who decided is the caller (here the local principal of a server
+	// without authentication), never what the body says.
+	a.json(http.StatusBadRequest, "POST", "/v1/sessions/"+id+"/approvals/"+req.ID, `{"allow":true,"by":"ann"}`, &e)
+	assert.Equal(t, server.CodeBadRequest, e.Code)
+	a.json(http.StatusAccepted, "POST", "/v1/sessions/"+id+"/approvals/"+req.ID, `{"allow":true}`, nil)
 	rest := a.until(id, int64(len(recs)-1), turnEnd)
 	var result session.ToolResult
+	var decision session.ApprovalDecision
 	for _, r := range rest {
-		if r.Type() == session.TypeToolResult {
+		switch r.Type() {
+		case session.TypeToolResult:
 			result, err = session.DecodeData[session.ToolResult](r)
+			require.NoError(t, err)
+		case session.TypeApprovalDecision:
+			decision, err = session.DecodeData[session.ApprovalDecision](r)
 			require.NoError(t, err)
 		}
 	}
+	assert.Equal(t, server.LocalPrincipal.Name, decision.By)
 	assert.Equal(t, "42", result.Content)
 	end, err := session.DecodeData[session.TurnEnd](rest[len(rest)-1])
 	require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/vigil-run/vigil"
 	"github.com/vigil-run/vigil/session"
 )
 
@@ -16,9 +17,12 @@ const (
 
 // SessionInfo is a session's header as the API lists it.
 type SessionInfo struct {
-	ID      string          `json:"id"`
-	Created time.Time       `json:"created"`
-	Parent  *session.Parent `json:"parent,omitempty"`
+	ID      string    `json:"id"`
+	Created time.Time `json:"created"`
+	// Tenant is the tenant the session belongs to; By who created it.
+	Tenant string          `json:"tenant"`
+	By     string          `json:"by,omitempty"`
+	Parent *session.Parent `json:"parent,omitempty"`
 }
 
 // Summary is what GET /v1/sessions/{id} answers.
@@ -57,7 +61,7 @@ type JobInfo struct {
 }
 
 func infoOf(i session.Info) SessionInfo {
-	return SessionInfo{ID: i.ID, Created: i.Created, Parent: i.Parent}
+	return SessionInfo{ID: i.ID, Created: i.Created, Tenant: i.TenantOf(), By: i.By, Parent: i.Parent}
 }
 
 type createRequest struct {
@@ -72,6 +76,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) (int, any,
 	if err := decodeBody(r, &req, true); err != nil {
 		return 0, nil, err
 	}
+	p := PrincipalOf(r.Context())
 	var id string
 	var err error
 	if f := req.Fork; f != nil {
@@ -81,10 +86,14 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) (int, any,
 		case f.At == nil:
 			err = apiError(http.StatusBadRequest, CodeBadRequest, "fork.at: the last seq to inherit is required (-1 for none)")
 		default:
-			id, err = s.rt.Fork(r.Context(), f.Session, *f.At)
+			// The source must be the caller's to see; the fork is in its
+			// tenant.
+			if _, err = s.sessionFor(r.Context(), f.Session); err == nil {
+				id, err = s.rt.Fork(r.Context(), f.Session, *f.At, vigil.By(p.Name))
+			}
 		}
 	} else {
-		id, err = s.rt.NewSession(r.Context())
+		id, err = s.rt.NewSession(r.Context(), vigil.Tenant(ownerOf(p)), vigil.By(p.Name))
 	}
 	if err != nil {
 		return 0, nil, err
@@ -108,7 +117,9 @@ func (s *Server) handleList(_ http.ResponseWriter, r *http.Request) (int, any, e
 		Unreadable []string `json:"unreadable,omitempty"`
 	}{Sessions: make([]SessionInfo, 0, len(infos))}
 	for _, i := range infos {
-		out.Sessions = append(out.Sessions, infoOf(i))
+		if s.visible(r.Context(), i) {
+			out.Sessions = append(out.Sessions, infoOf(i))
+		}
 	}
 	if le, ok := err.(*session.ListError); ok {
 		for _, e := range le.Entries {
@@ -119,10 +130,7 @@ func (s *Server) handleList(_ http.ResponseWriter, r *http.Request) (int, any, e
 }
 
 func (s *Server) handleGet(_ http.ResponseWriter, r *http.Request) (int, any, error) {
-	id, err := sessionID(r)
-	if err != nil {
-		return 0, nil, err
-	}
+	id := admitted(r).ID
 	sum, err := s.summary(r, id)
 	if err != nil {
 		return 0, nil, err

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/vigil-run/vigil"
@@ -24,10 +25,7 @@ type turnRequest struct {
 // 409 suspended; with ?queue=false a session with a job queued or
 // running refuses it with 409 busy.
 func (s *Server) handleTurn(_ http.ResponseWriter, r *http.Request) (int, any, error) {
-	id, err := sessionID(r)
-	if err != nil {
-		return 0, nil, err
-	}
+	id := admitted(r).ID
 	var req turnRequest
 	if err := decodeBody(r, &req, false); err != nil {
 		return 0, nil, err
@@ -45,7 +43,7 @@ func (s *Server) handleTurn(_ http.ResponseWriter, r *http.Request) (int, any, e
 	case r.URL.Query().Get("queue") == "false" && len(sum.Jobs) > 0:
 		return 0, nil, apiError(http.StatusConflict, CodeBusy, "session %s has %d job(s) queued or running (queue=false)", id, len(sum.Jobs))
 	}
-	return s.queued(r, id)(s.rt.QueueTurn(r.Context(), id, *req.Prompt))
+	return s.queued(r, id)(s.rt.QueueTurn(r.Context(), id, *req.Prompt, vigil.By(PrincipalOf(r.Context()).Name)))
 }
 
 // queued answers a job just queued on session id.
@@ -62,7 +60,9 @@ func (s *Server) queued(r *http.Request, id string) func(session.Job, int, error
 type decideRequest struct {
 	Allow  *bool  `json:"allow"`
 	Reason string `json:"reason"`
-	By     string `json:"by"`
+	// By is refused: who decided is the authenticated principal, never
+	// what the body says. It is decoded only to say so.
+	By json.RawMessage `json:"by"`
 	// Scope "session" allows this call and the later ones it covers.
 	Scope string `json:"scope"`
 }
@@ -71,10 +71,7 @@ type decideRequest struct {
 // A call that is not pending is refused now (404 unknown, 409 not
 // pending or already decided).
 func (s *Server) handleDecide(_ http.ResponseWriter, r *http.Request) (int, any, error) {
-	id, err := sessionID(r)
-	if err != nil {
-		return 0, nil, err
-	}
+	id := admitted(r).ID
 	var req decideRequest
 	if err := decodeBody(r, &req, false); err != nil {
 		return 0, nil, err
@@ -82,10 +79,10 @@ func (s *Server) handleDecide(_ http.ResponseWriter, r *http.Request) (int, any,
 	if req.Allow == nil {
 		return 0, nil, apiError(http.StatusBadRequest, CodeBadRequest, "allow: true or false is required")
 	}
-	by := req.By
-	if by == "" {
-		by = "api"
+	if req.By != nil {
+		return 0, nil, apiError(http.StatusBadRequest, CodeBadRequest, "by: a decision is logged as made by the caller's credentials, not by what the body says; leave it out")
 	}
+	by := PrincipalOf(r.Context()).Name
 	return s.queued(r, id)(s.rt.QueueDecision(r.Context(), id, r.PathValue("call"),
 		vigil.Decision{Allow: *req.Allow, By: by, Reason: req.Reason, Scope: req.Scope}))
 }
@@ -93,10 +90,7 @@ func (s *Server) handleDecide(_ http.ResponseWriter, r *http.Request) (int, any,
 // handleCancel drops the session's queued jobs and cancels its running
 // one (its turn ends aborted).
 func (s *Server) handleCancel(_ http.ResponseWriter, r *http.Request) (int, any, error) {
-	id, err := sessionID(r)
-	if err != nil {
-		return 0, nil, err
-	}
+	id := admitted(r).ID
 	q, err := s.rt.Queue()
 	if err != nil {
 		return 0, nil, err

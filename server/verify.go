@@ -18,10 +18,7 @@ type VerifyReport struct {
 }
 
 func (s *Server) handleVerify(_ http.ResponseWriter, r *http.Request) (int, any, error) {
-	id, err := sessionID(r)
-	if err != nil {
-		return 0, nil, err
-	}
+	id := admitted(r).ID
 	log, err := s.rt.Session(r.Context(), id)
 	if err != nil {
 		return 0, nil, err
