@@ -1,0 +1,236 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-run/vigil/plugins/provider/scripted"
+	"github.com/vigil-run/vigil/server"
+	"github.com/vigil-run/vigil/session"
+)
+
+// bearer is a test Authenticator: each bearer token names a principal.
+type bearer map[string]server.Principal
+
+func (b bearer) Authenticate(r *http.Request) (server.Principal, error) {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return server.Principal{}, server.ErrNoCredentials
+	}
+	p, ok := b[tok]
+	if !ok {
+		return server.Principal{}, server.ErrBadCredentials
+	}
+	return p, nil
+}
+
+// people are the principals of the tests: for each of two tenants one of
+// each role, and an admin (of acme, who sees every tenant).
+var people = bearer{}
+
+func init() {
+	for _, tenant := range []string{"acme", "globex"} {
+		for _, role := range []server.Role{server.RoleViewer, server.RoleUser, server.RoleApprover} {
+			people[tenant+"-"+string(role)] = server.Principal{Name: string(role) + "@" + tenant, Tenant: tenant, Roles: []server.Role{role}}
+		}
+		people[tenant+"-none"] = server.Principal{Name: "nobody@" + tenant, Tenant: tenant}
+	}
+	people["admin"] = server.Principal{Name: "root@acme", Tenant: "acme", Roles: []server.Role{server.RoleAdmin}}
+}
+
+// tenantFixture is a server with acme's session waiting for an approval
+// and an idle session of globex, both made through the API by their
+// tenant's user.
+type tenantFixture struct {
+	*api
+	acme, globex, call string
+}
+
+func newTenantFixture(t *testing.T) *tenantFixture {
+	metrics, err := server.NewMetrics()
+	require.NoError(t, err)
+	a := newAPI(t, composition(true, calc, scripted.Reply{Text: "42."}), server.Options{Auth: people, Metrics: metrics})
+	f := &tenantFixture{api: a}
+	a.auth = "acme-user"
+	f.acme = a.create()
+	a.auth = "globex-user"
+	f.globex = a.create()
+	a.auth = "acme-user"
+	a.startWorker()
+	a.json(http.StatusAccepted, "POST", "/v1/sessions/"+f.acme+"/turns", `{"prompt":"6 times 7?"}`, nil)
+	a.auth = "admin" // a user may not read: its role is to act
+	recs := a.until(f.acme, -1, suspends)
+	req, err := session.DecodeData[session.ApprovalRequest](recs[len(recs)-1])
+	require.NoError(t, err)
+	f.call = req.ID
+	var sum server.Summary
+	for range 200 { // the worker finishes the job once the turn suspended
+		a.json(http.StatusOK, "GET", "/v1/sessions/"+f.acme, "", &sum)
+		if sum.Status == server.StatusSuspended {
+			break
+		}
+		a.until(f.acme, int64(sum.Events-1), func(session.Record) bool { return true })
+	}
+	require.Equal(t, server.StatusSuspended, sum.Status)
+	a.stopWorker()
+	return f
+}
+
+// state is what a refused request must leave as it was: acme's log and
+// queue and the sessions there are.
+type state struct {
+	events, jobs, sessions int
+}
+
+func (f *tenantFixture) state() state {
+	f.t.Helper()
+	ctx := context.Background()
+	log, err := f.rt.Session(ctx, f.acme)
+	require.NoError(f.t, err)
+	q, err := f.rt.Queue()
+	require.NoError(f.t, err)
+	jobs, err := q.Jobs(ctx, f.acme)
+	require.NoError(f.t, err)
+	infos, err := f.rt.Sessions(ctx)
+	require.NoError(f.t, err)
+	return state{len(log.Records), len(jobs), len(infos)}
+}
+
+// Every route, tried by every principal on acme's session: another
+// tenant's principal gets 404 (never 403, which would tell the session
+// exists), a principal of the tenant without the route's role 403
+// forbidden, and neither changes anything; the others are admitted.
+func TestEveryRouteAcrossTenantsAndRoles(t *testing.T) {
+	f := newTenantFixture(t)
+	s := "/v1/sessions/" + f.acme
+	routes := []struct {
+		name, method, path, body string
+		role                     server.Role
+		// admitted is the answer of an admitted caller: chosen so it
+		// changes nothing of acme's session (a turn on a suspended
+		// session is refused, the decision's scope is invalid, there is
+		// nothing to cancel).
+		admitted int
+		code     string
+		// session says the route names acme's session (else another
+		// tenant is admitted as anyone would be). A fork names it in its
+		// body, so the route's role is checked first: a caller that may
+		// fork nothing is told 403 whatever the source (which tells
+		// nothing of it), one that may fork is told 404.
+		session bool
+	}{
+		{"list", "GET", "/v1/sessions", "", server.RoleViewer, http.StatusOK, "", false},
+		{"create", "POST", "/v1/sessions", "", server.RoleUser, http.StatusCreated, "", false},
+		{"get", "GET", s, "", server.RoleViewer, http.StatusOK, "", true},
+		{"events", "GET", s + "/events", "", server.RoleViewer, http.StatusOK, "", true},
+		{"verify", "GET", s + "/verify", "", server.RoleViewer, http.StatusOK, "", true},
+		{"turns", "POST", s + "/turns", `{"prompt":"again"}`, server.RoleUser, http.StatusConflict, server.CodeSuspended, true},
+		{"approvals", "POST", s + "/approvals/" + f.call, `{"allow":false,"scope":"session"}`, server.RoleApprover, http.StatusBadRequest, server.CodeInvalidDecision, true},
+		{"cancel", "POST", s + "/cancel", "", server.RoleUser, http.StatusOK, "", true},
+		{"fork", "POST", "/v1/sessions", `{"fork":{"session":"` + f.acme + `","at":-1}}`, server.RoleUser, http.StatusCreated, "", true},
+		{"metrics", "GET", "/metrics", "", server.RoleAdmin, http.StatusOK, "", false},
+	}
+	tokens := []string{"admin", "acme-viewer", "acme-user", "acme-approver", "acme-none",
+		"globex-viewer", "globex-user", "globex-approver", "globex-none"}
+	for _, rt := range routes {
+		for _, tok := range tokens {
+			p := people[tok]
+			t.Run(rt.name+"/"+tok, func(t *testing.T) {
+				f.t = t
+				f.auth = tok
+				want, code := rt.admitted, rt.code
+				inBody := rt.path == "/v1/sessions"
+				switch {
+				case rt.session && !p.Has(server.RoleAdmin) && p.Tenant != "acme" && (!inBody || p.Has(rt.role)):
+					want, code = http.StatusNotFound, server.CodeNotFound
+				case !p.Has(rt.role):
+					want, code = http.StatusForbidden, server.CodeForbidden
+				}
+				before := f.state()
+				got, body := f.do(rt.method, rt.path, rt.body)
+				require.Equal(t, want, got, "%s %s as %s: %s", rt.method, rt.path, tok, body)
+				if code != "" {
+					var e server.Error
+					require.NoError(t, json.Unmarshal(body, &e), "%s", body)
+					assert.Equal(t, code, e.Code, "%s", body)
+				}
+				if want == http.StatusNotFound || want == http.StatusForbidden {
+					assert.Equal(t, before, f.state(), "a refusal changes nothing")
+				}
+			})
+		}
+	}
+}
+
+// The list shows a caller its tenant's sessions only, an admin every
+// tenant's; each names its tenant and creator.
+func TestListShowsTheCallersTenant(t *testing.T) {
+	f := newTenantFixture(t)
+	for tok, want := range map[string][]string{
+		"acme-viewer":   {f.acme},
+		"globex-viewer": {f.globex},
+		"admin":         {f.acme, f.globex},
+	} {
+		f.auth = tok
+		var list struct{ Sessions []server.SessionInfo }
+		f.json(http.StatusOK, "GET", "/v1/sessions", "", &list)
+		var ids []string
+		for _, s := range list.Sessions {
+			ids = append(ids, s.ID)
+			tenant := strings.SplitN(s.By, "@", 2)[1]
+			assert.Equal(t, tenant, s.Tenant, "%s was made by %s", s.ID, s.By)
+		}
+		assert.ElementsMatch(t, want, ids, tok)
+	}
+}
+
+// Who created a session, posted a turn, forked or decided is the
+// authenticated principal, in the log; a fork stays in its parent's
+// tenant even when an admin of another makes it.
+func TestWhoDidItIsLogged(t *testing.T) {
+	f := newTenantFixture(t)
+	ctx := context.Background()
+	log, err := f.rt.Session(ctx, f.acme)
+	require.NoError(t, err)
+	assert.Equal(t, "acme", log.Info.Tenant)
+	assert.Equal(t, "user@acme", log.Info.By)
+	var start session.TurnStart
+	for _, r := range log.Records {
+		if r.Type() == session.TypeTurnStart {
+			start, err = session.DecodeData[session.TurnStart](r)
+			require.NoError(t, err)
+		}
+	}
+	assert.Equal(t, "user@acme", start.By, "the turn/start names who posted the turn")
+
+	f.auth = "admin"
+	var sum server.Summary
+	f.json(http.StatusCreated, "POST", "/v1/sessions", `{"fork":{"session":"`+f.globex+`","at":-1}}`, &sum)
+	assert.Equal(t, "globex", sum.Tenant, "a fork belongs to its parent's tenant")
+	assert.Equal(t, "root@acme", sum.By)
+
+	f.auth = "acme-approver"
+	var e server.Error
+	f.json(http.StatusBadRequest, "POST", "/v1/sessions/"+f.acme+"/approvals/"+f.call, `{"allow":true,"by":"user@acme"}`, &e)
+	assert.Equal(t, server.CodeBadRequest, e.Code, "a body cannot say who decided")
+	f.json(http.StatusAccepted, "POST", "/v1/sessions/"+f.acme+"/approvals/"+f.call, `{"allow":true}`, nil)
+	f.auth = "admin"
+	f.startWorker()
+	recs := f.until(f.acme, int64(len(log.Records)-1), turnEnd)
+	var decided bool
+	for _, r := range recs {
+		if r.Type() == session.TypeApprovalDecision {
+			d, err := session.DecodeData[session.ApprovalDecision](r)
+			require.NoError(t, err)
+			assert.Equal(t, "approver@acme", d.By)
+			decided = true
+		}
+	}
+	assert.True(t, decided)
+}
