@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/user"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -73,7 +75,7 @@ here.`,
 }
 
 func decideFlags(cmd *cobra.Command, o *decideOptions) {
-	cmd.Flags().StringVar(&o.by, "by", "", "who decides, for the log (default: the user's login name)")
+	cmd.Flags().StringVar(&o.by, "by", "", "who decides, for the log (default: the local user's account name)")
 	cmd.Flags().BoolVar(&o.wait, "wait", false, "wait for a turn another process runs on the session")
 }
 
@@ -106,7 +108,10 @@ func cmdDecide(ctx context.Context, e *env, o decideOptions, allow bool, id stri
 	}
 	d := vigil.Decision{Allow: allow, By: o.by, Reason: o.reason}
 	if d.By == "" {
-		d.By = loginName(e)
+		d.By = localUser()
+		fmt.Fprintf(e.stderr, "deciding as %s (the local user; --by names another)\n", d.By)
+	} else {
+		fmt.Fprintf(e.stderr, "deciding as %s (--by)\n", d.By)
 	}
 	if o.always {
 		d.Scope = session.ScopeSession
@@ -161,13 +166,12 @@ func showDecided(e *env, h *host, id string, fn func(*turnView) (*vigil.Result, 
 	return turnError(res, sessionError(id, res, err))
 }
 
-// loginName names the person deciding: the login name, else "cli".
-func loginName(e *env) string {
-	if u := e.getenv("USER"); u != "" {
-		return u
-	}
+// localUser names the person deciding at this terminal: the operating
+// system's account of the process (not $USER, which anyone sets), else
+// its uid.
+func localUser() string {
 	if u, err := user.Current(); err == nil && u.Username != "" {
 		return u.Username
 	}
-	return "cli"
+	return "uid " + strconv.Itoa(os.Getuid())
 }

@@ -170,7 +170,7 @@ func decideInChat(ctx context.Context, e *env, h *host, in lineReader, id string
 			}
 			return err
 		}
-		d := vigil.Decision{By: loginName(e)}
+		d := vigil.Decision{By: localUser()}
 		switch strings.ToLower(strings.TrimSpace(answer)) {
 		case "y", "yes":
 			d.Allow = true
