@@ -40,7 +40,7 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	assert.Equal(t, served, documented)
 
 	codes := doc.Comp.Schemas["Error"].Properties["code"].Enum
-	for _, c := range []string{CodeBadRequest, CodeMalformedJSON, CodeTooLarge, CodeUnauthorized, CodeNotFound,
+	for _, c := range []string{CodeBadRequest, CodeMalformedJSON, CodeTooLarge, CodeUnauthorized, CodeForbidden, CodeNotFound,
 		CodeMethodNotAllowed, CodeSuspended, CodeBusy, CodeNotPending, CodeAlreadyDecided, CodeInvalidDecision,
 		CodeConflict, CodeNoQueue, CodeInternal} {
 		assert.Contains(t, codes, c)
