@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-run/vigil"
+	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	"github.com/vigil-run/vigil/session"
 )
@@ -59,4 +60,27 @@ func TestOwnersAreLoggedWhereTheyAct(t *testing.T) {
 	start, err = session.DecodeData[session.TurnStart](nlog.Records[0])
 	require.NoError(t, err)
 	assert.Equal(t, "dave", start.By)
+}
+
+// A sub-agent's child session belongs to its parent's tenant.
+func TestAChildSessionInheritsTheTenant(t *testing.T) {
+	ctx := context.Background()
+	rt := open(t, delegating(agentloop.Config{},
+		scripted.Reply{ToolCalls: []scripted.ToolCall{research("why?")}},
+		scripted.Reply{Text: "because"},
+		scripted.Reply{Text: "done"},
+	))
+	id, err := rt.NewSession(ctx, vigil.Tenant("acme"), vigil.By("alice"))
+	require.NoError(t, err)
+	res, err := rt.Turn(ctx, vigil.TurnOptions{Session: id, Prompt: "plan", By: "bob"})
+	require.NoError(t, err)
+	log, err := rt.Session(ctx, res.Session)
+	require.NoError(t, err)
+	rs := results(t, log)
+	require.Len(t, rs, 1)
+	require.NotNil(t, rs[0].Child)
+	child, err := rt.Session(ctx, rs[0].Child.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "acme", child.Info.Tenant)
+	assert.Equal(t, "alice", child.Info.By)
 }
