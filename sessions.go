@@ -37,6 +37,16 @@ func (r *Runtime) Sessions(ctx context.Context) ([]session.Info, error) {
 	return mgr.Store().List(ctx)
 }
 
+// SessionInfo reads the header of stored session id, without its
+// records when the store can (session.InfoReader).
+func (r *Runtime) SessionInfo(ctx context.Context, id string) (session.Info, error) {
+	mgr, err := r.Manager()
+	if err != nil {
+		return session.Info{}, err
+	}
+	return session.ReadInfo(ctx, mgr.Store(), id)
+}
+
 // Session loads the stored log of session id: its header and records
 // (session.DeriveMessages folds them into the conversation).
 func (r *Runtime) Session(ctx context.Context, id string) (*session.Log, error) {

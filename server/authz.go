@@ -53,14 +53,14 @@ func (s *Server) sessionFor(ctx context.Context, id string) (session.Info, error
 	if !session.ValidID(id) {
 		return session.Info{}, apiError(http.StatusBadRequest, CodeBadRequest, "%q is not a session id (1 to 128 letters, digits, '-' and '_')", id)
 	}
-	log, err := s.rt.Session(ctx, id)
+	info, err := s.rt.SessionInfo(ctx, id)
 	if err != nil {
 		return session.Info{}, err
 	}
-	if !s.visible(ctx, log.Info) {
+	if !s.visible(ctx, info) {
 		return session.Info{}, apiError(http.StatusNotFound, CodeNotFound, "session %s: %v", id, session.ErrNotFound)
 	}
-	return log.Info, nil
+	return info, nil
 }
 
 // admitted returns the session the request names, as [Server.admit]

@@ -37,6 +37,27 @@ type Store interface {
 	Fork(ctx context.Context, info Info, tail []Record) error
 }
 
+// InfoReader is implemented by stores that can read a log's header
+// without its records: Info returns the header of id (an unknown id is
+// ErrNotFound), as Load would, at the cost of one line. Who may see a
+// session is decided by its header, on every request that names one.
+type InfoReader interface {
+	Info(ctx context.Context, id string) (Info, error)
+}
+
+// ReadInfo returns the header of session id from s: through its
+// [InfoReader] when it has one, else by loading the log.
+func ReadInfo(ctx context.Context, s Store, id string) (Info, error) {
+	if r, ok := s.(InfoReader); ok {
+		return r.Info(ctx, id)
+	}
+	log, err := s.Load(ctx, id)
+	if err != nil {
+		return Info{}, err
+	}
+	return log.Info, nil
+}
+
 // Flusher is implemented by stores that buffer appends. Flush returns once
 // every record appended to id so far is durable.
 type Flusher interface {

@@ -355,6 +355,24 @@ func (s *Store) Load(ctx context.Context, id string) (*session.Log, error) {
 	return log, nil
 }
 
+// Info implements [session.InfoReader]: it reads the log file's first
+// line only.
+func (s *Store) Info(ctx context.Context, id string) (session.Info, error) {
+	if err := s.check(id); err != nil {
+		return session.Info{}, fmt.Errorf("jsonl: info: %w", err)
+	}
+	info, err := readHeader(s.Path(id))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return session.Info{}, fmt.Errorf("jsonl: info %s: %w", id, session.ErrNotFound)
+	case err != nil:
+		return session.Info{}, fmt.Errorf("jsonl: info %s: %w", id, err)
+	case info.ID != id:
+		return session.Info{}, fmt.Errorf("jsonl: info %s: %w: the header names %s", id, session.ErrCorrupt, info.ID)
+	}
+	return info, nil
+}
+
 // List implements [session.Store]. A file whose header cannot be read (or
 // names another session) is left out and named, by file name, in the
 // [*session.ListError] returned with the others.

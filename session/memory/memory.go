@@ -186,6 +186,17 @@ func (s *Store) Load(ctx context.Context, id string) (*session.Log, error) {
 	return &session.Log{Info: cloneInfo(l.info), Records: l.records.slice(0, l.records.n)}, nil
 }
 
+// Info implements [session.InfoReader].
+func (s *Store) Info(ctx context.Context, id string) (session.Info, error) {
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	l, ok := s.b.logs[id]
+	if !ok {
+		return session.Info{}, fmt.Errorf("memory: info %s: %w", id, session.ErrNotFound)
+	}
+	return cloneInfo(l.info), nil
+}
+
 // List implements [session.Store].
 func (s *Store) List(ctx context.Context) ([]session.Info, error) {
 	s.b.mu.Lock()

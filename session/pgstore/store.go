@@ -476,6 +476,30 @@ func (s *Store) Load(ctx context.Context, id string) (*session.Log, error) {
 	return log, nil
 }
 
+// Info implements [session.InfoReader]: it reads the session's header
+// line only.
+func (s *Store) Info(ctx context.Context, id string) (session.Info, error) {
+	if err := checkID(id); err != nil {
+		return session.Info{}, fmt.Errorf("pgstore: info: %w", err)
+	}
+	var header []byte
+	err := s.queryRow(ctx, []any{&header}, `SELECT header FROM vigil_sessions WHERE id = $1`, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = session.ErrNotFound
+	}
+	if err != nil {
+		return session.Info{}, fmt.Errorf("pgstore: info %s: %w", id, err)
+	}
+	info, err := decodeHeader(header)
+	if err != nil {
+		return session.Info{}, fmt.Errorf("pgstore: info %s: %w", id, err)
+	}
+	if info.ID != id {
+		return session.Info{}, fmt.Errorf("pgstore: info %s: %w: the header names %s", id, session.ErrCorrupt, info.ID)
+	}
+	return info, nil
+}
+
 // Export returns the log of id in the JSONL format, byte for byte what
 // the jsonl store would hold, without decoding it.
 func (s *Store) Export(ctx context.Context, id string) ([]byte, error) {
@@ -532,6 +556,16 @@ func exportConn(ctx context.Context, c *pgx.Conn, id string) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// decodeHeader decodes a stored header line: a line of another version
+// is refused as such, any other defect is corruption of line 1.
+func decodeHeader(line []byte) (session.Info, error) {
+	info, err := session.DecodeHeader(line)
+	if err != nil && !errors.Is(err, session.ErrVersion) {
+		err = &session.CorruptError{Line: 1, Err: err}
+	}
+	return info, err
+}
+
 // List implements [session.Store]: sorted by id, bytewise. A session
 // whose header cannot be read is left out and named in the
 // [*session.ListError] returned with the others.
@@ -547,11 +581,8 @@ func (s *Store) List(ctx context.Context) ([]session.Info, error) {
 		defer rows.Close()
 		for rows.Next() {
 			raw := rows.RawValues()
-			info, err := session.DecodeHeader(raw[1])
+			info, err := decodeHeader(raw[1])
 			if err != nil {
-				if !errors.Is(err, session.ErrVersion) {
-					err = &session.CorruptError{Line: 1, Err: err}
-				}
 				bad = append(bad, session.EntryError{Name: "session " + string(raw[0]), Err: err})
 				continue
 			}

@@ -40,6 +40,7 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store) {
 	}{
 		{"CreateThenLoadGivesHeaderAndNoRecords", testCreateLoad},
 		{"HeaderKeepsTenantAndCreator", testOwner},
+		{"InfoReadsTheHeaderAsLoadDoes", testInfo},
 		{"CreateExistingIDIsErrExists", testCreateExisting},
 		{"InvalidIDIsRefused", testInvalidID},
 		{"UnknownIDIsErrNotFound", testUnknown},
@@ -164,6 +165,34 @@ func testOwner(t *testing.T, s session.Store) {
 	for _, in := range infos {
 		assert.Equal(t, want[in.ID], [2]string{in.Tenant, in.By}, "list %s", in.ID)
 	}
+}
+
+// testInfo checks a [session.InfoReader]: the header it reads is the one
+// Load gives, and an unknown or invalid id is refused as Load refuses it.
+func testInfo(t *testing.T, s session.Store) {
+	r, ok := s.(session.InfoReader)
+	if !ok {
+		t.Skipf("%T reads no header alone", s)
+	}
+	ctx := context.Background()
+	p := info("p")
+	p.Tenant, p.By = "acme", "alice"
+	require.NoError(t, s.Create(ctx, p))
+	require.NoError(t, s.Append(ctx, "p", 0, Turn(t, 0, 1)))
+	f := info("f")
+	f.Parent = &session.Parent{ID: "p", Seq: 16}
+	require.NoError(t, s.Fork(ctx, f, []session.Record{endSeed(t, 17)}))
+	for _, id := range []string{"p", "f"} {
+		log, err := s.Load(ctx, id)
+		require.NoError(t, err)
+		got, err := r.Info(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, log.Info, got, id)
+	}
+	_, err := r.Info(ctx, "nosuch")
+	require.ErrorIs(t, err, session.ErrNotFound)
+	_, err = r.Info(ctx, "../x")
+	require.Error(t, err)
 }
 
 func testCreateExisting(t *testing.T, s session.Store) {
