@@ -34,7 +34,7 @@ func listSessions(ctx context.Context, e *env, mgr *live.Manager, prices map[str
 	type row = sessionRow
 	rows := make([]row, 0, len(infos))
 	for _, info := range infos {
-		r := row{ID: info.ID, Created: info.Created.UTC(), Parent: info.Parent}
+		r := row{ID: info.ID, Created: info.Created.UTC(), Tenant: info.Tenant, By: info.By, Parent: info.Parent}
 		log, err := mgr.Store().Load(ctx, info.ID)
 		if err != nil {
 			// A header that reads over a log that does not: not a
@@ -66,6 +66,8 @@ func listSessions(ctx context.Context, e *env, mgr *live.Manager, prices map[str
 type sessionRow struct {
 	ID      string          `json:"id"`
 	Created time.Time       `json:"created"` // RFC 3339 in JSON
+	Tenant  string          `json:"tenant,omitempty"`
+	By      string          `json:"by,omitempty"`
 	Parent  *session.Parent `json:"parent,omitempty"`
 	Events  int             `json:"events"`
 	Turns   int             `json:"turns"`
@@ -103,6 +105,12 @@ func showSession(w io.Writer, info session.Info, records []session.Record, price
 		turns[ts.Turn] = ts.Spent
 	}
 	fmt.Fprintf(w, "session %s  created %s", info.ID, info.Created.Format("2006-01-02 15:04:05Z"))
+	if info.By != "" {
+		fmt.Fprintf(w, " by %s", info.By)
+	}
+	if info.Tenant != "" {
+		fmt.Fprintf(w, "  tenant %s", info.Tenant)
+	}
 	if p := info.Parent; p != nil {
 		fmt.Fprintf(w, "  fork of %s at seq %d", p.ID, p.Seq)
 	}
@@ -142,10 +150,15 @@ func showSession(w io.Writer, info session.Info, records []session.Record, price
 func describeRecord(r session.Record) string {
 	switch r.Type() {
 	case session.TypeTurnStart:
-		if d, _ := session.DecodeData[session.TurnStart](r); d.Continues != 0 {
-			return fmt.Sprintf("turn %d, continuing turn %d", r.Turn(), d.Continues)
+		d, _ := session.DecodeData[session.TurnStart](r)
+		s := fmt.Sprintf("turn %d", r.Turn())
+		if d.Continues != 0 {
+			s += fmt.Sprintf(", continuing turn %d", d.Continues)
 		}
-		return fmt.Sprintf("turn %d", r.Turn())
+		if d.By != "" {
+			s += ", posted by " + d.By
+		}
+		return s
 	case session.TypeTurnEnd:
 		d, _ := session.DecodeData[session.TurnEnd](r)
 		s := fmt.Sprintf("end of turn %d: %s", r.Turn(), d.Reason)
