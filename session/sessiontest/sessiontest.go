@@ -140,10 +140,10 @@ func testCreateLoad(t *testing.T, s session.Store) {
 	assert.Zero(t, log.Torn)
 }
 
-// testOwner checks that a header's tenant and creator round-trip through
-// Create, Fork, Load and List, and that a header without them stays
-// without them.
-func testOwner(t *testing.T, s session.Store) {
+// owned stores the logs the owner tests read: p, of tenant acme made by
+// alice, with a turn; f, its fork made by bob; plain, with no owner. It
+// returns each one's tenant and creator.
+func owned(t *testing.T, s session.Store) map[string][2]string {
 	ctx := context.Background()
 	p := info("p")
 	p.Tenant, p.By = "acme", "alice@example.com"
@@ -153,7 +153,15 @@ func testOwner(t *testing.T, s session.Store) {
 	f.Tenant, f.By, f.Parent = "acme", "bob", &session.Parent{ID: "p", Seq: 16}
 	require.NoError(t, s.Fork(ctx, f, []session.Record{endSeed(t, 17)}))
 	require.NoError(t, s.Create(ctx, info("plain")))
-	want := map[string][2]string{"p": {"acme", "alice@example.com"}, "f": {"acme", "bob"}, "plain": {"", ""}}
+	return map[string][2]string{"p": {"acme", "alice@example.com"}, "f": {"acme", "bob"}, "plain": {"", ""}}
+}
+
+// testOwner checks that a header's tenant and creator round-trip through
+// Create, Fork, Load and List, and that a header without them stays
+// without them.
+func testOwner(t *testing.T, s session.Store) {
+	ctx := context.Background()
+	want := owned(t, s)
 	for id, w := range want {
 		log, err := s.Load(ctx, id)
 		require.NoError(t, err)
@@ -175,14 +183,7 @@ func testInfo(t *testing.T, s session.Store) {
 		t.Skipf("%T reads no header alone", s)
 	}
 	ctx := context.Background()
-	p := info("p")
-	p.Tenant, p.By = "acme", "alice"
-	require.NoError(t, s.Create(ctx, p))
-	require.NoError(t, s.Append(ctx, "p", 0, Turn(t, 0, 1)))
-	f := info("f")
-	f.Parent = &session.Parent{ID: "p", Seq: 16}
-	require.NoError(t, s.Fork(ctx, f, []session.Record{endSeed(t, 17)}))
-	for _, id := range []string{"p", "f"} {
+	for id := range owned(t, s) {
 		log, err := s.Load(ctx, id)
 		require.NoError(t, err)
 		got, err := r.Info(ctx, id)
