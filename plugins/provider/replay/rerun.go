@@ -590,9 +590,9 @@ func (x *rerun) entry(ctx context.Context, i int, out *Rerun) (int, error) {
 	case first.Type() != session.TypeTurnStart:
 		_, err = x.agent.Resume(ctx, x.sess)
 	case continues(first) > 0:
-		_, err = x.agent.Continue(ctx, x.sess)
+		_, err = x.agent.Continue(ctx, x.sess, agentloop.By(poster(first)))
 	default:
-		_, err = x.agent.Run(ctx, x.sess, prompt(x.recs, i))
+		_, err = x.agent.Run(ctx, x.sess, prompt(x.recs, i), agentloop.By(poster(first)))
 	}
 	x.fence = -1
 	switch {
@@ -692,11 +692,15 @@ func sameEvent(ev session.Event, r session.Record) bool {
 }
 
 func continues(r session.Record) int {
-	s, err := session.DecodeData[session.TurnStart](r)
-	if err != nil {
-		return 0
-	}
+	s, _ := session.DecodeData[session.TurnStart](r)
 	return s.Continues
+}
+
+// poster is who the turn/start r says posted its turn, so that the
+// rerun's turn/start says the same.
+func poster(r session.Record) string {
+	s, _ := session.DecodeData[session.TurnStart](r)
+	return s.By
 }
 
 // prompt is the user message the turn starting at i was run with.

@@ -216,3 +216,37 @@ func TestRunReplaysAHotReloadedToolChange(t *testing.T) {
 	assert.Len(t, rr.Steps, 5)
 	assert.Equal(t, len(sess.Records()), len(rr.Session.Records()))
 }
+
+// TestRunKeepsWhoPostedEachTurn: a rerun's turn/start names whom the
+// recorded one names.
+func TestRunKeepsWhoPostedEachTurn(t *testing.T) {
+	dir := folder(t)
+	recs := record(t, dir).Records()
+	starts := 0
+	for i, r := range recs {
+		if r.Type() != session.TypeTurnStart {
+			continue
+		}
+		by, err := session.NewRecord(r.Seq(), r.Time(), session.Event{Type: r.Type(), Turn: r.Turn(), Data: session.TurnStart{By: "bob"}})
+		require.NoError(t, err)
+		recs[i] = by
+		starts++
+	}
+	require.NotZero(t, starts)
+	w := newWorld(t, memory.New(), t.TempDir())
+	rr, err := replay.Run(context.Background(), w.c, w.mgr, recs)
+	require.NoError(t, err)
+	assert.Empty(t, rr.Errors)
+	var posted []string
+	for _, r := range rr.Session.Records() {
+		if r.Type() == session.TypeTurnStart {
+			s, err := session.DecodeData[session.TurnStart](r)
+			require.NoError(t, err)
+			posted = append(posted, s.By)
+		}
+	}
+	assert.Len(t, posted, starts)
+	for _, by := range posted {
+		assert.Equal(t, "bob", by)
+	}
+}
