@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 
@@ -54,13 +55,11 @@ func (s *Server) sessionFor(ctx context.Context, id string) (session.Info, error
 		return session.Info{}, apiError(http.StatusBadRequest, CodeBadRequest, "%q is not a session id (1 to 128 letters, digits, '-' and '_')", id)
 	}
 	info, err := s.rt.SessionInfo(ctx, id)
-	if err != nil {
-		return session.Info{}, err
+	if errors.Is(err, session.ErrNotFound) || err == nil && !s.visible(ctx, info) {
+		// One answer for both, word for word.
+		return session.Info{}, apiError(http.StatusNotFound, CodeNotFound, "no session %s", id)
 	}
-	if !s.visible(ctx, info) {
-		return session.Info{}, apiError(http.StatusNotFound, CodeNotFound, "session %s: %v", id, session.ErrNotFound)
-	}
-	return info, nil
+	return info, err
 }
 
 // admitted returns the session the request names, as [Server.admit]

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -69,15 +70,13 @@ func newTenantFixture(t *testing.T) *tenantFixture {
 	req, err := session.DecodeData[session.ApprovalRequest](recs[len(recs)-1])
 	require.NoError(t, err)
 	f.call = req.ID
+	// The worker finishes the job after the turn suspended, logging
+	// nothing more: poll for it.
 	var sum server.Summary
-	for range 200 { // the worker finishes the job once the turn suspended
+	require.Eventually(t, func() bool {
 		a.json(http.StatusOK, "GET", "/v1/sessions/"+f.acme, "", &sum)
-		if sum.Status == server.StatusSuspended {
-			break
-		}
-		a.until(f.acme, int64(sum.Events-1), func(session.Record) bool { return true })
-	}
-	require.Equal(t, server.StatusSuspended, sum.Status)
+		return sum.Status == server.StatusSuspended
+	}, 20*time.Second, 5*time.Millisecond)
 	a.stopWorker()
 	return f
 }
@@ -165,6 +164,26 @@ func TestEveryRouteAcrossTenantsAndRoles(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// Another tenant's session is answered word for word as a session that
+// does not exist, on every route that names one.
+func TestAnotherTenantsSessionIsNoSession(t *testing.T) {
+	f := newTenantFixture(t)
+	f.auth = "globex-user"
+	const nosuch = "01NOSUCHSESSION0000000000X"
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/v1/sessions/ID", ""},
+		{"GET", "/v1/sessions/ID/events", ""},
+		{"POST", "/v1/sessions/ID/turns", `{"prompt":"x"}`},
+		{"POST", "/v1/sessions", `{"fork":{"session":"ID","at":-1}}`},
+	} {
+		theirs, body := f.do(c.method, strings.ReplaceAll(c.path, "ID", f.acme), strings.ReplaceAll(c.body, "ID", f.acme))
+		none, want := f.do(c.method, strings.ReplaceAll(c.path, "ID", nosuch), strings.ReplaceAll(c.body, "ID", nosuch))
+		assert.Equal(t, http.StatusNotFound, theirs, "%s", body)
+		assert.Equal(t, none, theirs)
+		assert.Equal(t, string(want), strings.ReplaceAll(string(body), f.acme, nosuch), "%s %s", c.method, c.path)
 	}
 }
 
