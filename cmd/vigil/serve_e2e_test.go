@@ -330,7 +330,7 @@ func TestServeEndToEndWithTheOfficialSDKProviders(t *testing.T) {
 			assert.Equal(t, req.ID, sum.Pending[0].Call)
 			assert.Equal(t, "calc", sum.Pending[0].Tool)
 
-			s.call(http.StatusAccepted, "POST", "/v1/sessions/"+id+"/approvals/"+req.ID, `{"allow":true,"by":"ann"}`, nil)
+			s.call(http.StatusAccepted, "POST", "/v1/sessions/"+id+"/approvals/"+req.ID, `{"allow":true}`, nil)
 			end, _ := stream.until(t, &lines, session.TypeTurnEnd)
 			te, err := session.DecodeData[session.TurnEnd](end)
 			require.NoError(t, err)
