@@ -27,6 +27,9 @@ type jobInput struct {
 	Prompt string    `json:"prompt,omitempty"`
 	Call   string    `json:"call,omitempty"`
 	Decide *Decision `json:"decision,omitempty"`
+	// Abandon: deny every call still undecided with Decide and end the
+	// suspended turn aborted (see [Runtime.Abandon]).
+	Abandon bool `json:"abandon,omitempty"`
 }
 
 // Queue returns the composition store's turn queue, or [ErrNoQueue].
@@ -47,13 +50,16 @@ func (r *Runtime) Queue() (session.Queue, error) {
 // run, and returns the job and its position: how many jobs of the session
 // run before it. The job survives a restart: it is kept by the store.
 func (r *Runtime) QueueTurn(ctx context.Context, id, prompt string) (session.Job, int, error) {
-	return r.enqueue(ctx, id, JobTurn, jobInput{Prompt: prompt})
+	return r.enqueue(ctx, id, JobTurn, "", jobInput{Prompt: prompt})
 }
 
 // QueueDecision queues a decision on call of suspended session id, as
 // [Runtime.Decide] takes it, for a worker to log and act on. It checks
 // now that the call waits for a decision, so that a decision that cannot
-// be taken is refused with Decide's errors rather than queued.
+// be taken is refused with Decide's errors rather than queued; and the
+// queue refuses a second decision on the call while one is queued,
+// running or done (session.ErrDuplicateJob), so that of two people
+// deciding at once, whatever the processes, one is told it lost.
 func (r *Runtime) QueueDecision(ctx context.Context, id, call string, d Decision) (session.Job, int, error) {
 	log, err := r.Session(ctx, id)
 	if err != nil {
@@ -62,10 +68,30 @@ func (r *Runtime) QueueDecision(ctx context.Context, id, call string, d Decision
 	if _, err := session.CheckDecision(log.Records, call, session.ApprovalDecision{Allow: d.Allow, By: d.By, Reason: d.Reason, Scope: d.Scope}); err != nil {
 		return session.Job{}, 0, err
 	}
-	return r.enqueue(ctx, id, JobDecide, jobInput{Call: call, Decide: &d})
+	return r.enqueue(ctx, id, JobDecide, call, jobInput{Call: call, Decide: &d})
 }
 
-func (r *Runtime) enqueue(ctx context.Context, id, kind string, in jobInput) (session.Job, int, error) {
+// QueueAbandon queues the abandon of session id's suspended turn, as
+// [Runtime.Abandon] does it, for a worker: it returns the job and the
+// calls it will deny (those undecided now). A session not suspended is
+// session.ErrNotSuspended.
+func (r *Runtime) QueueAbandon(ctx context.Context, id, by string) (session.Job, []string, error) {
+	pending, err := r.Pending(ctx, id)
+	if err != nil {
+		return session.Job{}, nil, err
+	}
+	if pending == nil {
+		return session.Job{}, nil, fmt.Errorf("vigil: abandon %s: %w", id, session.ErrNotSuspended)
+	}
+	var calls []string
+	for _, c := range pending.Undecided() {
+		calls = append(calls, c.Call.ID)
+	}
+	job, _, err := r.enqueue(ctx, id, JobDecide, "", abandonInput(by))
+	return job, calls, err
+}
+
+func (r *Runtime) enqueue(ctx context.Context, id, kind, call string, in jobInput) (session.Job, int, error) {
 	q, err := r.Queue()
 	if err != nil {
 		return session.Job{}, 0, err
@@ -74,5 +100,5 @@ func (r *Runtime) enqueue(ctx context.Context, id, kind string, in jobInput) (se
 	if err != nil {
 		return session.Job{}, 0, err
 	}
-	return q.Enqueue(ctx, session.Job{Session: id, Kind: kind, Input: data})
+	return q.Enqueue(ctx, session.Job{Session: id, Kind: kind, Call: call, Input: data})
 }
