@@ -43,7 +43,12 @@ const (
 	CodeSuspended        = "suspended"
 	CodeBusy             = "busy"
 	CodeNotPending       = "not_pending"
-	CodeAlreadyDecided   = "already_decided"
+	// CodeDecided: the call was decided already, or a decision on it is
+	// queued or running (409).
+	CodeDecided = "decided"
+	// CodeAlreadyDecided is no longer answered: a second decision is
+	// [CodeDecided].
+	CodeAlreadyDecided = "already_decided"
 	CodeInvalidDecision  = "invalid_decision"
 	CodeConflict         = "conflict"
 	CodeNoQueue          = "no_queue"
@@ -70,8 +75,8 @@ func classify(err error) *Error {
 		status, code = http.StatusConflict, CodeConflict
 	case errors.Is(err, agentloop.ErrSuspended):
 		status, code = http.StatusConflict, CodeSuspended
-	case errors.Is(err, session.ErrAlreadyDecided):
-		status, code = http.StatusConflict, CodeAlreadyDecided
+	case errors.Is(err, session.ErrAlreadyDecided), errors.Is(err, session.ErrDuplicateJob):
+		status, code = http.StatusConflict, CodeDecided
 	case errors.Is(err, session.ErrNotSuspended), errors.Is(err, session.ErrNotPending):
 		status, code = http.StatusConflict, CodeNotPending
 	case errors.Is(err, session.ErrInvalidDecision):

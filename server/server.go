@@ -114,6 +114,8 @@ func (s *Server) routes() []route {
 		{"POST /v1/sessions/{id}/approvals/{call}", false, s.reply(s.handleDecide)},
 		{"POST /v1/sessions/{id}/cancel", false, s.reply(s.handleCancel)},
 		{"GET /v1/sessions/{id}/verify", false, s.reply(s.handleVerify)},
+		{"GET /v1/jobs/{id}", false, s.reply(s.handleJob)},
+		{"GET /v1/approvals", false, s.reply(s.handleApprovals)},
 	}
 }
 
