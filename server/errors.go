@@ -43,17 +43,17 @@ const (
 	CodeSuspended        = "suspended"
 	CodeBusy             = "busy"
 	CodeNotPending       = "not_pending"
-	// CodeDecided: the call was decided already, or a decision on it is
-	// queued or running (409).
-	CodeDecided = "decided"
-	// CodeAlreadyDecided is no longer answered: a second decision is
-	// [CodeDecided].
-	CodeAlreadyDecided = "already_decided"
+	CodeAlreadyDecided   = "already_decided"
 	CodeInvalidDecision  = "invalid_decision"
 	CodeConflict         = "conflict"
 	CodeNoQueue          = "no_queue"
 	CodeInternal         = "internal"
 )
+
+// CodeDecided: the call was decided already, or a decision on it is
+// queued or running (409). It replaces [CodeAlreadyDecided], which is no
+// longer answered.
+const CodeDecided = "decided"
 
 func apiError(status int, code, format string, args ...any) *Error {
 	return &Error{status: status, Code: code, Message: fmt.Sprintf(format, args...)}
