@@ -24,6 +24,13 @@ type WorkOptions struct {
 	// OnJob, when set, is called as each claimed job ends, with the turn's
 	// result (nil when none ran) and its error.
 	OnJob func(job session.Job, res *Result, err error)
+	// ApprovalTTL, when positive, bounds how long a tool call waits for a
+	// decision: a call whose approval/request is older is denied, by
+	// [TTLDecider] with a reason naming the TTL, through the queue like
+	// any decision (the model is told, the turn goes on). The worker looks
+	// at every session once as it starts, then at the sessions its own
+	// jobs leave suspended; with several workers, the shortest TTL wins.
+	ApprovalTTL time.Duration
 }
 
 // claimRetry bounds the pause after a claim failed for another reason
@@ -54,7 +61,15 @@ func (r *Runtime) Work(ctx context.Context, o WorkOptions) error {
 		host, _ := os.Hostname()
 		o.Worker = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
+	var ttl *ttlWatch
+	if o.ApprovalTTL > 0 {
+		ttl = newTTLWatch(ctx, r, o.ApprovalTTL)
+		defer ttl.stop()
+	}
 	var wg sync.WaitGroup
+	if ttl != nil {
+		wg.Go(ttl.scan)
+	}
 	for range max(o.Concurrency, 1) {
 		wg.Go(func() {
 			for {
@@ -76,6 +91,9 @@ func (r *Runtime) Work(ctx context.Context, o WorkOptions) error {
 					continue
 				}
 				res, err := r.runClaim(context.WithoutCancel(ctx), c)
+				if ttl != nil && (errors.Is(err, agentloop.ErrSuspended) || res == nil && err == nil) {
+					ttl.check(c.Job().Session) // the session may wait for decisions
+				}
 				if o.OnJob != nil {
 					o.OnJob(c.Job(), res, err)
 				}
