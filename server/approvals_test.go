@@ -11,6 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-run/vigil"
+	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/config"
+	"github.com/vigil-run/vigil/plugins/approvals"
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	"github.com/vigil-run/vigil/server"
 	"github.com/vigil-run/vigil/session"
@@ -252,4 +256,48 @@ func TestCancelAbandonsASuspendedTurn(t *testing.T) {
 	a.json(http.StatusOK, "POST", "/v1/sessions/"+id+"/cancel", "", &c)
 	assert.Empty(t, c.Denied, "nothing left to abandon")
 	a.json(http.StatusAccepted, "POST", "/v1/sessions/"+id+"/turns", `{"prompt":"again"}`, nil)
+}
+
+// A sub-agent's child session waiting for a decision is in the inbox,
+// naming the parent session and the call of it the child serves; the
+// parent's own call to the sub-agent is there too.
+func TestTheInboxNamesTheParentOfASubagentsCall(t *testing.T) {
+	research := scripted.Reply{ToolCalls: []scripted.ToolCall{{Name: "research", Arguments: map[string]any{"task": "add"}}}}
+	src := vigil.Compose(
+		vigil.Plugin("store/memory", nil),
+		vigil.Plugin("provider/scripted", scripted.Config{Script: []scripted.Reply{research, calc}}),
+		vigil.Plugin("tools/calc", nil),
+		vigil.Plugin("approvals", approvals.Config{Rules: []approvals.Rule{{Tool: "calc", Action: "ask", Reason: "arithmetic needs a yes"}}}),
+		config.Entry{ID: "researcher", Name: "agent", Config: agentloop.Config{System: "You research.", Delegation: agentloop.Delegation{Tools: agentloop.Refs("calc"), AsTool: &agentloop.AsTool{Name: "research"}}}},
+		config.Entry{ID: "planner", Name: "agent", Config: agentloop.Config{System: "You plan.", Delegation: agentloop.Delegation{Tools: agentloop.Refs("research")}}},
+	)
+	a := newAPI(t, src, server.Options{})
+	a.startWorker()
+	id := a.create()
+	a.json(http.StatusAccepted, "POST", "/v1/sessions/"+id+"/turns", `{"prompt":"plan"}`, nil)
+	var inbox struct {
+		Approvals []server.Approval `json:"approvals"`
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(inbox.Approvals) < 2 && time.Now().Before(deadline) {
+		a.json(http.StatusOK, "GET", "/v1/approvals", "", &inbox)
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.Len(t, inbox.Approvals, 2, "%+v", inbox.Approvals)
+	var parent, child *server.Approval
+	for i, ap := range inbox.Approvals {
+		if ap.Session == id {
+			parent = &inbox.Approvals[i]
+		} else {
+			child = &inbox.Approvals[i]
+		}
+	}
+	require.NotNil(t, parent)
+	require.NotNil(t, child)
+	assert.Equal(t, "research", parent.Tool)
+	assert.Nil(t, parent.Parent)
+	assert.Equal(t, "calc", child.Tool)
+	assert.JSONEq(t, `{"expression":"6*7"}`, child.Arguments)
+	require.NotNil(t, child.Parent, "the child names what it serves")
+	assert.Equal(t, server.ApprovalParent{ID: id, Call: parent.Call}, *child.Parent)
 }
