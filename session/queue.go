@@ -88,6 +88,22 @@ const (
 	FinishedJobLimit = 1000
 )
 
+// Expired returns how many of the finished jobs done, in the order they
+// finished (finished gives when), are past their retention: older than
+// FinishedJobTTL, or beyond the FinishedJobLimit (or limit, when
+// positive) newest. A store keeping finished jobs in memory drops them.
+func Expired[J any](done []J, finished func(J) time.Time, limit int) int {
+	if limit <= 0 {
+		limit = FinishedJobLimit
+	}
+	cut := time.Now().Add(-FinishedJobTTL)
+	n := 0
+	for n < len(done) && (finished(done[n]).Before(cut) || len(done)-n > limit) {
+		n++
+	}
+	return n
+}
+
 // Outcome is how a job ended, given to [Claim.Finish]. The zero Outcome
 // is a job done.
 type Outcome struct {

@@ -242,12 +242,7 @@ func (q *jqueue) retire(j *qjob, out session.Outcome, at time.Time) {
 	q.jobs = slices.DeleteFunc(q.jobs, func(o *qjob) bool { return o == j })
 	j.job.Outcome, j.job.Finished = out, at
 	q.done = append(q.done, j)
-	cut := time.Now().Add(-session.FinishedJobTTL)
-	n := 0
-	for n < len(q.done) && (q.done[n].job.Finished.Before(cut) || len(q.done)-n > finishedLimit) {
-		n++
-	}
-	q.done = slices.Delete(q.done, 0, n)
+	q.done = slices.Delete(q.done, 0, session.Expired(q.done, func(j *qjob) time.Time { return j.job.Finished }, finishedLimit))
 }
 
 // taken reports whether a job of session sid decides call: unfinished

@@ -53,12 +53,7 @@ func (q *queue) retire(j *job, o session.Outcome) {
 	q.jobs = slices.DeleteFunc(q.jobs, func(u *job) bool { return u == j })
 	j.job.Outcome, j.job.Finished, j.claim = o, time.Now(), nil
 	q.done = append(q.done, j)
-	cut := time.Now().Add(-session.FinishedJobTTL)
-	n := 0
-	for n < len(q.done) && (q.done[n].job.Finished.Before(cut) || len(q.done)-n > session.FinishedJobLimit) {
-		n++
-	}
-	q.done = slices.Delete(q.done, 0, n)
+	q.done = slices.Delete(q.done, 0, session.Expired(q.done, func(j *job) time.Time { return j.job.Finished }, 0))
 }
 
 // taken reports whether a job of session sid decides call: unfinished,
