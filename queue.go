@@ -91,6 +91,16 @@ func (r *Runtime) QueueAbandon(ctx context.Context, id, by string) (session.Job,
 	return job, calls, err
 }
 
+// JobBy returns who queued job, as its input says: the decider of a
+// decision ("" when the input names no one).
+func JobBy(job session.Job) string {
+	var in jobInput
+	if json.Unmarshal(job.Input, &in) != nil || in.Decide == nil {
+		return ""
+	}
+	return in.Decide.By
+}
+
 func (r *Runtime) enqueue(ctx context.Context, id, kind, call string, in jobInput) (session.Job, int, error) {
 	q, err := r.Queue()
 	if err != nil {

@@ -167,6 +167,7 @@ func TestJobsTellTheirOutcome(t *testing.T) {
 	j = a.job(q.Job, "done")
 	assert.Equal(t, "decide", j.Kind)
 	assert.Equal(t, call, j.Call)
+	assert.Equal(t, "api", j.By, "the decider")
 	assert.Equal(t, session.ReasonCompleted, j.Reason, "the decision resumed the turn, which completed")
 
 	a.stopWorker()

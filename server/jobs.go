@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/vigil-run/vigil"
 	"github.com/vigil-run/vigil/session"
 )
 
@@ -23,6 +24,8 @@ type Job struct {
 	Finished *time.Time `json:"finished,omitempty"`
 	Attempts int        `json:"attempts,omitempty"`
 	Worker   string     `json:"worker,omitempty"`
+	// By is who queued it, when its input says (a decision's decider).
+	By string `json:"by,omitempty"`
 	// Reason is how the job's turn ended (its turn/end reason, or
 	// suspended).
 	Reason string `json:"reason,omitempty"`
@@ -47,7 +50,7 @@ func (s *Server) handleJob(_ http.ResponseWriter, r *http.Request) (int, any, er
 		return 0, nil, apiError(http.StatusNotFound, CodeNotFound, "no job %s", id)
 	}
 	out := Job{ID: j.ID, Session: j.Session, Kind: j.Kind, Call: j.Call, State: string(j.State), Enqueued: j.Enqueued,
-		Attempts: j.Attempts, Worker: j.Worker, Reason: j.Outcome.Reason, Error: j.Outcome.Error}
+		Attempts: j.Attempts, Worker: j.Worker, By: vigil.JobBy(j), Reason: j.Outcome.Reason, Error: j.Outcome.Error}
 	if !j.Started.IsZero() {
 		out.Started = &j.Started
 	}
