@@ -68,6 +68,9 @@ func (r *Runtime) QueueDecision(ctx context.Context, id, call string, d Decision
 	if _, err := session.CheckDecision(log.Records, call, session.ApprovalDecision{Allow: d.Allow, By: d.By, Reason: d.Reason, Scope: d.Scope}); err != nil {
 		return session.Job{}, 0, err
 	}
+	if err := r.abandoning(ctx, id); err != nil {
+		return session.Job{}, 0, err
+	}
 	return r.enqueue(ctx, id, JobDecide, call, jobInput{Call: call, Decide: &d})
 }
 
@@ -99,6 +102,28 @@ func JobBy(job session.Job) string {
 		return ""
 	}
 	return in.Decide.By
+}
+
+// abandoning refuses a decision on session id while an abandon of its
+// turn is queued or running: that job denies every call still waiting.
+// (A decision queued in the instant before the abandon is, when its turn
+// comes, refused by the log and ends failed, code decided.)
+func (r *Runtime) abandoning(ctx context.Context, id string) error {
+	q, err := r.Queue()
+	if err != nil {
+		return err
+	}
+	jobs, err := q.Jobs(ctx, id)
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		var in jobInput
+		if j.Kind == JobDecide && json.Unmarshal(j.Input, &in) == nil && in.Abandon {
+			return fmt.Errorf("vigil: session %s: its suspended turn is being cancelled (job %s): %w", id, j.ID, session.ErrDuplicateJob)
+		}
+	}
+	return nil
 }
 
 func (r *Runtime) enqueue(ctx context.Context, id, kind, call string, in jobInput) (session.Job, int, error) {

@@ -234,10 +234,15 @@ func TestCancelAbandonsASuspendedTurn(t *testing.T) {
 	a := newAPI(t, composition(true, calc, scripted.Reply{Text: "42."}), server.Options{})
 	a.startWorker()
 	id, _, call := a.suspend()
+	a.stopWorker() // the abandon waits in the queue
 	var c server.Cancelled
 	a.json(http.StatusOK, "POST", "/v1/sessions/"+id+"/cancel", "", &c)
 	assert.Equal(t, []string{call}, c.Denied)
 	require.NotEmpty(t, c.Job)
+	var e server.Error
+	a.json(http.StatusConflict, "POST", "/v1/sessions/"+id+"/approvals/"+call, `{"allow":true}`, &e)
+	assert.Equal(t, server.CodeDecided, e.Code, "the abandon decides every waiting call")
+	a.startWorker()
 	recs := a.until(id, -1, turnEnd)
 	end, err := session.DecodeData[session.TurnEnd](recs[len(recs)-1])
 	require.NoError(t, err)
