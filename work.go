@@ -163,10 +163,6 @@ func (r *Runtime) runJob(ctx context.Context, c session.Claim) (*Result, error) 
 	if err := json.Unmarshal(job.Input, &in); err != nil {
 		return nil, fmt.Errorf("vigil: job %s: input: %w", job.ID, err)
 	}
-	agent, err := r.Agent()
-	if err != nil {
-		return nil, err
-	}
 	mgr, err := r.Manager()
 	if err != nil {
 		return nil, err
@@ -178,6 +174,13 @@ func (r *Runtime) runJob(ctx context.Context, c session.Claim) (*Result, error) 
 	defer release()
 	sess, done, err := live.OpenHeld(ctx, mgr, job.Session)
 	if err != nil {
+		return nil, err
+	}
+	// A sub-agent's child session resumes with its own agent, as
+	// Runtime.Decide resumes it.
+	agent, err := r.agentOf(ctx, sess)
+	if err != nil {
+		_ = done(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	var res *Result

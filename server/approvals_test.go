@@ -271,7 +271,7 @@ func TestTheInboxNamesTheParentOfASubagentsCall(t *testing.T) {
 	research := scripted.Reply{ToolCalls: []scripted.ToolCall{{Name: "research", Arguments: map[string]any{"task": "add"}}}}
 	src := vigil.Compose(
 		vigil.Plugin("store/memory", nil),
-		vigil.Plugin("provider/scripted", scripted.Config{Script: []scripted.Reply{research, calc}}),
+		vigil.Plugin("provider/scripted", scripted.Config{Script: []scripted.Reply{research, calc, {Text: "2"}, {Text: "the answer is 2"}}}),
 		vigil.Plugin("tools/calc", nil),
 		vigil.Plugin("approvals", approvals.Config{Rules: []approvals.Rule{{Tool: "calc", Action: "ask", Reason: "arithmetic needs a yes"}}}),
 		config.Entry{ID: "researcher", Name: "agent", Config: agentloop.Config{System: "You research.", Delegation: agentloop.Delegation{Tools: agentloop.Refs("calc"), AsTool: &agentloop.AsTool{Name: "research"}}}},
@@ -306,4 +306,21 @@ func TestTheInboxNamesTheParentOfASubagentsCall(t *testing.T) {
 	assert.JSONEq(t, `{"expression":"6*7"}`, child.Arguments)
 	require.NotNil(t, child.Parent, "the child names what it serves")
 	assert.Equal(t, server.ApprovalParent{ID: id, Call: parent.Call}, *child.Parent)
+
+	// Decided through the API, the child resumes with its own agent (the
+	// researcher), then the parent with its own.
+	a.json(http.StatusAccepted, "POST", "/v1/sessions/"+child.Session+"/approvals/"+child.Call, `{"allow":true}`, nil)
+	a.until(child.Session, -1, turnEnd)
+	a.json(http.StatusAccepted, "POST", "/v1/sessions/"+id+"/approvals/"+parent.Call, `{"allow":true}`, nil)
+	recs := a.until(id, -1, turnEnd)
+	end, err := session.DecodeData[session.TurnEnd](recs[len(recs)-1])
+	require.NoError(t, err)
+	assert.Equal(t, session.ReasonCompleted, end.Reason)
+	clog, err := a.rt.Session(t.Context(), child.Session)
+	require.NoError(t, err)
+	for _, r := range clog.Records {
+		if r.Type() == session.TypeRequestHeader {
+			assert.Contains(t, string(r.Data()), `"system":"You research."`, "seq %d", r.Seq())
+		}
+	}
 }
