@@ -167,7 +167,10 @@ func TestJobsTellTheirOutcome(t *testing.T) {
 	j = a.job(q.Job, "done")
 	assert.Equal(t, "decide", j.Kind)
 	assert.Equal(t, call, j.Call)
-	assert.Equal(t, "api", j.By, "the decider")
+	ds := a.decisions(id)
+	require.Len(t, ds, 1)
+	assert.Equal(t, ds[0].By, j.By, "the decider")
+	assert.NotEmpty(t, j.By)
 	assert.Equal(t, session.ReasonCompleted, j.Reason, "the decision resumed the turn, which completed")
 
 	a.stopWorker()
