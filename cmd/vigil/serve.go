@@ -119,6 +119,9 @@ func cmdServe(ctx context.Context, e *env, o serveOptions) (err error) {
 	if o.approvalTTL < 0 {
 		return usagef("--approval-ttl must be 0 or more")
 	}
+	if o.approvalTTL > 0 && o.workers == 0 {
+		return usagef("--approval-ttl is kept by the workers: with --workers 0, give it to 'vigil worker'")
+	}
 	tokens, err := loadTokens(e, o.tokenFile)
 	if err != nil {
 		return err
