@@ -2,6 +2,7 @@ package vigil
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/vigil-run/vigil/agentloop"
@@ -66,16 +67,82 @@ func (r *Runtime) Decide(ctx context.Context, o DecideOptions) (*Result, error) 
 		if err != nil {
 			return err
 		}
-		if _, err := agentloop.Decide(ctx, sess, o.Call, o.Decision); err != nil {
-			return err
-		}
-		if s := session.Suspended(sess.Records()); s == nil || !s.Ready() {
-			return nil
-		}
-		res, err = agent.Resume(ctx, sess, chunkOption(o.OnChunk)...)
+		res, err = decideAndResume(ctx, agent, sess, jobInput{Call: o.Call, Decide: &o.Decision}, chunkOption(o.OnChunk)...)
 		return err
 	})
 	return res, err
+}
+
+// ReasonCancelled is the reason of the denials that abandon a suspended
+// turn ([Runtime.Abandon], [Runtime.QueueAbandon]).
+const ReasonCancelled = "cancelled"
+
+// ErrAbandoned is the cause of the abort of a suspended turn abandoned
+// by [Runtime.Abandon] or [Runtime.QueueAbandon]: the error of its result.
+var ErrAbandoned = errors.New("vigil: the suspended turn was cancelled")
+
+// Abandon gives up the suspended turn of session id: each call still
+// waiting for a decision is denied by by with reason "cancelled" (logged
+// as any decision is), and the turn resumes cut short, so it ends
+// aborted (the calls allowed already do not run). It returns the turn's
+// result and an error matching [ErrAbandoned]; a session that is not
+// suspended is session.ErrNotSuspended.
+func (r *Runtime) Abandon(ctx context.Context, id, by string) (*Result, error) {
+	if id == "" {
+		return nil, fmt.Errorf("vigil: abandon: %w: no session id", ErrNotFound)
+	}
+	var res *Result
+	err := r.underLease(ctx, id, false, "", func(sess *live.Session) error {
+		agent, err := r.agentOf(ctx, sess)
+		if err != nil {
+			return err
+		}
+		res, err = decideAndResume(ctx, agent, sess, abandonInput(by))
+		return err
+	})
+	return res, err
+}
+
+func abandonInput(by string) jobInput {
+	return jobInput{Abandon: true, Decide: &Decision{Allow: false, By: by, Reason: ReasonCancelled}}
+}
+
+// decideAndResume is the one way a decision is acted on, whoever takes it
+// (Decide here, a queued decision in a worker, an abandon): it logs the
+// decision of in on its call of sess's suspended step — for an abandon,
+// a denial of every call still undecided — and, once no call of the step
+// waits, resumes the turn; an abandoned turn resumes cut short, so it
+// ends aborted with [ErrAbandoned]. While other calls wait, the result
+// is nil.
+func decideAndResume(ctx context.Context, agent *agentloop.Agent, sess *live.Session, in jobInput, opts ...agentloop.RunOption) (*Result, error) {
+	if in.Decide == nil {
+		return nil, errors.New("vigil: a decision job without a decision")
+	}
+	calls := []string{in.Call}
+	if in.Abandon {
+		s := session.Suspended(sess.Records())
+		if s == nil {
+			return nil, fmt.Errorf("vigil: abandon %s: %w", sess.ID(), session.ErrNotSuspended)
+		}
+		calls = calls[:0]
+		for _, c := range s.Undecided() {
+			calls = append(calls, c.Call.ID)
+		}
+	}
+	for _, call := range calls {
+		if _, err := agentloop.Decide(ctx, sess, call, *in.Decide); err != nil {
+			return nil, err
+		}
+	}
+	if s := session.Suspended(sess.Records()); s == nil || !s.Ready() {
+		return nil, nil
+	}
+	if in.Abandon {
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		cancel(ErrAbandoned)
+	}
+	return agent.Resume(ctx, sess, opts...)
 }
 
 // Resume continues the suspended turn of session id whose calls are all

@@ -147,3 +147,52 @@ func TestTwoRuntimesDecidingOneCallOnPostgresLogOneDecision(t *testing.T) {
 		})
 	}
 }
+
+// Reviewers in several processes queuing a decision on one call at once
+// on PostgreSQL: one is queued, every other is refused (the unique index
+// of the jobs table), and the worker logs one decision.
+func TestQueuedDecisionsOnOneCallAcrossProcessesQueueOne(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dsn, schema := pgtest.DSN(t), pgtest.Schema(t)
+	oneCalc := scripted.Reply{ToolCalls: []scripted.ToolCall{{Name: "calc", Arguments: map[string]any{"expression": "6*7"}}}}
+	first := open(t, pgAskingAgent(dsn, schema, oneCalc, scripted.Reply{Text: "It is 42."}))
+	res, err := first.Turn(ctx, vigil.TurnOptions{Prompt: "6 times 7?"})
+	require.ErrorIs(t, err, vigil.ErrSuspended)
+	id, call := res.Session, res.Pending[0].Call.ID
+
+	rts := []*vigil.Runtime{first, open(t, pgAskingAgent(dsn, schema)), open(t, pgAskingAgent(dsn, schema))}
+	const each = 4
+	var mu sync.Mutex
+	queued, refused := 0, 0
+	var wg sync.WaitGroup
+	for _, rt := range rts {
+		for range each {
+			wg.Go(func() {
+				_, _, err := rt.QueueDecision(ctx, id, call, vigil.Decision{Allow: true, By: "ana"})
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					queued++
+				case errors.Is(err, session.ErrDuplicateJob):
+					refused++
+				default:
+					assert.NoError(t, err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	assert.Equal(t, 1, queued)
+	assert.Equal(t, len(rts)*each-1, refused)
+
+	wctx, stop := context.WithCancel(ctx)
+	worked := make(chan error, 1)
+	go func() { worked <- first.Work(wctx, vigil.WorkOptions{Worker: "w"}) }()
+	end := waitIdle(t, first, id)
+	stop()
+	require.NoError(t, <-worked)
+	assert.Equal(t, session.ReasonCompleted, end.Reason)
+	assert.Len(t, decisionsOf(t, first, id), 1)
+}

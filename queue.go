@@ -29,6 +29,9 @@ type jobInput struct {
 	By     string    `json:"by,omitempty"`
 	Call   string    `json:"call,omitempty"`
 	Decide *Decision `json:"decision,omitempty"`
+	// Abandon: deny every call still undecided with Decide and end the
+	// suspended turn aborted (see [Runtime.Abandon]).
+	Abandon bool `json:"abandon,omitempty"`
 }
 
 // Queue returns the composition store's turn queue, or [ErrNoQueue].
@@ -55,13 +58,16 @@ func (r *Runtime) QueueTurn(ctx context.Context, id, prompt string, opts ...Sess
 	if err != nil {
 		return session.Job{}, 0, err
 	}
-	return r.enqueue(ctx, id, JobTurn, jobInput{Prompt: prompt, By: o.by})
+	return r.enqueue(ctx, id, JobTurn, "", jobInput{Prompt: prompt, By: o.by})
 }
 
 // QueueDecision queues a decision on call of suspended session id, as
 // [Runtime.Decide] takes it, for a worker to log and act on. It checks
 // now that the call waits for a decision, so that a decision that cannot
-// be taken is refused with Decide's errors rather than queued.
+// be taken is refused with Decide's errors rather than queued; and the
+// queue refuses a second decision on the call while one is queued,
+// running or done (session.ErrDuplicateJob), so that of two people
+// deciding at once, whatever the processes, one is told it lost.
 func (r *Runtime) QueueDecision(ctx context.Context, id, call string, d Decision) (session.Job, int, error) {
 	log, err := r.Session(ctx, id)
 	if err != nil {
@@ -70,10 +76,68 @@ func (r *Runtime) QueueDecision(ctx context.Context, id, call string, d Decision
 	if _, err := session.CheckDecision(log.Records, call, session.ApprovalDecision{Allow: d.Allow, By: d.By, Reason: d.Reason, Scope: d.Scope}); err != nil {
 		return session.Job{}, 0, err
 	}
-	return r.enqueue(ctx, id, JobDecide, jobInput{Call: call, Decide: &d})
+	if err := r.abandoning(ctx, id); err != nil {
+		return session.Job{}, 0, err
+	}
+	return r.enqueue(ctx, id, JobDecide, call, jobInput{Call: call, Decide: &d})
 }
 
-func (r *Runtime) enqueue(ctx context.Context, id, kind string, in jobInput) (session.Job, int, error) {
+// QueueAbandon queues the abandon of session id's suspended turn, as
+// [Runtime.Abandon] does it, for a worker: it returns the job and the
+// calls it will deny (those undecided now). A session not suspended is
+// session.ErrNotSuspended.
+func (r *Runtime) QueueAbandon(ctx context.Context, id, by string) (session.Job, []string, error) {
+	pending, err := r.Pending(ctx, id)
+	if err != nil {
+		return session.Job{}, nil, err
+	}
+	if pending == nil {
+		return session.Job{}, nil, fmt.Errorf("vigil: abandon %s: %w", id, session.ErrNotSuspended)
+	}
+	var calls []string
+	for _, c := range pending.Undecided() {
+		calls = append(calls, c.Call.ID)
+	}
+	job, _, err := r.enqueue(ctx, id, JobDecide, "", abandonInput(by))
+	return job, calls, err
+}
+
+// JobBy returns who queued job, as its input says: who posted a turn,
+// the decider of a decision ("" when the input names no one).
+func JobBy(job session.Job) string {
+	var in jobInput
+	switch {
+	case json.Unmarshal(job.Input, &in) != nil:
+		return ""
+	case in.Decide != nil:
+		return in.Decide.By
+	}
+	return in.By
+}
+
+// abandoning refuses a decision on session id while an abandon of its
+// turn is queued or running: that job denies every call still waiting.
+// (A decision queued in the instant before the abandon is, when its turn
+// comes, refused by the log and ends failed, code decided.)
+func (r *Runtime) abandoning(ctx context.Context, id string) error {
+	q, err := r.Queue()
+	if err != nil {
+		return err
+	}
+	jobs, err := q.Jobs(ctx, id)
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		var in jobInput
+		if j.Kind == JobDecide && json.Unmarshal(j.Input, &in) == nil && in.Abandon {
+			return fmt.Errorf("vigil: session %s: its suspended turn is being cancelled (job %s): %w", id, j.ID, session.ErrDuplicateJob)
+		}
+	}
+	return nil
+}
+
+func (r *Runtime) enqueue(ctx context.Context, id, kind, call string, in jobInput) (session.Job, int, error) {
 	q, err := r.Queue()
 	if err != nil {
 		return session.Job{}, 0, err
@@ -82,5 +146,5 @@ func (r *Runtime) enqueue(ctx context.Context, id, kind string, in jobInput) (se
 	if err != nil {
 		return session.Job{}, 0, err
 	}
-	return q.Enqueue(ctx, session.Job{Session: id, Kind: kind, Input: data})
+	return q.Enqueue(ctx, session.Job{Session: id, Kind: kind, Call: call, Input: data})
 }

@@ -24,6 +24,13 @@ type WorkOptions struct {
 	// OnJob, when set, is called as each claimed job ends, with the turn's
 	// result (nil when none ran) and its error.
 	OnJob func(job session.Job, res *Result, err error)
+	// ApprovalTTL, when positive, bounds how long a tool call waits for a
+	// decision: a call whose approval/request is older is denied, by
+	// [TTLDecider] with a reason naming the TTL, through the queue like
+	// any decision (the model is told, the turn goes on). The worker looks
+	// at every session once as it starts, then at the sessions its own
+	// jobs leave suspended; with several workers, the shortest TTL wins.
+	ApprovalTTL time.Duration
 }
 
 // claimRetry bounds the pause after a claim failed for another reason
@@ -54,7 +61,15 @@ func (r *Runtime) Work(ctx context.Context, o WorkOptions) error {
 		host, _ := os.Hostname()
 		o.Worker = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
+	var ttl *ttlWatch
+	if o.ApprovalTTL > 0 {
+		ttl = newTTLWatch(ctx, r, o.ApprovalTTL)
+		defer ttl.stop()
+	}
 	var wg sync.WaitGroup
+	if ttl != nil {
+		wg.Go(ttl.scan)
+	}
 	for range max(o.Concurrency, 1) {
 		wg.Go(func() {
 			for {
@@ -76,6 +91,9 @@ func (r *Runtime) Work(ctx context.Context, o WorkOptions) error {
 					continue
 				}
 				res, err := r.runClaim(context.WithoutCancel(ctx), c)
+				if ttl != nil && (errors.Is(err, agentloop.ErrSuspended) || res == nil && err == nil) {
+					ttl.check(c.Job().Session) // the session may wait for decisions
+				}
 				if o.OnJob != nil {
 					o.OnJob(c.Job(), res, err)
 				}
@@ -108,6 +126,12 @@ func (r *Runtime) runClaim(ctx context.Context, c session.Claim) (*Result, error
 		}
 	}()
 	res, err := r.runJob(ctx, c)
+	cancelled := false
+	select {
+	case <-c.Cancelled():
+		cancelled = true
+	default:
+	}
 	switch {
 	case errors.Is(err, session.ErrFenced):
 		log.Error("lost the session's lease mid-job; it is another worker's now", "error", err)
@@ -122,7 +146,7 @@ func (r *Runtime) runClaim(ctx context.Context, c session.Claim) (*Result, error
 	default:
 		log.Debug("job done")
 	}
-	if ferr := c.Finish(context.WithoutCancel(ctx)); ferr != nil {
+	if ferr := c.Finish(context.WithoutCancel(ctx), outcomeOf(res, err, cancelled)); ferr != nil {
 		log.Error("finishing the job failed", "error", ferr)
 		if err == nil {
 			err = ferr
@@ -139,10 +163,6 @@ func (r *Runtime) runJob(ctx context.Context, c session.Claim) (*Result, error) 
 	if err := json.Unmarshal(job.Input, &in); err != nil {
 		return nil, fmt.Errorf("vigil: job %s: input: %w", job.ID, err)
 	}
-	agent, err := r.Agent()
-	if err != nil {
-		return nil, err
-	}
 	mgr, err := r.Manager()
 	if err != nil {
 		return nil, err
@@ -154,6 +174,13 @@ func (r *Runtime) runJob(ctx context.Context, c session.Claim) (*Result, error) 
 	defer release()
 	sess, done, err := live.OpenHeld(ctx, mgr, job.Session)
 	if err != nil {
+		return nil, err
+	}
+	// A sub-agent's child session resumes with its own agent, as
+	// Runtime.Decide resumes it.
+	agent, err := r.agentOf(ctx, sess)
+	if err != nil {
+		_ = done(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	var res *Result
@@ -180,16 +207,7 @@ func (r *Runtime) perform(ctx context.Context, agent *agentloop.Agent, sess *liv
 	case JobTurn:
 		return agent.Run(ctx, sess, in.Prompt, agentloop.By(in.By))
 	case JobDecide:
-		if in.Decide == nil {
-			return nil, fmt.Errorf("vigil: a %s job without a decision", kind)
-		}
-		if _, err := agentloop.Decide(ctx, sess, in.Call, *in.Decide); err != nil {
-			return nil, err
-		}
-		if s := session.Suspended(sess.Records()); s == nil || !s.Ready() {
-			return nil, nil
-		}
-		return agent.Resume(ctx, sess)
+		return decideAndResume(ctx, agent, sess, in)
 	}
 	return nil, fmt.Errorf("vigil: unknown job kind %q", kind)
 }
@@ -210,4 +228,59 @@ func carryOn(ctx context.Context, agent *agentloop.Agent, sess *live.Session, by
 		return nil, nil
 	}
 	return res, err
+}
+
+// outcomeOf is how a job that ran ended, for the queue to keep: done
+// (a turn that suspended on approvals, an abandon that aborted its turn,
+// too), cancelled when its session was cancelled as it ran, else failed
+// with the error's [JobErrorCode].
+// Reason is the turn's end reason ("suspended" for a suspended one).
+func outcomeOf(res *Result, err error, cancelled bool) session.Outcome {
+	var o session.Outcome
+	if res != nil {
+		o.Reason = res.Reason
+	}
+	switch {
+	case err == nil, errors.Is(err, agentloop.ErrSuspended), errors.Is(err, ErrAbandoned):
+		o.State = session.JobDone // what was asked was done
+		return o
+	case cancelled:
+		o.State = session.JobCancelled
+	default:
+		o.State = session.JobFailed
+	}
+	o.Error = &session.JobError{Code: JobErrorCode(err), Message: err.Error()}
+	return o
+}
+
+// The codes of a failed job's error ([session.JobError].Code), the codes
+// of the HTTP API's errors where they mean the same.
+const (
+	JobCodeDecided         = "decided"          // the call was decided already
+	JobCodeNotPending      = "not_pending"      // nothing waits for that decision
+	JobCodeInvalidDecision = "invalid_decision" // a decision no person may give
+	JobCodeNotFound        = "not_found"        // the session or the call is unknown
+	JobCodeCancelled       = "cancelled"        // cut short (cancelled, abandoned)
+	JobCodeBudget          = "budget"           // a budget limit ended the turn
+	JobCodeError           = "error"            // anything else
+)
+
+// JobErrorCode classifies the error a job ended with.
+func JobErrorCode(err error) string {
+	var budget *agentloop.BudgetError
+	switch {
+	case errors.Is(err, session.ErrAlreadyDecided), errors.Is(err, session.ErrDuplicateJob):
+		return JobCodeDecided
+	case errors.Is(err, session.ErrNotSuspended), errors.Is(err, session.ErrNotPending):
+		return JobCodeNotPending
+	case errors.Is(err, session.ErrInvalidDecision):
+		return JobCodeInvalidDecision
+	case errors.Is(err, session.ErrNotFound), errors.Is(err, session.ErrUnknownCall):
+		return JobCodeNotFound
+	case errors.Is(err, context.Canceled), errors.Is(err, ErrAbandoned):
+		return JobCodeCancelled
+	case errors.As(err, &budget):
+		return JobCodeBudget
+	}
+	return JobCodeError
 }

@@ -51,6 +51,11 @@ const (
 	CodeInternal         = "internal"
 )
 
+// CodeDecided: the call was decided already, or a decision on it is
+// queued or running (409). It replaces [CodeAlreadyDecided], which is no
+// longer answered.
+const CodeDecided = "decided"
+
 func apiError(status int, code, format string, args ...any) *Error {
 	return &Error{status: status, Code: code, Message: fmt.Sprintf(format, args...)}
 }
@@ -71,8 +76,8 @@ func classify(err error) *Error {
 		status, code = http.StatusConflict, CodeConflict
 	case errors.Is(err, agentloop.ErrSuspended):
 		status, code = http.StatusConflict, CodeSuspended
-	case errors.Is(err, session.ErrAlreadyDecided):
-		status, code = http.StatusConflict, CodeAlreadyDecided
+	case errors.Is(err, session.ErrAlreadyDecided), errors.Is(err, session.ErrDuplicateJob):
+		status, code = http.StatusConflict, CodeDecided
 	case errors.Is(err, session.ErrNotSuspended), errors.Is(err, session.ErrNotPending):
 		status, code = http.StatusConflict, CodeNotPending
 	case errors.Is(err, session.ErrInvalidDecision):

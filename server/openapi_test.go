@@ -41,7 +41,7 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 
 	codes := doc.Comp.Schemas["Error"].Properties["code"].Enum
 	for _, c := range []string{CodeBadRequest, CodeMalformedJSON, CodeTooLarge, CodeUnauthorized, CodeForbidden, CodeNotFound,
-		CodeMethodNotAllowed, CodeSuspended, CodeBusy, CodeNotPending, CodeAlreadyDecided, CodeInvalidDecision,
+		CodeMethodNotAllowed, CodeSuspended, CodeBusy, CodeNotPending, CodeAlreadyDecided, CodeDecided, CodeInvalidDecision,
 		CodeConflict, CodeNoQueue, CodeInternal} {
 		assert.Contains(t, codes, c)
 	}

@@ -118,6 +118,8 @@ func (s *Server) routes() []route {
 		{"POST /v1/sessions/{id}/approvals/{call}", RoleApprover, s.reply(s.handleDecide)},
 		{"POST /v1/sessions/{id}/cancel", RoleUser, s.reply(s.handleCancel)},
 		{"GET /v1/sessions/{id}/verify", RoleViewer, s.reply(s.handleVerify)},
+		{"GET /v1/jobs/{id}", RoleViewer, s.reply(s.handleJob)},
+		{"GET /v1/approvals", RoleViewer, s.reply(s.handleApprovals)},
 	}
 }
 

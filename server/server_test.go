@@ -174,7 +174,7 @@ func TestApprovalsThroughTheAPI(t *testing.T) {
 
 	// Decided already: refused now, not queued.
 	a.json(http.StatusConflict, "POST", "/v1/sessions/"+id+"/approvals/"+req.ID, `{"allow":false}`, &e)
-	assert.Contains(t, []string{server.CodeNotPending, server.CodeAlreadyDecided}, e.Code)
+	assert.Contains(t, []string{server.CodeNotPending, server.CodeDecided}, e.Code)
 }
 
 // A fork through the API inherits the parent's events up to at.

@@ -107,10 +107,15 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) (int, any,
 }
 
 func (s *Server) handleList(_ http.ResponseWriter, r *http.Request) (int, any, error) {
+	status, err := statusFilter(r)
+	if err != nil {
+		return 0, nil, err
+	}
 	infos, err := s.rt.Sessions(r.Context())
 	if err != nil && len(infos) == 0 {
 		return 0, nil, err
 	}
+	infos = s.withStatus(r, infos, status)
 	out := struct {
 		Sessions []SessionInfo `json:"sessions"`
 		// Unreadable names stored logs that could not be read.
@@ -177,4 +182,34 @@ func (s *Server) summary(r *http.Request, id string) (*Summary, error) {
 		sum.Status = StatusSuspended
 	}
 	return sum, nil
+}
+
+// statusFilter returns the ?status= of a listing: "" (every session),
+// idle, running or suspended; another value is 400.
+func statusFilter(r *http.Request) (string, error) {
+	switch st := r.URL.Query().Get("status"); st {
+	case "", StatusIdle, StatusRunning, StatusSuspended:
+		return st, nil
+	default:
+		return "", apiError(http.StatusBadRequest, CodeBadRequest, "status: %q is not idle, running or suspended", st)
+	}
+}
+
+// withStatus keeps the sessions of infos the caller sees whose status is
+// status (all of them for ""). Each kept session's status is its summary's,
+// which reads its log and its jobs.
+func (s *Server) withStatus(r *http.Request, infos []session.Info, status string) []session.Info {
+	if status == "" {
+		return infos
+	}
+	var out []session.Info
+	for _, i := range infos {
+		if !s.visible(r.Context(), i) {
+			continue
+		}
+		if sum, err := s.summary(r, i.ID); err == nil && sum.Status == status {
+			out = append(out, i)
+		}
+	}
+	return out
 }

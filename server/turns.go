@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	"github.com/vigil-run/vigil"
@@ -69,7 +70,10 @@ type decideRequest struct {
 
 // handleDecide queues a decision on a pending call: 202 with its job.
 // A call that is not pending is refused now (404 unknown, 409 not
-// pending or already decided).
+// pending), and so is a second decision, decided or queued (409 decided:
+// the queue refuses it, so two reviewers racing get one 202), and a
+// decision no one may give, such as an unknown scope (400
+// invalid_decision, by the check the worker makes).
 func (s *Server) handleDecide(_ http.ResponseWriter, r *http.Request) (int, any, error) {
 	id := admitted(r).ID
 	var req decideRequest
@@ -87,8 +91,21 @@ func (s *Server) handleDecide(_ http.ResponseWriter, r *http.Request) (int, any,
 		vigil.Decision{Allow: *req.Allow, By: by, Reason: req.Reason, Scope: req.Scope}))
 }
 
+// Cancelled is the answer to a cancel: how many jobs were dropped or
+// signalled and, for a suspended turn, the calls denied (reason
+// cancelled) by the job that ends it aborted.
+type Cancelled struct {
+	Session   string   `json:"session"`
+	Cancelled int      `json:"cancelled"`
+	Denied    []string `json:"denied,omitempty"`
+	// Job is the job that abandons the suspended turn.
+	Job string `json:"job,omitempty"`
+}
+
 // handleCancel drops the session's queued jobs and cancels its running
-// one (its turn ends aborted).
+// one (its turn ends aborted). A turn suspended on approvals is abandoned:
+// a queued job denies its undecided calls with reason cancelled and ends
+// it aborted, by the path every decision takes.
 func (s *Server) handleCancel(_ http.ResponseWriter, r *http.Request) (int, any, error) {
 	id := admitted(r).ID
 	q, err := s.rt.Queue()
@@ -99,8 +116,15 @@ func (s *Server) handleCancel(_ http.ResponseWriter, r *http.Request) (int, any,
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, struct {
-		Session   string `json:"session"`
-		Cancelled int    `json:"cancelled"`
-	}{id, n}, nil
+	out := Cancelled{Session: id, Cancelled: n}
+	job, denied, err := s.rt.QueueAbandon(r.Context(), id, PrincipalOf(r.Context()).Name)
+	switch {
+	case errors.Is(err, session.ErrNotSuspended):
+	case err != nil:
+		return 0, nil, err
+	default:
+		s.opts.Metrics.queued(r.Context(), job.Kind)
+		out.Job, out.Denied = job.ID, denied
+	}
+	return http.StatusOK, out, nil
 }

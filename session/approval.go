@@ -53,6 +53,13 @@ type ApprovalRequest struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// ValidScope reports whether scope is a decision's scope: empty (a call),
+// [ScopeCall] or [ScopeSession]. A log and a decision given are checked
+// by it alike.
+func ValidScope(scope string) bool {
+	return scope == "" || scope == ScopeCall || scope == ScopeSession
+}
+
 // ApprovalDecision is the data of approval/decision: the answer to the
 // pending request of call ID. Scope is empty (a call) or [ScopeCall] or
 // [ScopeSession]; Cites, when not zero, is the seq of the earlier
@@ -289,7 +296,7 @@ func checkApproval(seq int64, typ string, p any) error {
 		if v.ID == "" {
 			return fmt.Errorf("%w: seq %d: %s", ErrNoCallID, seq, typ)
 		}
-		if v.Scope != "" && v.Scope != ScopeCall && v.Scope != ScopeSession {
+		if !ValidScope(v.Scope) {
 			return fmt.Errorf("%w: seq %d: %s scope %q is not call or session", ErrInvalidPayload, seq, typ, v.Scope)
 		}
 		if v.Cites < 0 || v.Cites >= seq {
@@ -448,9 +455,12 @@ func (e *DecidedError) Is(target error) bool {
 // CheckDecision returns the event that records decision d for call id of
 // records, or why it cannot be given: [ErrNotSuspended], [ErrUnknownCall],
 // [ErrNotPending], a [*DecidedError] (also when the decision was acted on
-// since) or [ErrInvalidDecision]. d.ID is set to id.
+// since) or [ErrInvalidDecision] (also for a scope that is not one, see
+// [ValidScope]). d.ID is set to id.
 func CheckDecision(records []Record, id string, d ApprovalDecision) (Event, error) {
 	switch {
+	case !ValidScope(d.Scope):
+		return Event{}, fmt.Errorf("%w: %q: scope %q is not call or session", ErrInvalidDecision, id, d.Scope)
 	case d.Scope == ScopeSession && !d.Allow:
 		return Event{}, fmt.Errorf("%w: %q: a denial cannot have scope session (\"always deny\" is not supported: deny this call, or add a deny rule to the policy)", ErrInvalidDecision, id)
 	case d.By == SessionRuleBy || d.Cites != 0:

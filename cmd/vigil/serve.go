@@ -30,6 +30,7 @@ type serveOptions struct {
 	cors                 []string
 	maxBody              int64
 	drain                time.Duration
+	approvalTTL          time.Duration
 }
 
 func newServeCmd(e *env) *cobra.Command {
@@ -64,7 +65,13 @@ a turn still running then is continued by the next worker, as after a crash.`,
 	cmd.Flags().StringArrayVar(&o.cors, "cors-origin", nil, "an origin browsers may call the API from (repeatable; * for any); none: no cross-origin calls")
 	cmd.Flags().Int64Var(&o.maxBody, "max-body", server.DefaultMaxBody, "the largest request body accepted, in bytes")
 	cmd.Flags().DurationVar(&o.drain, "drain", defaultDrain, "how long to wait for running turns on SIGTERM")
+	approvalTTLFlag(cmd, &o.approvalTTL)
 	return cmd
+}
+
+// approvalTTLFlag is --approval-ttl, of serve and worker.
+func approvalTTLFlag(cmd *cobra.Command, ttl *time.Duration) {
+	cmd.Flags().DurationVar(ttl, "approval-ttl", 0, "deny a tool call that waits longer than this for a decision (0: wait forever)")
 }
 
 // loadTokens reads the tokens of --token-file and VIGIL_TOKENS.
@@ -109,6 +116,12 @@ func cmdServe(ctx context.Context, e *env, o serveOptions) (err error) {
 	if o.maxBody <= 0 {
 		return usagef("--max-body must be positive")
 	}
+	if o.approvalTTL < 0 {
+		return usagef("--approval-ttl must be 0 or more")
+	}
+	if o.approvalTTL > 0 && o.workers == 0 {
+		return usagef("--approval-ttl is kept by the workers: with --workers 0, give it to 'vigil worker'")
+	}
 	tokens, err := loadTokens(e, o.tokenFile)
 	if err != nil {
 		return err
@@ -147,7 +160,7 @@ func cmdServe(ctx context.Context, e *env, o serveOptions) (err error) {
 	worked := make(chan error, 1)
 	if o.workers > 0 {
 		go func() {
-			worked <- h.rt.Work(ctx, vigil.WorkOptions{Concurrency: o.workers, OnJob: metrics.OnJob()})
+			worked <- h.rt.Work(ctx, vigil.WorkOptions{Concurrency: o.workers, OnJob: metrics.OnJob(), ApprovalTTL: o.approvalTTL})
 		}()
 	} else {
 		worked <- nil
@@ -211,6 +224,7 @@ type workerOptions struct {
 	cfg, name   string
 	concurrency int
 	drain       time.Duration
+	approvalTTL time.Duration
 }
 
 func newWorkerCmd(e *env) *cobra.Command {
@@ -234,12 +248,16 @@ expires. On SIGTERM the worker takes no more turns, finishes the running ones
 	cmd.Flags().IntVar(&o.concurrency, "concurrency", 4, "jobs run at once")
 	cmd.Flags().StringVar(&o.name, "name", "", "the worker's name in the queue (default host:pid)")
 	cmd.Flags().DurationVar(&o.drain, "drain", defaultDrain, "how long to wait for running turns on SIGTERM")
+	approvalTTLFlag(cmd, &o.approvalTTL)
 	return cmd
 }
 
 func cmdWorker(ctx context.Context, e *env, o workerOptions) (err error) {
 	if o.concurrency < 1 {
 		return usagef("--concurrency must be 1 or more")
+	}
+	if o.approvalTTL < 0 {
+		return usagef("--approval-ttl must be 0 or more")
 	}
 	h, err := openHost(e, o.cfg)
 	if err != nil {
@@ -251,7 +269,7 @@ func cmdWorker(ctx context.Context, e *env, o workerOptions) (err error) {
 	}
 	worked := make(chan error, 1)
 	go func() {
-		worked <- h.rt.Work(ctx, vigil.WorkOptions{Worker: o.name, Concurrency: o.concurrency})
+		worked <- h.rt.Work(ctx, vigil.WorkOptions{Worker: o.name, Concurrency: o.concurrency, ApprovalTTL: o.approvalTTL})
 	}()
 	fmt.Fprintf(e.stderr, "vigil worker: running queued turns (%d at once)\n", o.concurrency)
 	select {

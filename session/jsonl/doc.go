@@ -63,9 +63,11 @@
 // than a file per job: a change is one append and one fsync of one file
 // (no directory fsync per job), and a claim chooses among the jobs in
 // memory instead of reading a directory of files. It cannot grow forever:
-// once it is more than four times the lines its unfinished jobs need (and
-// past a thousand lines), a change rewrites it as one line per unfinished
-// job (a temporary file, fsynced, renamed over it); the other stores
+// once it is more than four times the lines its jobs need (and past a
+// thousand lines), a change rewrites it as one line per job it keeps —
+// the unfinished ones, and the finished ones within their retention
+// (session.FinishedJobTTL, at most session.FinishedJobLimit), with their
+// outcome — (a temporary file, fsynced, renamed over it); the other stores
 // notice the new file and replay it whole. A line torn by a crash is never
 // read, and is cut off by the next change.
 //

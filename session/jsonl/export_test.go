@@ -12,6 +12,14 @@ func SetCompactLines(n int) (restore func()) {
 	return func() { compactLines = old }
 }
 
+// SetFinishedLimit sets how many finished jobs the queue keeps, for the
+// test's duration.
+func SetFinishedLimit(n int) (restore func()) {
+	old := finishedLimit
+	finishedLimit = n
+	return func() { finishedLimit = old }
+}
+
 // Pollers reports how many pollers of s's directory were started in this
 // process so far, and whether one runs now.
 func Pollers(s *Store) (started int, running bool) {

@@ -41,7 +41,7 @@ func TestProcessChild(t *testing.T) {
 		case <-time.After(time.Minute):
 			t.Fatal("not cancelled")
 		}
-		require.NoError(t, c.Finish(ctx))
+		require.NoError(t, c.Finish(ctx, session.Outcome{}))
 		fmt.Println("cancelled")
 	case "append":
 		require.NoError(t, s.Append(ctx, "s1", 1, sessiontest.Turn(t, 0, 1)[1:]))
@@ -121,7 +121,7 @@ func TestQueueJobOfAKilledProcessIsClaimedAgain(t *testing.T) {
 	assert.Equal(t, job.ID, c.Job().ID)
 	assert.Equal(t, int64(3), c.Job().Base)
 	assert.Equal(t, 2, c.Job().Attempts)
-	require.NoError(t, c.Finish(ctx))
+	require.NoError(t, c.Finish(ctx, session.Outcome{}))
 }
 
 func TestQueueCancelReachesAnotherProcess(t *testing.T) {

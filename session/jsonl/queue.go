@@ -35,6 +35,10 @@ const (
 // wake them at once.
 const pollInterval = 250 * time.Millisecond
 
+// finishedLimit bounds the finished jobs kept (a variable for the tests
+// of compaction).
+var finishedLimit = session.FinishedJobLimit
+
 // compactLines is the journal length from which a change compacts it,
 // when it is more than four times the lines the unfinished jobs need.
 var compactLines = 1024
@@ -46,8 +50,14 @@ type op struct {
 	// enqueue and job
 	Session string    `json:"session,omitempty"`
 	Kind    string    `json:"kind,omitempty"`
+	Call    string    `json:"call,omitempty"`
 	Input   []byte    `json:"input,omitempty"` // base64: kept byte for byte
-	At      time.Time `json:"at,omitzero"`
+	At      time.Time `json:"at,omitzero"`     // also when a start, finish or drop happened
+	// job
+	Started  time.Time `json:"started,omitzero"`
+	Finished time.Time `json:"finished,omitzero"` // a finished job's line
+	// finish and a finished job's line (a drop is cancelled)
+	Outcome *session.Outcome `json:"outcome,omitempty"`
 	// claim and job
 	Worker string `json:"worker,omitempty"`
 	Owner  string `json:"owner,omitempty"`
@@ -81,6 +91,7 @@ type jqueue struct {
 	lines  int
 	seq    int64
 	jobs   []*qjob // unfinished, oldest first
+	done   []*qjob // finished, in the order they finished (see retire)
 	owner  string  // this store's owner token
 	olock  *flock.Flock
 	dead   map[string]bool // owners found dead: they stay dead
@@ -109,7 +120,7 @@ func newOwner() string {
 
 // reset forgets the replayed journal (it was compacted: replay it anew).
 func (q *jqueue) reset() {
-	q.fi, q.off, q.lines, q.seq, q.jobs = nil, 0, 0, 0, nil
+	q.fi, q.off, q.lines, q.seq, q.jobs, q.done = nil, 0, 0, 0, nil, nil
 }
 
 // catchUp replays what was appended to the journal since the last call.
@@ -183,11 +194,16 @@ func (q *jqueue) apply(o op) {
 			base = *o.Base
 		}
 		j := &qjob{job: session.Job{
-			ID: o.ID, Session: o.Session, Kind: o.Kind, Input: o.Input, Enqueued: o.At,
-			Base: base, Attempts: o.Attempts, Worker: o.Worker,
+			ID: o.ID, Session: o.Session, Kind: o.Kind, Call: o.Call, Input: o.Input, Enqueued: o.At,
+			Base: base, Attempts: o.Attempts, Worker: o.Worker, Started: o.Started,
 		}, owner: o.Owner, cancelled: o.Cancelled}
-		q.jobs = append(q.jobs, j)
 		q.seq = max(q.seq, jobNumber(o.ID))
+		if o.Op == "job" && o.Outcome != nil {
+			j.job.Outcome, j.job.Finished = *o.Outcome, o.Finished
+			q.done = append(q.done, j)
+			return
+		}
+		q.jobs = append(q.jobs, j)
 		q.signal(j)
 		return
 	}
@@ -201,16 +217,48 @@ func (q *jqueue) apply(o op) {
 		j.job.Worker, j.owner = o.Worker, o.Owner
 	case "start":
 		if j.job.Base < 0 && o.Base != nil {
-			j.job.Base = *o.Base
+			j.job.Base, j.job.Started = *o.Base, o.At
 		}
 	case "release":
 		j.job.Worker, j.owner = "", ""
 	case "cancel":
 		j.cancelled = true
 		q.signal(j)
-	case "finish", "drop":
-		q.jobs = slices.DeleteFunc(q.jobs, func(o *qjob) bool { return o == j })
+	case "finish":
+		out := session.Outcome{State: session.JobDone}
+		if o.Outcome != nil {
+			out = *o.Outcome
+		}
+		q.retire(j, out, o.At)
+	case "drop":
+		q.retire(j, session.Outcome{State: session.JobCancelled}, o.At)
 	}
+}
+
+// retire moves unfinished j to the finished jobs with outcome out, and
+// forgets the finished jobs past their retention (by this process's
+// clock: another's may keep one a moment longer). q.mu is held.
+func (q *jqueue) retire(j *qjob, out session.Outcome, at time.Time) {
+	q.jobs = slices.DeleteFunc(q.jobs, func(o *qjob) bool { return o == j })
+	j.job.Outcome, j.job.Finished = out, at
+	q.done = append(q.done, j)
+	q.done = slices.Delete(q.done, 0, session.Expired(q.done, func(j *qjob) time.Time { return j.job.Finished }, finishedLimit))
+}
+
+// taken reports whether a job of session sid decides call: unfinished
+// (not cancelled and gone), or finished done. q.mu is held.
+func (q *jqueue) taken(sid, call string) bool {
+	for _, j := range q.jobs {
+		if j.job.Session == sid && j.job.Call == call && !q.gone(j) {
+			return true
+		}
+	}
+	for _, j := range q.done {
+		if j.job.Session == sid && j.job.Call == call && j.job.Outcome.State == session.JobDone {
+			return true
+		}
+	}
+	return false
 }
 
 // signal closes the Cancelled channel of this store's claim of j, if j
@@ -260,6 +308,10 @@ func (q *jqueue) gone(j *qjob) bool { return j.cancelled && !q.running(j) }
 func (q *jqueue) view(j *qjob) session.Job {
 	v := j.job
 	v.Input = slices.Clone(v.Input)
+	if v.Outcome.State != "" {
+		v.State = v.Outcome.State
+		return v
+	}
 	v.State = session.JobQueued
 	if q.running(j) {
 		v.State = session.JobRunning
@@ -344,7 +396,7 @@ func (q *jqueue) write(ops ...op) error {
 		q.fi = fi
 	}
 	q.s.note.wakeQueue()
-	if q.lines > compactLines && q.lines > 4*(len(q.jobs)+1) {
+	if q.lines > compactLines && q.lines > 4*(len(q.jobs)+len(q.done)+1) {
 		_ = q.compact() // a failure leaves the long journal, still valid
 	}
 	return nil
@@ -354,11 +406,16 @@ func (q *jqueue) write(ops ...op) error {
 // q.mu and the file lock are held.
 func (q *jqueue) compact() error {
 	ops := []op{{Op: "seq", N: q.seq}}
-	for _, j := range q.jobs {
-		o := op{Op: "job", ID: j.job.ID, Session: j.job.Session, Kind: j.job.Kind, Input: j.job.Input,
-			At: j.job.Enqueued, Attempts: j.job.Attempts, Worker: j.job.Worker, Owner: j.owner, Cancelled: j.cancelled}
+	for _, j := range slices.Concat(q.done, q.jobs) {
+		o := op{Op: "job", ID: j.job.ID, Session: j.job.Session, Kind: j.job.Kind, Call: j.job.Call, Input: j.job.Input,
+			At: j.job.Enqueued, Attempts: j.job.Attempts, Worker: j.job.Worker, Owner: j.owner, Cancelled: j.cancelled,
+			Started: j.job.Started}
 		if j.job.Base >= 0 {
 			o.Base = &j.job.Base
+		}
+		if j.job.Outcome.State != "" {
+			out := j.job.Outcome
+			o.Outcome, o.Finished, o.Owner = &out, j.job.Finished, ""
 		}
 		ops = append(ops, o)
 	}
@@ -470,13 +527,16 @@ func (s *Store) Enqueue(ctx context.Context, in session.Job) (session.Job, int, 
 	var out session.Job
 	ahead := 0
 	err = q.locked(func() error {
+		if in.Call != "" && q.taken(in.Session, in.Call) {
+			return fmt.Errorf("call %s: %w", in.Call, session.ErrDuplicateJob)
+		}
 		for _, j := range q.jobs {
 			if j.job.Session == in.Session && !q.gone(j) {
 				ahead++
 			}
 		}
 		id := fmt.Sprintf("%016d", q.seq+1)
-		if err := q.write(op{Op: "enqueue", ID: id, Session: in.Session, Kind: in.Kind,
+		if err := q.write(op{Op: "enqueue", ID: id, Session: in.Session, Kind: in.Kind, Call: in.Call,
 			Input: slices.Clone(in.Input), At: time.Now().UTC().Round(0)}); err != nil {
 			return err
 		}
@@ -507,6 +567,32 @@ func (s *Store) Jobs(ctx context.Context, id string) ([]session.Job, error) {
 		}
 	}
 	return out, nil
+}
+
+// Job implements [session.Queue].
+func (s *Store) Job(ctx context.Context, id string) (session.Job, error) {
+	q, err := s.queue()
+	if err != nil {
+		return session.Job{}, fmt.Errorf("jsonl: job %s: %w", id, err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if err := q.catchUp(); err != nil {
+		return session.Job{}, fmt.Errorf("jsonl: job %s: %w", id, err)
+	}
+	for _, list := range [][]*qjob{q.jobs, q.done} {
+		for _, j := range list {
+			if j.job.ID != id {
+				continue
+			}
+			if q.gone(j) {
+				j = &qjob{job: j.job}
+				j.job.Outcome = session.Outcome{State: session.JobCancelled}
+			}
+			return q.view(j), nil
+		}
+	}
+	return session.Job{}, fmt.Errorf("jsonl: job %s: %w", id, session.ErrNotFound)
 }
 
 // Claim implements [session.Queue]. It takes the session's writer as
@@ -587,7 +673,7 @@ func (q *jqueue) tryClaim(worker string) (*claim, error) {
 		for _, j := range q.candidates() {
 			if j.cancelled {
 				// Cancelled while its worker ran, and that worker died.
-				if err := q.write(op{Op: "drop", ID: j.job.ID}); err != nil {
+				if err := q.write(op{Op: "drop", ID: j.job.ID, At: time.Now().UTC().Round(0)}); err != nil {
 					return err
 				}
 				continue
@@ -664,6 +750,7 @@ func (s *Store) Cancel(ctx context.Context, id string) (int, error) {
 	n := 0
 	err = q.locked(func() error {
 		var ops []op
+		now := time.Now().UTC().Round(0)
 		for _, j := range q.jobs {
 			switch {
 			case j.job.Session != id:
@@ -673,10 +760,10 @@ func (s *Store) Cancel(ctx context.Context, id string) (int, error) {
 					ops = append(ops, op{Op: "cancel", ID: j.job.ID})
 				}
 			case j.cancelled: // dropped already, in effect
-				ops = append(ops, op{Op: "drop", ID: j.job.ID})
+				ops = append(ops, op{Op: "drop", ID: j.job.ID, At: now})
 			default:
 				n++
-				ops = append(ops, op{Op: "drop", ID: j.job.ID})
+				ops = append(ops, op{Op: "drop", ID: j.job.ID, At: now})
 			}
 		}
 		return q.write(ops...)
@@ -745,7 +832,7 @@ func (c *claim) Start(ctx context.Context, base int64) error {
 		if err != nil || j.job.Base >= 0 {
 			return err
 		}
-		return q.write(op{Op: "start", ID: j.job.ID, Base: &base})
+		return q.write(op{Op: "start", ID: j.job.ID, Base: &base, At: time.Now().UTC().Round(0)})
 	})
 	if err != nil {
 		return fmt.Errorf("jsonl: start %s: %w", c.job.ID, err)
@@ -754,8 +841,12 @@ func (c *claim) Start(ctx context.Context, base int64) error {
 }
 
 // Finish implements [session.Claim].
-func (c *claim) Finish(ctx context.Context) error {
-	if err := c.end("finish"); err != nil {
+func (c *claim) Finish(ctx context.Context, o session.Outcome) error {
+	o, err := o.Normalize()
+	if err == nil {
+		err = c.end("finish", &o)
+	}
+	if err != nil {
 		return fmt.Errorf("jsonl: finish %s: %w", c.job.ID, err)
 	}
 	return nil
@@ -764,13 +855,13 @@ func (c *claim) Finish(ctx context.Context) error {
 // Release implements [session.Claim]. A job cancelled while it ran is
 // dropped instead: the cancel was for it too.
 func (c *claim) Release(ctx context.Context) error {
-	if err := c.end("release"); err != nil {
+	if err := c.end("release", nil); err != nil {
 		return fmt.Errorf("jsonl: release %s: %w", c.job.ID, err)
 	}
 	return nil
 }
 
-func (c *claim) end(kind string) error {
+func (c *claim) end(kind string, o *session.Outcome) error {
 	q := c.q
 	q.mu.Lock()
 	err := q.locked(func() error {
@@ -785,7 +876,7 @@ func (c *claim) end(kind string) error {
 		// nobody alive once this store closes, is claimed again like a
 		// crashed worker's.
 		delete(q.claims, j.job.ID)
-		return q.write(op{Op: kind, ID: j.job.ID})
+		return q.write(op{Op: kind, ID: j.job.ID, Outcome: o, At: time.Now().UTC().Round(0)})
 	})
 	q.mu.Unlock()
 	if errors.Is(err, session.ErrJobDone) || errors.Is(err, session.ErrClosed) {

@@ -65,6 +65,7 @@ func jobIDs(t *testing.T, s *jsonl.Store, id string) []string {
 
 func TestQueueJournalIsCompacted(t *testing.T) {
 	defer jsonl.SetCompactLines(16)()
+	defer jsonl.SetFinishedLimit(1)()
 	ctx := context.Background()
 	dir := t.TempDir()
 	a, b := open(t, dir), open(t, dir)
@@ -81,7 +82,7 @@ func TestQueueJournalIsCompacted(t *testing.T) {
 		last = enqueue(t, a, "s1")
 		c := claim(t, a)
 		require.Equal(t, last.ID, c.Job().ID)
-		require.NoError(t, c.Finish(ctx))
+		require.NoError(t, c.Finish(ctx, session.Outcome{}))
 		if i == 5 {
 			require.Equal(t, []string{kept.ID}, jobIDs(t, b, "s2"), "b has replayed part of the journal")
 		}
@@ -93,6 +94,9 @@ func TestQueueJournalIsCompacted(t *testing.T) {
 	assert.Less(t, lines, 16+4, "compacted, not %d lines", lines)
 	for _, s := range []*jsonl.Store{b, open(t, dir)} {
 		assert.Equal(t, []string{waiting.ID}, jobIDs(t, s, "s1"), "a replay across the compaction")
+		j, err := s.Job(ctx, last.ID)
+		require.NoError(t, err)
+		assert.Equal(t, session.JobDone, j.State, "the last finished job is kept across the compaction")
 		jobs, err := s.Jobs(ctx, "s2")
 		require.NoError(t, err)
 		require.Len(t, jobs, 1)

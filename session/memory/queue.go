@@ -14,10 +14,11 @@ import (
 type queue struct {
 	seq  int64
 	jobs []*job // unfinished, oldest first
+	done []*job // finished, in the order they finished (see retire)
 }
 
 type job struct {
-	job       session.Job // State and Worker are derived from claim
+	job       session.Job // State and Worker are derived from claim and Outcome
 	claim     *claim      // the running claim, nil when queued
 	cancelled bool        // Cancel signalled the running claim
 }
@@ -35,11 +36,32 @@ type claim struct {
 func (j *job) view() session.Job {
 	v := j.job
 	v.Input = slices.Clone(v.Input)
-	v.State, v.Worker = session.JobQueued, ""
-	if j.claim != nil {
+	switch {
+	case v.Outcome.State != "": // finished: its last worker kept
+		v.State = v.Outcome.State
+	case j.claim != nil:
 		v.State, v.Worker = session.JobRunning, j.claim.worker
+	default:
+		v.State, v.Worker = session.JobQueued, ""
 	}
 	return v
+}
+
+// retire moves j, unfinished, to the finished jobs with outcome o, and
+// drops the finished jobs past their retention. b.mu is held.
+func (q *queue) retire(j *job, o session.Outcome) {
+	q.jobs = slices.DeleteFunc(q.jobs, func(u *job) bool { return u == j })
+	j.job.Outcome, j.job.Finished, j.claim = o, time.Now(), nil
+	q.done = append(q.done, j)
+	q.done = slices.Delete(q.done, 0, session.Expired(q.done, func(j *job) time.Time { return j.job.Finished }, 0))
+}
+
+// taken reports whether a job of session sid decides call: unfinished,
+// or finished done. b.mu is held.
+func (q *queue) taken(sid, call string) bool {
+	same := func(j *job) bool { return j.job.Session == sid && j.job.Call == call }
+	return slices.ContainsFunc(q.jobs, same) ||
+		slices.ContainsFunc(q.done, func(j *job) bool { return same(j) && j.job.Outcome.State == session.JobDone })
 }
 
 // Enqueue implements [session.Queue].
@@ -50,11 +72,15 @@ func (s *Store) Enqueue(ctx context.Context, in session.Job) (session.Job, int, 
 	if _, ok := b.logs[in.Session]; !ok {
 		return session.Job{}, 0, fmt.Errorf("memory: enqueue %s: %w", in.Session, session.ErrNotFound)
 	}
+	if in.Call != "" && b.queue.taken(in.Session, in.Call) {
+		return session.Job{}, 0, fmt.Errorf("memory: enqueue %s: call %s: %w", in.Session, in.Call, session.ErrDuplicateJob)
+	}
 	b.queue.seq++
 	j := &job{job: session.Job{
 		ID:       fmt.Sprintf("%020d", b.queue.seq),
 		Session:  in.Session,
 		Kind:     in.Kind,
+		Call:     in.Call,
 		Input:    slices.Clone(in.Input),
 		Enqueued: time.Now(),
 		Base:     -1,
@@ -81,6 +107,20 @@ func (s *Store) Jobs(ctx context.Context, id string) ([]session.Job, error) {
 		}
 	}
 	return out, nil
+}
+
+// Job implements [session.Queue].
+func (s *Store) Job(ctx context.Context, id string) (session.Job, error) {
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	for _, list := range [][]*job{s.b.queue.jobs, s.b.queue.done} {
+		for _, j := range list {
+			if j.job.ID == id {
+				return j.view(), nil
+			}
+		}
+	}
+	return session.Job{}, fmt.Errorf("memory: job %s: %w", id, session.ErrNotFound)
 }
 
 // Claim implements [session.Queue].
@@ -139,18 +179,18 @@ func (s *Store) Cancel(ctx context.Context, id string) (int, error) {
 		return 0, fmt.Errorf("memory: cancel %s: %w", id, session.ErrNotFound)
 	}
 	n := 0
-	b.queue.jobs = slices.DeleteFunc(b.queue.jobs, func(j *job) bool {
+	for _, j := range slices.Clone(b.queue.jobs) {
 		if j.job.Session != id {
-			return false
+			continue
 		}
 		n++
 		if j.claim == nil {
-			return true
+			b.queue.retire(j, session.Outcome{State: session.JobCancelled})
+			continue
 		}
 		j.cancelled = true
 		j.claim.closeOnce.Do(func() { close(j.claim.cancel) })
-		return false
-	})
+	}
 	return n, nil
 }
 
@@ -165,13 +205,15 @@ func (s *Store) crash() {
 			delete(b.leases, id)
 		}
 	}
-	b.queue.jobs = slices.DeleteFunc(b.queue.jobs, func(j *job) bool {
+	for _, j := range slices.Clone(b.queue.jobs) {
 		if j.claim == nil || j.claim.s != s {
-			return false
+			continue
 		}
 		j.claim = nil
-		return j.cancelled
-	})
+		if j.cancelled {
+			b.queue.retire(j, session.Outcome{State: session.JobCancelled})
+		}
+	}
 	b.notify()
 }
 
@@ -192,19 +234,26 @@ func (c *claim) Start(ctx context.Context, base int64) error {
 		return fmt.Errorf("memory: start %s: %w", c.snapshot.ID, session.ErrJobDone)
 	}
 	if c.j.job.Base < 0 {
-		c.j.job.Base = base
+		c.j.job.Base, c.j.job.Started = base, time.Now()
 	}
 	return nil
 }
 
 // Finish implements [session.Claim].
-func (c *claim) Finish(ctx context.Context) error { return c.end(true) }
+func (c *claim) Finish(ctx context.Context, o session.Outcome) error {
+	o, err := o.Normalize()
+	if err != nil {
+		return fmt.Errorf("memory: finish %s: %w", c.snapshot.ID, err)
+	}
+	return c.end(&o)
+}
 
 // Release implements [session.Claim]. A job cancelled while it ran is
-// dropped instead: the cancel was for it too.
-func (c *claim) Release(ctx context.Context) error { return c.end(false) }
+// dropped instead (cancelled): the cancel was for it too.
+func (c *claim) Release(ctx context.Context) error { return c.end(nil) }
 
-func (c *claim) end(finish bool) error {
+// end ends the claim: finished with outcome o, or handed back when o is nil.
+func (c *claim) end(o *session.Outcome) error {
 	b := c.s.b
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -212,8 +261,12 @@ func (c *claim) end(finish bool) error {
 		return fmt.Errorf("memory: end %s: %w", c.snapshot.ID, session.ErrJobDone)
 	}
 	c.j.claim = nil
-	if finish || c.j.cancelled {
-		b.queue.jobs = slices.DeleteFunc(b.queue.jobs, func(j *job) bool { return j == c.j })
+	if o == nil && c.j.cancelled {
+		o = &session.Outcome{State: session.JobCancelled}
+	}
+	if o != nil {
+		c.j.job.Worker = c.worker
+		b.queue.retire(c.j, *o)
 	}
 	b.releaseLocked(c.snapshot.Session, c.lease)
 	b.notify()

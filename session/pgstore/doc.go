@@ -84,7 +84,11 @@
 // a dead worker's job stays 'running' and is claimed again once its lease
 // is gone, its Base and Attempts kept. [Store.Cancel] deletes the queued
 // jobs and marks the running one, whose claim, in whatever process, is
-// watching for that notification ([session.Claim.Cancelled]).
+// watching for that notification ([session.Claim.Cancelled]). A job that
+// ends (finished, or dropped cancelled) moves to vigil_jobs_done with its
+// outcome, for [Store.Job], and is deleted from there after
+// session.FinishedJobTTL. A unique index on (session_id, call) makes a
+// second unfinished decision on a call a refused insert.
 //
 // # Following a log
 //

@@ -131,7 +131,7 @@ func TestOneListenConnectionServesClaimsWatchersLeasesAndFollowers(t *testing.T)
 			<-c.Cancelled()
 		}
 		look()
-		require.NoError(t, c.Finish(ctx))
+		require.NoError(t, c.Finish(ctx, session.Outcome{}))
 		release := <-leased
 		require.NotNil(t, release)
 		release()
@@ -159,7 +159,7 @@ func TestOneListenConnectionServesClaimsWatchersLeasesAndFollowers(t *testing.T)
 	}
 	look()
 	for _, c := range claims {
-		require.NoError(t, c.Finish(ctx))
+		require.NoError(t, c.Finish(ctx, session.Outcome{}))
 	}
 	assert.Len(t, listened, 1, "one LISTEN connection all along")
 	assert.LessOrEqual(t, len(seen), 3, "the LISTEN connection and at most 2 pooled: %v", seen)
@@ -189,7 +189,7 @@ func TestSubscribersLookAgainWhenTheListenConnectionIsBack(t *testing.T) {
 				go func() {
 					c, err := w.Claim(ctx, "w")
 					if assert.NoError(t, err) {
-						assert.NoError(t, c.Finish(context.Background()))
+						assert.NoError(t, c.Finish(context.Background(), session.Outcome{}))
 					}
 					close(done)
 				}()
@@ -204,7 +204,7 @@ func TestSubscribersLookAgainWhenTheListenConnectionIsBack(t *testing.T) {
 				_, _, err := api.Enqueue(ctx, session.Job{Session: "s", Kind: "turn", Input: []byte(`{}`)})
 				require.NoError(t, err)
 				c := claimOf(t, w, "w")
-				t.Cleanup(func() { _ = c.Finish(context.Background()) })
+				t.Cleanup(func() { _ = c.Finish(context.Background(), session.Outcome{}) })
 				return c.Cancelled()
 			},
 			idle:     "SELECT cancelled, epoch",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -21,6 +22,38 @@ var queuePoll = 5 * time.Second
 // jobID renders a job's key so that ids sort as the jobs were enqueued.
 func jobID(n int64) string { return fmt.Sprintf("%016d", n) }
 
+// retireSQL is a statement's tail that moves the rows of vigil_jobs its
+// CTE d deleted (RETURNING *) to vigil_jobs_done, finished with the
+// outcome of the parameters $s (state), $s+1 (error code), $s+2 (error
+// message) and $s+3 (reason), and drops the finished jobs past their
+// retention: CTEs r (one row per job moved) and p, for the statement's
+// SELECT to follow.
+func retireSQL(s int) string {
+	return fmt.Sprintf(`, r AS (
+		INSERT INTO vigil_jobs_done (id, session_id, kind, call, input, enqueued, started, finished, base, attempts, worker,
+			state, error_code, error_message, reason)
+		SELECT id, session_id, kind, call, input, enqueued, started, clock_timestamp(), base, attempts, worker,
+			$%d::text, $%d::text, $%d::text, $%d::text FROM d
+		RETURNING 1
+	), p AS (
+		DELETE FROM vigil_jobs_done WHERE finished < clock_timestamp() - make_interval(secs => %d)
+	)`, s, s+1, s+2, s+3, int64(session.FinishedJobTTL/time.Second))
+}
+
+// outcomeArgs are the parameters of retireSQL for o.
+func outcomeArgs(o session.Outcome) []any {
+	var code, msg, reason *string
+	if o.Error != nil {
+		code, msg = &o.Error.Code, &o.Error.Message
+	}
+	if o.Reason != "" {
+		reason = &o.Reason
+	}
+	return []any{string(o.State), code, msg, reason}
+}
+
+var cancelledArgs = outcomeArgs(session.Outcome{State: session.JobCancelled})
+
 // Enqueue implements [session.Queue]: the job is a row of vigil_jobs, and
 // every process's waiting claims are woken (NOTIFY).
 func (s *Store) Enqueue(ctx context.Context, job session.Job) (session.Job, int, error) {
@@ -31,24 +64,42 @@ func (s *Store) Enqueue(ctx context.Context, job session.Job) (session.Job, int,
 	if input == nil {
 		input = []byte{}
 	}
+	var call *string
+	if job.Call != "" {
+		call = &job.Call
+	}
 	var id, ahead, notified int64
 	var enqueued time.Time
+	// A job for a call that an unfinished job has is refused by the
+	// unique index (DO NOTHING: no row), one that a job finished done has
+	// by the NOT EXISTS.
 	err := s.queryRow(ctx, []any{&id, &enqueued, &ahead, &notified}, `WITH ins AS (
-		INSERT INTO vigil_jobs (session_id, kind, input, enqueued)
-		SELECT id, $2, $3, clock_timestamp() FROM vigil_sessions WHERE id = $1
+		INSERT INTO vigil_jobs (session_id, kind, input, enqueued, call)
+		SELECT id, $2, $3, clock_timestamp(), $5 FROM vigil_sessions WHERE id = $1
+		  AND NOT EXISTS (SELECT 1 FROM vigil_jobs_done d WHERE d.session_id = $1 AND d.call = $5 AND d.state = 'done')
+		ON CONFLICT (session_id, call) WHERE call IS NOT NULL DO NOTHING
 		RETURNING id, enqueued
 	), n AS (
 		SELECT pg_notify($4, 'q 0 ' || $1) FROM ins
 	)
 	SELECT ins.id, ins.enqueued, (SELECT count(*) FROM vigil_jobs j WHERE j.session_id = $1), (SELECT count(*) FROM n)
-	FROM ins`, job.Session, job.Kind, input, s.channel)
+	FROM ins`, job.Session, job.Kind, input, s.channel, call)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return session.Job{}, 0, fmt.Errorf("pgstore: enqueue %s: %w", job.Session, session.ErrNotFound)
+		err = session.ErrNotFound
+		if call != nil {
+			var found bool
+			if qerr := s.queryRow(ctx, []any{&found}, `SELECT EXISTS (SELECT 1 FROM vigil_sessions WHERE id = $1)`, job.Session); qerr != nil {
+				err = qerr
+			} else if found {
+				err = fmt.Errorf("call %s: %w", job.Call, session.ErrDuplicateJob)
+			}
+		}
+		return session.Job{}, 0, fmt.Errorf("pgstore: enqueue %s: %w", job.Session, err)
 	}
 	if err != nil {
 		return session.Job{}, 0, fmt.Errorf("pgstore: enqueue %s: %w", job.Session, err)
 	}
-	out := session.Job{ID: jobID(id), Session: job.Session, Kind: job.Kind, Input: append([]byte(nil), input...),
+	out := session.Job{ID: jobID(id), Session: job.Session, Kind: job.Kind, Call: job.Call, Input: append([]byte(nil), input...),
 		Enqueued: enqueued, Base: -1, State: session.JobQueued}
 	return out, int(ahead), nil
 }
@@ -63,7 +114,7 @@ func (s *Store) Jobs(ctx context.Context, id string) ([]session.Job, error) {
 	err := s.pool.with(ctx, func(c *pgx.Conn) error {
 		out = nil
 		rows, err := c.Query(ctx, `SELECT j.id, j.kind, j.input, j.enqueued, j.base, j.attempts,
-			coalesce(j.state = 'running' AND j.epoch = s.epoch AND l.session_id IS NOT NULL, false), j.worker
+			coalesce(j.state = 'running' AND j.epoch = s.epoch AND l.session_id IS NOT NULL, false), j.worker, j.call, j.started
 		FROM vigil_sessions s
 		LEFT JOIN vigil_jobs j ON j.session_id = s.id
 		LEFT JOIN vigil_leases l ON l.session_id = s.id AND l.expires > clock_timestamp()
@@ -82,14 +133,16 @@ func (s *Store) Jobs(ctx context.Context, id string) ([]session.Job, error) {
 			var base *int64
 			var attempts *int
 			var running bool
-			if err := rows.Scan(&jid, &kind, &input, &enqueued, &base, &attempts, &running, &worker); err != nil {
+			var call *string
+			var started *time.Time
+			if err := rows.Scan(&jid, &kind, &input, &enqueued, &base, &attempts, &running, &worker, &call, &started); err != nil {
 				return err
 			}
 			if jid == nil {
 				continue // the session has no jobs
 			}
 			j := session.Job{ID: jobID(*jid), Session: id, Kind: *kind, Input: input, Enqueued: *enqueued,
-				Base: *base, Attempts: *attempts, State: session.JobQueued}
+				Base: *base, Attempts: *attempts, State: session.JobQueued, Call: deref(call), Started: deref(started)}
 			if running {
 				j.State, j.Worker = session.JobRunning, *worker
 			} else if worker != nil {
@@ -109,6 +162,60 @@ func (s *Store) Jobs(ctx context.Context, id string) ([]session.Job, error) {
 		return nil, fmt.Errorf("pgstore: jobs %s: %w", id, err)
 	}
 	return out, nil
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// Job implements [session.Queue]: an unfinished job is a row of
+// vigil_jobs (running while its claim's lease is live), a finished one a
+// row of vigil_jobs_done.
+func (s *Store) Job(ctx context.Context, id string) (session.Job, error) {
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil || n <= 0 {
+		return session.Job{}, fmt.Errorf("pgstore: job %q: %w", id, session.ErrNotFound)
+	}
+	var j session.Job
+	var call, worker, code, msg, reason *string
+	var started, finished *time.Time
+	var state string
+	var running bool
+	err = s.queryRow(ctx, []any{&j.Session, &j.Kind, &call, &j.Input, &j.Enqueued, &started, &finished, &j.Base, &j.Attempts,
+		&worker, &state, &running, &code, &msg, &reason}, `
+	SELECT j.session_id, j.kind, j.call, j.input, j.enqueued, j.started, NULL::timestamptz, j.base, j.attempts, j.worker, j.state,
+		coalesce(j.state = 'running' AND j.epoch = s.epoch AND EXISTS (
+			SELECT 1 FROM vigil_leases l WHERE l.session_id = s.id AND l.expires > clock_timestamp()), false),
+		NULL, NULL, NULL
+	FROM vigil_jobs j LEFT JOIN vigil_sessions s ON s.id = j.session_id WHERE j.id = $1
+	UNION ALL
+	SELECT session_id, kind, call, input, enqueued, started, finished, base, attempts, worker, state, false,
+		error_code, error_message, reason
+	FROM vigil_jobs_done WHERE id = $1`, n)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = session.ErrNotFound
+	}
+	if err != nil {
+		return session.Job{}, fmt.Errorf("pgstore: job %s: %w", id, err)
+	}
+	j.ID, j.Call, j.Started, j.Finished, j.Worker = jobID(n), deref(call), deref(started), deref(finished), deref(worker)
+	switch {
+	case finished != nil:
+		j.State = session.JobState(state)
+		j.Outcome = session.Outcome{State: j.State, Reason: deref(reason)}
+		if code != nil || msg != nil {
+			j.Outcome.Error = &session.JobError{Code: deref(code), Message: deref(msg)}
+		}
+	case running:
+		j.State = session.JobRunning
+	default:
+		j.State = session.JobQueued
+	}
+	return j, nil
 }
 
 // claimableSQL picks the oldest job that may run now: the oldest of its
@@ -240,7 +347,9 @@ func (s *Store) claimIn(ctx context.Context, tx pgx.Tx, worker, token string, go
 		}
 		if cancelled {
 			// Cancelled while it ran, and its worker is gone: it is over.
-			if _, err := tx.Exec(ctx, `DELETE FROM vigil_jobs WHERE id = $1`, jid); err != nil {
+			var n int64
+			if err := tx.QueryRow(ctx, `WITH d AS (DELETE FROM vigil_jobs WHERE id = $1 RETURNING *)`+retireSQL(2)+` SELECT count(*) FROM r`,
+				append([]any{jid}, cancelledArgs...)...).Scan(&n); err != nil {
 				return err
 			}
 			continue
@@ -371,7 +480,8 @@ func (c *claim) Start(ctx context.Context, base int64) error {
 		return fmt.Errorf("pgstore: start job %s: %w", jobID(c.jid), session.ErrJobDone)
 	}
 	var stored int64
-	err := c.s.queryRow(ctx, []any{&stored}, `UPDATE vigil_jobs SET base = CASE WHEN base < 0 THEN $3 ELSE base END
+	err := c.s.queryRow(ctx, []any{&stored}, `UPDATE vigil_jobs SET base = CASE WHEN base < 0 THEN $3 ELSE base END,
+			started = CASE WHEN base < 0 THEN clock_timestamp() ELSE started END
 		WHERE id = $1 AND epoch = $2 AND NOT cancelled RETURNING base`, c.jid, c.epoch, base)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = c.gone(ctx)
@@ -423,16 +533,23 @@ func (c *claim) end(ctx context.Context, op string, fn func() error) error {
 	return nil
 }
 
-// Finish implements [session.Claim]. A job claimed again by another
-// worker since this claim's lease was lost is left to it, and the error
-// wraps [session.ErrFenced].
-func (c *claim) Finish(ctx context.Context) error {
+// Finish implements [session.Claim]: the job's row moves to
+// vigil_jobs_done with its outcome. A job claimed again by another worker
+// since this claim's lease was lost is left to it, and the error wraps
+// [session.ErrFenced].
+func (c *claim) Finish(ctx context.Context, o session.Outcome) error {
+	o, err := o.Normalize()
+	if err != nil {
+		return fmt.Errorf("pgstore: finish job %s: %w", jobID(c.jid), err)
+	}
 	return c.end(ctx, "finish", func() error {
-		tag, err := c.s.exec(ctx, `DELETE FROM vigil_jobs WHERE id = $1 AND epoch = $2`, c.jid, c.epoch)
+		var n int64
+		err := c.s.queryRow(ctx, []any{&n}, `WITH d AS (DELETE FROM vigil_jobs WHERE id = $1 AND epoch = $2 RETURNING *)`+retireSQL(3)+` SELECT count(*) FROM r`,
+			append([]any{c.jid, c.epoch}, outcomeArgs(o)...)...)
 		if err != nil {
 			return err
 		}
-		if tag.RowsAffected() == 0 {
+		if n == 0 {
 			return c.gone(ctx)
 		}
 		return nil
@@ -448,9 +565,8 @@ func (c *claim) Release(ctx context.Context) error {
 			UPDATE vigil_jobs SET state = 'queued', worker = NULL, epoch = NULL
 			WHERE id = $1 AND epoch = $2 AND NOT cancelled RETURNING 1
 		), d AS (
-			DELETE FROM vigil_jobs WHERE id = $1 AND epoch = $2 AND cancelled RETURNING 1
-		)
-		SELECT (SELECT count(*) FROM q) + (SELECT count(*) FROM d)`, c.jid, c.epoch)
+			DELETE FROM vigil_jobs WHERE id = $1 AND epoch = $2 AND cancelled RETURNING *
+		)`+retireSQL(3)+` SELECT (SELECT count(*) FROM r) + (SELECT count(*) FROM q)`, append([]any{c.jid, c.epoch}, cancelledArgs...)...)
 		if err != nil {
 			return err
 		}
@@ -476,7 +592,10 @@ func (s *Store) Cancel(ctx context.Context, id string) (int, error) {
 	), d AS (
 		DELETE FROM vigil_jobs j USING s WHERE j.session_id = s.id
 		  AND NOT (j.state = 'running' AND j.epoch = s.epoch AND s.live)
-		RETURNING j.id
+		RETURNING j.*
+	), r AS (
+		INSERT INTO vigil_jobs_done (id, session_id, kind, call, input, enqueued, started, finished, base, attempts, worker, state)
+		SELECT id, session_id, kind, call, input, enqueued, started, clock_timestamp(), base, attempts, worker, 'cancelled' FROM d
 	), c AS (
 		UPDATE vigil_jobs j SET cancelled = true FROM s WHERE j.session_id = s.id
 		  AND j.state = 'running' AND j.epoch = s.epoch AND s.live

@@ -92,7 +92,7 @@ func TestQueueTwoProcessesRunEveryJobOnceInOrder(t *testing.T) {
 					}
 					assert.NoError(t, c.Start(ctx, int64(len(log.Records))))
 					assert.NoError(t, w.Append(ctx, j.Session, int64(len(log.Records)), turnRecords(log.Records, prompt.Prompt, "ok", false)))
-					assert.NoError(t, c.Finish(ctx))
+					assert.NoError(t, c.Finish(ctx, session.Outcome{}))
 					mu.Lock()
 					runs[j.ID]++
 					left--
@@ -167,7 +167,7 @@ func TestQueueClaimWaitsForALeaseHeldOutsideTheQueue(t *testing.T) {
 	assert.Equal(t, job.ID, c.Job().ID)
 	assert.Greater(t, worker.Epoch("s"), int64(1), "the claim took a lease after the CLI's")
 	require.NoError(t, worker.Append(ctx, "s", int64(len(recs)), turnRecords(recs, "from the queue", "ok", false)))
-	require.NoError(t, c.Finish(ctx))
+	require.NoError(t, c.Finish(ctx, session.Outcome{}))
 }
 
 // A worker paused past its lease's expiry loses its job to another worker:
@@ -197,7 +197,7 @@ func TestQueuePausedWorkerIsFencedAndItsJobContinues(t *testing.T) {
 	require.NoError(t, resume())
 	require.ErrorIs(t, w1.Append(ctx, "s", 4, recs[4:]), session.ErrFenced, "still, once it noticed")
 	require.ErrorIs(t, c1.Start(ctx, 4), session.ErrFenced)
-	require.ErrorIs(t, c1.Finish(ctx), session.ErrFenced)
+	require.ErrorIs(t, c1.Finish(ctx, session.Outcome{}), session.ErrFenced)
 	assert.Zero(t, w1.Epoch("s"), "the claim ended")
 	select {
 	case <-c1.Cancelled():
@@ -211,7 +211,7 @@ func TestQueuePausedWorkerIsFencedAndItsJobContinues(t *testing.T) {
 	require.Len(t, jobs, 1)
 	assert.Equal(t, session.JobRunning, jobs[0].State)
 	assert.Equal(t, "w2", jobs[0].Worker)
-	require.NoError(t, c2.Finish(ctx))
+	require.NoError(t, c2.Finish(ctx, session.Outcome{}))
 }
 
 // Close ends a waiting Claim and hands a running claim's job back to the
@@ -239,5 +239,5 @@ func TestQueueCloseEndsWaitingClaimsAndFreesRunningOnes(t *testing.T) {
 	again := claimOf(t, b, "b")
 	assert.Equal(t, c.Job().ID, again.Job().ID)
 	assert.Equal(t, 2, again.Job().Attempts)
-	require.NoError(t, again.Finish(ctx))
+	require.NoError(t, again.Finish(ctx, session.Outcome{}))
 }

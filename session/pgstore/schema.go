@@ -57,6 +57,33 @@ var migrations = []string{
 		cancelled  boolean NOT NULL DEFAULT false -- cancelled while running
 	);
 	CREATE INDEX vigil_jobs_session ON vigil_jobs (session_id, id);`,
+	// 3: the call a decision job decides, and the finished jobs.
+	`ALTER TABLE vigil_jobs ADD COLUMN call text;      -- the tool call a decision job decides
+	ALTER TABLE vigil_jobs ADD COLUMN started timestamptz; -- when first started
+	-- One unfinished job per session and call: two decisions on one call
+	-- are refused by the index, whatever the processes.
+	CREATE UNIQUE INDEX vigil_jobs_call ON vigil_jobs (session_id, call) WHERE call IS NOT NULL;
+	-- Finished jobs, kept for a while (session.FinishedJobTTL) so that a
+	-- job's outcome can be read: a row of vigil_jobs moves here as it ends.
+	CREATE TABLE vigil_jobs_done (
+		id            bigint PRIMARY KEY,
+		session_id    text NOT NULL,
+		kind          text NOT NULL,
+		call          text,
+		input         bytea NOT NULL,
+		enqueued      timestamptz NOT NULL,
+		started       timestamptz,
+		finished      timestamptz NOT NULL,
+		base          bigint NOT NULL,
+		attempts      integer NOT NULL,
+		worker        text,
+		state         text NOT NULL CHECK (state IN ('done', 'failed', 'cancelled')),
+		error_code    text,
+		error_message text,
+		reason        text
+	);
+	CREATE INDEX vigil_jobs_done_call ON vigil_jobs_done (session_id, call) WHERE call IS NOT NULL;
+	CREATE INDEX vigil_jobs_done_finished ON vigil_jobs_done (finished);`,
 }
 
 // SchemaVersion is the version of the tables this package reads and

@@ -58,6 +58,11 @@ func RunQueue(t *testing.T, h QueueHarness) {
 		{"ReleaseAfterCancelDropsTheJob", testReleaseAfterCancel},
 		{"CrashedWorkersJobIsClaimedAgain", testCrash},
 		{"QueueSurvivesReopening", testDurable},
+		{"JobTellsStateAndOutcome", testJobOutcome},
+		{"CancelledJobsAreKeptCancelled", testJobCancelled},
+		{"FinishRefusesAnUnfinishedState", testFinishState},
+		{"OneJobPerCall", testOneJobPerCall},
+		{"ConcurrentEnqueuesOfOneCallQueueOne", testOneJobPerCallConcurrent},
 		{"ConcurrentWorkersRunEveryJobOnceInOrder", testQueueConcurrency},
 	}
 	for _, c := range cases {
@@ -169,7 +174,7 @@ func ids(jobs []session.Job) []string {
 
 func finish(t *testing.T, c session.Claim) {
 	t.Helper()
-	require.NoError(t, c.Finish(context.Background()))
+	require.NoError(t, c.Finish(context.Background(), session.Outcome{}))
 }
 
 func release(t *testing.T, c session.Claim) {
@@ -463,7 +468,7 @@ func testFinish(t *testing.T, b *backing) {
 	c := h1.claim(t, "w")
 	finish(t, c)
 	ctx := context.Background()
-	assert.ErrorIs(t, c.Finish(ctx), session.ErrJobDone, "a second end")
+	assert.ErrorIs(t, c.Finish(ctx, session.Outcome{}), session.ErrJobDone, "a second end")
 	assert.ErrorIs(t, c.Release(ctx), session.ErrJobDone)
 	assert.ErrorIs(t, c.Start(ctx, 1), session.ErrJobDone)
 	assert.Empty(t, h1.jobs(t, "s1"))
@@ -651,7 +656,7 @@ func testQueueConcurrency(t *testing.T, b *backing) {
 					total++
 					all := total == sessions*jobsPer
 					mu.Unlock()
-					assert.NoError(t, c.Finish(context.Background()))
+					assert.NoError(t, c.Finish(context.Background(), session.Outcome{}))
 					if all {
 						cancel()
 					}
@@ -669,4 +674,187 @@ func testQueueConcurrency(t *testing.T, b *backing) {
 		assert.Equal(t, want, ran[id], "session %s: every job once, in order", id)
 		assert.Empty(t, hs[0].jobs(t, id))
 	}
+}
+
+// job reads job id through h.
+func (h *handle) job(t *testing.T, id string) session.Job {
+	t.Helper()
+	j, err := h.Job(context.Background(), id)
+	require.NoError(t, err)
+	return j
+}
+
+func testJobOutcome(t *testing.T, b *backing) {
+	ctx := context.Background()
+	h, other := b.handle(t), b.handle(t)
+	h.create(t, "s1")
+	_, err := h.Job(ctx, "0000000000000999")
+	require.ErrorIs(t, err, session.ErrNotFound)
+	_, err = h.Job(ctx, "not a job")
+	require.ErrorIs(t, err, session.ErrNotFound)
+
+	ok, _ := h.enqueue(t, "s1", `{"n":1}`)
+	bad, _ := h.enqueue(t, "s1", `{"n":2}`)
+	j := other.job(t, ok.ID)
+	assert.Equal(t, session.JobQueued, j.State)
+	assert.Equal(t, "s1", j.Session)
+	assert.Equal(t, `{"n":1}`, string(j.Input))
+	assert.True(t, j.Started.IsZero())
+	assert.True(t, j.Finished.IsZero())
+
+	before := time.Now().Add(-time.Minute)
+	c := h.claim(t, "w1")
+	assert.Equal(t, session.JobRunning, other.job(t, ok.ID).State, "seen by every handle")
+	require.NoError(t, c.Start(ctx, 0))
+	assert.True(t, other.job(t, ok.ID).Started.After(before))
+	require.NoError(t, c.Finish(ctx, session.Outcome{Reason: "completed"}))
+	c = h.claim(t, "w2")
+	require.NoError(t, c.Start(ctx, 4))
+	fail := session.Outcome{Error: &session.JobError{Code: "error", Message: "the model went away"}, Reason: "error"}
+	require.NoError(t, c.Finish(ctx, fail))
+
+	for _, q := range []*handle{h, other} {
+		j = q.job(t, ok.ID)
+		assert.Equal(t, session.JobDone, j.State)
+		assert.Equal(t, session.Outcome{State: session.JobDone, Reason: "completed"}, j.Outcome)
+		assert.Equal(t, "w1", j.Worker)
+		assert.Equal(t, 1, j.Attempts)
+		assert.True(t, j.Finished.After(before) && !j.Finished.Before(j.Started), "started %v, finished %v", j.Started, j.Finished)
+		j = q.job(t, bad.ID)
+		assert.Equal(t, session.JobFailed, j.State)
+		assert.Equal(t, session.JobFailed, j.Outcome.State)
+		assert.Equal(t, fail.Error, j.Outcome.Error)
+		assert.Equal(t, "error", j.Outcome.Reason)
+		assert.Equal(t, int64(4), j.Base)
+		assert.Equal(t, `{"n":2}`, string(j.Input))
+	}
+	assert.Empty(t, h.jobs(t, "s1"), "finished jobs are not among the unfinished")
+
+	if cl, ok := h.Store.(io.Closer); ok {
+		require.NoError(t, cl.Close())
+		h.crashed = true
+	}
+	again := b.handle(t)
+	assert.Equal(t, session.JobFailed, again.job(t, bad.ID).State, "the outcome is durable")
+	assert.Equal(t, fail.Error, again.job(t, bad.ID).Outcome.Error)
+}
+
+func testJobCancelled(t *testing.T, b *backing) {
+	ctx := context.Background()
+	worker, api := b.handle(t), b.handle(t)
+	api.create(t, "s1")
+	running, _ := api.enqueue(t, "s1", `{}`)
+	queued, _ := api.enqueue(t, "s1", `{}`)
+	c := worker.claim(t, "w")
+	_, err := api.Cancel(ctx, "s1")
+	require.NoError(t, err)
+	j := api.job(t, queued.ID)
+	assert.Equal(t, session.JobCancelled, j.State, "dropped before it ran")
+	assert.False(t, j.Finished.IsZero())
+	assert.Equal(t, session.JobRunning, api.job(t, running.ID).State, "signalled, still running")
+	waitCancelled(t, c)
+	require.NoError(t, c.Finish(ctx, session.Outcome{State: session.JobCancelled, Reason: "aborted"}))
+	j = api.job(t, running.ID)
+	assert.Equal(t, session.JobCancelled, j.State)
+	assert.Equal(t, "aborted", j.Outcome.Reason)
+
+	// A cancelled job handed back is dropped: cancelled too.
+	third, _ := api.enqueue(t, "s1", `{}`)
+	c = worker.claim(t, "w")
+	require.Equal(t, third.ID, c.Job().ID)
+	_, err = api.Cancel(ctx, "s1")
+	require.NoError(t, err)
+	waitCancelled(t, c)
+	release(t, c)
+	assert.Equal(t, session.JobCancelled, api.job(t, third.ID).State)
+}
+
+func testFinishState(t *testing.T, b *backing) {
+	ctx := context.Background()
+	h := b.handle(t)
+	h.create(t, "s1")
+	j, _ := h.enqueue(t, "s1", `{}`)
+	c := h.claim(t, "w")
+	require.Error(t, c.Finish(ctx, session.Outcome{State: session.JobRunning}))
+	assert.Equal(t, session.JobRunning, h.job(t, j.ID).State, "a refused finish ends nothing")
+	finish(t, c)
+	assert.Equal(t, session.JobDone, h.job(t, j.ID).State)
+}
+
+// enqueueCall enqueues a decision job on call of session id.
+func (h *handle) enqueueCall(id, call string) (session.Job, error) {
+	j, _, err := h.Enqueue(context.Background(), session.Job{Session: id, Kind: "decide", Call: call, Input: []byte(`{}`)})
+	return j, err
+}
+
+func testOneJobPerCall(t *testing.T, b *backing) {
+	ctx := context.Background()
+	h, other := b.handle(t), b.handle(t)
+	h.create(t, "s1", "s2")
+	first, err := h.enqueueCall("s1", "c1")
+	require.NoError(t, err)
+	assert.Equal(t, "c1", first.Call)
+	assert.Equal(t, "c1", other.job(t, first.ID).Call)
+	_, err = other.enqueueCall("s1", "c1")
+	require.ErrorIs(t, err, session.ErrDuplicateJob, "queued")
+	_, err = other.enqueueCall("s2", "c1")
+	require.NoError(t, err, "another session's call")
+	_, err = other.enqueueCall("s1", "c2")
+	require.NoError(t, err, "another call")
+	h.enqueue(t, "s1", `{}`) // jobs without a call are never refused
+
+	c := h.claim(t, "w")
+	require.Equal(t, first.ID, c.Job().ID)
+	_, err = other.enqueueCall("s1", "c1")
+	require.ErrorIs(t, err, session.ErrDuplicateJob, "running")
+	require.NoError(t, c.Finish(ctx, session.Outcome{Error: &session.JobError{Code: "x", Message: "failed"}}))
+	retry, err := other.enqueueCall("s1", "c1")
+	require.NoError(t, err, "a failed job decided nothing: another may be queued")
+	_, err = h.Cancel(ctx, "s1")
+	require.NoError(t, err)
+	assert.Equal(t, session.JobCancelled, h.job(t, retry.ID).State)
+	again, err := other.enqueueCall("s1", "c1")
+	require.NoError(t, err, "a cancelled job decided nothing")
+	c = h.claim(t, "w")
+	if c.Job().ID != again.ID { // s2's job, claimed first
+		finish(t, c)
+		c = h.claim(t, "w")
+	}
+	require.Equal(t, again.ID, c.Job().ID)
+	finish(t, c)
+	_, err = other.enqueueCall("s1", "c1")
+	require.ErrorIs(t, err, session.ErrDuplicateJob, "done: the call was decided")
+}
+
+func testOneJobPerCallConcurrent(t *testing.T, b *backing) {
+	const handles, each = 3, 4
+	hs := make([]*handle, handles)
+	for i := range hs {
+		hs[i] = b.handle(t)
+	}
+	hs[0].create(t, "s1")
+	var mu sync.Mutex
+	var queued, refused int
+	var wg sync.WaitGroup
+	for _, h := range hs {
+		for range each {
+			wg.Go(func() {
+				_, err := h.enqueueCall("s1", "c1")
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					queued++
+				case errors.Is(err, session.ErrDuplicateJob):
+					refused++
+				default:
+					assert.NoError(t, err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	assert.Equal(t, 1, queued)
+	assert.Equal(t, handles*each-1, refused)
+	assert.Len(t, hs[0].jobs(t, "s1"), 1)
 }
