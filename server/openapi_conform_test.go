@@ -212,3 +212,29 @@ func TestOpenAPIDescribesWhatTheServerAnswers(t *testing.T) {
 		assert.NoError(t, event.Validate(v), "%s", line)
 	}
 }
+
+// Every $ref of the document names a part of it.
+func TestOpenAPIRefsResolve(t *testing.T) {
+	o := servedOpenAPI(t, newAPI(t, composition(false), server.Options{}))
+	var walk func(v any) int
+	walk = func(v any) int {
+		n := 0
+		switch v := v.(type) {
+		case map[string]any:
+			if ref, ok := v["$ref"].(string); ok {
+				require.True(t, strings.HasPrefix(ref, "#/"), "%s is not a local reference", ref)
+				o.at(strings.TrimPrefix(ref, "#"))
+				n++
+			}
+			for _, e := range v {
+				n += walk(e)
+			}
+		case []any:
+			for _, e := range v {
+				n += walk(e)
+			}
+		}
+		return n
+	}
+	assert.Greater(t, walk(o.doc), 100)
+}
