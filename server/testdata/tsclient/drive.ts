@@ -12,6 +12,7 @@ import type { ApprovalRequestData, CoreEvent, Event, Job, Summary, ToolResultDat
 // Node's globals, without @types/node.
 declare const process: { argv: string[]; exit(code: number): never };
 declare function setTimeout(fn: () => void, ms: number): unknown;
+declare function clearTimeout(timer: unknown): void;
 
 const [base, token] = process.argv.slice(2);
 const client = createClient({ baseUrl: base, auth: () => token });
@@ -89,6 +90,33 @@ async function events(id: string, after = -1): Promise<CoreEvent[]> {
   return out;
 }
 
+// follow reads the session's events as server-sent events through the
+// client's SSE support, resuming after seq after (Last-Event-ID), until
+// one that until accepts.
+async function follow(id: string, after: number, until: (ev: CoreEvent) => boolean): Promise<CoreEvent[]> {
+  const stop = new AbortController();
+  const timer = setTimeout(() => stop.abort(), 20000);
+  const { stream } = await client.sse.get<{ 200: Event }>({
+    url: '/v1/sessions/{id}/events',
+    path: { id },
+    headers: after < 0 ? { Accept: 'text/event-stream' } : { Accept: 'text/event-stream', 'Last-Event-ID': String(after) },
+    security: [{ scheme: 'bearer', type: 'http' }],
+    signal: stop.signal,
+    sseMaxRetryAttempts: 1,
+  });
+  const out: CoreEvent[] = [];
+  for await (const ev of stream) {
+    if (!isCore(ev)) fail('a plugin record in this session: ' + JSON.stringify(ev));
+    console.log(`  sse ${ev.seq} ${describe(ev)}`);
+    out.push(ev);
+    if (until(ev)) break;
+  }
+  stop.abort();
+  clearTimeout(timer);
+  if (out.length === 0 || !until(out[out.length - 1])) fail('the event stream ended before the awaited event');
+  return out;
+}
+
 async function summary(id: string): Promise<Summary> {
   const { data, error } = await api.getSession({ client, path: { id } });
   if (!data) fail('get session: ' + JSON.stringify(error));
@@ -119,7 +147,7 @@ async function main() {
   const health = await api.getHealth({ client });
   if (health.data?.status !== 'ok') fail('health: ' + JSON.stringify(health.error));
 
-  const created = await api.createSession({ client });
+  const created = await api.createSession({ client, body: {} });
   if (!created.data) fail('create: ' + JSON.stringify(created.error));
   const id = created.data.id;
   console.log(`created ${id} (${created.data.status}, ${created.response.headers.get('Location')})`);
@@ -131,6 +159,7 @@ async function main() {
   if (!turn.data) fail('turn: ' + JSON.stringify(turn.error));
   console.log(`queued turn job ${turn.data.job} at ${turn.data.position}`);
 
+  const streamed = await follow(id, -1, (ev) => ev.type === 'approval/request');
   const suspended = await poll('the turn to suspend', async () => {
     const s = await summary(id);
     return s.status === 'suspended' ? s : undefined;
@@ -142,6 +171,8 @@ async function main() {
   const asked = (await events(id)).filter((e) => e.type === 'approval/request');
   const request: ApprovalRequestData | undefined = asked.map((e) => (e.type === 'approval/request' ? e.data : undefined))[0];
   if (request?.id !== pending[0].call) fail('the stream has no approval/request for ' + pending[0].call);
+  const last = streamed[streamed.length - 1];
+  if (last.type !== 'approval/request' || last.data.id !== request.id) fail('the server-sent events disagree: ' + JSON.stringify(last));
 
   const decided = await api.decideCall({ client, path: { id, call: request.id }, body: { allow: true, reason: 'arithmetic is fine', scope: 'call' } });
   if (!decided.data) fail('decide: ' + JSON.stringify(decided.error));
@@ -157,11 +188,13 @@ async function main() {
     const s = await summary(id);
     return s.status === 'idle' ? s : undefined;
   });
+  const resumed = await follow(id, last.seq, (ev) => ev.type === 'turn/end');
+  if (resumed[0].seq !== last.seq + 1) fail(`Last-Event-ID ${last.seq} resumed at ${resumed[0].seq}`);
   const rest = await events(id, suspended.events - 1);
   const results = rest.flatMap((e): ToolResultData[] => (e.type === 'tool/result' ? [e.data] : []));
   if (results.length !== 1 || results[0].content !== '42') fail('tool results: ' + JSON.stringify(results));
-  const last = rest[rest.length - 1];
-  if (last?.type !== 'turn/end' || last.data.reason !== 'completed') fail('the turn did not complete: ' + JSON.stringify(last));
+  const end = rest[rest.length - 1];
+  if (end?.type !== 'turn/end' || end.data.reason !== 'completed') fail('the turn did not complete: ' + JSON.stringify(end));
 
   const again = await api.decideCall({ client, path: { id, call: request.id }, body: { allow: false } });
   const code = again.error?.code;
@@ -170,6 +203,9 @@ async function main() {
   const report = await api.verifySession({ client, path: { id } });
   if (!report.data?.ok || report.data.events !== idle.events) fail('verify: ' + JSON.stringify(report.data ?? report.error));
   console.log(`verified ${report.data.events} events`);
+
+  const cancelled = await api.cancelSession({ client, path: { id }, body: {} });
+  if (cancelled.data?.session !== id || cancelled.data.cancelled !== 0) fail('cancel: ' + JSON.stringify(cancelled.data ?? cancelled.error));
 
   const anon = await api.getSession({ client, path: { id }, auth: () => undefined });
   if (anon.response.status !== 401 || anon.error?.code !== 'unauthorized') fail('a request without a token: ' + JSON.stringify(anon.error));
