@@ -90,7 +90,7 @@ func (o *openAPISchemas) check(method, path string, status int, body []byte) {
 	assert.NoError(o.t, o.response(method, path, status).Validate(v), "%s %s → %d: %s", method, path, status, body)
 }
 
-// The document's Event schema types every record a log holds: each core
+// The document's SessionEvent schema types every record a log holds: each core
 // type by its own schema (docs/log-format.md), plugin types as opaque.
 // The core types it names are exactly the session package's.
 func TestOpenAPIEventSchemaTypesEveryRecord(t *testing.T) {
@@ -108,7 +108,7 @@ func TestOpenAPIEventSchemaTypesEveryRecord(t *testing.T) {
 		assert.Equal(t, typ, o.at(strings.TrimPrefix(ref.(string), "#")+"/properties/type/const"), "the discriminator maps %s to %s", typ, ref)
 	}
 
-	event := o.schema("/components/schemas/Event")
+	event := o.schema("/components/schemas/SessionEvent")
 	files, err := filepath.Glob("../session/testdata/golden/*.jsonl")
 	require.NoError(t, err)
 	more, err := filepath.Glob("../session/live/testdata/interrupted/golden/*.jsonl")
@@ -161,7 +161,7 @@ func TestOpenAPIEventSchemaTypesEveryRecord(t *testing.T) {
 // What the server answers is what the document says it answers: a turn
 // that asks for approval, decided, verified, and the refusals on the
 // way, each body checked against its operation's schema, and every event
-// of the stream against Event.
+// of the stream against SessionEvent.
 func TestOpenAPIDescribesWhatTheServerAnswers(t *testing.T) {
 	a := newAPI(t, composition(true, calc, scripted.Reply{Text: "42."}), server.Options{})
 	a.startWorker()
@@ -201,7 +201,7 @@ func TestOpenAPIDescribesWhatTheServerAnswers(t *testing.T) {
 	call("POST", "/v1/sessions/{id}/cancel", "/v1/sessions/"+id+"/cancel", "", http.StatusOK)
 	call("GET", "/v1/sessions/{id}", "/v1/sessions/nope", "", http.StatusNotFound)
 
-	event := o.schema("/components/schemas/Event")
+	event := o.schema("/components/schemas/SessionEvent")
 	code, body := a.do("GET", "/v1/sessions/"+id+"/events", "")
 	require.Equal(t, http.StatusOK, code)
 	lines := bytes.Split(bytes.TrimSuffix(body, []byte("\n")), []byte("\n"))

@@ -7,7 +7,7 @@
 // document says.
 import { createClient } from './gen/client';
 import * as api from './gen/sdk.gen';
-import type { ApprovalRequestData, CoreEvent, Event, Job, Summary, ToolResultData } from './gen/types.gen';
+import type { ApprovalRequestData, CoreEvent, SessionEvent, Job, Summary, ToolResultData } from './gen/types.gen';
 
 // Node's globals, without @types/node.
 declare const process: { argv: string[]; exit(code: number): never };
@@ -72,7 +72,7 @@ const coreTypes = new Set<string>(['turn/start', 'turn/end', 'step/start', 'step
   'request/header', 'request/digest', 'request/oneshot', 'request/usage', 'assistant/chunk', 'assistant/message',
   'tool/call', 'tool/start', 'tool/result', 'compaction/start', 'compaction/end', 'approval/request',
   'approval/decision', 'approval/policy', 'session/end-seed']);
-const isCore = (ev: Event): ev is CoreEvent => coreTypes.has(ev.type);
+const isCore = (ev: SessionEvent): ev is CoreEvent => coreTypes.has(ev.type);
 
 // events reads the session's events after seq after, as JSONL (the
 // client would parse application/jsonl as one JSON value: ask for text).
@@ -82,7 +82,7 @@ async function events(id: string, after = -1): Promise<CoreEvent[]> {
   const out: CoreEvent[] = [];
   for (const line of data.split('\n')) {
     if (line === '') continue;
-    const ev = JSON.parse(line) as Event;
+    const ev = JSON.parse(line) as SessionEvent;
     if (!isCore(ev)) fail('a plugin record in this session: ' + line);
     console.log(`  ${ev.seq} ${describe(ev)}`);
     out.push(ev);
@@ -96,7 +96,7 @@ async function events(id: string, after = -1): Promise<CoreEvent[]> {
 async function follow(id: string, after: number, until: (ev: CoreEvent) => boolean): Promise<CoreEvent[]> {
   const stop = new AbortController();
   const timer = setTimeout(() => stop.abort(), 20000);
-  const { stream } = await client.sse.get<{ 200: Event }>({
+  const { stream } = await client.sse.get<{ 200: SessionEvent }>({
     url: '/v1/sessions/{id}/events',
     path: { id },
     headers: after < 0 ? { Accept: 'text/event-stream' } : { Accept: 'text/event-stream', 'Last-Event-ID': String(after) },
