@@ -15,7 +15,10 @@ declare function setTimeout(fn: () => void, ms: number): unknown;
 declare function clearTimeout(timer: unknown): void;
 
 const [base, token] = process.argv.slice(2);
-const client = createClient({ baseUrl: base, auth: () => token });
+// The bearer token goes only where the bearer scheme is asked for: the
+// event stream also lists the ticket scheme (a query parameter), and a
+// callback that answered every scheme would put the token in the URL.
+const client = createClient({ baseUrl: base, auth: (a) => (a.scheme === 'bearer' ? token : undefined) });
 
 function fail(msg: string): never {
   console.log('FAIL: ' + msg);
@@ -117,6 +120,11 @@ async function follow(id: string, after: number, until: (ev: CoreEvent) => boole
   return out;
 }
 
+// noRoute tells a 404 for a route this server lacks (one of issue 28's
+// contract that another branch builds) from any other error.
+const noRoute = (status: number, error?: { code: string; message: string }) =>
+  status === 404 && error?.code === 'not_found' && error.message.startsWith('no route');
+
 async function summary(id: string): Promise<Summary> {
   const { data, error } = await api.getSession({ client, path: { id } });
   if (!data) fail('get session: ' + JSON.stringify(error));
@@ -129,8 +137,8 @@ async function job(id: string): Promise<Job | undefined> {
   let missing = '';
   const j = await poll('job ' + id, async () => {
     const { data, error, response } = await api.getJob({ client, path: { id } });
-    if (response.status === 404 && error?.code === 'not_found' && error.message.startsWith('no route')) {
-      missing = error.message;
+    if (noRoute(response.status, error)) {
+      missing = error?.message ?? '';
       return null;
     }
     if (!data) fail('get job: ' + JSON.stringify(error));
@@ -206,6 +214,21 @@ async function main() {
 
   const cancelled = await api.cancelSession({ client, path: { id }, body: {} });
   if (cancelled.data?.session !== id || cancelled.data.cancelled !== 0) fail('cancel: ' + JSON.stringify(cancelled.data ?? cancelled.error));
+
+  // A browser's EventSource cannot send a header: a ticket, alone,
+  // authenticates one GET of the stream.
+  const ticket = await api.createEventTicket({ client, path: { id }, body: {} });
+  if (noRoute(ticket.response.status, ticket.error)) {
+    console.log('SKIP-TICKET: the server has no POST /v1/sessions/{id}/events/tickets (' + ticket.error?.message + ')');
+  } else {
+    if (!ticket.data) fail('ticket: ' + JSON.stringify(ticket.error));
+    const byTicket = (t: string) => (a: { in?: string }) => (a.in === 'query' ? t : undefined);
+    const streamed = await api.streamEvents({ client, path: { id }, parseAs: 'text', auth: byTicket(ticket.data.ticket) });
+    if (streamed.data?.split('\n').filter((l) => l !== '').length !== idle.events) fail('the stream by ticket: ' + JSON.stringify(streamed.error));
+    const reused = await api.streamEvents({ client, path: { id }, parseAs: 'text', auth: byTicket(ticket.data.ticket) });
+    if (reused.response.status !== 401 || reused.error?.code !== 'unauthorized') fail('a ticket used twice: ' + JSON.stringify(reused.error));
+    console.log(`streamed ${idle.events} events by ticket, once`);
+  }
 
   const anon = await api.getSession({ client, path: { id }, auth: () => undefined });
   if (anon.response.status !== 401 || anon.error?.code !== 'unauthorized') fail('a request without a token: ' + JSON.stringify(anon.error));
