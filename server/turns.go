@@ -31,6 +31,10 @@ func (s *Server) handleTurn(_ http.ResponseWriter, r *http.Request) (int, any, e
 	if err := decodeBody(r, &req, false); err != nil {
 		return 0, nil, err
 	}
+	queue, err := queryBool(r, "queue", true)
+	if err != nil {
+		return 0, nil, err
+	}
 	if req.Prompt == nil || *req.Prompt == "" {
 		return 0, nil, apiError(http.StatusBadRequest, CodeBadRequest, "prompt: a turn needs a prompt")
 	}
@@ -41,7 +45,7 @@ func (s *Server) handleTurn(_ http.ResponseWriter, r *http.Request) (int, any, e
 	switch {
 	case len(sum.Jobs) == 0 && sum.Pending != nil:
 		return 0, nil, apiError(http.StatusConflict, CodeSuspended, "session %s waits for approvals: decide them (POST /v1/sessions/%s/approvals/CALL) before a new turn", id, id)
-	case r.URL.Query().Get("queue") == "false" && len(sum.Jobs) > 0:
+	case !queue && len(sum.Jobs) > 0:
 		return 0, nil, apiError(http.StatusConflict, CodeBusy, "session %s has %d job(s) queued or running (queue=false)", id, len(sum.Jobs))
 	}
 	return s.queued(r, id)(s.rt.QueueTurn(r.Context(), id, *req.Prompt, vigil.By(PrincipalOf(r.Context()).Name)))

@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"sync"
@@ -69,6 +70,10 @@ var coreKinds = map[string]*kind{
 	TypeApprovalDecision: kindOf[ApprovalDecision](scopeStep, false),
 	TypeApprovalPolicy:   kindOf[ApprovalPolicy](scopeOptTurn, false),
 }
+
+// CoreTypes returns the names of the core event types, sorted: the
+// types docs/log-format.md defines, which no plugin may register.
+func CoreTypes() []string { return slices.Sorted(maps.Keys(coreKinds)) }
 
 // registered holds the plugin-owned types readers must understand.
 var registered sync.Map // string -> struct{}
