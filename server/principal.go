@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"slices"
 
 	"github.com/vigil-run/vigil/session"
 )
@@ -37,9 +36,16 @@ type Principal struct {
 	Roles  []Role
 }
 
-// Has reports whether p holds role r; an admin holds every role.
+// Has reports whether p holds role r. An admin holds every role, and a
+// user or an approver also reads (viewer): acting on a session one cannot
+// see would be acting blind, and an approver's inbox is a read.
 func (p Principal) Has(r Role) bool {
-	return slices.Contains(p.Roles, r) || slices.Contains(p.Roles, RoleAdmin)
+	for _, held := range p.Roles {
+		if held == r || held == RoleAdmin || r == RoleViewer && (held == RoleUser || held == RoleApprover) {
+			return true
+		}
+	}
+	return false
 }
 
 // LocalPrincipal is the caller of a server without authentication (bound
