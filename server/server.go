@@ -102,10 +102,8 @@ type route struct {
 }
 
 func (s *Server) routes() []route {
-	return []route{
-		{"GET /healthz", true, s.reply(s.handleHealth)},
+	return append(s.probeRoutes(), []route{
 		{"GET /openapi.json", true, handleOpenAPI},
-		{"GET /metrics", false, s.handleMetrics},
 		{"POST /v1/sessions", false, s.reply(s.handleCreate)},
 		{"GET /v1/sessions", false, s.reply(s.handleList)},
 		{"GET /v1/sessions/{id}", false, s.reply(s.handleGet)},
@@ -114,7 +112,7 @@ func (s *Server) routes() []route {
 		{"POST /v1/sessions/{id}/approvals/{call}", false, s.reply(s.handleDecide)},
 		{"POST /v1/sessions/{id}/cancel", false, s.reply(s.handleCancel)},
 		{"GET /v1/sessions/{id}/verify", false, s.reply(s.handleVerify)},
-	}
+	}...)
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
@@ -141,6 +139,7 @@ func (s *Server) instrument(pattern string, open bool, h http.HandlerFunc) http.
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		w.Header().Set("X-Content-Type-Options", "nosniff")
+		r = withRequestID(w, r)
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		defer func() {
 			if p := recover(); p != nil {

@@ -64,6 +64,7 @@ a turn still running then is continued by the next worker, as after a crash.`,
 	cmd.Flags().StringArrayVar(&o.cors, "cors-origin", nil, "an origin browsers may call the API from (repeatable; * for any); none: no cross-origin calls")
 	cmd.Flags().Int64Var(&o.maxBody, "max-body", server.DefaultMaxBody, "the largest request body accepted, in bytes")
 	cmd.Flags().DurationVar(&o.drain, "drain", defaultDrain, "how long to wait for running turns on SIGTERM")
+	logFormatFlag(cmd, e)
 	return cmd
 }
 
@@ -103,6 +104,9 @@ func sharedStore(rt *vigil.Runtime) (string, bool) {
 }
 
 func cmdServe(ctx context.Context, e *env, o serveOptions) (err error) {
+	if err := checkLogFormat(e); err != nil {
+		return err
+	}
 	if o.workers < 0 {
 		return usagef("--workers must be 0 or more")
 	}
@@ -124,7 +128,7 @@ func cmdServe(ctx context.Context, e *env, o serveOptions) (err error) {
 	if kind, shared := sharedStore(h.rt); o.workers == 0 && !shared {
 		return usagef("--workers 0 runs no worker here, so the turns must run in 'vigil worker' processes sharing the store; %s is this process's alone (use store/postgres)", kind)
 	}
-	metrics, err := server.NewMetrics()
+	metrics, err := processMetrics(h)
 	if err != nil {
 		return err
 	}
@@ -152,13 +156,13 @@ func cmdServe(ctx context.Context, e *env, o serveOptions) (err error) {
 	} else {
 		worked <- nil
 	}
-	fmt.Fprintf(e.stderr, "vigil serve: the API is at http://%s/v1 (%s)\n", ln.Addr(), workersNote(o.workers))
+	e.notef("vigil serve: the API is at http://%s/v1 (%s)", ln.Addr(), workersNote(o.workers))
 	select {
 	case err := <-served:
 		return err
 	case <-ctx.Done():
 	}
-	fmt.Fprintf(e.stderr, "vigil serve: stopping: %v\n", context.Cause(ctx))
+	e.notef("vigil serve: stopping: %v", context.Cause(ctx))
 	stopStreams()
 	shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.drain)
 	defer cancel()
@@ -211,6 +215,7 @@ type workerOptions struct {
 	cfg, name   string
 	concurrency int
 	drain       time.Duration
+	metricsAddr string
 }
 
 func newWorkerCmd(e *env) *cobra.Command {
@@ -233,11 +238,16 @@ expires. On SIGTERM the worker takes no more turns, finishes the running ones
 	configFlag(cmd, &o.cfg)
 	cmd.Flags().IntVar(&o.concurrency, "concurrency", 4, "jobs run at once")
 	cmd.Flags().StringVar(&o.name, "name", "", "the worker's name in the queue (default host:pid)")
+	cmd.Flags().StringVar(&o.metricsAddr, "metrics-addr", "", "serve /metrics, /healthz and /readyz on this address (host:port), open to whoever reaches it; none: no HTTP")
 	cmd.Flags().DurationVar(&o.drain, "drain", defaultDrain, "how long to wait for running turns on SIGTERM")
+	logFormatFlag(cmd, e)
 	return cmd
 }
 
 func cmdWorker(ctx context.Context, e *env, o workerOptions) (err error) {
+	if err := checkLogFormat(e); err != nil {
+		return err
+	}
 	if o.concurrency < 1 {
 		return usagef("--concurrency must be 1 or more")
 	}
@@ -249,17 +259,30 @@ func cmdWorker(ctx context.Context, e *env, o workerOptions) (err error) {
 	if kind, shared := sharedStore(h.rt); !shared {
 		return usagef("a worker runs the turns of a store several processes share (store/postgres); %s is one process's ('vigil serve' runs its turns itself)", kind)
 	}
+	metrics, err := processMetrics(h)
+	if err != nil {
+		return err
+	}
+	defer metrics.Shutdown(context.WithoutCancel(ctx))
+	if o.metricsAddr != "" {
+		addr, stop, err := serveProbes(h, metrics, o.metricsAddr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		e.notef("vigil worker: metrics at http://%s/metrics", addr)
+	}
 	worked := make(chan error, 1)
 	go func() {
-		worked <- h.rt.Work(ctx, vigil.WorkOptions{Worker: o.name, Concurrency: o.concurrency})
+		worked <- h.rt.Work(ctx, vigil.WorkOptions{Worker: o.name, Concurrency: o.concurrency, OnJob: metrics.OnJob()})
 	}()
-	fmt.Fprintf(e.stderr, "vigil worker: running queued turns (%d at once)\n", o.concurrency)
+	e.notef("vigil worker: running queued turns (%d at once)", o.concurrency)
 	select {
 	case err := <-worked:
 		return err
 	case <-ctx.Done():
 	}
-	fmt.Fprintf(e.stderr, "vigil worker: stopping: %v\n", context.Cause(ctx))
+	e.notef("vigil worker: stopping: %v", context.Cause(ctx))
 	shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.drain)
 	defer cancel()
 	return drained(shut, worked, o.drain)
