@@ -132,7 +132,7 @@ func (p *pool) with(ctx context.Context, fn func(*pgx.Conn) error) error {
 // lostError is an error that broke its connection.
 type lostError struct{ err error }
 
-func (e lostError) Error() string   { return e.err.Error() }
+func (e lostError) Error() string { return e.err.Error() }
 func (e lostError) Unwrap() []error {
 	return []error{e.err, errConnLost, session.ErrUnavailable}
 }
