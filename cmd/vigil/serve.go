@@ -151,7 +151,7 @@ func cmdServe(ctx context.Context, e *env, o serveOptions) (err error) {
 	worked := make(chan error, 1)
 	if o.workers > 0 {
 		go func() {
-			worked <- h.rt.Work(ctx, vigil.WorkOptions{Concurrency: o.workers, OnJob: metrics.OnJob()})
+			worked <- h.rt.Work(ctx, vigil.WorkOptions{Concurrency: o.workers, OnJob: metrics.OnJob(), Drain: max(o.drain, time.Nanosecond)}) // --drain 0: hand back at once
 		}()
 	} else {
 		worked <- nil
@@ -170,7 +170,7 @@ func cmdServe(ctx context.Context, e *env, o serveOptions) (err error) {
 	if serr != nil && !errors.Is(serr, context.DeadlineExceeded) {
 		return serr
 	}
-	return drained(shut, worked, o.drain)
+	return drained(worked, o.drain)
 }
 
 func workersNote(n int) string {
@@ -180,26 +180,35 @@ func workersNote(n int) string {
 	return fmt.Sprintf("%d jobs at once in this process", n)
 }
 
-// drained waits for the workers to finish their running jobs until ctx
-// is done; then the process exits and their turns are continued by the
-// next worker.
-func drained(ctx context.Context, worked <-chan error, limit time.Duration) error {
+// drained waits for the workers to finish their running jobs: Work
+// waits for them up to the drain, then hands those still running back to
+// the queue, whose next worker continues them at once. Should the
+// hand-back itself hang (a store that does not answer), the process
+// leaves after a grace period as a crash would.
+func drained(worked <-chan error, limit time.Duration) error {
 	select {
 	case err := <-worked:
+		if errors.Is(err, vigil.ErrHandedBack) {
+			return &abandonedError{limit}
+		}
 		return err
-	case <-ctx.Done():
+	case <-time.After(limit + handBackGrace):
 		return &abandonedError{limit}
 	}
 }
 
-// abandonedError: the drain ran out with turns still running. The
-// process exits without closing the runtime, which would end those turns
-// aborted: they are left as a crash leaves them, for the next worker to
-// continue once their leases are gone.
+// handBackGrace is how long past the drain a stopping process waits for
+// its jobs to be handed back.
+const handBackGrace = 30 * time.Second
+
+// abandonedError: the drain ran out with turns still running, which were
+// handed back. The process exits without closing the runtime, which would
+// end those turns aborted: they are left as a crash leaves them, for the
+// next worker to continue.
 type abandonedError struct{ limit time.Duration }
 
 func (e *abandonedError) Error() string {
-	return fmt.Sprintf("turns still ran after %s; the next worker continues them", e.limit)
+	return fmt.Sprintf("turns still ran after %s; they were handed back for the next worker to continue", e.limit)
 }
 
 // closeUnlessAbandoned closes h unless *err says its turns were abandoned.
@@ -274,7 +283,7 @@ func cmdWorker(ctx context.Context, e *env, o workerOptions) (err error) {
 	}
 	worked := make(chan error, 1)
 	go func() {
-		worked <- h.rt.Work(ctx, vigil.WorkOptions{Worker: o.name, Concurrency: o.concurrency, OnJob: metrics.OnJob()})
+		worked <- h.rt.Work(ctx, vigil.WorkOptions{Worker: o.name, Concurrency: o.concurrency, OnJob: metrics.OnJob(), Drain: max(o.drain, time.Nanosecond)}) // --drain 0: hand back at once
 	}()
 	e.notef("vigil worker: running queued turns (%d at once)", o.concurrency)
 	select {
@@ -283,7 +292,5 @@ func cmdWorker(ctx context.Context, e *env, o workerOptions) (err error) {
 	case <-ctx.Done():
 	}
 	e.notef("vigil worker: stopping: %v", context.Cause(ctx))
-	shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.drain)
-	defer cancel()
-	return drained(shut, worked, o.drain)
+	return drained(worked, o.drain)
 }
