@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/pgstore/pgtest"
 )
 
@@ -179,4 +181,50 @@ func TestWorkerServesMetrics(t *testing.T) {
 	}()
 	require.Equal(t, http.StatusOK, status)
 	assert.Contains(t, text, `vigil_queue_jobs{`)
+}
+
+// TestWorkerHandsBackWhatOutlastsItsDrain: SIGTERM reaches a worker
+// mid-turn and the turn outlasts --drain: the worker hands the job back
+// and exits 1; another worker continues the turn at once, not once the
+// lease expired (30 s here), and the session ends with the cut turn's
+// continuation completed, its log verified.
+func TestWorkerHandsBackWhatOutlastsItsDrain(t *testing.T) {
+	dsn, schema := pgtestDSN(t)
+	model, srv := newSlowModel(t, 1, 10*time.Millisecond)
+	dir := t.TempDir()
+	writePGConfig(t, dir, dsn, schema, srv.URL, 30*time.Second)
+	s := serve(t, dir, "tok", "--workers", "0")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var created struct{ ID string }
+	s.call(http.StatusCreated, "POST", "/v1/sessions", "", &created)
+	follow := followSSE(ctx, t, s, created.ID)
+	w1 := startWorker(t, dir, "w1", "--drain", "200ms")
+	model.holdNext()
+	s.call(http.StatusAccepted, "POST", "/v1/sessions/"+created.ID+"/turns", `{"prompt":"outlasts the drain"}`, nil)
+	select { // w1 asked the model: it is mid-turn
+	case <-model.held:
+	case <-time.After(time.Minute):
+		t.Fatal("the turn did not reach the model")
+	}
+	require.NoError(t, w1.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-w1.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the worker did not exit after its drain")
+	}
+	assert.Equal(t, 1, exitStatus(w1.err), "a drain that runs out exits 1:\n%s", w1.log)
+	assert.Contains(t, w1.log.String(), "handed back")
+	model.let()
+
+	start := time.Now()
+	startWorker(t, dir, "w2")
+	done := func(recs []session.Record) bool {
+		n := len(recs)
+		return n > 0 && recs[n-1].Type() == session.TypeTurnEnd && recs[n-1].Turn() == 2
+	}
+	require.True(t, follow.waitFor(20*time.Second, done), "w2 did not continue the turn within 20 s (the lease lives 30 s)")
+	t.Logf("w2 continued the turn %s after it started", time.Since(start).Round(time.Millisecond))
+	rep := checkSurvived(t, s, follow, []string{"outlasts the drain"})
+	assert.Equal(t, 1, rep.continued)
 }
