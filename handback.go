@@ -26,7 +26,15 @@ type runningJob struct {
 
 	mu         sync.Mutex // held while the job's session opens, so that a hand-back waits for it
 	sess       *live.Session
+	stop       context.CancelFunc // cancels the job's context
 	handedBack bool
+}
+
+// setStop records what cancels the job's context.
+func (j *runningJob) setStop(stop context.CancelFunc) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.stop = stop
 }
 
 // open opens the job's session under the claim's lease with fn, unless
@@ -55,7 +63,8 @@ func (j *runningJob) wasHandedBack() bool {
 // closed (an append made by its turn from now on fails, and writes
 // nothing), then its claim is released: the job is queued again, its
 // session's lease is free, and another worker carries it on from the log
-// at once, as it would a crashed worker's once the lease expired.
+// at once, as it would a crashed worker's once the lease expired. Last,
+// the job's context is cancelled, so that the turn here stops soon.
 func (j *runningJob) handBack() error {
 	j.mu.Lock()
 	if j.handedBack {
@@ -63,7 +72,7 @@ func (j *runningJob) handBack() error {
 		return nil
 	}
 	j.handedBack = true
-	sess := j.sess
+	sess, stop := j.sess, j.stop
 	j.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), handBackTimeout)
 	defer cancel()
@@ -71,7 +80,13 @@ func (j *runningJob) handBack() error {
 	if sess != nil {
 		err = sess.Close(ctx)
 	}
-	return errors.Join(err, j.claim.Release(ctx))
+	err = errors.Join(err, j.claim.Release(ctx))
+	if stop != nil {
+		// The turn stops calling its model and tools: whatever it would
+		// log of that (its end, aborted) is refused by the closed session.
+		stop()
+	}
+	return err
 }
 
 // runningJobs are the jobs the workers of one Work run.

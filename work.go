@@ -151,6 +151,7 @@ func (r *Runtime) runClaim(ctx context.Context, rj *runningJob) (*Result, error)
 	log := r.log.With("job", job.ID, "session", job.Session, "kind", job.Kind, "attempt", job.Attempts)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	rj.setStop(cancel)
 	go func() {
 		select {
 		case <-c.Cancelled():
