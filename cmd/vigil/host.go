@@ -74,7 +74,7 @@ func openHost(e *env, cfg string) (*host, error) {
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(e.stderr, "no plugins.yaml here: running the built-in composition (an offline scripted model; 'vigil init' writes it to a file to edit)\n")
+		e.notef("no plugins.yaml here: running the built-in composition (an offline scripted model; 'vigil init' writes it to a file to edit)")
 		return applyHost(e, f, true)
 	}
 	f, err := config.Load(path)
