@@ -59,6 +59,7 @@ func RunQueue(t *testing.T, h QueueHarness) {
 		{"CrashedWorkersJobIsClaimedAgain", testCrash},
 		{"QueueSurvivesReopening", testDurable},
 		{"ConcurrentWorkersRunEveryJobOnceInOrder", testQueueConcurrency},
+		{"DepthCountsJobsByKindAndState", testDepth},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
