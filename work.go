@@ -22,7 +22,7 @@ type WorkOptions struct {
 	// Concurrency is how many jobs run at once (default 1).
 	Concurrency int
 	// OnJob, when set, is called as each claimed job ends, with the turn's
-	// result (nil when none ran) and its error.
+	// result (nil when none ran) and its error; not for a job handed back.
 	OnJob func(job session.Job, res *Result, err error)
 	// ApprovalTTL, when positive, bounds how long a tool call waits for a
 	// decision: a call whose approval/request is older is denied, by
@@ -31,6 +31,10 @@ type WorkOptions struct {
 	// at every session once as it starts, then at the sessions its own
 	// jobs leave suspended; with several workers, the shortest TTL wins.
 	ApprovalTTL time.Duration
+	// Drain bounds how long Work waits, once ctx is done, for the running
+	// jobs to end; 0 waits as long as they take. When it runs out, Work
+	// hands the jobs still running back at once (see [ErrHandedBack]).
+	Drain time.Duration
 }
 
 // claimRetry bounds the pause after a claim failed for another reason
@@ -49,9 +53,14 @@ const claimRetry = 2 * time.Second
 // is cancelled (its turn ends aborted).
 //
 // When ctx is done Work claims no more and returns once the running jobs
-// have ended: a drain. The running turns are finished, not cut short; a
-// process that cannot wait for them can exit, and their jobs carry on in
-// another worker once the lease expires, as after a crash.
+// have ended: a drain. The running turns are finished, not cut short,
+// unless they outlast o.Drain: then each is handed back at once (its
+// session stops taking its writes, its claim is released) and Work
+// returns an error wrapping [ErrHandedBack]. Another worker carries those
+// jobs on from their logs right away, as it would a crashed worker's once
+// the lease expired; their turns' goroutines here end at their next write,
+// which fails. A process that handed jobs back should exit without
+// closing the runtime, which would end those turns aborted.
 func (r *Runtime) Work(ctx context.Context, o WorkOptions) error {
 	q, err := r.Queue()
 	if err != nil {
@@ -70,6 +79,7 @@ func (r *Runtime) Work(ctx context.Context, o WorkOptions) error {
 	if ttl != nil {
 		wg.Go(ttl.scan)
 	}
+	var running runningJobs
 	for range max(o.Concurrency, 1) {
 		wg.Go(func() {
 			for {
@@ -90,18 +100,59 @@ func (r *Runtime) Work(ctx context.Context, o WorkOptions) error {
 					}
 					continue
 				}
-				res, err := r.runClaim(context.WithoutCancel(ctx), c)
-				if ttl != nil && (errors.Is(err, agentloop.ErrSuspended) || res == nil && err == nil) {
+				job := running.add(c)
+				res, err := r.runClaim(context.WithoutCancel(ctx), job)
+				running.remove(job)
+				if ttl != nil && !job.wasHandedBack() && (errors.Is(err, agentloop.ErrSuspended) || res == nil && err == nil) {
 					ttl.check(c.Job().Session) // the session may wait for decisions
 				}
-				if o.OnJob != nil {
+				if o.OnJob != nil && !job.wasHandedBack() {
 					o.OnJob(c.Job(), res, err)
 				}
 			}
 		})
 	}
-	wg.Wait()
-	return nil
+	return r.drain(ctx, &wg, &running, o.Drain)
+}
+
+// drain waits for the workers of wg to end once ctx is done, up to limit
+// (0: no limit); then it hands the jobs still running back.
+func (r *Runtime) drain(ctx context.Context, wg *sync.WaitGroup, running *runningJobs, limit time.Duration) error {
+	ended := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(ended)
+	}()
+	select {
+	case <-ended:
+		return nil
+	case <-ctx.Done():
+	}
+	if limit <= 0 {
+		<-ended
+		return nil
+	}
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-ended:
+		return nil
+	case <-t.C:
+	}
+	jobs := running.all()
+	for _, j := range jobs {
+		if err := j.handBack(); err != nil {
+			r.log.Warn("handing a job back failed; it is claimed again once its lease expires", "job", j.claim.Job().ID, "error", err)
+		} else {
+			r.log.Info("the drain ran out: handed the job back", "job", j.claim.Job().ID, "session", j.claim.Job().Session)
+		}
+	}
+	select {
+	case <-ended: // every job had ended meanwhile
+		return nil
+	default:
+	}
+	return fmt.Errorf("%w: %d after %s", ErrHandedBack, len(jobs), limit)
 }
 
 func (r *Runtime) handBack(c session.Claim) {
@@ -112,11 +163,13 @@ func (r *Runtime) handBack(c session.Claim) {
 
 // runClaim runs a claimed job and ends the claim: finished, unless the
 // lease was lost (fenced), which makes the job another worker's.
-func (r *Runtime) runClaim(ctx context.Context, c session.Claim) (*Result, error) {
+func (r *Runtime) runClaim(ctx context.Context, rj *runningJob) (*Result, error) {
+	c := rj.claim
 	job := c.Job()
 	log := r.log.With("job", job.ID, "session", job.Session, "kind", job.Kind, "attempt", job.Attempts)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	rj.setStop(cancel)
 	go func() {
 		select {
 		case <-c.Cancelled():
@@ -125,7 +178,7 @@ func (r *Runtime) runClaim(ctx context.Context, c session.Claim) (*Result, error
 		case <-ctx.Done():
 		}
 	}()
-	res, err := r.runJob(ctx, c)
+	res, err := r.runJob(ctx, rj)
 	cancelled := false
 	select {
 	case <-c.Cancelled():
@@ -133,6 +186,9 @@ func (r *Runtime) runClaim(ctx context.Context, c session.Claim) (*Result, error
 	default:
 	}
 	switch {
+	case rj.wasHandedBack():
+		log.Debug("the job was handed back as it ran", "error", err)
+		return res, err
 	case errors.Is(err, session.ErrFenced):
 		log.Error("lost the session's lease mid-job; it is another worker's now", "error", err)
 		// Ending the claim frees what it holds here; the job is not
@@ -157,7 +213,8 @@ func (r *Runtime) runClaim(ctx context.Context, c session.Claim) (*Result, error
 
 // runJob opens the claimed job's session under the claim's lease and
 // runs the job, or carries it on when an earlier claim started it.
-func (r *Runtime) runJob(ctx context.Context, c session.Claim) (*Result, error) {
+func (r *Runtime) runJob(ctx context.Context, rj *runningJob) (*Result, error) {
+	c := rj.claim
 	job := c.Job()
 	var in jobInput
 	if err := json.Unmarshal(job.Input, &in); err != nil {
@@ -172,7 +229,9 @@ func (r *Runtime) runJob(ctx context.Context, c session.Claim) (*Result, error) 
 		return nil, err
 	}
 	defer release()
-	sess, done, err := live.OpenHeld(ctx, mgr, job.Session)
+	sess, done, err := rj.open(func() (*live.Session, func(context.Context) error, error) {
+		return live.OpenHeld(ctx, mgr, job.Session)
+	})
 	if err != nil {
 		return nil, err
 	}

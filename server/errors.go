@@ -68,6 +68,8 @@ func classify(err error) *Error {
 	}
 	status, code := http.StatusInternalServerError, CodeInternal
 	switch {
+	case errors.As(err, new(*unready)), errors.Is(err, session.ErrUnavailable):
+		status, code = http.StatusServiceUnavailable, CodeUnavailable
 	case errors.Is(err, session.ErrNotFound), errors.Is(err, session.ErrUnknownCall):
 		status, code = http.StatusNotFound, CodeNotFound
 	case errors.Is(err, session.ErrInvalidID), errors.Is(err, session.ErrSeqGap):
@@ -104,12 +106,34 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // writeError writes err's response.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	e := classify(err)
-	if e.status >= 500 {
-		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
-	}
+	e := s.publicError(r, err)
 	if e.Code == CodeUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="vigil"`)
 	}
 	writeJSON(w, e.status, e)
+}
+
+// publicError is err's response as the client may see it. A 5xx made from
+// a runtime's or a store's error says only what kind of failure it was and
+// the request's id, under which the log line carries the whole error: a
+// store's error may name its host, port, user or database (a PostgreSQL
+// driver's does), which are none of the client's business.
+func (s *Server) publicError(r *http.Request, err error) *Error {
+	e := classify(err)
+	if e.status < 500 {
+		return e
+	}
+	id := requestID(r.Context())
+	s.log.Error("request failed", "request", id, "method", r.Method, "path", r.URL.Path, "status", e.status, "error", err)
+	if errors.As(err, new(*Error)) {
+		return e // the server's own words
+	}
+	return &Error{status: e.status, Code: e.Code, Message: fmt.Sprintf("%s (request %s: the server's log has the details)", publicMessages[e.Code], id)}
+}
+
+// publicMessages say what a 5xx code means, without the details.
+var publicMessages = map[string]string{
+	CodeInternal:    "internal error",
+	CodeUnavailable: "the session store does not answer now; try again",
+	CodeNoQueue:     "the server's store keeps no turn queue",
 }

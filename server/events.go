@@ -111,7 +111,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 					if sse {
 						// The status is sent already: say why the stream
 						// ends, as an event of its own kind.
-						e := classify(err)
+						e := s.publicError(r, err)
 						data, _ := json.Marshal(e)
 						_, _ = fmt.Fprintf(w, "event: error\ndata: %s\n\n", data)
 						_ = rc.Flush()

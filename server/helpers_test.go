@@ -37,6 +37,8 @@ type api struct {
 	auth string
 	stop context.CancelFunc
 	done chan struct{}
+	// opts are the worker's options, but its name and concurrency.
+	opts vigil.WorkOptions
 }
 
 // composition is an agent on the in-memory store with the model script
@@ -74,7 +76,9 @@ func (a *api) startWorker() {
 	a.stop, a.done = cancel, make(chan struct{})
 	go func() {
 		defer close(a.done)
-		_ = a.rt.Work(ctx, vigil.WorkOptions{Worker: "test", Concurrency: 2})
+		o := a.opts
+		o.Worker, o.Concurrency = "test", 2
+		_ = a.rt.Work(ctx, o)
 	}()
 }
 

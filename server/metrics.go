@@ -41,7 +41,7 @@ func NewMetrics() (*Metrics, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Metrics{provider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp)),
+	m := &Metrics{provider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithView(secondsView)),
 		handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
 	m.meter = m.provider.Meter("github.com/vigil-run/vigil/server")
 	var errs []error

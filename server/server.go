@@ -106,10 +106,8 @@ type route struct {
 const open Role = ""
 
 func (s *Server) routes() []route {
-	return []route{
-		{"GET /healthz", open, s.reply(s.handleHealth)},
+	return append(s.probeRoutes(), []route{
 		{"GET /openapi.json", open, handleOpenAPI},
-		{"GET /metrics", RoleAdmin, s.handleMetrics},
 		{"POST /v1/sessions", RoleUser, s.reply(s.handleCreate)},
 		{"GET /v1/sessions", RoleViewer, s.reply(s.handleList)},
 		{"GET /v1/sessions/{id}", RoleViewer, s.reply(s.handleGet)},
@@ -120,7 +118,7 @@ func (s *Server) routes() []route {
 		{"GET /v1/sessions/{id}/verify", RoleViewer, s.reply(s.handleVerify)},
 		{"GET /v1/jobs/{id}", RoleViewer, s.reply(s.handleJob)},
 		{"GET /v1/approvals", RoleViewer, s.reply(s.handleApprovals)},
-	}
+	}...)
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
@@ -148,6 +146,7 @@ func (s *Server) instrument(pattern string, role Role, h http.HandlerFunc) http.
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		w.Header().Set("X-Content-Type-Options", "nosniff")
+		r = withRequestID(w, r)
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		defer func() {
 			if p := recover(); p != nil {

@@ -37,9 +37,3 @@ func (s *Server) handleVerify(_ http.ResponseWriter, r *http.Request) (int, any,
 	}
 	return http.StatusOK, out, nil
 }
-
-func (s *Server) handleHealth(http.ResponseWriter, *http.Request) (int, any, error) {
-	return http.StatusOK, struct {
-		Status string `json:"status"`
-	}{"ok"}, nil
-}

@@ -55,11 +55,12 @@ func newLoggerTo(e *env, w io.Writer) hclog.Logger {
 	if level == hclog.NoLevel {
 		level = hclog.Warn
 	}
+	json := e.logFormat == logFormatJSON
 	color := hclog.ColorOff
-	if e.getenv("NO_COLOR") == "" && isTerminal(e.stderr) {
+	if !json && e.getenv("NO_COLOR") == "" && isTerminal(e.stderr) {
 		color = hclog.ForceColor
 	}
-	return hclog.New(&hclog.LoggerOptions{Name: "vigil", Level: level, Output: w, Color: color})
+	return hclog.New(&hclog.LoggerOptions{Name: "vigil", Level: level, Output: w, Color: color, JSONFormat: json})
 }
 
 // openHost loads the composition -c names (cfg; see resolveConfig) and
@@ -73,7 +74,7 @@ func openHost(e *env, cfg string) (*host, error) {
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(e.stderr, "no plugins.yaml here: running the built-in composition (an offline scripted model; 'vigil init' writes it to a file to edit)\n")
+		e.notef("no plugins.yaml here: running the built-in composition (an offline scripted model; 'vigil init' writes it to a file to edit)")
 		return applyHost(e, f, true)
 	}
 	f, err := config.Load(path)

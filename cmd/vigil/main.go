@@ -63,6 +63,8 @@ type env struct {
 	getenv         func(string) string
 	// logLevel is --log-level; empty means VIGIL_LOG's.
 	logLevel string
+	// logFormat is --log-format of serve and worker: "text" (or "") or "json".
+	logFormat string
 	// interrupts routes Ctrl-C (nil in process: it cannot be taken over).
 	interrupts *interrupts
 	// quiet: no progress on stderr (--quiet).

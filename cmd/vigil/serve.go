@@ -66,6 +66,7 @@ a turn still running then is continued by the next worker, as after a crash.`,
 	cmd.Flags().Int64Var(&o.maxBody, "max-body", server.DefaultMaxBody, "the largest request body accepted, in bytes")
 	cmd.Flags().DurationVar(&o.drain, "drain", defaultDrain, "how long to wait for running turns on SIGTERM")
 	approvalTTLFlag(cmd, &o.approvalTTL)
+	logFormatFlag(cmd, e)
 	return cmd
 }
 
@@ -110,6 +111,9 @@ func sharedStore(rt *vigil.Runtime) (string, bool) {
 }
 
 func cmdServe(ctx context.Context, e *env, o serveOptions) (err error) {
+	if err := checkLogFormat(e); err != nil {
+		return err
+	}
 	if o.workers < 0 {
 		return usagef("--workers must be 0 or more")
 	}
@@ -137,7 +141,7 @@ func cmdServe(ctx context.Context, e *env, o serveOptions) (err error) {
 	if kind, shared := sharedStore(h.rt); o.workers == 0 && !shared {
 		return usagef("--workers 0 runs no worker here, so the turns must run in 'vigil worker' processes sharing the store; %s is this process's alone (use store/postgres)", kind)
 	}
-	metrics, err := server.NewMetrics()
+	metrics, err := processMetrics(h)
 	if err != nil {
 		return err
 	}
@@ -160,18 +164,18 @@ func cmdServe(ctx context.Context, e *env, o serveOptions) (err error) {
 	worked := make(chan error, 1)
 	if o.workers > 0 {
 		go func() {
-			worked <- h.rt.Work(ctx, vigil.WorkOptions{Concurrency: o.workers, OnJob: metrics.OnJob(), ApprovalTTL: o.approvalTTL})
+			worked <- h.rt.Work(ctx, vigil.WorkOptions{Concurrency: o.workers, OnJob: metrics.OnJob(), ApprovalTTL: o.approvalTTL, Drain: max(o.drain, time.Nanosecond)}) // --drain 0: hand back at once
 		}()
 	} else {
 		worked <- nil
 	}
-	fmt.Fprintf(e.stderr, "vigil serve: the API is at http://%s/v1 (%s)\n", ln.Addr(), workersNote(o.workers))
+	e.notef("vigil serve: the API is at http://%s/v1 (%s)", ln.Addr(), workersNote(o.workers))
 	select {
 	case err := <-served:
 		return err
 	case <-ctx.Done():
 	}
-	fmt.Fprintf(e.stderr, "vigil serve: stopping: %v\n", context.Cause(ctx))
+	e.notef("vigil serve: stopping: %v", context.Cause(ctx))
 	stopStreams()
 	shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.drain)
 	defer cancel()
@@ -179,7 +183,7 @@ func cmdServe(ctx context.Context, e *env, o serveOptions) (err error) {
 	if serr != nil && !errors.Is(serr, context.DeadlineExceeded) {
 		return serr
 	}
-	return drained(shut, worked, o.drain)
+	return drained(worked, o.drain)
 }
 
 func workersNote(n int) string {
@@ -189,26 +193,35 @@ func workersNote(n int) string {
 	return fmt.Sprintf("%d jobs at once in this process", n)
 }
 
-// drained waits for the workers to finish their running jobs until ctx
-// is done; then the process exits and their turns are continued by the
-// next worker.
-func drained(ctx context.Context, worked <-chan error, limit time.Duration) error {
+// drained waits for the workers to finish their running jobs: Work
+// waits for them up to the drain, then hands those still running back to
+// the queue, whose next worker continues them at once. Should the
+// hand-back itself hang (a store that does not answer), the process
+// leaves after a grace period as a crash would.
+func drained(worked <-chan error, limit time.Duration) error {
 	select {
 	case err := <-worked:
+		if errors.Is(err, vigil.ErrHandedBack) {
+			return &abandonedError{limit}
+		}
 		return err
-	case <-ctx.Done():
+	case <-time.After(limit + handBackGrace):
 		return &abandonedError{limit}
 	}
 }
 
-// abandonedError: the drain ran out with turns still running. The
-// process exits without closing the runtime, which would end those turns
-// aborted: they are left as a crash leaves them, for the next worker to
-// continue once their leases are gone.
+// handBackGrace is how long past the drain a stopping process waits for
+// its jobs to be handed back.
+const handBackGrace = 30 * time.Second
+
+// abandonedError: the drain ran out with turns still running, which were
+// handed back. The process exits without closing the runtime, which would
+// end those turns aborted: they are left as a crash leaves them, for the
+// next worker to continue.
 type abandonedError struct{ limit time.Duration }
 
 func (e *abandonedError) Error() string {
-	return fmt.Sprintf("turns still ran after %s; the next worker continues them", e.limit)
+	return fmt.Sprintf("turns still ran after %s; they were handed back for the next worker to continue", e.limit)
 }
 
 // closeUnlessAbandoned closes h unless *err says its turns were abandoned.
@@ -225,6 +238,7 @@ type workerOptions struct {
 	concurrency int
 	drain       time.Duration
 	approvalTTL time.Duration
+	metricsAddr string
 }
 
 func newWorkerCmd(e *env) *cobra.Command {
@@ -247,12 +261,17 @@ expires. On SIGTERM the worker takes no more turns, finishes the running ones
 	configFlag(cmd, &o.cfg)
 	cmd.Flags().IntVar(&o.concurrency, "concurrency", 4, "jobs run at once")
 	cmd.Flags().StringVar(&o.name, "name", "", "the worker's name in the queue (default host:pid)")
+	cmd.Flags().StringVar(&o.metricsAddr, "metrics-addr", "", "serve /metrics, /healthz and /readyz on this address (host:port), open to whoever reaches it; none: no HTTP")
 	cmd.Flags().DurationVar(&o.drain, "drain", defaultDrain, "how long to wait for running turns on SIGTERM")
 	approvalTTLFlag(cmd, &o.approvalTTL)
+	logFormatFlag(cmd, e)
 	return cmd
 }
 
 func cmdWorker(ctx context.Context, e *env, o workerOptions) (err error) {
+	if err := checkLogFormat(e); err != nil {
+		return err
+	}
 	if o.concurrency < 1 {
 		return usagef("--concurrency must be 1 or more")
 	}
@@ -267,18 +286,29 @@ func cmdWorker(ctx context.Context, e *env, o workerOptions) (err error) {
 	if kind, shared := sharedStore(h.rt); !shared {
 		return usagef("a worker runs the turns of a store several processes share (store/postgres); %s is one process's ('vigil serve' runs its turns itself)", kind)
 	}
+	metrics, err := processMetrics(h)
+	if err != nil {
+		return err
+	}
+	defer metrics.Shutdown(context.WithoutCancel(ctx))
+	if o.metricsAddr != "" {
+		addr, stop, err := serveProbes(h, metrics, o.metricsAddr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		e.notef("vigil worker: metrics at http://%s/metrics", addr)
+	}
 	worked := make(chan error, 1)
 	go func() {
-		worked <- h.rt.Work(ctx, vigil.WorkOptions{Worker: o.name, Concurrency: o.concurrency, ApprovalTTL: o.approvalTTL})
+		worked <- h.rt.Work(ctx, vigil.WorkOptions{Worker: o.name, Concurrency: o.concurrency, OnJob: metrics.OnJob(), ApprovalTTL: o.approvalTTL, Drain: max(o.drain, time.Nanosecond)}) // --drain 0: hand back at once
 	}()
-	fmt.Fprintf(e.stderr, "vigil worker: running queued turns (%d at once)\n", o.concurrency)
+	e.notef("vigil worker: running queued turns (%d at once)", o.concurrency)
 	select {
 	case err := <-worked:
 		return err
 	case <-ctx.Done():
 	}
-	fmt.Fprintf(e.stderr, "vigil worker: stopping: %v\n", context.Cause(ctx))
-	shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.drain)
-	defer cancel()
-	return drained(shut, worked, o.drain)
+	e.notef("vigil worker: stopping: %v", context.Cause(ctx))
+	return drained(worked, o.drain)
 }

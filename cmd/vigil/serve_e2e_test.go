@@ -127,6 +127,8 @@ type served struct {
 	cmd   *exec.Cmd
 	base  string
 	token string
+	// log is the process's stderr.
+	log *logWatch
 }
 
 // serve starts the real vigil binary's `vigil serve` in dir with args
@@ -139,7 +141,7 @@ func serve(t *testing.T, dir, token string, args ...string) *served {
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	s := &served{t: t, cmd: cmd, token: token}
+	s := &served{t: t, cmd: cmd, token: token, log: newLogWatch()}
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			_ = cmd.Process.Kill()
@@ -151,13 +153,14 @@ func serve(t *testing.T, dir, token string, args ...string) *served {
 	var seen []string
 	for sc.Scan() {
 		seen = append(seen, sc.Text())
+		_, _ = s.log.Write([]byte(sc.Text() + "\n"))
 		if m := addr.FindStringSubmatch(sc.Text()); m != nil {
 			s.base = m[1]
 			break
 		}
 	}
 	require.NotEmpty(t, s.base, "vigil serve did not start:\n%s", strings.Join(seen, "\n"))
-	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	go func() { _, _ = io.Copy(s.log, stderr) }()
 	return s
 }
 

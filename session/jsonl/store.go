@@ -320,7 +320,8 @@ func (s *Store) Append(ctx context.Context, id string, next int64, records []ses
 }
 
 // Load implements [session.Store]. Records this store buffered for id
-// are written first, so the log is complete.
+// are written first, so the log is complete; when they cannot be (the
+// disk is full), the log is what the file holds.
 func (s *Store) Load(ctx context.Context, id string) (*session.Log, error) {
 	if err := s.check(id); err != nil {
 		return nil, fmt.Errorf("jsonl: load: %w", err)
@@ -329,9 +330,9 @@ func (s *Store) Load(ctx context.Context, id string) (*session.Log, error) {
 	w := s.writers[id]
 	s.mu.Unlock()
 	if w != nil {
-		if err := w.flush(false); err != nil {
-			return nil, fmt.Errorf("jsonl: load %s: %w", id, err)
-		}
+		// A flush that fails (a full disk) lost what it could not write:
+		// the file is all there is, and is read.
+		_ = w.flush(false)
 	}
 	data, err := os.ReadFile(s.Path(id))
 	if err != nil {

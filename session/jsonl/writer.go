@@ -388,9 +388,30 @@ func (w *writer) release() error {
 	if w.closed {
 		return err
 	}
+	if w.err != nil {
+		return errors.Join(err, w.reset())
+	}
 	if len(w.buf) == 0 && !w.unsynced {
 		err = errors.Join(err, w.letGo())
 	}
+	return err
+}
+
+// reset ends the hold of a broken writer (a write or an fsync failed: a
+// full disk): what was buffered is lost, and the appends that wrote it
+// were told. The file goes, and what the writer knew of it with it, so
+// that the next append reads the file as it is (cutting a line the
+// failed write tore) and goes on once there is space again: a disk that
+// filled up once does not poison the session until a restart. Called
+// with flushMu and mu held.
+func (w *writer) reset() error {
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	w.armed = false
+	err := w.letGo()
+	w.err, w.known, w.unsynced, w.fresh = nil, false, false, false
+	w.inTurn, w.suspended = false, false
 	return err
 }
 

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/vigil-run/vigil/session"
 )
 
 // pool is a small connection pool: at most max connections, idle ones
@@ -113,6 +115,10 @@ var errConnLost = errors.New("the connection was lost")
 func (p *pool) with(ctx context.Context, fn func(*pgx.Conn) error) error {
 	c, err := p.acquire(ctx)
 	if err != nil {
+		if ctx.Err() == nil && !errors.Is(err, errPoolClosed) {
+			// No connection to be had: the server is down or away.
+			return unavailableError{err}
+		}
 		return err
 	}
 	defer p.release(c)
@@ -126,8 +132,16 @@ func (p *pool) with(ctx context.Context, fn func(*pgx.Conn) error) error {
 // lostError is an error that broke its connection.
 type lostError struct{ err error }
 
-func (e lostError) Error() string   { return e.err.Error() }
-func (e lostError) Unwrap() []error { return []error{e.err, errConnLost} }
+func (e lostError) Error() string { return e.err.Error() }
+func (e lostError) Unwrap() []error {
+	return []error{e.err, errConnLost, session.ErrUnavailable}
+}
+
+// unavailableError is the error of a call that got no connection.
+type unavailableError struct{ err error }
+
+func (e unavailableError) Error() string   { return e.err.Error() }
+func (e unavailableError) Unwrap() []error { return []error{e.err, session.ErrUnavailable} }
 
 func (p *pool) close() {
 	p.mu.Lock()

@@ -64,6 +64,7 @@ func RunQueue(t *testing.T, h QueueHarness) {
 		{"OneJobPerCall", testOneJobPerCall},
 		{"ConcurrentEnqueuesOfOneCallQueueOne", testOneJobPerCallConcurrent},
 		{"ConcurrentWorkersRunEveryJobOnceInOrder", testQueueConcurrency},
+		{"DepthCountsJobsByKindAndState", testDepth},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

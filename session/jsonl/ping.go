@@ -1,0 +1,40 @@
+package jsonl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"github.com/vigil-run/vigil/session"
+)
+
+// Ping implements [session.Pinger]: the directory can be read (a
+// missing one is fine: the first create makes it).
+func (s *Store) Ping(ctx context.Context) error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return fmt.Errorf("jsonl: ping: %w", session.ErrClosed)
+	}
+	d, err := os.Open(s.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err == nil {
+		_, err = d.Readdirnames(1)
+		d.Close()
+		if errors.Is(err, io.EOF) {
+			err = nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("jsonl: ping: %w", err)
+	}
+	return nil
+}
+
+var _ session.Pinger = (*Store)(nil)

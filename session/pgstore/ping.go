@@ -1,0 +1,21 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/vigil-run/vigil/session"
+)
+
+// Ping implements [session.Pinger]: a round trip to the database on a
+// pooled connection.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.with(ctx, func(c *pgx.Conn) error { return c.Ping(ctx) }); err != nil {
+		return fmt.Errorf("pgstore: ping: %w", err)
+	}
+	return nil
+}
+
+var _ session.Pinger = (*Store)(nil)
