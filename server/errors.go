@@ -19,7 +19,8 @@ type Error struct {
 	// Position locates a syntax error in a malformed request body.
 	Position *Position `json:"position,omitempty"`
 
-	status int
+	status       int
+	invalidToken bool // a 401 for credentials given but refused
 }
 
 // Position is a place in a request body: a byte offset, and the line and
@@ -48,6 +49,10 @@ const (
 	CodeConflict         = "conflict"
 	CodeNoQueue          = "no_queue"
 	CodeInternal         = "internal"
+	// CodeWrongHost (421): the Host header names another server.
+	CodeWrongHost = "wrong_host"
+	// CodeUnsupportedMediaType (415): a POST that is not application/json.
+	CodeUnsupportedMediaType = "unsupported_media_type"
 )
 
 func apiError(status int, code, format string, args ...any) *Error {
@@ -103,7 +108,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 	}
 	if e.Code == CodeUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="vigil"`)
+		challenge := `Bearer realm="vigil"`
+		if e.invalidToken {
+			challenge += `, error="invalid_token"`
+		}
+		w.Header().Set("WWW-Authenticate", challenge)
 	}
 	writeJSON(w, e.status, e)
 }

@@ -98,6 +98,9 @@ func (a *api) do(method, path, body string, header ...string) (int, []byte) {
 	if a.auth != "" {
 		req.Header.Set("Authorization", "Bearer "+a.auth)
 	}
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}

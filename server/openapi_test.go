@@ -42,7 +42,7 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	codes := doc.Comp.Schemas["Error"].Properties["code"].Enum
 	for _, c := range []string{CodeBadRequest, CodeMalformedJSON, CodeTooLarge, CodeUnauthorized, CodeNotFound,
 		CodeMethodNotAllowed, CodeSuspended, CodeBusy, CodeNotPending, CodeAlreadyDecided, CodeInvalidDecision,
-		CodeConflict, CodeNoQueue, CodeInternal} {
+		CodeConflict, CodeNoQueue, CodeInternal, CodeWrongHost, CodeUnsupportedMediaType} {
 		assert.Contains(t, codes, c)
 	}
 }
