@@ -137,7 +137,7 @@ const routeEvents = "GET /v1/sessions/{id}/events"
 // ServeHTTP answers r, unless its Host names another server.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := s.checkHost(r); err != nil {
-		s.writeError(w, r, err)
+		s.refuse(w, r, err)
 		return
 	}
 	s.handler.ServeHTTP(w, r)
@@ -182,13 +182,13 @@ func (s *Server) instrument(pattern string, open bool, h http.HandlerFunc) http.
 		if !open {
 			p, err := s.who(r, pattern)
 			if err != nil {
-				s.writeError(sw, r, err)
+				s.refuse(sw, r, err)
 				return
 			}
 			r = r.WithContext(withPrincipal(r.Context(), p))
 		}
 		if err := requireJSON(r); err != nil {
-			s.writeError(sw, r, err)
+			s.refuse(sw, r, err)
 			return
 		}
 		r.Body = http.MaxBytesReader(sw, r.Body, s.opts.MaxBody)
