@@ -123,10 +123,11 @@ func (m *gatedModel) serve(w http.ResponseWriter, r *http.Request) {
 
 // served is a running `vigil serve` process and a client of its API.
 type served struct {
-	t     *testing.T
-	cmd   *exec.Cmd
-	base  string
-	token string
+	t      *testing.T
+	cmd    *exec.Cmd
+	base   string
+	token  string
+	stderr *lineBuffer // what it wrote after it started listening
 }
 
 // serve starts the real vigil binary's `vigil serve` in dir with args
@@ -135,11 +136,12 @@ func serve(t *testing.T, dir, token string, args ...string) *served {
 	t.Helper()
 	cmd := exec.Command(buildVigil(t), append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "NO_COLOR=1", "VIGIL_TOKENS="+token)
+	token += "-0123456789abcdef" // a token is 16 characters or more
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", "VIGIL_TOKENS=e2e default admin "+token)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	s := &served{t: t, cmd: cmd, token: token}
+	s := &served{t: t, cmd: cmd, token: token, stderr: &lineBuffer{}}
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			_ = cmd.Process.Kill()
@@ -157,7 +159,7 @@ func serve(t *testing.T, dir, token string, args ...string) *served {
 		}
 	}
 	require.NotEmpty(t, s.base, "vigil serve did not start:\n%s", strings.Join(seen, "\n"))
-	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	go func() { _, _ = io.Copy(s.stderr, stderr) }()
 	return s
 }
 
@@ -177,6 +179,9 @@ func (s *served) request(ctx context.Context, method, path, body string, header 
 	req, err := http.NewRequestWithContext(ctx, method, s.base+path, rd)
 	require.NoError(s.t, err)
 	req.Header.Set("Authorization", "Bearer "+s.token)
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
