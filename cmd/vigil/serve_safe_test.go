@@ -15,6 +15,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// memoryServeConfig is a composition for vigil serve that needs nothing
+// outside the process.
+const memoryServeConfig = `plugins:
+  - { name: store/memory }
+  - { name: provider/scripted, config: { script: [ { text: "ok" } ], repeat: true } }
+  - { name: agent }
+`
+
 // TestServeRefusesWhatAWebPageCouldSend runs the real binary on its
 // default (loopback) address: a Host that names another server (a
 // DNS-rebinding page) is 421 wrong_host, a POST that is not JSON (a
@@ -23,11 +31,7 @@ import (
 // --allowed-host are served.
 func TestServeRefusesWhatAWebPageCouldSend(t *testing.T) {
 	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "plugins.yaml"), []byte(`plugins:
-  - { name: store/memory }
-  - { name: provider/scripted, config: { script: [ { text: "ok" } ], repeat: true } }
-  - { name: agent }
-`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "plugins.yaml"), []byte(memoryServeConfig), 0o644))
 	s := serve(t, dir, "tok", "--allowed-host", "vigil.example.com")
 	u, err := url.Parse(s.base)
 	require.NoError(t, err)

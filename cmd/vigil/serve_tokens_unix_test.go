@@ -21,11 +21,7 @@ import (
 func TestServeReloadsTheTokenFileOnSIGHUP(t *testing.T) {
 	const alice, bob = "alice-0123456789abcdef", "bob-0123456789abcdef01"
 	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "plugins.yaml"), []byte(`plugins:
-  - { name: store/memory }
-  - { name: provider/scripted, config: { script: [ { text: "ok" } ], repeat: true } }
-  - { name: agent }
-`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "plugins.yaml"), []byte(memoryServeConfig), 0o644))
 	file := filepath.Join(dir, "tokens.txt")
 	write := func(text string) { require.NoError(t, os.WriteFile(file, []byte(text), 0o600)) }
 	write("# name tenant roles token\nalice acme viewer " + alice + "\n")
