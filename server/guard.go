@@ -15,9 +15,9 @@ import (
 //
 // A page of any origin can POST to any server without asking it first
 // when the body is a "simple" type (text/plain, a form) or there is none;
-// a state-changing request must therefore say application/json, which a
-// browser sends cross-origin only after a CORS preflight the API answers
-// for the configured origins alone: 415 unsupported_media_type otherwise.
+// a POST must therefore say application/json, which a browser sends
+// cross-origin only after a CORS preflight the API answers for the
+// configured origins alone: 415 unsupported_media_type otherwise.
 
 // checkHost refuses a request whose Host header does not name this
 // server.
@@ -29,11 +29,12 @@ func (s *Server) checkHost(r *http.Request) error {
 		"host %.100q is not served here: this server answers its bound address's names and --allowed-host (a page of another site may be trying to drive it)", r.Host)
 }
 
-// requireJSON refuses a state-changing request whose body is not declared
-// application/json (parameters such as charset allowed), even an empty
-// one. It reads no body.
+// requireJSON refuses a POST whose body is not declared application/json
+// (parameters such as charset allowed), even an empty one. It reads no
+// body. Other state-changing methods (DELETE, PUT) are never CORS-simple:
+// a browser asks the server before it sends one cross-origin.
 func requireJSON(r *http.Request) error {
-	if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions {
+	if r.Method != http.MethodPost {
 		return nil
 	}
 	ct := r.Header.Get("Content-Type")
@@ -41,7 +42,7 @@ func requireJSON(r *http.Request) error {
 		return nil
 	}
 	return apiError(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
-		"a %s needs Content-Type: application/json (got %.100q), even without a body", r.Method, ct)
+		"a POST needs Content-Type: application/json (got %.100q), even without a body", ct)
 }
 
 // refuse answers err to a request whose body is not read: the connection
