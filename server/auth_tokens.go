@@ -156,6 +156,10 @@ func parseTokenLine(f []string) (credential, error) {
 	p := Principal{Name: name, Tenant: tenant}
 	for r := range strings.SplitSeq(roles, ",") {
 		role, err := ParseRole(r)
+		if err != nil && len(r) >= MinTokenLength {
+			// Fields out of order may put the token here: never show it.
+			return credential{}, errors.New("the roles are not roles (viewer, user, approver, admin): is a field missing?")
+		}
 		if err != nil {
 			return credential{}, err
 		}

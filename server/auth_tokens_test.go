@@ -175,3 +175,36 @@ func TestReloadSwapsTheTokensAtOnce(t *testing.T) {
 	require.Error(t, toks.Reload())
 	assert.Equal(t, http.StatusOK, status(bobTok), "a failed reload keeps the set in force")
 }
+
+// FuzzTokenLines: any text is a set of tokens or an error, never a
+// panic; an error never shows a token-sized field of the text, and every
+// principal parsed holds known roles only.
+func FuzzTokenLines(f *testing.F) {
+	f.Add("alice acme user,approver " + aliceTok + "\n# c\n\nbob globex viewer " + bobTok)
+	f.Add(aliceTok)
+	f.Add("a b c d e")
+	f.Add("a b root " + aliceTok)
+	f.Add("a\x00 b admin " + aliceTok + ";b c viewer " + aliceTok)
+	f.Fuzz(func(t *testing.T, text string) {
+		toks, err := server.NewTokens("", text)
+		if err != nil {
+			for f := range strings.FieldsSeq(strings.ReplaceAll(text, ";", "\n")) {
+				if len(f) >= server.MinTokenLength {
+					assert.NotContains(t, err.Error(), f, "an error shows a field of the text that could be a token")
+				}
+			}
+			return
+		}
+		require.Positive(t, toks.Len())
+		for f := range strings.FieldsSeq(strings.ReplaceAll(text, ";", "\n")) {
+			p, err := authAs(toks, "Bearer "+f)
+			if err != nil {
+				continue
+			}
+			for _, r := range p.Roles {
+				_, err := server.ParseRole(string(r))
+				assert.NoError(t, err)
+			}
+		}
+	})
+}

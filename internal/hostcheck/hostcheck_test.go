@@ -72,3 +72,21 @@ func TestAWildcardBindAnswersThisMachinesNames(t *testing.T) {
 	assert.Equal(t, []string{"demo.lan"}, Names("demo.lan:8080"))
 	assert.Empty(t, Names("no port"))
 }
+
+// FuzzAllows: any Host header value is answered, never a panic; one the
+// policy allows is a loopback name or bound name at the port, or an
+// allowed host.
+func FuzzAllows(f *testing.F) {
+	for _, h := range []string{"127.0.0.1:8080", "[::1]:8080", "localhost", "[::1", "a:b:c", "vigil.example.com:1", "", ":", "[]:80"} {
+		f.Add(h)
+	}
+	p := New("127.0.0.1:8080", []string{"vigil.example.com"})
+	f.Fuzz(func(t *testing.T, host string) {
+		if !p.Allows(host) {
+			return
+		}
+		h, port, ok := split(host)
+		require.True(t, ok)
+		assert.True(t, h == "vigil.example.com" || isLoopbackName(h) && (port == "8080"), "%q", host)
+	})
+}
