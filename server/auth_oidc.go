@@ -2,11 +2,14 @@ package server
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -35,7 +38,15 @@ type OIDCConfig struct {
 	// Client fetches the discovery document and the keys (default: a
 	// client with a 10 s timeout).
 	Client *http.Client
+	// KeyRefetchEvery is the least time between two fetches of the keys
+	// that tokens naming a key ID not seen to verify may cause (default
+	// [DefaultKeyRefetchEvery]): tokens with made-up key IDs cannot
+	// flood the issuer, and a rotated key is picked up within it.
+	KeyRefetchEvery time.Duration
 }
+
+// DefaultKeyRefetchEvery is [OIDCConfig].KeyRefetchEvery's default.
+const DefaultKeyRefetchEvery = 10 * time.Second
 
 // OIDC is an [Authenticator] of JWT bearer tokens that an OpenID Connect
 // issuer signed: signature (by a key of the issuer's JWKS, fetched again
@@ -63,14 +74,44 @@ func NewOIDC(ctx context.Context, cfg OIDCConfig) (*OIDC, error) {
 		cfg.Client = &http.Client{Timeout: 10 * time.Second}
 	}
 	ctx = oidc.ClientContext(ctx, cfg.Client)
+	if cfg.KeyRefetchEvery <= 0 {
+		cfg.KeyRefetchEvery = DefaultKeyRefetchEvery
+	}
 	provider, err := oidc.NewProvider(ctx, cfg.Issuer)
 	if err != nil {
 		return nil, fmt.Errorf("server: OpenID Connect issuer %s: %w", cfg.Issuer, err)
 	}
+	var meta struct {
+		JWKS string   `json:"jwks_uri"`
+		Algs []string `json:"id_token_signing_alg_values_supported"`
+	}
+	if err := provider.Claims(&meta); err != nil || meta.JWKS == "" {
+		return nil, fmt.Errorf("server: OpenID Connect issuer %s names no jwks_uri", cfg.Issuer)
+	}
 	// The key set lives as long as the authenticator; the context only
 	// carries the client.
-	v := provider.VerifierContext(context.WithoutCancel(ctx), &oidc.Config{ClientID: cfg.Audience})
+	keys := &refetchFloor{keys: oidc.NewRemoteKeySet(context.WithoutCancel(ctx), meta.JWKS), every: cfg.KeyRefetchEvery, now: time.Now, seen: map[string]bool{}}
+	v := oidc.NewVerifier(cfg.Issuer, keys, &oidc.Config{ClientID: cfg.Audience, SupportedSigningAlgs: signingAlgs(meta.Algs)})
 	return &OIDC{cfg: cfg, verifier: v}, nil
+}
+
+// asymmetric are the signature algorithms a token may use: the issuer's
+// public keys verify them (never none, never a shared secret).
+var asymmetric = []string{oidc.RS256, oidc.RS384, oidc.RS512, oidc.ES256, oidc.ES384, oidc.ES512, oidc.PS256, oidc.PS384, oidc.PS512, oidc.EdDSA}
+
+// signingAlgs are the algorithms of the issuer's discovery document that
+// are asymmetric; RS256, which every issuer supports, when none is.
+func signingAlgs(offered []string) []string {
+	var out []string
+	for _, a := range offered {
+		if slices.Contains(asymmetric, a) {
+			out = append(out, a)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{oidc.RS256}
+	}
+	return out
 }
 
 // Authenticate verifies r's bearer token and reads its principal from the
@@ -139,4 +180,60 @@ func rolesOf(v any) []Role {
 		}
 	}
 	return roles
+}
+
+// refetchFloor is the issuer's key set (go-oidc's, which fetches the keys
+// again when a token names a key ID it does not hold) with a floor under
+// those fetches: a token under a key ID no token was seen to verify under
+// may reach the key set once per every; others are refused at once. A
+// forged token under a known key ID still makes go-oidc fetch again, one
+// fetch at a time.
+type refetchFloor struct {
+	keys  oidc.KeySet
+	every time.Duration
+	now   func() time.Time
+
+	mu   sync.Mutex
+	seen map[string]bool // key IDs tokens verified under
+	next time.Time       // when an unseen key ID may reach keys again
+}
+
+// maxSeenKeys bounds the key IDs remembered; an issuer publishes a few.
+const maxSeenKeys = 64
+
+func (f *refetchFloor) VerifySignature(ctx context.Context, jwt string) ([]byte, error) {
+	kid := keyID(jwt)
+	f.mu.Lock()
+	if !f.seen[kid] {
+		now := f.now()
+		if now.Before(f.next) {
+			f.mu.Unlock()
+			return nil, fmt.Errorf("a key ID the issuer's keys did not hold when fetched less than %s ago", f.every)
+		}
+		f.next = now.Add(f.every)
+	}
+	f.mu.Unlock()
+	payload, err := f.keys.VerifySignature(ctx, jwt)
+	if err == nil {
+		f.mu.Lock()
+		if len(f.seen) < maxSeenKeys {
+			f.seen[kid] = true
+		}
+		f.mu.Unlock()
+	}
+	return payload, err
+}
+
+// keyID returns the kid of a JWT's header ("" when it names none).
+func keyID(jwt string) string {
+	head, _, _ := strings.Cut(jwt, ".")
+	data, err := base64.RawURLEncoding.DecodeString(head)
+	if err != nil {
+		return ""
+	}
+	var h struct {
+		Kid string `json:"kid"`
+	}
+	_ = json.Unmarshal(data, &h)
+	return h.Kid
 }

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -130,7 +131,8 @@ func TestOIDCTokensAreVerifiedAgainstTheIssuersRotatingKeys(t *testing.T) {
 	k1, k2, stranger := ecKey(t, "k1"), rsaKey(t, "k2"), ecKey(t, "k2")
 	is.publish(k1)
 	oidc, err := server.NewOIDC(context.Background(), server.OIDCConfig{
-		Issuer: is.srv.URL, Audience: "vigil-api", NameClaim: "email", TenantClaim: "org", RolesClaim: "groups"})
+		Issuer: is.srv.URL, Audience: "vigil-api", NameClaim: "email", TenantClaim: "org", RolesClaim: "groups",
+		KeyRefetchEvery: time.Millisecond})
 	require.NoError(t, err)
 	file, err := server.NewTokens("", "carol default admin "+carolTok)
 	require.NoError(t, err)
@@ -198,6 +200,37 @@ func TestOIDCTokensAreVerifiedAgainstTheIssuersRotatingKeys(t *testing.T) {
 	}
 	code, _, _ = status(bob)
 	assert.Equal(t, http.StatusOK, code, "the current key still answers")
+}
+
+// Tokens under made-up key IDs make the issuer's keys be fetched once
+// per KeyRefetchEvery at most, however many come; a key the issuer
+// rotates in is picked up after it.
+func TestOIDCMadeUpKeyIDsCannotFloodTheIssuer(t *testing.T) {
+	is := newIssuer(t)
+	k1, k2 := ecKey(t, "k1"), ecKey(t, "k2")
+	is.publish(k1)
+	const every = 2 * time.Second
+	oidc, err := server.NewOIDC(context.Background(), server.OIDCConfig{Issuer: is.srv.URL, Audience: "vigil-api", NameClaim: "email", KeyRefetchEvery: every})
+	require.NoError(t, err)
+	_, err = authAs(oidc, "Bearer "+sign(t, k1, is.claimsFor("alice")))
+	require.NoError(t, err)
+	start := time.Now()
+	fetched := is.fetches.Load()
+	stranger := ecKey(t, "")
+	for i := range 200 {
+		stranger.kid = "made-up-" + strconv.Itoa(i)
+		_, err := authAs(oidc, "Bearer "+sign(t, stranger, is.claimsFor("eve")))
+		require.ErrorIs(t, err, server.ErrBadCredentials)
+	}
+	require.Less(t, time.Since(start), every, "the tokens came within one floor")
+	assert.LessOrEqual(t, is.fetches.Load()-fetched, int32(1), "200 made-up key IDs, one fetch at most")
+	_, err = authAs(oidc, "Bearer "+sign(t, k1, is.claimsFor("alice")))
+	require.NoError(t, err, "a known key answers throughout")
+
+	is.publish(k1, k2)
+	bob := "Bearer " + sign(t, k2, is.claimsFor("bob"))
+	require.Eventually(t, func() bool { _, err := authAs(oidc, bob); return err == nil }, 3*every, every/10,
+		"the rotated-in key is picked up after the floor")
 }
 
 func TestOIDCNeedsAnAudienceAndTheIssuerItNames(t *testing.T) {
