@@ -21,41 +21,12 @@ import (
 	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-run/vigil/internal/browsertest"
 )
 
-// chromiumPath is Debian's chromium, which .ci/run installs.
-const chromiumPath = "/usr/bin/chromium"
-
-// browser starts a headless chromium for the test, or skips the test
-// when there is none — except in CI, where a missing browser fails it.
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is missing in CI: .ci/run must install chromium (%v)", chromiumPath, err)
-		}
-		t.Skipf("%s is not installed (apt-get install chromium); in CI this fails", chromiumPath)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	actx, acancel := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chromiumPath),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1600, 1000),
-	)
-	t.Cleanup(acancel)
-	bctx, bcancel := chromedp.NewContext(actx)
-	t.Cleanup(bcancel)
-	return bctx
-}
+// browser starts the headless chromium the test drives.
+func browser(t *testing.T) context.Context { return browsertest.New(t) }
 
 // screenshotDir is where the browser test leaves its screenshots:
 // $VIGIL_PLAYGROUND_SHOTS when set (to look at them), else a temporary

@@ -2,10 +2,11 @@ package playground
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/vigil-run/vigil/internal/hostcheck"
 )
 
 // statusRefused is the status of a request the guard refuses.
@@ -21,42 +22,11 @@ const statusRefused = http.StatusForbidden
 // another origin that posts here (a form, a fetch in no-cors mode) sends
 // its Origin: an action whose Origin is not this host is refused.
 type guard struct {
-	hosts map[string]bool // accepted host names, lower case, besides loopback
+	hosts hostcheck.Policy // loopback and the names given, at any port
 }
 
 func newGuard(hosts []string) guard {
-	g := guard{hosts: map[string]bool{}}
-	for _, h := range hosts {
-		if h = hostName(h); h != "" {
-			g.hosts[h] = true
-		}
-	}
-	return g
-}
-
-// hostName returns the host of a Host header value (or of a bare host),
-// without its port and IPv6 brackets, in lower case, without a trailing
-// dot.
-func hostName(hostport string) string {
-	h := hostport
-	if host, _, err := net.SplitHostPort(hostport); err == nil {
-		h = host
-	}
-	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
-	return strings.TrimSuffix(strings.ToLower(h), ".")
-}
-
-// allowedHost reports whether a Host header names this server.
-func (g guard) allowedHost(hostport string) bool {
-	h := hostName(hostport)
-	if h == "" {
-		return false
-	}
-	if h == "localhost" || g.hosts[h] {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
+	return guard{hosts: hostcheck.New("", hosts)}
 }
 
 // actionPaths are the routes that change the playground's state.
@@ -64,7 +34,7 @@ var actionPaths = map[string]bool{"/api/visitor": true, "/api/control": true, "/
 
 // check returns why r is refused, or "".
 func (g guard) check(r *http.Request) string {
-	if !g.allowedHost(r.Host) {
+	if !g.hosts.Allows(r.Host) {
 		return fmt.Sprintf("host %q is not served here: the playground answers only requests for 127.0.0.1, [::1], localhost or the address it binds (a page of another site may be trying to drive it)", r.Host)
 	}
 	safe := r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions

@@ -9,8 +9,18 @@
 // Events are read from the store, so a client streaming a session sees
 // every event whichever worker appended it.
 //
-// It is safe by default: with tokens every request but /healthz and
-// /openapi.json needs one (Authorization: Bearer), request bodies are
-// bounded, cross-origin requests are refused unless origins are named,
-// and every error is a JSON body with a stable code ([Error]).
+// Every request is made by a [Principal]: the one a bearer token names,
+// through an [Authenticator] ([Tokens] from a token file, [OIDC] for an
+// issuer's JWTs, a [Chain] of both), or [LocalPrincipal] on a server
+// without authentication, which binds loopback only ([CheckBind]). A
+// browser's EventSource, which cannot send the token, authenticates its
+// stream with a single-use ticket ([Ticket]).
+//
+// It is safe by default: with authentication every request but /healthz
+// and /openapi.json needs credentials; a request whose Host header names
+// another server than the bound address (a DNS-rebinding page) is refused
+// before anything else, and a POST that is not application/json (a form
+// or text/plain post of any web page) before its body is read; request
+// bodies are bounded, cross-origin requests are refused unless origins
+// are named, and every error is a JSON body with a stable code ([Error]).
 package server

@@ -19,7 +19,8 @@ type Error struct {
 	// Position locates a syntax error in a malformed request body.
 	Position *Position `json:"position,omitempty"`
 
-	status int
+	status       int
+	invalidToken bool // a 401 for credentials given but refused
 }
 
 // Position is a place in a request body: a byte offset, and the line and
@@ -49,6 +50,10 @@ const (
 	CodeConflict         = "conflict"
 	CodeNoQueue          = "no_queue"
 	CodeInternal         = "internal"
+	// CodeWrongHost (421): the Host header names another server.
+	CodeWrongHost = "wrong_host"
+	// CodeUnsupportedMediaType (415): a POST that is not application/json.
+	CodeUnsupportedMediaType = "unsupported_media_type"
 )
 
 // CodeDecided: the call was decided already, or a decision on it is
@@ -108,7 +113,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := s.publicError(r, err)
 	if e.Code == CodeUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="vigil"`)
+		challenge := `Bearer realm="vigil"`
+		if e.invalidToken {
+			challenge += `, error="invalid_token"`
+		}
+		w.Header().Set("WWW-Authenticate", challenge)
 	}
 	writeJSON(w, e.status, e)
 }

@@ -102,8 +102,15 @@ func (a *api) do(method, path, body string, header ...string) (int, []byte) {
 	if a.auth != "" {
 		req.Header.Set("Authorization", "Bearer "+a.auth)
 	}
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
+		if header[i] == "Host" {
+			req.Host = header[i+1]
+		} else {
+			req.Header.Set(header[i], header[i+1])
+		}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(a.t, err)

@@ -22,10 +22,8 @@ import (
 // empties these lists; the tests below fail on an entry the server
 // already serves, so a stale one cannot stay.
 var (
-	contractPendingRoutes = []string{
-		"POST /v1/sessions/{id}/events/tickets",
-	}
-	contractPendingCodes = []string{"bad_cursor", "unsupported_media_type", "wrong_host"}
+	contractPendingRoutes = []string{}
+	contractPendingCodes  = []string{"bad_cursor"}
 )
 
 // openAPIDoc is what the tests read of openapi.json.

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/vigil-run/vigil"
+	"github.com/vigil-run/vigil/internal/hostcheck"
 )
 
 // DefaultMaxBody bounds a request body unless [Options].MaxBody says
@@ -20,13 +20,24 @@ const DefaultMaxBody = 1 << 20
 
 // Options configure a [Server].
 type Options struct {
-	// Tokens are the bearer tokens accepted; none means no authentication
-	// (the caller binds loopback only then; see [CheckBind]).
+	// Tokens are bearer tokens of admins of the default tenant; none and
+	// no Auth means no authentication (the caller binds loopback only
+	// then; see [CheckBind]).
 	Tokens []string
-	// Auth, when set, tells who makes each request (Tokens are then
-	// ignored). Without it and without Tokens every caller is
-	// [LocalPrincipal].
+	// Auth, when set, tells who makes each request ([Tokens], [OIDC], a
+	// [Chain] of them; Options.Tokens are then ignored). Without it and
+	// without Options.Tokens every caller is [LocalPrincipal].
 	Auth Authenticator
+	// Addr is the address the server listens on, as its listener has it
+	// (host:port). A request's Host header must name it: a loopback name
+	// (localhost, 127.0.0.1, [::1]) or the bound host, or for a wildcard
+	// address this machine's addresses and name, at its port; else the
+	// request is refused with 421 wrong_host, which stops DNS rebinding.
+	// Empty: the loopback names at any port.
+	Addr string
+	// AllowedHosts are other Host header values served: a host (at any
+	// port) or a host:port, such as the name a reverse proxy forwards.
+	AllowedHosts []string
 	// CORSOrigins are the origins allowed to call the API from a browser
 	// ("*" for any); none refuses cross-origin requests.
 	CORSOrigins []string
@@ -44,7 +55,9 @@ type Server struct {
 	opts    Options
 	log     hclog.Logger
 	mux     *http.ServeMux
-	tokens  [][]byte
+	auth    Authenticator // nil: every caller is LocalPrincipal
+	hosts   hostcheck.Policy
+	tickets *tickets
 	handler http.Handler
 }
 
@@ -57,14 +70,13 @@ func New(rt *vigil.Runtime, o Options) (*Server, error) {
 	if o.MaxBody <= 0 {
 		o.MaxBody = DefaultMaxBody
 	}
-	s := &Server{rt: rt, opts: o, log: o.Logger, mux: http.NewServeMux()}
+	s := &Server{rt: rt, opts: o, log: o.Logger, mux: http.NewServeMux(), auth: o.Auth,
+		hosts: hostcheck.New(o.Addr, o.AllowedHosts), tickets: newTickets()}
 	if s.log == nil {
 		s.log = hclog.NewNullLogger()
 	}
-	for _, t := range o.Tokens {
-		if t = strings.TrimSpace(t); t != "" {
-			s.tokens = append(s.tokens, []byte(t))
-		}
+	if tokens := adminTokens(o.Tokens); s.auth == nil && tokens.Len() > 0 {
+		s.auth = tokens
 	}
 	for _, rt := range s.routes() {
 		s.mux.Handle(rt.pattern, s.instrument(rt.pattern, rt.role, rt.h))
@@ -112,7 +124,8 @@ func (s *Server) routes() []route {
 		{"GET /v1/sessions", RoleViewer, s.reply(s.handleList)},
 		{"GET /v1/sessions/{id}", RoleViewer, s.reply(s.handleGet)},
 		{"POST /v1/sessions/{id}/turns", RoleUser, s.reply(s.handleTurn)},
-		{"GET /v1/sessions/{id}/events", RoleViewer, s.handleEvents},
+		{routeEvents, RoleViewer, s.handleEvents},
+		{"POST /v1/sessions/{id}/events/tickets", RoleViewer, s.reply(s.handleTicket)},
 		{"POST /v1/sessions/{id}/approvals/{call}", RoleApprover, s.reply(s.handleDecide)},
 		{"POST /v1/sessions/{id}/cancel", RoleUser, s.reply(s.handleCancel)},
 		{"GET /v1/sessions/{id}/verify", RoleViewer, s.reply(s.handleVerify)},
@@ -121,7 +134,18 @@ func (s *Server) routes() []route {
 	}...)
 }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+// routeEvents is the route of the event streams, which take a stream
+// ticket instead of a bearer token.
+const routeEvents = "GET /v1/sessions/{id}/events"
+
+// ServeHTTP answers r, unless its Host names another server.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := s.checkHost(r); err != nil {
+		s.refuse(w, r, err)
+		return
+	}
+	s.handler.ServeHTTP(w, r)
+}
 
 // replier is an endpoint that answers JSON: a status and a body, or an
 // error ([classify] gives its status and code). It may set headers on w.
@@ -140,8 +164,9 @@ func (s *Server) reply(fn replier) http.HandlerFunc {
 }
 
 // instrument wraps an endpoint: authentication, authorization (the role
-// the route needs, the session it names), the body bound, a recovered
-// panic as a 500, and the request metrics.
+// the route needs, the session it names), the JSON content type of a
+// POST, the body bound, a recovered panic as a 500, and the request
+// metrics. Nothing reads the body before the first three pass.
 func (s *Server) instrument(pattern string, role Role, h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -161,52 +186,23 @@ func (s *Server) instrument(pattern string, role Role, h http.HandlerFunc) http.
 			s.opts.Metrics.request(r.Context(), r.Method, pattern, sw.status, time.Since(start))
 		}()
 		if role != open {
-			p, ok := s.authenticate(r)
-			if !ok {
-				s.writeError(sw, r, apiError(http.StatusUnauthorized, CodeUnauthorized, "a bearer token is required (Authorization: Bearer TOKEN)"))
+			p, err := s.who(r, pattern)
+			if err != nil {
+				s.refuse(sw, r, err)
 				return
 			}
-			var err error
 			if r, err = s.admit(r.WithContext(withPrincipal(r.Context(), p)), pattern, role); err != nil {
-				s.writeError(sw, r, err)
+				s.refuse(sw, r, err)
 				return
 			}
+		}
+		if err := requireJSON(r); err != nil {
+			s.refuse(sw, r, err)
+			return
 		}
 		r.Body = http.MaxBytesReader(sw, r.Body, s.opts.MaxBody)
 		h(sw, r)
 	})
-}
-
-// authenticate returns who made r: through [Options].Auth when set, else
-// an admin for any of the tokens, else [LocalPrincipal].
-func (s *Server) authenticate(r *http.Request) (Principal, bool) {
-	if s.opts.Auth != nil {
-		p, err := s.opts.Auth.Authenticate(r)
-		return p, err == nil
-	}
-	if len(s.tokens) == 0 {
-		return LocalPrincipal, true
-	}
-	if !s.authorized(r) {
-		return Principal{}, false
-	}
-	return Principal{Name: "token", Tenant: DefaultTenant, Roles: []Role{RoleAdmin}}, true
-}
-
-// authorized reports whether r carries one of the tokens. Each comparison
-// takes the same time whatever the bytes.
-func (s *Server) authorized(r *http.Request) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
-		return false
-	}
-	ok = false
-	for _, t := range s.tokens {
-		if subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), t) == 1 {
-			ok = true
-		}
-	}
-	return ok
 }
 
 // cors answers browsers from the configured origins; without any, the
@@ -257,14 +253,15 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // ErrOpenBind is returned by [CheckBind] for a non-loopback address
-// without tokens.
-var ErrOpenBind = errors.New("server: refusing to listen beyond loopback without tokens")
+// without authentication.
+var ErrOpenBind = errors.New("server: refusing to listen beyond loopback without authentication")
 
-// CheckBind refuses to serve on a non-loopback address without tokens:
-// anyone who can reach it could run the agent's tools.
-func CheckBind(addr string, tokens []string) error {
-	if len(tokens) > 0 || isLoopback(addr) {
+// CheckBind refuses to serve on a non-loopback address without an
+// authenticator (tokens, OpenID Connect): anyone who can reach it could
+// run the agent's tools.
+func CheckBind(addr string, auth Authenticator) error {
+	if auth != nil || isLoopback(addr) {
 		return nil
 	}
-	return fmt.Errorf("%w: %s (give --token-file or VIGIL_TOKENS, or bind 127.0.0.1)", ErrOpenBind, addr)
+	return fmt.Errorf("%w: %s (give --token-file, VIGIL_TOKENS or --oidc-issuer, or bind 127.0.0.1)", ErrOpenBind, addr)
 }

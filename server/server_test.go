@@ -322,10 +322,12 @@ func TestMetricsAreServedInThePrometheusFormat(t *testing.T) {
 }
 
 func TestCheckBindRefusesAnOpenAddressWithoutTokens(t *testing.T) {
+	tokens, err := server.NewTokens("", "ann default admin "+strings.Repeat("t", server.MinTokenLength))
+	require.NoError(t, err)
 	for _, c := range []struct {
-		addr   string
-		tokens []string
-		ok     bool
+		addr string
+		auth server.Authenticator
+		ok   bool
 	}{
 		{"127.0.0.1:8080", nil, true},
 		{"[::1]:8080", nil, true},
@@ -334,9 +336,9 @@ func TestCheckBindRefusesAnOpenAddressWithoutTokens(t *testing.T) {
 		{"0.0.0.0:8080", nil, false},
 		{"10.0.0.7:8080", nil, false},
 		{"example.com:8080", nil, false},
-		{"0.0.0.0:8080", []string{"t"}, true},
+		{"0.0.0.0:8080", tokens, true},
 	} {
-		err := server.CheckBind(c.addr, c.tokens)
+		err := server.CheckBind(c.addr, c.auth)
 		if c.ok {
 			assert.NoError(t, err, c.addr)
 		} else {

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/vigil-run/vigil/internal/hostcheck"
 	"github.com/vigil-run/vigil/playground"
 )
 
@@ -54,7 +54,7 @@ func cmdDemo(ctx context.Context, e *env, addr string, delay time.Duration) erro
 	if err != nil {
 		return err
 	}
-	pg, err := playground.New(playground.Options{Delay: delay, Logger: newLogger(e), Hosts: demoHosts(addr, ln.Addr())})
+	pg, err := playground.New(playground.Options{Delay: delay, Logger: newLogger(e), Hosts: demoHosts(addr, ln.Addr().String())})
 	if err != nil {
 		_ = ln.Close()
 		return err
@@ -71,32 +71,7 @@ func cmdDemo(ctx context.Context, e *env, addr string, delay time.Duration) erro
 // demoHosts returns the host names, besides loopback, that the playground
 // served on bound (listened for as addr) answers: the host addr names and
 // the address bound, or, for a wildcard address, this machine's interface
-// addresses and host name. A DNS-rebinding page names its own domain in
-// the Host header, never one of these.
-func demoHosts(addr string, bound net.Addr) []string {
-	var hosts []string
-	if h, _, err := net.SplitHostPort(addr); err == nil && h != "" {
-		if ip := net.ParseIP(h); ip == nil || !ip.IsUnspecified() {
-			hosts = append(hosts, h)
-		}
-	}
-	h, _, err := net.SplitHostPort(bound.String())
-	if err != nil {
-		return hosts
-	}
-	ip := net.ParseIP(h)
-	if ip == nil || !ip.IsUnspecified() {
-		return append(hosts, h)
-	}
-	if addrs, err := net.InterfaceAddrs(); err == nil {
-		for _, a := range addrs {
-			if n, ok := a.(*net.IPNet); ok {
-				hosts = append(hosts, n.IP.String())
-			}
-		}
-	}
-	if name, err := os.Hostname(); err == nil {
-		hosts = append(hosts, name)
-	}
-	return hosts
+// addresses and host name.
+func demoHosts(addr, bound string) []string {
+	return append(hostcheck.Names(addr), hostcheck.Names(bound)...)
 }

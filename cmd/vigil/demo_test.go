@@ -10,10 +10,10 @@ import (
 )
 
 func TestDemoHostsAreTheBoundOnes(t *testing.T) {
-	tcp := func(ip string) net.Addr { return &net.TCPAddr{IP: net.ParseIP(ip), Port: 8080} }
+	tcp := func(ip string) string { return (&net.TCPAddr{IP: net.ParseIP(ip), Port: 8080}).String() }
 	for _, tc := range []struct {
 		addr  string
-		bound net.Addr
+		bound string
 		want  []string
 	}{
 		{addr: "127.0.0.1:8080", bound: tcp("127.0.0.1"), want: []string{"127.0.0.1", "127.0.0.1"}},

@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
+	"slices"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
 	"github.com/vigil-run/vigil"
+	"github.com/vigil-run/vigil/internal/hostcheck"
 	"github.com/vigil-run/vigil/server"
 	"github.com/vigil-run/vigil/session"
 )
@@ -26,6 +29,8 @@ const defaultDrain = 30 * time.Second
 
 type serveOptions struct {
 	cfg, addr, tokenFile string
+	oidc                 server.OIDCConfig
+	allowedHosts         []string
 	workers              int
 	cors                 []string
 	maxBody              int64
@@ -45,13 +50,27 @@ composition's store and run by workers: --workers of them in this process
 --workers 0 and a store shared by several processes (store/postgres), by
 'vigil worker' processes on any machine.
 
+Every request is made by a principal (a name, a tenant, roles: viewer,
+user, approver, admin): the one a bearer token names in --token-file (lines
+'name tenant roles token', roles comma-separated; # comments; read again on
+SIGHUP, keeping the tokens in force when the file is wrong) or in
+VIGIL_TOKENS (entries in the same format, separated by ';' or newlines), or
+the one a JWT of the --oidc-issuer names (verified against the issuer's
+keys, for --oidc-audience). Both may be given: a JWT goes to the issuer, any
+other token to the file. Without either, every caller is the local admin.
+
 It listens on loopback unless --addr says otherwise, and refuses a
-non-loopback address without tokens (--token-file, one per line, or
-VIGIL_TOKENS, separated by commas or spaces). On SIGTERM it stops taking
-requests and work, lets the running turns finish (up to --drain), and exits;
-a turn still running then is continued by the next worker, as after a crash.`,
+non-loopback address without authentication. It answers only requests whose
+Host names the address it binds (on loopback: 127.0.0.1, localhost or [::1]
+at its port) or an --allowed-host, and POSTs only with Content-Type:
+application/json, so a web page of another site cannot drive it. On SIGTERM
+it stops taking requests and work, lets the running turns finish (up to
+--drain), and exits; a turn still running then is continued by the next
+worker, as after a crash.`,
 		Example: `  vigil serve
   vigil serve --addr 0.0.0.0:8080 --token-file tokens.txt --cors-origin https://app.example
+  vigil serve --addr 0.0.0.0:8080 --oidc-issuer https://id.example.com --oidc-audience vigil \
+    --oidc-name-claim email --oidc-tenant-claim org --allowed-host vigil.example.com
   vigil serve -c pg.yaml --workers 0   # API only; run 'vigil worker -c pg.yaml' elsewhere`,
 		Args: noArgs,
 		RunE: action(func(cmd *cobra.Command, _ []string) error {
@@ -61,7 +80,13 @@ a turn still running then is continued by the next worker, as after a crash.`,
 	configFlag(cmd, &o.cfg)
 	cmd.Flags().StringVar(&o.addr, "addr", defaultServeAddr, "the address to listen on (host:port; port 0 picks a free one)")
 	cmd.Flags().IntVar(&o.workers, "workers", 4, "jobs this process runs at once; 0 runs none (API only: needs a store shared with 'vigil worker' processes)")
-	cmd.Flags().StringVar(&o.tokenFile, "token-file", "", "a file of bearer tokens, one per line (# comments); VIGIL_TOKENS adds more")
+	cmd.Flags().StringVar(&o.tokenFile, "token-file", "", "a file of bearer tokens, a line 'name tenant roles token' each (# comments), read again on SIGHUP; VIGIL_TOKENS adds more")
+	cmd.Flags().StringVar(&o.oidc.Issuer, "oidc-issuer", "", "an OpenID Connect issuer URL whose signed JWTs are accepted as bearer tokens")
+	cmd.Flags().StringVar(&o.oidc.Audience, "oidc-audience", "", "the audience (aud) the issuer's tokens must name: this API's client ID or identifier")
+	cmd.Flags().StringVar(&o.oidc.NameClaim, "oidc-name-claim", "sub", "the claim naming the principal (e.g. email)")
+	cmd.Flags().StringVar(&o.oidc.TenantClaim, "oidc-tenant-claim", "", "the claim giving the principal's tenant (none: every principal is in tenant default)")
+	cmd.Flags().StringVar(&o.oidc.RolesClaim, "oidc-roles-claim", "roles", "the claim listing the principal's roles (a list, or a string separated by spaces or commas; a dotted name reaches a nested claim)")
+	cmd.Flags().StringArrayVar(&o.allowedHosts, "allowed-host", nil, "a Host header value served besides the bound address's (repeatable; host, or host:port), such as the name a proxy forwards")
 	cmd.Flags().StringArrayVar(&o.cors, "cors-origin", nil, "an origin browsers may call the API from (repeatable; * for any); none: no cross-origin calls")
 	cmd.Flags().Int64Var(&o.maxBody, "max-body", server.DefaultMaxBody, "the largest request body accepted, in bytes")
 	cmd.Flags().DurationVar(&o.drain, "drain", defaultDrain, "how long to wait for running turns on SIGTERM")
@@ -75,27 +100,48 @@ func approvalTTLFlag(cmd *cobra.Command, ttl *time.Duration) {
 	cmd.Flags().DurationVar(ttl, "approval-ttl", 0, "deny a tool call that waits longer than this for a decision (0: wait forever)")
 }
 
-// loadTokens reads the tokens of --token-file and VIGIL_TOKENS.
-func loadTokens(e *env, file string) ([]string, error) {
-	var out []string
-	if file != "" {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return nil, &configError{fmt.Errorf("--token-file: %w", err)}
+// authenticator returns who may call the API: the tokens of --token-file
+// and VIGIL_TOKENS (returned too, for reloading), the issuer's JWTs, both
+// chained, or nil (no authentication).
+func authenticator(ctx context.Context, e *env, o serveOptions) (server.Authenticator, *server.Tokens, error) {
+	var auths []server.Authenticator
+	var tokens *server.Tokens
+	if env := e.getenv("VIGIL_TOKENS"); o.tokenFile != "" || strings.TrimSpace(env) != "" {
+		var err error
+		if tokens, err = server.NewTokens(o.tokenFile, env); err != nil {
+			return nil, nil, &configError{err}
 		}
-		for line := range strings.Lines(string(data)) {
-			if t := strings.TrimSpace(line); t != "" && !strings.HasPrefix(t, "#") {
-				out = append(out, t)
-			}
-		}
-		if len(out) == 0 {
-			return nil, &configError{fmt.Errorf("--token-file %s holds no token", file)}
-		}
+		auths = append(auths, tokens)
 	}
-	out = append(out, strings.FieldsFunc(e.getenv("VIGIL_TOKENS"), func(r rune) bool {
-		return r == ',' || r == ' ' || r == '\t' || r == '\n'
-	})...)
-	return out, nil
+	if o.oidc.Issuer != "" || o.oidc.Audience != "" {
+		oidc, err := server.NewOIDC(ctx, o.oidc)
+		if err != nil {
+			return nil, nil, &configError{err}
+		}
+		auths = append(auths, oidc)
+	}
+	switch len(auths) {
+	case 0:
+		return nil, nil, nil
+	case 1:
+		return auths[0], tokens, nil
+	}
+	return server.Chain(auths...), tokens, nil
+}
+
+// reloadOnHangup makes SIGHUP read the token file again; a file that
+// fails keeps the tokens in force, and the error is logged.
+func reloadOnHangup(e *env, tokens *server.Tokens, file string, log hclog.Logger) (release func()) {
+	if tokens == nil || file == "" {
+		return func() {}
+	}
+	return e.interrupts.takeOverSignal(syscall.SIGHUP, func() {
+		if err := tokens.Reload(); err != nil {
+			log.Error("reloading the token file failed; the tokens in force are kept", "file", file, "error", err)
+			return
+		}
+		fmt.Fprintf(e.stderr, "vigil serve: reloaded %s: %d tokens in force\n", file, tokens.Len())
+	})
 }
 
 // sharedStore reports whether the runtime's store is one several
@@ -126,11 +172,11 @@ func cmdServe(ctx context.Context, e *env, o serveOptions) (err error) {
 	if o.approvalTTL > 0 && o.workers == 0 {
 		return usagef("--approval-ttl is kept by the workers: with --workers 0, give it to 'vigil worker'")
 	}
-	tokens, err := loadTokens(e, o.tokenFile)
+	auth, tokens, err := authenticator(ctx, e, o)
 	if err != nil {
 		return err
 	}
-	if err := server.CheckBind(o.addr, tokens); err != nil {
+	if err := server.CheckBind(o.addr, auth); err != nil {
 		return usageError{err}
 	}
 	h, err := openHost(e, o.cfg)
@@ -146,14 +192,17 @@ func cmdServe(ctx context.Context, e *env, o serveOptions) (err error) {
 		return err
 	}
 	defer metrics.Shutdown(context.WithoutCancel(ctx))
-	srv, err := server.New(h.rt, server.Options{Tokens: tokens, CORSOrigins: o.cors, MaxBody: o.maxBody, Metrics: metrics, Logger: h.log.Named("server")})
-	if err != nil {
-		return err
-	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return err
 	}
+	srv, err := server.New(h.rt, server.Options{Auth: auth, Addr: ln.Addr().String(), AllowedHosts: allowedHosts(o, ln.Addr()),
+		CORSOrigins: o.cors, MaxBody: o.maxBody, Metrics: metrics, Logger: h.log.Named("server")})
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	defer reloadOnHangup(e, tokens, o.tokenFile, h.log.Named("server"))()
 	// Streams end when the server stops, not only when clients leave.
 	streams, stopStreams := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopStreams()
@@ -184,6 +233,19 @@ func cmdServe(ctx context.Context, e *env, o serveOptions) (err error) {
 		return serr
 	}
 	return drained(worked, o.drain)
+}
+
+// allowedHosts are the Host header values served besides the bound
+// address's names: --allowed-host, and the host --addr names (a name
+// that resolves to the address bound) at the port bound.
+func allowedHosts(o serveOptions, bound net.Addr) []string {
+	out := slices.Clone(o.allowedHosts)
+	if _, port, err := net.SplitHostPort(bound.String()); err == nil {
+		for _, h := range hostcheck.Names(o.addr) {
+			out = append(out, net.JoinHostPort(h, port))
+		}
+	}
+	return out
 }
 
 func workersNote(n int) string {

@@ -137,7 +137,8 @@ func serve(t *testing.T, dir, token string, args ...string) *served {
 	t.Helper()
 	cmd := exec.Command(buildVigil(t), append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "NO_COLOR=1", "VIGIL_TOKENS="+token)
+	token += "-0123456789abcdef" // a token is 16 characters or more
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", "VIGIL_TOKENS=e2e default admin "+token)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -180,6 +181,9 @@ func (s *served) request(ctx context.Context, method, path, body string, header 
 	req, err := http.NewRequestWithContext(ctx, method, s.base+path, rd)
 	require.NoError(s.t, err)
 	req.Header.Set("Authorization", "Bearer "+s.token)
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}

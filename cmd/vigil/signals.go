@@ -9,12 +9,13 @@ import (
 	"syscall"
 )
 
-// interrupts routes Ctrl-C (SIGINT). By default it cancels the command,
-// as SIGTERM and SIGHUP do; a chat takes it over while a turn runs, so
-// that Ctrl-C cancels that turn only and the chat goes on.
+// interrupts routes Ctrl-C (SIGINT) and SIGHUP. By default they cancel
+// the command, as SIGTERM does; a chat takes Ctrl-C over while a turn
+// runs, so that Ctrl-C cancels that turn only and the chat goes on, and
+// `vigil serve` takes SIGHUP over to reload its token file.
 type interrupts struct {
-	mu      sync.Mutex
-	handler func()
+	mu       sync.Mutex
+	handlers map[os.Signal]func()
 }
 
 // notifySignals returns a context cancelled by SIGTERM, SIGHUP and, unless
@@ -22,7 +23,7 @@ type interrupts struct {
 // signal received"), and the function that stops listening.
 func notifySignals(parent context.Context) (context.Context, *interrupts, func()) {
 	ctx, cancel := context.WithCancelCause(parent)
-	in := &interrupts{}
+	in := &interrupts{handlers: map[os.Signal]func(){}}
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	stopped := make(chan struct{})
@@ -30,7 +31,7 @@ func notifySignals(parent context.Context) (context.Context, *interrupts, func()
 		for {
 			select {
 			case sig := <-ch:
-				if sig == os.Interrupt && in.deliver() {
+				if in.deliver(sig) {
 					continue
 				}
 				cancel(errors.New(sig.String() + " signal received"))
@@ -50,23 +51,29 @@ func notifySignals(parent context.Context) (context.Context, *interrupts, func()
 // release is called. A nil receiver (a command run in process by a test)
 // takes nothing over.
 func (in *interrupts) takeOver(fn func()) (release func()) {
+	return in.takeOverSignal(os.Interrupt, fn)
+}
+
+// takeOverSignal makes sig (SIGINT or SIGHUP) call fn instead of
+// cancelling the command, until release is called.
+func (in *interrupts) takeOverSignal(sig os.Signal, fn func()) (release func()) {
 	if in == nil {
 		return func() {}
 	}
 	in.mu.Lock()
-	in.handler = fn
+	in.handlers[sig] = fn
 	in.mu.Unlock()
 	return func() {
 		in.mu.Lock()
-		in.handler = nil
+		delete(in.handlers, sig)
 		in.mu.Unlock()
 	}
 }
 
-// deliver calls the handler that took Ctrl-C over, if any.
-func (in *interrupts) deliver() bool {
+// deliver calls the handler that took sig over, if any.
+func (in *interrupts) deliver(sig os.Signal) bool {
 	in.mu.Lock()
-	fn := in.handler
+	fn := in.handlers[sig]
 	in.mu.Unlock()
 	if fn == nil {
 		return false
