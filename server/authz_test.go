@@ -3,7 +3,11 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,24 +20,10 @@ import (
 	"github.com/vigil-run/vigil/session"
 )
 
-// bearer is a test Authenticator: each bearer token names a principal.
-type bearer map[string]server.Principal
-
-func (b bearer) Authenticate(r *http.Request) (server.Principal, error) {
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
-		return server.Principal{}, server.ErrNoCredentials
-	}
-	p, ok := b[tok]
-	if !ok {
-		return server.Principal{}, server.ErrBadCredentials
-	}
-	return p, nil
-}
-
 // people are the principals of the tests: for each of two tenants one of
-// each role, and an admin (of acme, who sees every tenant).
-var people = bearer{}
+// each role and one with none, and an admin (of acme, who sees every
+// tenant). Each key is also its bearer token (padded to a token's length).
+var people = map[string]server.Principal{}
 
 func init() {
 	for _, tenant := range []string{"acme", "globex"} {
@@ -43,6 +33,50 @@ func init() {
 		people[tenant+"-none"] = server.Principal{Name: "nobody@" + tenant, Tenant: tenant}
 	}
 	people["admin"] = server.Principal{Name: "root@acme", Tenant: "acme", Roles: []server.Role{server.RoleAdmin}}
+}
+
+// tokenOf is the bearer token of people[key].
+func tokenOf(key string) string { return key + "-0123456789abcdef" }
+
+// peopleAuth authenticates people: those with roles through a real token
+// file, the role-less ones (which a token file cannot name, an issuer's
+// token can) by their token alone.
+func peopleAuth(t *testing.T) server.Authenticator {
+	var lines strings.Builder
+	none := map[string]server.Principal{}
+	for key, p := range people {
+		if len(p.Roles) == 0 {
+			none[tokenOf(key)] = p
+			continue
+		}
+		roles := make([]string, len(p.Roles))
+		for i, r := range p.Roles {
+			roles[i] = string(r)
+		}
+		fmt.Fprintf(&lines, "%s %s %s %s\n", p.Name, p.Tenant, strings.Join(roles, ","), tokenOf(key))
+	}
+	path := filepath.Join(t.TempDir(), "tokens")
+	require.NoError(t, os.WriteFile(path, []byte(lines.String()), 0o600))
+	file, err := server.NewTokens(path, "")
+	require.NoError(t, err)
+	return roleless{file, none}
+}
+
+// roleless asks the token file, then knows the role-less principals.
+type roleless struct {
+	file server.Authenticator
+	none map[string]server.Principal
+}
+
+func (a roleless) Authenticate(r *http.Request) (server.Principal, error) {
+	p, err := a.file.Authenticate(r)
+	if !errors.Is(err, server.ErrBadCredentials) {
+		return p, err
+	}
+	if p, ok := a.none[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]; ok {
+		return p, nil
+	}
+	return server.Principal{}, err
 }
 
 // tenantFixture is a server with acme's session waiting for an approval
@@ -56,16 +90,16 @@ type tenantFixture struct {
 func newTenantFixture(t *testing.T) *tenantFixture {
 	metrics, err := server.NewMetrics()
 	require.NoError(t, err)
-	a := newAPI(t, composition(true, calc, scripted.Reply{Text: "42."}), server.Options{Auth: people, Metrics: metrics})
+	a := newAPI(t, composition(true, calc, scripted.Reply{Text: "42."}), server.Options{Auth: peopleAuth(t), Metrics: metrics})
 	f := &tenantFixture{api: a}
-	a.auth = "acme-user"
+	a.auth = tokenOf("acme-user")
 	f.acme = a.create()
-	a.auth = "globex-user"
+	a.auth = tokenOf("globex-user")
 	f.globex = a.create()
-	a.auth = "acme-user"
+	a.auth = tokenOf("acme-user")
 	a.startWorker()
 	a.json(http.StatusAccepted, "POST", "/v1/sessions/"+f.acme+"/turns", `{"prompt":"6 times 7?"}`, nil)
-	a.auth = "admin" // a user may not read: its role is to act
+	a.auth = tokenOf("admin")
 	recs := a.until(f.acme, -1, suspends)
 	req, err := session.DecodeData[session.ApprovalRequest](recs[len(recs)-1])
 	require.NoError(t, err)
@@ -142,7 +176,7 @@ func TestEveryRouteAcrossTenantsAndRoles(t *testing.T) {
 			p := people[tok]
 			t.Run(rt.name+"/"+tok, func(t *testing.T) {
 				f.t = t
-				f.auth = tok
+				f.auth = tokenOf(tok)
 				want, code := rt.admitted, rt.code
 				inBody := rt.path == "/v1/sessions"
 				switch {
@@ -171,7 +205,7 @@ func TestEveryRouteAcrossTenantsAndRoles(t *testing.T) {
 // does not exist, on every route that names one.
 func TestAnotherTenantsSessionIsNoSession(t *testing.T) {
 	f := newTenantFixture(t)
-	f.auth = "globex-user"
+	f.auth = tokenOf("globex-user")
 	const nosuch = "01NOSUCHSESSION0000000000X"
 	for _, c := range []struct{ method, path, body string }{
 		{"GET", "/v1/sessions/ID", ""},
@@ -196,7 +230,7 @@ func TestListShowsTheCallersTenant(t *testing.T) {
 		"globex-viewer": {f.globex},
 		"admin":         {f.acme, f.globex},
 	} {
-		f.auth = tok
+		f.auth = tokenOf(tok)
 		var list struct{ Sessions []server.SessionInfo }
 		f.json(http.StatusOK, "GET", "/v1/sessions", "", &list)
 		var ids []string
@@ -228,18 +262,18 @@ func TestWhoDidItIsLogged(t *testing.T) {
 	}
 	assert.Equal(t, "user@acme", start.By, "the turn/start names who posted the turn")
 
-	f.auth = "admin"
+	f.auth = tokenOf("admin")
 	var sum server.Summary
 	f.json(http.StatusCreated, "POST", "/v1/sessions", `{"fork":{"session":"`+f.globex+`","at":-1}}`, &sum)
 	assert.Equal(t, "globex", sum.Tenant, "a fork belongs to its parent's tenant")
 	assert.Equal(t, "root@acme", sum.By)
 
-	f.auth = "acme-approver"
+	f.auth = tokenOf("acme-approver")
 	var e server.Error
 	f.json(http.StatusBadRequest, "POST", "/v1/sessions/"+f.acme+"/approvals/"+f.call, `{"allow":true,"by":"user@acme"}`, &e)
 	assert.Equal(t, server.CodeBadRequest, e.Code, "a body cannot say who decided")
 	f.json(http.StatusAccepted, "POST", "/v1/sessions/"+f.acme+"/approvals/"+f.call, `{"allow":true}`, nil)
-	f.auth = "admin"
+	f.auth = tokenOf("admin")
 	f.startWorker()
 	recs := f.until(f.acme, int64(len(log.Records)-1), turnEnd)
 	var decided bool
