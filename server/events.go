@@ -34,16 +34,14 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sse := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
-	after := int64(-1)
-	raw := r.URL.Query().Get("after")
+	name, raw := "after", r.URL.Query().Get("after")
 	if last := r.Header.Get("Last-Event-ID"); sse && last != "" {
-		raw = last
+		name, raw = "Last-Event-ID", last
 	}
-	if raw != "" {
-		if after, err = strconv.ParseInt(raw, 10, 64); err != nil || after < -1 {
-			s.writeError(w, r, apiError(http.StatusBadRequest, CodeBadRequest, "after: %q is not a seq (an integer from -1)", raw))
-			return
-		}
+	after, err := parseCursor(name, raw)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	follow := sse
 	if f := r.URL.Query().Get("follow"); f != "" && !sse {
