@@ -105,5 +105,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if e.Code == CodeUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="vigil"`)
 	}
+	if unreadBody(r) {
+		refuseBody(w)
+	}
 	writeJSON(w, e.status, e)
 }

@@ -33,6 +33,9 @@ type Options struct {
 	CORSOrigins []string
 	// MaxBody bounds request bodies in bytes (default [DefaultMaxBody]).
 	MaxBody int64
+	// BodyTimeout bounds how long a request body may take to arrive
+	// (default [DefaultBodyTimeout]); a body later than that is a 408.
+	BodyTimeout time.Duration
 	// Metrics, when set, counts requests and serves /metrics.
 	Metrics *Metrics
 	// Logger logs failed requests (default: nothing).
@@ -57,6 +60,9 @@ func New(rt *vigil.Runtime, o Options) (*Server, error) {
 	}
 	if o.MaxBody <= 0 {
 		o.MaxBody = DefaultMaxBody
+	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = DefaultBodyTimeout
 	}
 	s := &Server{rt: rt, opts: o, log: o.Logger, mux: http.NewServeMux()}
 	if s.log == nil {
@@ -135,8 +141,9 @@ func (s *Server) reply(fn replier) http.HandlerFunc {
 	}
 }
 
-// instrument wraps an endpoint: authentication, the body bound, a
-// recovered panic as a 500, and the request metrics.
+// instrument wraps an endpoint: authentication (answered before the
+// body is read), the body's size and time bounds, a recovered panic as a
+// 500, and the request metrics.
 func (s *Server) instrument(pattern string, open bool, h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -162,7 +169,7 @@ func (s *Server) instrument(pattern string, open bool, h http.HandlerFunc) http.
 			}
 			r = r.WithContext(withPrincipal(r.Context(), p))
 		}
-		r.Body = http.MaxBytesReader(sw, r.Body, s.opts.MaxBody)
+		bound(sw, r, s.opts.MaxBody, s.opts.BodyTimeout)
 		h(sw, r)
 	})
 }

@@ -1,0 +1,188 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-run/vigil"
+	"github.com/vigil-run/vigil/agentloop"
+	"github.com/vigil-run/vigil/plugins/provider/scripted"
+	"github.com/vigil-run/vigil/plugins/store/jsonl"
+	"github.com/vigil-run/vigil/server"
+)
+
+// servedWithLimits is a server behind [server.HTTPServer], as vigil serve
+// runs it, on the JSONL store (vigil serve's default).
+func servedWithLimits(t *testing.T, o server.Options) *api {
+	t.Helper()
+	src := vigil.Compose(
+		vigil.Plugin(jsonl.Name, jsonl.Config{Dir: t.TempDir()}),
+		vigil.Plugin("provider/scripted", scripted.Config{Script: []scripted.Reply{{Text: "ok"}}, Repeat: true}),
+		vigil.Plugin("agent", agentloop.Config{System: "Be brief."}),
+	)
+	rt, err := vigil.Open(context.Background(), src)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, rt.Close()) })
+	s, err := server.New(rt, o)
+	require.NoError(t, err)
+	ts := httptest.NewUnstartedServer(s)
+	ts.Config = server.HTTPServer(s)
+	ts.Start()
+	a := &api{t: t, rt: rt, srv: ts}
+	t.Cleanup(ts.Close)
+	t.Cleanup(a.stopWorker)
+	return a
+}
+
+func (a *api) addr() string { return strings.TrimPrefix(a.srv.URL, "http://") }
+
+// dial opens a raw connection to the server, closed when the test ends.
+func (a *api) dial() net.Conn {
+	a.t.Helper()
+	c, err := net.Dial("tcp", a.addr())
+	require.NoError(a.t, err)
+	a.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// statusLine reads c's response status line, waiting at most d.
+func statusLine(c net.Conn, r *bufio.Reader, d time.Duration) (string, error) {
+	_ = c.SetReadDeadline(time.Now().Add(d))
+	line, err := r.ReadString('\n')
+	return strings.TrimSpace(line), err
+}
+
+// closedWithin reports whether the server closes c within d (whatever it
+// writes first is read and dropped).
+func closedWithin(c net.Conn, r *bufio.Reader, d time.Duration) bool {
+	_ = c.SetReadDeadline(time.Now().Add(d))
+	buf := make([]byte, 4096)
+	for {
+		if _, err := r.Read(buf); err != nil {
+			ne, ok := err.(net.Error)
+			return !(ok && ne.Timeout())
+		}
+	}
+}
+
+// A client without valid credentials that sends its body slowly (or not
+// at all) gets its 401 at once, before its body is read, and the
+// connection is closed: hundreds of them hold nothing.
+func TestUnauthenticatedSlowBodiesGet401AtOnce(t *testing.T) {
+	a := servedWithLimits(t, server.Options{Tokens: []string{"secret"}})
+	const clients = 300
+	type conn struct {
+		c net.Conn
+		r *bufio.Reader
+	}
+	conns := make([]conn, clients)
+	for i := range conns {
+		c := a.dial()
+		framing := "Content-Length: 100000"
+		if i%2 == 1 {
+			framing = "Transfer-Encoding: chunked"
+		}
+		auth := ""
+		if i%3 == 1 {
+			auth = "Authorization: Bearer wrong\r\n"
+		}
+		_, err := fmt.Fprintf(c, "POST /v1/sessions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n%s%s\r\n\r\n", a.addr(), auth, framing)
+		require.NoError(t, err)
+		conns[i] = conn{c, bufio.NewReader(c)}
+	}
+	start := time.Now()
+	for i, c := range conns {
+		line, err := statusLine(c.c, c.r, 5*time.Second)
+		require.NoError(t, err, "client %d got no answer", i)
+		require.Equal(t, "HTTP/1.1 401 Unauthorized", line, "client %d", i)
+	}
+	for i, c := range conns {
+		assert.True(t, closedWithin(c.c, c.r, 5*time.Second), "client %d: the connection stays open", i)
+	}
+	assert.Less(t, time.Since(start), 10*time.Second)
+}
+
+// An authenticated client whose body stops arriving gets a 408 once the
+// body timeout passes, and its connection is closed.
+func TestASlowBodyTimesOut(t *testing.T) {
+	a := servedWithLimits(t, server.Options{Tokens: []string{"secret"}, BodyTimeout: 500 * time.Millisecond})
+	c := a.dial()
+	_, err := fmt.Fprintf(c, "POST /v1/sessions HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer secret\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{", a.addr())
+	require.NoError(t, err)
+	r := bufio.NewReader(c)
+	start := time.Now()
+	line, err := statusLine(c, r, 5*time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, "HTTP/1.1 408 Request Timeout", line)
+	assert.Less(t, time.Since(start), 3*time.Second)
+	assert.True(t, closedWithin(c, r, 5*time.Second), "the connection stays open")
+
+	// A body that arrives in time is read, and the connection is kept
+	// for the next request past the body timeout.
+	a.auth = "secret"
+	code, body := a.do("POST", "/v1/sessions", `{}`)
+	require.Equal(t, http.StatusCreated, code, "%s", body)
+}
+
+// A slowloris client (hundreds of connections trickling their headers)
+// is cut off after the header timeout, and other clients are answered
+// all along.
+func TestSlowlorisClientsAreCutOffAndOthersServed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the header timeout")
+	}
+	a := servedWithLimits(t, server.Options{})
+	const clients = 300
+	conns := make([]net.Conn, clients)
+	for i := range conns {
+		conns[i] = a.dial()
+	}
+	// Trickle a header line byte by byte, one round over every connection
+	// each 100ms, until the server closes them (or far past its timeout).
+	closed := make([]time.Time, clients)
+	start := time.Now()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Go(func() {
+			msg := "GET /v1/sessions HTTP/1.1\r\nX-Slow: " + strings.Repeat("a", 1<<10)
+			for j := 0; time.Since(start) < server.DefaultReadHeaderTimeout+10*time.Second; j++ {
+				if _, err := c.Write([]byte{msg[j%len(msg)]}); err != nil {
+					break
+				}
+				_ = c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+				if _, err := c.Read(make([]byte, 512)); err != nil {
+					if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+						break
+					}
+				}
+			}
+			mu.Lock()
+			closed[i] = time.Now()
+			mu.Unlock()
+		})
+	}
+	// Others are answered meanwhile, each promptly.
+	for time.Since(start) < server.DefaultReadHeaderTimeout {
+		t0 := time.Now()
+		code, body := a.do("GET", "/healthz", "")
+		require.Equal(t, http.StatusOK, code, "%s", body)
+		assert.Less(t, time.Since(t0), 2*time.Second)
+		time.Sleep(500 * time.Millisecond)
+	}
+	wg.Wait()
+	for i, at := range closed {
+		assert.Less(t, at.Sub(start), server.DefaultReadHeaderTimeout+5*time.Second, "client %d was not cut off", i)
+	}
+}
