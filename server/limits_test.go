@@ -186,3 +186,59 @@ func TestSlowlorisClientsAreCutOffAndOthersServed(t *testing.T) {
 		assert.Less(t, at.Sub(start), server.DefaultReadHeaderTimeout+5*time.Second, "client %d was not cut off", i)
 	}
 }
+
+// A flood of 2,000 server-sent event streams on one session leaves the
+// server answering other clients promptly, and every stream gets the
+// events of a turn posted meanwhile.
+func TestAnSSEFloodLeavesTheServerAnswering(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens thousands of connections")
+	}
+	a := servedWithLimits(t, server.Options{})
+	a.startWorker()
+	id := a.create()
+	// Each stream costs two descriptors here (both ends are in this
+	// process); leave room for the rest.
+	flood := min(2000, (openFiles()-256)/2)
+	if flood < 2000 {
+		t.Logf("the open-files limit bounds the flood to %d streams", flood)
+	}
+	type stream struct {
+		c net.Conn
+		r *bufio.Reader
+	}
+	streams := make([]stream, flood)
+	for i := range streams {
+		c := a.dial()
+		_, err := fmt.Fprintf(c, "GET /v1/sessions/%s/events HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\n\r\n", id, a.addr())
+		require.NoError(t, err)
+		streams[i] = stream{c, bufio.NewReader(c)}
+	}
+	for i, s := range streams {
+		line, err := statusLine(s.c, s.r, 10*time.Second)
+		require.NoError(t, err, "stream %d", i)
+		require.Equal(t, "HTTP/1.1 200 OK", line, "stream %d", i)
+	}
+	// Others are answered within a bound while every stream is open.
+	for range 5 {
+		t0 := time.Now()
+		var sum server.Summary
+		a.json(http.StatusOK, "GET", "/v1/sessions/"+id, "", &sum)
+		assert.Less(t, time.Since(t0), 2*time.Second)
+	}
+	t0 := time.Now()
+	a.json(http.StatusAccepted, "POST", "/v1/sessions/"+id+"/turns", `{"prompt":"hi"}`, nil)
+	assert.Less(t, time.Since(t0), 2*time.Second)
+	// And every stream sees the turn end.
+	for i, s := range streams {
+		_ = s.c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		for {
+			line, err := s.r.ReadString('\n')
+			require.NoError(t, err, "stream %d", i)
+			if strings.HasPrefix(line, "data: ") && strings.Contains(line, `"type":"turn/end"`) {
+				break
+			}
+		}
+	}
+	t.Logf("%d streams served the turn %s after it was posted", flood, time.Since(t0).Round(time.Millisecond))
+}
