@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"iter"
 	"net/http"
 	"strconv"
@@ -50,9 +51,9 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	// Look the session up first, so an unknown one is a 404, not an empty
-	// stream.
-	log, err := s.rt.Session(r.Context(), id)
+	// Look the session up first (its tail, not its whole log), so an
+	// unknown one is a 404, not an empty stream.
+	tail, err := s.tail(r.Context(), id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -62,11 +63,10 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if !follow {
 		h.Set("Content-Type", "application/jsonl")
 		w.WriteHeader(http.StatusOK)
-		var buf []byte
-		for _, rec := range log.Records[min(after+1, int64(len(log.Records))):] {
-			buf = rec.AppendLine(buf)
+		// The status is sent already: a failure ends the body early.
+		if err := s.writeRecords(r.Context(), w, id, after+1, tail.Next); err != nil {
+			s.log.Warn("reading a session's events failed", "session", id, "error", err)
 		}
-		_, _ = w.Write(buf)
 		return
 	}
 	if sse {
@@ -151,6 +151,34 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// writeRecords writes session id's records from seq from to seq end
+// (excluded) to w as JSONL, one by one as the store yields them: the log
+// is never held whole.
+func (s *Server) writeRecords(ctx context.Context, w io.Writer, id string, from, end int64) error {
+	if from >= end {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var buf []byte
+	for rec, err := range s.follow(ctx, id, from) {
+		if err != nil {
+			return err
+		}
+		if rec.Seq() >= end {
+			break
+		}
+		buf = rec.AppendLine(buf[:0])
+		if _, err := w.Write(buf); err != nil || rec.Seq() == end-1 {
+			return err
+		}
+	}
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	return fmt.Errorf("the events of %s ended before seq %d", id, end-1)
 }
 
 // follow streams session id's records from seq from on: through the

@@ -36,6 +36,9 @@ type Options struct {
 	// BodyTimeout bounds how long a request body may take to arrive
 	// (default [DefaultBodyTimeout]); a body later than that is a 408.
 	BodyTimeout time.Duration
+	// Verifies bounds the verifications run at once (default
+	// [DefaultVerifies]); more wait for their turn.
+	Verifies int
 	// Metrics, when set, counts requests and serves /metrics.
 	Metrics *Metrics
 	// Logger logs failed requests (default: nothing).
@@ -50,6 +53,8 @@ type Server struct {
 	mux     *http.ServeMux
 	tokens  [][]byte
 	handler http.Handler
+	// verifies holds a token per verification running (see Verifies).
+	verifies chan struct{}
 }
 
 // New returns the API of rt. Turns are queued in rt's store, which must
@@ -64,7 +69,10 @@ func New(rt *vigil.Runtime, o Options) (*Server, error) {
 	if o.BodyTimeout <= 0 {
 		o.BodyTimeout = DefaultBodyTimeout
 	}
-	s := &Server{rt: rt, opts: o, log: o.Logger, mux: http.NewServeMux()}
+	if o.Verifies <= 0 {
+		o.Verifies = DefaultVerifies
+	}
+	s := &Server{rt: rt, opts: o, log: o.Logger, mux: http.NewServeMux(), verifies: make(chan struct{}, o.Verifies)}
 	if s.log == nil {
 		s.log = hclog.NewNullLogger()
 	}

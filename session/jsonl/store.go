@@ -550,4 +550,5 @@ var (
 	_ session.Flusher  = (*Store)(nil)
 	_ session.Releaser = (*Store)(nil)
 	_ session.Follower = (*Store)(nil)
+	_ session.Tailer   = (*Store)(nil)
 )
