@@ -107,3 +107,7 @@ func TestFollowReadsInChunks(t *testing.T) {
 		}
 	}
 }
+
+func TestTailConformance(t *testing.T) {
+	sessiontest.RunTail(t, func(t *testing.T) session.Store { return open(t, t.TempDir()) })
+}

@@ -264,7 +264,7 @@ func (f *fan) listen(s *Store) (listened bool, err error) {
 
 // followBatch bounds the records a follower reads at once, so that
 // following a long log never holds the whole of it.
-const followBatch = 1000
+var followBatch = 1000
 
 // after returns the records of id from seq next on, followBatch at most.
 func after(ctx context.Context, conn *pgx.Conn, id string, next int64) ([]session.Record, error) {
