@@ -242,3 +242,34 @@ func TestAnSSEFloodLeavesTheServerAnswering(t *testing.T) {
 	}
 	t.Logf("%d streams served the turn %s after it was posted", flood, time.Since(t0).Round(time.Millisecond))
 }
+
+// On the JSONL store a summary, the events without follow and verify
+// read the log a piece at a time and agree on it.
+func TestSummaryEventsAndVerifyAgreeOnJSONL(t *testing.T) {
+	a := servedWithLimits(t, server.Options{})
+	a.startWorker()
+	id := a.create()
+	for range 2 {
+		a.json(http.StatusAccepted, "POST", "/v1/sessions/"+id+"/turns", `{"prompt":"hi"}`, nil)
+	}
+	var recs int
+	for turns := 0; turns < 2; {
+		got := a.until(id, int64(recs-1), turnEnd)
+		recs += len(got)
+		turns++
+	}
+	var sum server.Summary
+	a.json(http.StatusOK, "GET", "/v1/sessions/"+id, "", &sum)
+	assert.Equal(t, recs, sum.Events)
+	assert.Equal(t, 2, sum.Turns)
+	code, body := a.do("GET", "/v1/sessions/"+id+"/events", "")
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, recs, strings.Count(string(body), "\n"))
+	code, body = a.do("GET", "/v1/sessions/"+id+"/events?after=3", "")
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, recs-4, strings.Count(string(body), "\n"))
+	var rep server.VerifyReport
+	a.json(http.StatusOK, "GET", "/v1/sessions/"+id+"/verify", "", &rep)
+	assert.True(t, rep.OK, "%+v", rep.Violations)
+	assert.Equal(t, recs, rep.Events)
+}

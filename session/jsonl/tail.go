@@ -133,7 +133,7 @@ func linesBackward(f io.ReaderAt, lo, hi int64, err *error) iter.Seq2[int64, []b
 		if hi <= lo {
 			return
 		}
-		pos := hi - 1 // the last newline ends the last line
+		pos := hi - 1   // the last newline ends the last line
 		var rest []byte // the bytes of the current line after pos
 		for pos > lo {
 			n := min(int64(tailChunk), pos-lo)
