@@ -47,14 +47,9 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[ses
 		)
 		for {
 			wake := s.note.appendWait(id)
-			s.mu.Lock()
-			w := s.writers[id]
-			s.mu.Unlock()
-			if w != nil {
-				if err := w.flush(false); err != nil {
-					fail(err)
-					return
-				}
+			if err := s.writeBuffered(id); err != nil {
+				fail(err)
+				return
 			}
 			data, err := readPast(path, off, limit)
 			if err != nil {

@@ -325,13 +325,8 @@ func (s *Store) Load(ctx context.Context, id string) (*session.Log, error) {
 	if err := s.check(id); err != nil {
 		return nil, fmt.Errorf("jsonl: load: %w", err)
 	}
-	s.mu.Lock()
-	w := s.writers[id]
-	s.mu.Unlock()
-	if w != nil {
-		if err := w.flush(false); err != nil {
-			return nil, fmt.Errorf("jsonl: load %s: %w", id, err)
-		}
+	if err := s.writeBuffered(id); err != nil {
+		return nil, fmt.Errorf("jsonl: load %s: %w", id, err)
 	}
 	data, err := os.ReadFile(s.Path(id))
 	if err != nil {
@@ -353,6 +348,18 @@ func (s *Store) Load(ctx context.Context, id string) (*session.Log, error) {
 		w.learn(log.Size, log.Records)
 	}
 	return log, nil
+}
+
+// writeBuffered writes what this store buffered for id, so that a read
+// of its file sees every record appended through this store.
+func (s *Store) writeBuffered(id string) error {
+	s.mu.Lock()
+	w := s.writers[id]
+	s.mu.Unlock()
+	if w == nil {
+		return nil
+	}
+	return w.flush(false)
 }
 
 // List implements [session.Store]. A file whose header cannot be read (or

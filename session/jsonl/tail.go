@@ -25,13 +25,8 @@ func (s *Store) Tail(ctx context.Context, id string) (*session.Tail, error) {
 	if err := s.check(id); err != nil {
 		return nil, fmt.Errorf("jsonl: tail: %w", err)
 	}
-	s.mu.Lock()
-	w := s.writers[id]
-	s.mu.Unlock()
-	if w != nil {
-		if err := w.flush(false); err != nil {
-			return nil, fmt.Errorf("jsonl: tail %s: %w", id, err)
-		}
+	if err := s.writeBuffered(id); err != nil {
+		return nil, fmt.Errorf("jsonl: tail %s: %w", id, err)
 	}
 	t, err := tailFile(s.Path(id))
 	if err != nil {
