@@ -78,10 +78,10 @@ func closedWithin(c net.Conn, r *bufio.Reader, d time.Duration) bool {
 
 // A client without valid credentials that sends its body slowly (or not
 // at all) gets its 401 at once, before its body is read, and the
-// connection is closed: hundreds of them hold nothing.
+// connection is closed: two thousand of them hold nothing.
 func TestUnauthenticatedSlowBodiesGet401AtOnce(t *testing.T) {
 	a := servedWithLimits(t, server.Options{Tokens: []string{"secret"}})
-	const clients = 300
+	clients := min(2000, (openFiles()-256)/2)
 	type conn struct {
 		c net.Conn
 		r *bufio.Reader
