@@ -135,10 +135,14 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 					more = false
 				}
 			}
+			// A client that stops reading is let go once a write to it
+			// blocks longer than the stream write timeout.
+			_ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
 			if _, err := w.Write(buf); err != nil {
 				return
 			}
 		case <-tick.C:
+			_ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
 			if sse {
 				if _, err := w.Write([]byte(": heartbeat\n\n")); err != nil {
 					return

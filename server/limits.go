@@ -23,6 +23,10 @@ const (
 	// DefaultBodyTimeout bounds how long a request's body may take to
 	// arrive, unless [Options].BodyTimeout says otherwise.
 	DefaultBodyTimeout = 30 * time.Second
+	// DefaultStreamWriteTimeout bounds how long a write to an event
+	// stream may block, unless [Options].StreamWriteTimeout says
+	// otherwise.
+	DefaultStreamWriteTimeout = 30 * time.Second
 )
 
 // CodeTimeout is the code of a request whose body did not arrive within

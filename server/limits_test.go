@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,14 +22,23 @@ import (
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	"github.com/vigil-run/vigil/plugins/store/jsonl"
 	"github.com/vigil-run/vigil/server"
+	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/sessiontest"
 )
 
 // servedWithLimits is a server behind [server.HTTPServer], as vigil serve
 // runs it, on the JSONL store (vigil serve's default).
 func servedWithLimits(t *testing.T, o server.Options) *api {
 	t.Helper()
+	return servedWithLimitsIn(t, t.TempDir(), o, nil)
+}
+
+// servedWithLimitsIn is servedWithLimits with its sessions in dir; conn,
+// when set, is told of every connection's state.
+func servedWithLimitsIn(t *testing.T, dir string, o server.Options, conn func(net.Conn, http.ConnState)) *api {
+	t.Helper()
 	src := vigil.Compose(
-		vigil.Plugin(jsonl.Name, jsonl.Config{Dir: t.TempDir()}),
+		vigil.Plugin(jsonl.Name, jsonl.Config{Dir: dir}),
 		vigil.Plugin("provider/scripted", scripted.Config{Script: []scripted.Reply{{Text: "ok"}}, Repeat: true}),
 		vigil.Plugin("agent", agentloop.Config{System: "Be brief."}),
 	)
@@ -38,6 +49,7 @@ func servedWithLimits(t *testing.T, o server.Options) *api {
 	require.NoError(t, err)
 	ts := httptest.NewUnstartedServer(s)
 	ts.Config = server.HTTPServer(s)
+	ts.Config.ConnState = conn
 	ts.Start()
 	a := &api{t: t, rt: rt, srv: ts}
 	t.Cleanup(ts.Close)
@@ -272,4 +284,34 @@ func TestSummaryEventsAndVerifyAgreeOnJSONL(t *testing.T) {
 	a.json(http.StatusOK, "GET", "/v1/sessions/"+id+"/verify", "", &rep)
 	assert.True(t, rep.OK, "%+v", rep.Violations)
 	assert.Equal(t, recs, rep.Events)
+}
+
+// A client that stops reading an event stream is let go once a write to
+// it blocks longer than the stream write timeout: the server does not
+// hold its stream open for ever.
+func TestAStreamNobodyReadsIsLetGo(t *testing.T) {
+	dir := t.TempDir()
+	// A log larger than what the sockets between the two ends buffer.
+	content := session.AppendHeaderLine(nil, session.Info{ID: "big", Version: session.Version, Created: time.Now()})
+	for turn := 1; len(content) < 24<<20; turn++ {
+		for _, r := range sessiontest.Turn(t, int64(17*(turn-1)), turn) {
+			content = r.AppendLine(content)
+		}
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "big.jsonl"), content, 0o644))
+	closed := make(chan struct{}, 1)
+	a := servedWithLimitsIn(t, dir, server.Options{StreamWriteTimeout: 300 * time.Millisecond}, func(_ net.Conn, st http.ConnState) {
+		if st == http.StateClosed {
+			closed <- struct{}{}
+		}
+	})
+	c := a.dial()
+	require.NoError(t, c.(*net.TCPConn).SetReadBuffer(4096))
+	_, err := fmt.Fprintf(c, "GET /v1/sessions/big/events HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\n\r\n", a.addr())
+	require.NoError(t, err)
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server still writes to a client that reads nothing")
+	}
 }

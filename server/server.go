@@ -36,6 +36,10 @@ type Options struct {
 	// BodyTimeout bounds how long a request body may take to arrive
 	// (default [DefaultBodyTimeout]); a body later than that is a 408.
 	BodyTimeout time.Duration
+	// StreamWriteTimeout bounds how long a write to a following stream
+	// may block (default [DefaultStreamWriteTimeout]): a client that
+	// stops reading is let go then.
+	StreamWriteTimeout time.Duration
 	// Verifies bounds the verifications run at once (default
 	// [DefaultVerifies]); more wait for their turn.
 	Verifies int
@@ -68,6 +72,9 @@ func New(rt *vigil.Runtime, o Options) (*Server, error) {
 	}
 	if o.BodyTimeout <= 0 {
 		o.BodyTimeout = DefaultBodyTimeout
+	}
+	if o.StreamWriteTimeout <= 0 {
+		o.StreamWriteTimeout = DefaultStreamWriteTimeout
 	}
 	if o.Verifies <= 0 {
 		o.Verifies = DefaultVerifies
