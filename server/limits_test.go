@@ -190,7 +190,7 @@ func TestSlowlorisClientsAreCutOffAndOthersServed(t *testing.T) {
 		t0 := time.Now()
 		code, body := a.do("GET", "/healthz", "")
 		require.Equal(t, http.StatusOK, code, "%s", body)
-		assert.Less(t, time.Since(t0), 2*time.Second)
+		assert.Less(t, time.Since(t0), 5*time.Second)
 		time.Sleep(500 * time.Millisecond)
 	}
 	wg.Wait()
@@ -236,11 +236,11 @@ func TestAnSSEFloodLeavesTheServerAnswering(t *testing.T) {
 		t0 := time.Now()
 		var sum server.Summary
 		a.json(http.StatusOK, "GET", "/v1/sessions/"+id, "", &sum)
-		assert.Less(t, time.Since(t0), 2*time.Second)
+		assert.Less(t, time.Since(t0), 5*time.Second)
 	}
 	t0 := time.Now()
 	a.json(http.StatusAccepted, "POST", "/v1/sessions/"+id+"/turns", `{"prompt":"hi"}`, nil)
-	assert.Less(t, time.Since(t0), 2*time.Second)
+	assert.Less(t, time.Since(t0), 5*time.Second)
 	// And every stream sees the turn end.
 	for i, s := range streams {
 		_ = s.c.SetReadDeadline(time.Now().Add(20 * time.Second))
