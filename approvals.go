@@ -17,13 +17,17 @@ type Decision = agentloop.Decision
 
 // Pending returns what session id waits for: its suspended step's calls
 // with their requests and any decisions given, or nil when the session is
-// not suspended. It reads the stored log.
+// not suspended. It reads the end of the stored log (its last turn).
 func (r *Runtime) Pending(ctx context.Context, id string) (*session.Suspension, error) {
-	log, err := r.Session(ctx, id)
+	mgr, err := r.Manager()
 	if err != nil {
 		return nil, err
 	}
-	return session.Suspended(log.Records), nil
+	tail, err := session.LoadTail(ctx, mgr.Store(), id)
+	if err != nil {
+		return nil, err
+	}
+	return session.Suspended(tail.Records), nil
 }
 
 // DecideOptions describe one decision for [Runtime.Decide].

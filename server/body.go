@@ -15,6 +15,10 @@ func decodeBody(r *http.Request, v any, emptyOK bool) error {
 	data, err := io.ReadAll(r.Body)
 	if err != nil {
 		var tooBig *http.MaxBytesError
+		var late *Error // the body timeout's (see requestBody)
+		if errors.As(err, &late) {
+			return late
+		}
 		if errors.As(err, &tooBig) {
 			return apiError(http.StatusRequestEntityTooLarge, CodeTooLarge, "the request body is larger than %d bytes", tooBig.Limit)
 		}

@@ -119,6 +119,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		}
 		w.Header().Set("WWW-Authenticate", challenge)
 	}
+	if unreadBody(r) {
+		refuseBody(w)
+	}
 	writeJSON(w, e.status, e)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"iter"
 	"net/http"
 	"strconv"
@@ -31,16 +32,14 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	id := admitted(r).ID
 	var err error
 	sse := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
-	after := int64(-1)
-	raw := r.URL.Query().Get("after")
+	name, raw := "after", r.URL.Query().Get("after")
 	if last := r.Header.Get("Last-Event-ID"); sse && last != "" {
-		raw = last
+		name, raw = "Last-Event-ID", last
 	}
-	if raw != "" {
-		if after, err = strconv.ParseInt(raw, 10, 64); err != nil || after < -1 {
-			s.writeError(w, r, apiError(http.StatusBadRequest, CodeBadRequest, "after: %q is not a seq (an integer from -1)", raw))
-			return
-		}
+	after, err := parseCursor(name, raw)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	follow := sse
 	if f := r.URL.Query().Get("follow"); f != "" && !sse {
@@ -49,9 +48,9 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	// Look the session up first, so an unknown one is a 404, not an empty
-	// stream.
-	log, err := s.rt.Session(r.Context(), id)
+	// Look the session up first (its tail, not its whole log), so an
+	// unknown one is a 404, not an empty stream.
+	tail, err := s.tail(r.Context(), id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -61,11 +60,10 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if !follow {
 		h.Set("Content-Type", "application/jsonl")
 		w.WriteHeader(http.StatusOK)
-		var buf []byte
-		for _, rec := range log.Records[min(after+1, int64(len(log.Records))):] {
-			buf = rec.AppendLine(buf)
+		// The status is sent already: a failure ends the body early.
+		if err := s.writeRecords(r.Context(), w, id, after+1, tail.Next); err != nil {
+			s.log.Warn("reading a session's events failed", "session", id, "error", err)
 		}
-		_, _ = w.Write(buf)
 		return
 	}
 	if sse {
@@ -134,10 +132,14 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 					more = false
 				}
 			}
+			// A client that stops reading is let go once a write to it
+			// blocks longer than the stream write timeout.
+			_ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
 			if _, err := w.Write(buf); err != nil {
 				return
 			}
 		case <-tick.C:
+			_ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
 			if sse {
 				if _, err := w.Write([]byte(": heartbeat\n\n")); err != nil {
 					return
@@ -150,6 +152,34 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// writeRecords writes session id's records from seq from to seq end
+// (excluded) to w as JSONL, one by one as the store yields them: the log
+// is never held whole.
+func (s *Server) writeRecords(ctx context.Context, w io.Writer, id string, from, end int64) error {
+	if from >= end {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var buf []byte
+	for rec, err := range s.follow(ctx, id, from) {
+		if err != nil {
+			return err
+		}
+		if rec.Seq() >= end {
+			break
+		}
+		buf = rec.AppendLine(buf[:0])
+		if _, err := w.Write(buf); err != nil || rec.Seq() == end-1 {
+			return err
+		}
+	}
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	return fmt.Errorf("the events of %s ended before seq %d", id, end-1)
 }
 
 // follow streams session id's records from seq from on: through the

@@ -44,14 +44,3 @@ func requireJSON(r *http.Request) error {
 	return apiError(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
 		"a POST needs Content-Type: application/json (got %.100q), even without a body", ct)
 }
-
-// refuse answers err to a request whose body is not read: the connection
-// is closed after the answer, so the server sends it at once instead of
-// first reading and discarding a body it will not use (which a client
-// that never sends it would make wait).
-func (s *Server) refuse(w http.ResponseWriter, r *http.Request, err error) {
-	if r.ContentLength != 0 {
-		w.Header().Set("Connection", "close")
-	}
-	s.writeError(w, r, err)
-}

@@ -16,16 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// contractPending names what openapi.json documents from issue 28's
-// contract (CONTRACT28.md) that other branches build: the routes and
-// error codes not served on this branch yet. The merge that brings them
-// empties these lists; the tests below fail on an entry the server
-// already serves, so a stale one cannot stay.
-var (
-	contractPendingRoutes = []string{}
-	contractPendingCodes  = []string{"bad_cursor"}
-)
-
 // openAPIDoc is what the tests read of openapi.json.
 type openAPIDoc struct {
 	OpenAPI string                                 `json:"openapi"`
@@ -76,31 +66,25 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	for _, r := range (&Server{}).routes() {
 		served = append(served, r.pattern)
 	}
-	assertDocumented(t, documented, served, contractPendingRoutes, "contractPendingRoutes")
+	assertDocumented(t, documented, served)
 }
 
 // assertDocumented checks that documented holds exactly what the server
-// has plus the contract's pending items, and that none of those the
-// server has already.
-func assertDocumented(t *testing.T, documented, has, pending []string, listName string) {
+// has.
+func assertDocumented(t *testing.T, documented, has []string) {
 	t.Helper()
-	for _, p := range pending {
-		assert.NotContains(t, has, p, "%s is in the server now: remove it from %s", p, listName)
-	}
-	want := slices.Sorted(slices.Values(slices.Concat(has, pending)))
-	assert.Equal(t, want, slices.Sorted(slices.Values(documented)))
+	assert.Equal(t, slices.Sorted(slices.Values(has)), slices.Sorted(slices.Values(documented)))
 }
 
 // The error codes the document names are exactly the server's Code
-// constants (and the contract's pending ones): a client can switch over
-// them exhaustively.
+// constants: a client can switch over them exhaustively.
 func TestOpenAPINamesEveryErrorCode(t *testing.T) {
 	doc := readOpenAPI(t)
 	documented := doc.Comp.Schemas["ApiError"].Properties["code"].Enum
 	require.NotEmpty(t, documented)
 	defined := serverCodes(t)
 	require.Contains(t, defined, CodeNotFound, "the parser found the Code constants")
-	assertDocumented(t, documented, defined, contractPendingCodes, "contractPendingCodes")
+	assertDocumented(t, documented, defined)
 }
 
 // serverCodes returns the values of the package's string constants named

@@ -43,6 +43,16 @@ type Options struct {
 	CORSOrigins []string
 	// MaxBody bounds request bodies in bytes (default [DefaultMaxBody]).
 	MaxBody int64
+	// BodyTimeout bounds how long a request body may take to arrive
+	// (default [DefaultBodyTimeout]); a body later than that is a 408.
+	BodyTimeout time.Duration
+	// StreamWriteTimeout bounds how long a write to a following stream
+	// may block (default [DefaultStreamWriteTimeout]): a client that
+	// stops reading is let go then.
+	StreamWriteTimeout time.Duration
+	// Verifies bounds the verifications run at once (default
+	// [DefaultVerifies]); more wait for their turn.
+	Verifies int
 	// Metrics, when set, counts requests and serves /metrics.
 	Metrics *Metrics
 	// Logger logs failed requests (default: nothing).
@@ -59,6 +69,8 @@ type Server struct {
 	hosts   hostcheck.Policy
 	tickets *tickets
 	handler http.Handler
+	// verifies holds a token per verification running (see Verifies).
+	verifies chan struct{}
 }
 
 // New returns the API of rt. Turns are queued in rt's store, which must
@@ -70,8 +82,17 @@ func New(rt *vigil.Runtime, o Options) (*Server, error) {
 	if o.MaxBody <= 0 {
 		o.MaxBody = DefaultMaxBody
 	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = DefaultBodyTimeout
+	}
+	if o.StreamWriteTimeout <= 0 {
+		o.StreamWriteTimeout = DefaultStreamWriteTimeout
+	}
+	if o.Verifies <= 0 {
+		o.Verifies = DefaultVerifies
+	}
 	s := &Server{rt: rt, opts: o, log: o.Logger, mux: http.NewServeMux(), auth: o.Auth,
-		hosts: hostcheck.New(o.Addr, o.AllowedHosts), tickets: newTickets()}
+		hosts: hostcheck.New(o.Addr, o.AllowedHosts), tickets: newTickets(), verifies: make(chan struct{}, o.Verifies)}
 	if s.log == nil {
 		s.log = hclog.NewNullLogger()
 	}
@@ -141,7 +162,7 @@ const routeEvents = "GET /v1/sessions/{id}/events"
 // ServeHTTP answers r, unless its Host names another server.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := s.checkHost(r); err != nil {
-		s.refuse(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	s.handler.ServeHTTP(w, r)
@@ -164,9 +185,9 @@ func (s *Server) reply(fn replier) http.HandlerFunc {
 }
 
 // instrument wraps an endpoint: authentication, authorization (the role
-// the route needs, the session it names), the JSON content type of a
-// POST, the body bound, a recovered panic as a 500, and the request
-// metrics. Nothing reads the body before the first three pass.
+// the route needs, the session it names) and the JSON content type of a
+// POST, all answered before the body is read; the body's size and time
+// bounds; a recovered panic as a 500; and the request metrics.
 func (s *Server) instrument(pattern string, role Role, h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -188,19 +209,19 @@ func (s *Server) instrument(pattern string, role Role, h http.HandlerFunc) http.
 		if role != open {
 			p, err := s.who(r, pattern)
 			if err != nil {
-				s.refuse(sw, r, err)
+				s.writeError(sw, r, err)
 				return
 			}
 			if r, err = s.admit(r.WithContext(withPrincipal(r.Context(), p)), pattern, role); err != nil {
-				s.refuse(sw, r, err)
+				s.writeError(sw, r, err)
 				return
 			}
 		}
 		if err := requireJSON(r); err != nil {
-			s.refuse(sw, r, err)
+			s.writeError(sw, r, err)
 			return
 		}
-		r.Body = http.MaxBytesReader(sw, r.Body, s.opts.MaxBody)
+		bound(sw, r, s.opts.MaxBody, s.opts.BodyTimeout)
 		h(sw, r)
 	})
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -143,9 +144,10 @@ func (s *Server) handleGet(_ http.ResponseWriter, r *http.Request) (int, any, er
 	return http.StatusOK, sum, nil
 }
 
-// summary reads session id's log and queue.
+// summary reads session id's queue and the tail of its log: never the
+// whole log, whose length it does not bound.
 func (s *Server) summary(r *http.Request, id string) (*Summary, error) {
-	log, err := s.rt.Session(r.Context(), id)
+	log, err := s.tail(r.Context(), id)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +159,7 @@ func (s *Server) summary(r *http.Request, id string) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum := &Summary{SessionInfo: infoOf(log.Info), Status: StatusIdle, Events: len(log.Records)}
+	sum := &Summary{SessionInfo: infoOf(log.Info), Status: StatusIdle, Events: int(log.Next)}
 	open := false
 	for i := len(log.Records) - 1; i >= 0; i-- {
 		rec := log.Records[i]
@@ -212,4 +214,13 @@ func (s *Server) withStatus(r *http.Request, infos []session.Info, status string
 		}
 	}
 	return out
+}
+
+// tail reads the tail of session id's log (see [session.LoadTail]).
+func (s *Server) tail(ctx context.Context, id string) (*session.Tail, error) {
+	mgr, err := s.rt.Manager()
+	if err != nil {
+		return nil, err
+	}
+	return session.LoadTail(ctx, mgr.Store(), id)
 }

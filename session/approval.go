@@ -364,7 +364,8 @@ func (s *Suspension) Find(id string) *PendingCall {
 
 // Suspended returns the suspension of records' open step, or nil when
 // the log is not suspended (no step open, a call without a request or
-// already started, nothing pending). It is a pure fold of the log.
+// already started, nothing pending). It is a pure fold of the log; the
+// records of a log's [Tail] are enough.
 func Suspended(records []Record) *Suspension {
 	st := scanTurns(records)
 	if st.step == 0 || len(st.pending) == 0 {
@@ -386,7 +387,8 @@ func Suspended(records []Record) *Suspension {
 		case ApprovalRequest:
 			if st.find(p.ID) >= 0 && s.Find(p.ID) == nil {
 				c := st.pending[st.find(p.ID)]
-				call, _ := records[c.source].pay().(ToolCall)
+				// records may be a log's end (a Tail's): index by seq from its first.
+				call, _ := records[c.source-records[0].seq].pay().(ToolCall)
 				s.Calls = append(s.Calls, PendingCall{Call: call, CallSeq: c.source, Request: p, RequestSeq: r.seq})
 			}
 		case ApprovalDecision:

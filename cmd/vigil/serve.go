@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"slices"
 	"strings"
 	"syscall"
@@ -206,8 +205,8 @@ func cmdServe(ctx context.Context, e *env, o serveOptions) (err error) {
 	// Streams end when the server stops, not only when clients leave.
 	streams, stopStreams := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopStreams()
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		BaseContext: func(net.Listener) context.Context { return streams }}
+	hs := server.HTTPServer(srv) // bounded headers, bodies and idle connections
+	hs.BaseContext = func(net.Listener) context.Context { return streams }
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	worked := make(chan error, 1)

@@ -27,3 +27,19 @@ func Pollers(s *Store) (started int, running bool) {
 	defer s.note.mu.Unlock()
 	return s.note.polls, s.note.stop != nil
 }
+
+// SetTailChunk sets how much Tail reads at a time, for the test's
+// duration.
+func SetTailChunk(n int) (restore func()) {
+	old := tailChunk
+	tailChunk = n
+	return func() { tailChunk = old }
+}
+
+// SetFollowChunk sets how much a follower reads at once, for the test's
+// duration.
+func SetFollowChunk(n int) (restore func()) {
+	old := followChunk
+	followChunk = n
+	return func() { followChunk = old }
+}

@@ -43,23 +43,17 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[ses
 			off    int64 // bytes of whole lines read
 			header bool
 			next   int64 // the seq of the next record in the file
+			limit  = followChunk
 		)
 		for {
 			wake := s.note.appendWait(id)
-			s.mu.Lock()
-			w := s.writers[id]
-			s.mu.Unlock()
-			if w != nil {
-				if err := w.flush(false); err != nil {
-					fail(err)
-					return
-				}
-			}
-			data, err := readPast(path, off)
+			s.writeBuffered(id)
+			data, err := readPast(path, off, limit)
 			if err != nil {
 				fail(err)
 				return
 			}
+			full, start := len(data) == limit, off
 			for {
 				nl := bytes.IndexByte(data, '\n')
 				if nl < 0 {
@@ -96,6 +90,16 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[ses
 					return
 				}
 			}
+			if full {
+				// More may be stored: read on before waiting, reading
+				// more at once only for a line longer than a chunk.
+				if off == start {
+					limit *= 2
+				} else {
+					limit = followChunk
+				}
+				continue
+			}
 			select {
 			case <-ctx.Done():
 				return
@@ -105,9 +109,13 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[ses
 	}
 }
 
-// readPast returns the bytes of the file at path past off, opening it only
-// when it is longer than that.
-func readPast(path string, off int64) ([]byte, error) {
+// followChunk is how much of a log a follower reads at once, so that
+// following a long log never holds the whole of it.
+var followChunk = 1 << 20
+
+// readPast returns up to limit bytes of the file at path past off,
+// opening it only when it is longer than that.
+func readPast(path string, off int64, limit int) ([]byte, error) {
 	fi, err := os.Stat(path)
 	if err != nil || fi.Size() <= off {
 		return nil, err
@@ -117,6 +125,7 @@ func readPast(path string, off int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	// Read to the end as it is now (it may have grown since the Stat).
-	return io.ReadAll(io.NewSectionReader(f, off, 1<<62))
+	// Read to the end as it is now (it may have grown since the Stat),
+	// limit bytes at most.
+	return io.ReadAll(io.NewSectionReader(f, off, int64(limit)))
 }

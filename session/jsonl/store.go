@@ -326,14 +326,7 @@ func (s *Store) Load(ctx context.Context, id string) (*session.Log, error) {
 	if err := s.check(id); err != nil {
 		return nil, fmt.Errorf("jsonl: load: %w", err)
 	}
-	s.mu.Lock()
-	w := s.writers[id]
-	s.mu.Unlock()
-	if w != nil {
-		// A flush that fails (a full disk) lost what it could not write:
-		// the file is all there is, and is read.
-		_ = w.flush(false)
-	}
+	s.writeBuffered(id)
 	data, err := os.ReadFile(s.Path(id))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -372,6 +365,19 @@ func (s *Store) Info(ctx context.Context, id string) (session.Info, error) {
 		return session.Info{}, fmt.Errorf("jsonl: info %s: %w: the header names %s", id, session.ErrCorrupt, info.ID)
 	}
 	return info, nil
+}
+
+// writeBuffered writes what this store buffered for id, so that a read
+// of its file sees every record appended through this store. A flush
+// that fails (a full disk) lost what it could not write: the file is all
+// there is, and is read, so a read recovers once space is back.
+func (s *Store) writeBuffered(id string) {
+	s.mu.Lock()
+	w := s.writers[id]
+	s.mu.Unlock()
+	if w != nil {
+		_ = w.flush(false)
+	}
 }
 
 // List implements [session.Store]. A file whose header cannot be read (or
@@ -569,4 +575,5 @@ var (
 	_ session.Flusher  = (*Store)(nil)
 	_ session.Releaser = (*Store)(nil)
 	_ session.Follower = (*Store)(nil)
+	_ session.Tailer   = (*Store)(nil)
 )

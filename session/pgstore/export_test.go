@@ -91,3 +91,11 @@ func SetPingAfter(t interface{ Cleanup(func()) }, d time.Duration) {
 func Stored(ctx context.Context, s *Store, id string, next int64, records []session.Record) bool {
 	return s.stored(ctx, id, next, lines(records))
 }
+
+// SetFollowBatch sets how many records a follower reads at once, for
+// the test's duration.
+func SetFollowBatch(n int) (restore func()) {
+	old := followBatch
+	followBatch = n
+	return func() { followBatch = old }
+}

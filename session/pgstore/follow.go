@@ -103,6 +103,9 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[ses
 				}
 				next = r.Seq() + 1
 			}
+			if len(recs) == followBatch {
+				continue // more may be stored: read on before waiting
+			}
 			select {
 			case <-ctx.Done():
 				return
@@ -259,9 +262,13 @@ func (f *fan) listen(s *Store) (listened bool, err error) {
 	}
 }
 
-// after returns the records of id from seq next on.
+// followBatch bounds the records a follower reads at once, so that
+// following a long log never holds the whole of it.
+var followBatch = 1000
+
+// after returns the records of id from seq next on, followBatch at most.
 func after(ctx context.Context, conn *pgx.Conn, id string, next int64) ([]session.Record, error) {
-	rows, err := conn.Query(ctx, `SELECT line FROM vigil_events WHERE session_id = $1 AND seq >= $2 ORDER BY seq`, id, next)
+	rows, err := conn.Query(ctx, `SELECT line FROM vigil_events WHERE session_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3`, id, next, followBatch)
 	if err != nil {
 		return nil, err
 	}

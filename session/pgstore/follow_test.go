@@ -25,6 +25,15 @@ func TestFollowConformance(t *testing.T) {
 	})
 }
 
+// A follower reads the log a batch at a time, and yields all of it.
+func TestFollowConformanceInSmallBatches(t *testing.T) {
+	defer pgstore.SetFollowBatch(2)()
+	sessiontest.RunFollow(t, func(t *testing.T) func(t *testing.T) session.Store {
+		schema := pgtest.Schema(t)
+		return func(t *testing.T) session.Store { return pgtest.StoreIn(t, schema) }
+	})
+}
+
 type followed struct {
 	rec session.Record
 	err error

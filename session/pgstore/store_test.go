@@ -28,6 +28,12 @@ func TestStoreConformance(t *testing.T) {
 	})
 }
 
+func TestTailConformance(t *testing.T) {
+	sessiontest.RunTail(t, func(t *testing.T) session.Store {
+		return pgtest.Store(t)
+	})
+}
+
 func TestStoreConformanceWithDurableAppends(t *testing.T) {
 	sessiontest.Run(t, func(t *testing.T) session.Store {
 		return pgtest.Store(t, pgstore.WithDurableAppends())
