@@ -19,15 +19,21 @@ type Decision = agentloop.Decision
 // with their requests and any decisions given, or nil when the session is
 // not suspended. It reads the end of the stored log (its last turn).
 func (r *Runtime) Pending(ctx context.Context, id string) (*session.Suspension, error) {
-	mgr, err := r.Manager()
-	if err != nil {
-		return nil, err
-	}
-	tail, err := session.LoadTail(ctx, mgr.Store(), id)
+	tail, err := r.tail(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	return session.Suspended(tail.Records), nil
+}
+
+// tail reads the end of session id's stored log: its last turn, which
+// holds whatever the session waits for.
+func (r *Runtime) tail(ctx context.Context, id string) (*session.Tail, error) {
+	mgr, err := r.Manager()
+	if err != nil {
+		return nil, err
+	}
+	return session.LoadTail(ctx, mgr.Store(), id)
 }
 
 // DecideOptions describe one decision for [Runtime.Decide].

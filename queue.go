@@ -69,17 +69,35 @@ func (r *Runtime) QueueTurn(ctx context.Context, id, prompt string, opts ...Sess
 // running or done (session.ErrDuplicateJob), so that of two people
 // deciding at once, whatever the processes, one is told it lost.
 func (r *Runtime) QueueDecision(ctx context.Context, id, call string, d Decision) (session.Job, int, error) {
-	log, err := r.Session(ctx, id)
-	if err != nil {
-		return session.Job{}, 0, err
-	}
-	if _, err := session.CheckDecision(log.Records, call, session.ApprovalDecision{Allow: d.Allow, By: d.By, Reason: d.Reason, Scope: d.Scope}); err != nil {
+	if err := r.checkDecision(ctx, id, call, d); err != nil {
 		return session.Job{}, 0, err
 	}
 	if err := r.abandoning(ctx, id); err != nil {
 		return session.Job{}, 0, err
 	}
 	return r.enqueue(ctx, id, JobDecide, call, jobInput{Call: call, Decide: &d})
+}
+
+// checkDecision checks decision d on call of session id against the end
+// of its log, where a pending call is; only a call that is not there (an
+// earlier turn's, or none) costs a read of the whole log, which says what
+// became of it.
+func (r *Runtime) checkDecision(ctx context.Context, id, call string, d Decision) error {
+	tail, err := r.tail(ctx, id)
+	if err != nil {
+		return err
+	}
+	dec := session.ApprovalDecision{Allow: d.Allow, By: d.By, Reason: d.Reason, Scope: d.Scope}
+	_, err = session.CheckDecision(tail.Records, call, dec)
+	if !errors.Is(err, session.ErrUnknownCall) || int64(len(tail.Records)) == tail.Next {
+		return err
+	}
+	log, err := r.Session(ctx, id)
+	if err != nil {
+		return err
+	}
+	_, err = session.CheckDecision(log.Records, call, dec)
+	return err
 }
 
 // QueueAbandon queues the abandon of session id's suspended turn, as

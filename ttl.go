@@ -57,18 +57,22 @@ func (w *ttlWatch) check(id string) {
 	if w.ctx.Err() != nil {
 		return
 	}
-	log, err := w.r.Session(w.ctx, id)
+	tail, err := w.r.tail(w.ctx, id)
 	if err != nil {
 		w.log.Debug("reading a session failed", "session", id, "error", err)
 		return
 	}
-	susp := session.Suspended(log.Records)
+	susp := session.Suspended(tail.Records)
 	if susp == nil {
 		return
 	}
 	var next time.Duration
 	for _, c := range susp.Undecided() {
-		left := w.ttl - time.Since(log.Records[c.RequestSeq].Time())
+		req, ok := tail.At(c.RequestSeq)
+		if !ok {
+			continue
+		}
+		left := w.ttl - time.Since(req.Time())
 		if left > 0 {
 			if next == 0 || left < next {
 				next = left

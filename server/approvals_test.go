@@ -327,3 +327,28 @@ func TestTheInboxNamesTheParentOfASubagentsCall(t *testing.T) {
 		}
 	}
 }
+
+// A decision is checked against the end of the log, where a pending call
+// is; a call of an earlier turn is still told what became of it (409
+// decided), never 404, and an unknown call is 404.
+func TestADecisionOnAnEarlierTurnsCallIsDecided(t *testing.T) {
+	a := newAPI(t, composition(true, calc, scripted.Reply{Text: "42."}), server.Options{})
+	a.startWorker()
+	id, _, call := a.suspend()
+	var q server.Queued
+	a.json(http.StatusAccepted, "POST", "/v1/sessions/"+id+"/approvals/"+call, `{"allow":true}`, &q)
+	a.job(q.Job, "done")
+	a.json(http.StatusAccepted, "POST", "/v1/sessions/"+id+"/turns", `{"prompt":"and now?"}`, &q)
+	a.job(q.Job, "done") // the second turn suspends on its own call
+	var sum server.Summary
+	a.json(http.StatusOK, "GET", "/v1/sessions/"+id, "", &sum)
+	require.Equal(t, server.StatusSuspended, sum.Status)
+	require.Len(t, sum.Pending, 1)
+	require.NotEqual(t, call, sum.Pending[0].Call, "the second turn's call")
+
+	var e server.Error
+	a.json(http.StatusConflict, "POST", "/v1/sessions/"+id+"/approvals/"+call, `{"allow":false}`, &e)
+	assert.Contains(t, []string{server.CodeDecided, server.CodeNotPending}, e.Code, e.Message)
+	a.json(http.StatusNotFound, "POST", "/v1/sessions/"+id+"/approvals/call_nosuch", `{"allow":false}`, &e)
+	assert.Equal(t, server.CodeNotFound, e.Code)
+}

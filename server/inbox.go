@@ -34,8 +34,8 @@ type ApprovalParent struct {
 
 // handleApprovals is a person's inbox: the calls of every session the
 // caller sees that wait for a decision, oldest request first within a
-// session. It reads each session's log (see docs/architecture.md on
-// its cost).
+// session. It reads the tail of each session's log (its last turn), so
+// its cost grows with the sessions, not with their logs.
 func (s *Server) handleApprovals(_ http.ResponseWriter, r *http.Request) (int, any, error) {
 	infos, err := s.rt.Sessions(r.Context())
 	if err != nil && len(infos) == 0 {
@@ -48,17 +48,20 @@ func (s *Server) handleApprovals(_ http.ResponseWriter, r *http.Request) (int, a
 		if !s.visible(r.Context(), info) {
 			continue
 		}
-		log, err := s.rt.Session(r.Context(), info.ID)
+		tail, err := s.tail(r.Context(), info.ID)
 		if err != nil {
 			continue // removed or unreadable since it was listed
 		}
-		susp := session.Suspended(log.Records)
+		susp := session.Suspended(tail.Records)
 		if susp == nil {
 			continue
 		}
 		for _, c := range susp.Undecided() {
 			a := Approval{Session: info.ID, Call: c.Call.ID, Tool: c.Call.Name, Arguments: c.Call.Arguments,
-				By: c.Request.By, Reason: c.Request.Reason, Requested: log.Records[c.RequestSeq].Time()}
+				By: c.Request.By, Reason: c.Request.Reason}
+			if req, ok := tail.At(c.RequestSeq); ok {
+				a.Requested = req.Time()
+			}
 			if p := info.Parent; p != nil && p.Call != "" {
 				a.Parent = &ApprovalParent{ID: p.ID, Call: p.Call}
 			}

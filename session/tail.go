@@ -52,3 +52,15 @@ func TailOf(info Info, records []Record) *Tail {
 	t.Records = records[from:]
 	return t
 }
+
+// At returns the record of seq, when the tail holds it.
+func (t *Tail) At(seq int64) (Record, bool) {
+	if len(t.Records) == 0 {
+		return Record{}, false
+	}
+	i := seq - t.Records[0].seq
+	if i < 0 || i >= int64(len(t.Records)) {
+		return Record{}, false
+	}
+	return t.Records[i], true
+}
