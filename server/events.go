@@ -41,13 +41,12 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	follow := sse
-	if f := r.URL.Query().Get("follow"); f != "" && !sse {
-		if follow, err = strconv.ParseBool(f); err != nil {
-			s.writeError(w, r, apiError(http.StatusBadRequest, CodeBadRequest, "follow: %q is not true or false", f))
-			return
-		}
+	follow, err := queryBool(r, "follow", false)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
+	follow = follow || sse // a stream of server-sent events always follows
 	// Look the session up first (its tail, not its whole log), so an
 	// unknown one is a 404, not an empty stream.
 	tail, err := s.tail(r.Context(), id)

@@ -224,6 +224,7 @@ func TestBadRequestsGetStableCodes(t *testing.T) {
 		{"oversized", "POST", "/v1/sessions/" + id + "/turns", big, 413, server.CodeTooLarge},
 		{"bad after", "GET", "/v1/sessions/" + id + "/events?after=x", "", 400, server.CodeBadCursor},
 		{"bad follow", "GET", "/v1/sessions/" + id + "/events?follow=maybe", "", 400, server.CodeBadRequest},
+		{"follow spelled as Go would take it", "GET", "/v1/sessions/" + id + "/events?follow=1", "", 400, server.CodeBadRequest},
 		{"unknown route", "GET", "/v2/nothing", "", 404, server.CodeNotFound},
 		{"wrong method", "DELETE", "/v1/sessions/" + id, "", 405, server.CodeMethodNotAllowed},
 		{"GET a POST route", "GET", "/v1/sessions/" + id + "/turns", "", 405, server.CodeMethodNotAllowed},
