@@ -86,6 +86,8 @@ func toolsDiff(a, b []session.ToolSpec) (field, want, got string) {
 		case x.Description != y.Description:
 			i := firstDiff(x.Description, y.Description)
 			return fmt.Sprintf("tool %q: description", x.Name), quote(from(x.Description, i)), quote(from(y.Description, i))
+		case x.Idempotent != y.Idempotent:
+			return fmt.Sprintf("tool %q: idempotent", x.Name), fmt.Sprint(x.Idempotent), fmt.Sprint(y.Idempotent)
 		case !session.HeaderEquals(session.Header{Tools: a[i : i+1]}, session.Header{Tools: b[i : i+1]}):
 			return fmt.Sprintf("tool %q: parameters", x.Name), cut(string(x.Parameters)), cut(string(y.Parameters))
 		}

@@ -28,10 +28,16 @@ type ToolSpec struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	// Idempotent declares that running a call again with the same
+	// idempotency key ([IdempotencyKey]) is safe: the tool has its effect
+	// at most once per key. The default, false, means a retry may repeat
+	// the effect. The model does not see it; it is logged, last and only
+	// when true, so headers without it encode and digest as before.
+	Idempotent bool `json:"idempotent,omitempty"`
 }
 
-// HeaderEquals reports whether two headers are model-visibly the same.
-// Empty system and empty tools count as absent; tool parameters
+// HeaderEquals reports whether two headers are model-visibly the same,
+// and declare the same retry semantics (a tool's Idempotent). Empty system and empty tools count as absent; tool parameters
 // and the output schema compare as JSON text after compaction of
 // insignificant white space (absent and null are the same). Text
 // compares as a record holds it (see [ValidText]): a header that differs
@@ -52,7 +58,7 @@ func headerEquals(a, b Header) bool {
 	}
 	for i := range a.Tools {
 		x, y := a.Tools[i], b.Tools[i]
-		if x.Name != y.Name || x.Description != y.Description || !jsonTextEqual(x.Parameters, y.Parameters) {
+		if x.Name != y.Name || x.Description != y.Description || !jsonTextEqual(x.Parameters, y.Parameters) || x.Idempotent != y.Idempotent {
 			return false
 		}
 	}
