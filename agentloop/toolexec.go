@@ -41,6 +41,12 @@ type ToolInvocation struct {
 	decided *session.ApprovalDecision
 	// Tool is the tool the call names, nil when no such tool is offered.
 	Tool Tool
+	// Key is the call's idempotency key, session.IdempotencyKey of the
+	// session and the call's id: the same on every run of the call (a
+	// continuation, a resumed step). The loop sets it before tool/execute
+	// runs; a replay sets the recorded session's. Tools read it with
+	// [IdempotencyKey].
+	Key string
 }
 
 // Subject implements bus.Subjecter: tool calls are dispatched about their
@@ -78,11 +84,25 @@ func executeTool(ctx context.Context, inv *ToolInvocation) (out ToolOutput, _ er
 	if iv, ok := inv.Tool.(invoker); ok {
 		return iv.invoke(ctx, inv), nil
 	}
+	ctx = context.WithValue(ctx, keyOfCall{}, inv.Key)
 	content, err := inv.Tool.Execute(ctx, json.RawMessage(inv.Call.Arguments))
 	if err != nil {
 		return ToolOutput{Error: toolResultError(ctx, err)}, nil
 	}
 	return ToolOutput{Content: content}, nil
+}
+
+// keyOfCall is the context key of a running call's idempotency key.
+type keyOfCall struct{}
+
+// IdempotencyKey returns the idempotency key of the tool call ctx runs
+// (a Tool's Execute is given such a context), "" outside one. A tool
+// with an effect outside the process passes it on (an Idempotency-Key
+// header, a database's unique key) so that running the call again, as a
+// continuation after a crash may, has the effect once.
+func IdempotencyKey(ctx context.Context) string {
+	k, _ := ctx.Value(keyOfCall{}).(string)
+	return k
 }
 
 // toolResultError turns a tool's error into the error the model sees.
@@ -125,6 +145,7 @@ func (a *Agent) runBatch(ctx context.Context, invs []*ToolInvocation) []ToolOutp
 	outs := make([]ToolOutput, len(invs))
 	dones := make([]chan ToolOutput, len(invs))
 	for i, inv := range invs {
+		inv.Key = session.IdempotencyKey(inv.Session, inv.Call.ID)
 		done := make(chan ToolOutput, 1)
 		dones[i] = done
 		go func() {

@@ -29,7 +29,7 @@ type tool struct {
 }
 
 func newTool(cn *conn, t *pluginpb.Tool) (*tool, error) {
-	spec := session.ToolSpec{Name: t.GetName(), Description: t.GetDescription()}
+	spec := session.ToolSpec{Name: t.GetName(), Description: t.GetDescription(), Idempotent: t.GetIdempotent()}
 	if p := t.GetParameters(); len(p) > 0 {
 		if !json.Valid(p) {
 			return nil, errors.New("parameters are not valid JSON")
@@ -47,12 +47,12 @@ func (t *tool) Spec() session.ToolSpec { return t.spec }
 func (t *tool) ConcurrencySafe() bool { return t.safe }
 
 // Execute implements agentloop.Tool: one CallTool round trip, bounded by
-// the timeout. A plugin that does not answer in time or is gone gives a
+// the timeout, carrying the call's idempotency key. A plugin that does not answer in time or is gone gives a
 // coded error the model sees.
 func (t *tool) Execute(ctx context.Context, args json.RawMessage) (string, error) {
 	cctx, cancel := t.cn.callCtx(ctx)
 	defer cancel()
-	resp, err := t.cn.rpc.CallTool(cctx, &pluginpb.CallToolRequest{Name: t.spec.Name, Arguments: args})
+	resp, err := t.cn.rpc.CallTool(cctx, &pluginpb.CallToolRequest{Name: t.spec.Name, Arguments: args, IdempotencyKey: agentloop.IdempotencyKey(ctx)})
 	if err != nil {
 		err = t.cn.callErr(ctx, "tool "+t.spec.Name, err)
 		switch {

@@ -647,8 +647,14 @@ type Tool struct {
 	// ConcurrencySafe lets calls of the tool run concurrently with other
 	// concurrency-safe calls of the same step.
 	ConcurrencySafe bool `protobuf:"varint,4,opt,name=concurrency_safe,json=concurrencySafe,proto3" json:"concurrency_safe,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Idempotent declares what a retry means: true when running a call
+	// again with the same idempotency_key (CallToolRequest) is safe, the
+	// tool having its effect at most once per key; false, the default, when
+	// a second run may repeat the effect. The host logs it with the tool's
+	// description in the session's request/header.
+	Idempotent    bool `protobuf:"varint,5,opt,name=idempotent,proto3" json:"idempotent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Tool) Reset() {
@@ -709,13 +715,27 @@ func (x *Tool) GetConcurrencySafe() bool {
 	return false
 }
 
+func (x *Tool) GetIdempotent() bool {
+	if x != nil {
+		return x.Idempotent
+	}
+	return false
+}
+
 type CallToolRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Arguments is the JSON object the model sent.
-	Arguments     []byte `protobuf:"bytes,2,opt,name=arguments,proto3" json:"arguments,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Arguments []byte `protobuf:"bytes,2,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	// IdempotencyKey names this call for good: the session id, "/", and the
+	// call's id, which is unique within its session (docs/log-format.md).
+	// Every run of the same call carries the same key: a continuation that
+	// runs it again after a crash, a resumed step, a replay. A tool with an
+	// effect outside the process (a payment, an email) passes it on, or
+	// keeps it, so that the effect happens once per key.
+	IdempotencyKey string `protobuf:"bytes,3,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *CallToolRequest) Reset() {
@@ -760,6 +780,13 @@ func (x *CallToolRequest) GetArguments() []byte {
 		return x.Arguments
 	}
 	return nil
+}
+
+func (x *CallToolRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
 }
 
 type CallToolResponse struct {
@@ -1404,17 +1431,21 @@ const file_plugin_proto_rawDesc = "" +
 	"\x03ask\x18\x04 \x01(\bR\x03ask\"\x12\n" +
 	"\x10ListToolsRequest\"@\n" +
 	"\x11ListToolsResponse\x12+\n" +
-	"\x05tools\x18\x01 \x03(\v2\x15.vigil.plugin.v1.ToolR\x05tools\"\x87\x01\n" +
+	"\x05tools\x18\x01 \x03(\v2\x15.vigil.plugin.v1.ToolR\x05tools\"\xa7\x01\n" +
 	"\x04Tool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1e\n" +
 	"\n" +
 	"parameters\x18\x03 \x01(\fR\n" +
 	"parameters\x12)\n" +
-	"\x10concurrency_safe\x18\x04 \x01(\bR\x0fconcurrencySafe\"C\n" +
+	"\x10concurrency_safe\x18\x04 \x01(\bR\x0fconcurrencySafe\x12\x1e\n" +
+	"\n" +
+	"idempotent\x18\x05 \x01(\bR\n" +
+	"idempotent\"l\n" +
 	"\x0fCallToolRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
-	"\targuments\x18\x02 \x01(\fR\targuments\"^\n" +
+	"\targuments\x18\x02 \x01(\fR\targuments\x12'\n" +
+	"\x0fidempotency_key\x18\x03 \x01(\tR\x0eidempotencyKey\"^\n" +
 	"\x10CallToolResponse\x12\x18\n" +
 	"\acontent\x18\x01 \x01(\tR\acontent\x120\n" +
 	"\x05error\x18\x02 \x01(\v2\x1a.vigil.plugin.v1.ToolErrorR\x05error\"9\n" +

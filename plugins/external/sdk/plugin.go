@@ -56,6 +56,11 @@ type Tool struct {
 	// ConcurrencySafe lets calls run concurrently with other
 	// concurrency-safe calls of the same step.
 	ConcurrencySafe bool
+	// Idempotent declares that running a call again with the same
+	// idempotency key ([IdempotencyKey]) is safe: the tool has its effect
+	// at most once per key. False, the default, says a retry may repeat
+	// the effect.
+	Idempotent bool
 	// Run runs one call with the model's arguments (a JSON object) and
 	// returns the text the model sees. An error is shown to the model
 	// as an error result; return a [*ToolError] to give it a code.

@@ -141,7 +141,7 @@ func (s *server[C]) Validate(ctx context.Context, ev *pluginpb.Event) (_ *plugin
 func (s *server[C]) ListTools(context.Context, *pluginpb.ListToolsRequest) (*pluginpb.ListToolsResponse, error) {
 	out := &pluginpb.ListToolsResponse{Tools: make([]*pluginpb.Tool, len(s.p.Tools))}
 	for i, t := range s.p.Tools {
-		out.Tools[i] = &pluginpb.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters, ConcurrencySafe: t.ConcurrencySafe}
+		out.Tools[i] = &pluginpb.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters, ConcurrencySafe: t.ConcurrencySafe, Idempotent: t.Idempotent}
 	}
 	return out, nil
 }
@@ -156,7 +156,7 @@ func (s *server[C]) CallTool(ctx context.Context, req *pluginpb.CallToolRequest)
 			resp = &pluginpb.CallToolResponse{Error: &pluginpb.ToolError{Code: CodeToolPanic, Message: fmt.Sprint(v)}}
 		}
 	}()
-	content, err := t.Run(ctx, req.GetArguments())
+	content, err := t.Run(withIdempotencyKey(ctx, req.GetIdempotencyKey()), req.GetArguments())
 	if err != nil {
 		var te *ToolError
 		if errors.As(err, &te) {

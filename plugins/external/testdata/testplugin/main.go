@@ -163,6 +163,9 @@ func main() {
 			{Name: "echo", Description: "echoes its arguments", Run: func(_ context.Context, args json.RawMessage) (string, error) {
 				return string(args), nil
 			}},
+			{Name: "key", Description: "returns the call's idempotency key", Idempotent: true, Run: func(ctx context.Context, _ json.RawMessage) (string, error) {
+				return sdk.IdempotencyKey(ctx), nil
+			}},
 			{Name: "pid", Description: "returns the process id", Run: func(context.Context, json.RawMessage) (string, error) {
 				return strconv.Itoa(os.Getpid()), nil
 			}},
