@@ -19,7 +19,7 @@ DESCRIPTOR = _descriptor.FileDescriptor(
   name='plugin.proto',
   package='vigil.plugin.v1',
   syntax='proto3',
-  serialized_pb=_b('\n\x0cplugin.proto\x12\x0fvigil.plugin.v1\"\x11\n\x0f\x44\x65scribeRequest\"b\n\x0b\x44\x65scription\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x34\n\rsubscriptions\x18\x03 \x03(\x0b\x32\x1d.vigil.plugin.v1.Subscription\"K\n\x0cSubscription\x12\r\n\x05\x65vent\x18\x01 \x01(\t\x12\r\n\x05types\x18\x02 \x03(\t\x12\x0f\n\x07observe\x18\x03 \x01(\x08\x12\x0c\n\x04veto\x18\x04 \x01(\x08\":\n\x10\x43onfigureRequest\x12\x0e\n\x06\x63onfig\x18\x01 \x01(\x0c\x12\x16\n\x0ehost_broker_id\x18\x02 \x01(\r\"\x13\n\x11\x43onfigureResponse\"c\n\x05\x45vent\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07session\x18\x02 \x01(\t\x12\x0b\n\x03seq\x18\x03 \x01(\x03\x12\x0c\n\x04type\x18\x04 \x01(\t\x12\x0e\n\x06record\x18\x05 \x01(\x0c\x12\x10\n\x08proposed\x18\x06 \x01(\x08\"\x11\n\x0fOnEventResponse\"K\n\x10ValidateResponse\x12\x0c\n\x04veto\x18\x01 \x01(\x08\x12\x0c\n\x04\x63ode\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0b\n\x03\x61sk\x18\x04 \x01(\x08\"\x12\n\x10ListToolsRequest\"9\n\x11ListToolsResponse\x12$\n\x05tools\x18\x01 \x03(\x0b\x32\x15.vigil.plugin.v1.Tool\"W\n\x04Tool\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x12\n\nparameters\x18\x03 \x01(\x0c\x12\x18\n\x10\x63oncurrency_safe\x18\x04 \x01(\x08\"2\n\x0f\x43\x61llToolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\targuments\x18\x02 \x01(\x0c\"N\n\x10\x43\x61llToolResponse\x12\x0f\n\x07\x63ontent\x18\x01 \x01(\t\x12)\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x1a.vigil.plugin.v1.ToolError\"*\n\tToolError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\"\x10\n\x0e\x44isposeRequest\"\x11\n\x0f\x44isposeResponse\":\n\x0b\x45mitRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07session\x18\x02 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"\x0e\n\x0c\x45mitResponse\"\"\n\x0fMessagesRequest\x12\x0f\n\x07session\x18\x01 \x01(\t\">\n\x10MessagesResponse\x12*\n\x08messages\x18\x01 \x03(\x0b\x32\x18.vigil.plugin.v1.Message\"\x8e\x01\n\x07Message\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\x12\x11\n\treasoning\x18\x03 \x01(\t\x12-\n\ntool_calls\x18\x04 \x03(\x0b\x32\x19.vigil.plugin.v1.ToolCall\x12\x14\n\x0ctool_call_id\x18\x05 \x01(\t\x12\x0c\n\x04name\x18\x06 \x01(\t\"7\n\x08ToolCall\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\targuments\x18\x03 \x01(\t\"\xaa\x02\n\nLogRequest\x12\x30\n\x05level\x18\x01 \x01(\x0e\x32!.vigil.plugin.v1.LogRequest.Level\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x37\n\x06\x66ields\x18\x03 \x03(\x0b\x32\'.vigil.plugin.v1.LogRequest.FieldsEntry\x1a-\n\x0b\x46ieldsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"q\n\x05Level\x12\x15\n\x11LEVEL_UNSPECIFIED\x10\x00\x12\x0f\n\x0bLEVEL_TRACE\x10\x01\x12\x0f\n\x0bLEVEL_DEBUG\x10\x02\x12\x0e\n\nLEVEL_INFO\x10\x03\x12\x0e\n\nLEVEL_WARN\x10\x04\x12\x0f\n\x0bLEVEL_ERROR\x10\x05\"\r\n\x0bLogResponse2\xa7\x04\n\x06Plugin\x12J\n\x08\x44\x65scribe\x12 .vigil.plugin.v1.DescribeRequest\x1a\x1c.vigil.plugin.v1.Description\x12R\n\tConfigure\x12!.vigil.plugin.v1.ConfigureRequest\x1a\".vigil.plugin.v1.ConfigureResponse\x12\x43\n\x07OnEvent\x12\x16.vigil.plugin.v1.Event\x1a .vigil.plugin.v1.OnEventResponse\x12\x45\n\x08Validate\x12\x16.vigil.plugin.v1.Event\x1a!.vigil.plugin.v1.ValidateResponse\x12R\n\tListTools\x12!.vigil.plugin.v1.ListToolsRequest\x1a\".vigil.plugin.v1.ListToolsResponse\x12O\n\x08\x43\x61llTool\x12 .vigil.plugin.v1.CallToolRequest\x1a!.vigil.plugin.v1.CallToolResponse\x12L\n\x07\x44ispose\x12\x1f.vigil.plugin.v1.DisposeRequest\x1a .vigil.plugin.v1.DisposeResponse2\xde\x01\n\x04Host\x12\x43\n\x04\x45mit\x12\x1c.vigil.plugin.v1.EmitRequest\x1a\x1d.vigil.plugin.v1.EmitResponse\x12O\n\x08Messages\x12 .vigil.plugin.v1.MessagesRequest\x1a!.vigil.plugin.v1.MessagesResponse\x12@\n\x03Log\x12\x1b.vigil.plugin.v1.LogRequest\x1a\x1c.vigil.plugin.v1.LogResponseB<Z:github.com/vigil-run/vigil/plugins/external/proto;pluginpbb\x06proto3')
+  serialized_pb=_b('\n\x0cplugin.proto\x12\x0fvigil.plugin.v1\"\x11\n\x0f\x44\x65scribeRequest\"b\n\x0b\x44\x65scription\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x34\n\rsubscriptions\x18\x03 \x03(\x0b\x32\x1d.vigil.plugin.v1.Subscription\"K\n\x0cSubscription\x12\r\n\x05\x65vent\x18\x01 \x01(\t\x12\r\n\x05types\x18\x02 \x03(\t\x12\x0f\n\x07observe\x18\x03 \x01(\x08\x12\x0c\n\x04veto\x18\x04 \x01(\x08\":\n\x10\x43onfigureRequest\x12\x0e\n\x06\x63onfig\x18\x01 \x01(\x0c\x12\x16\n\x0ehost_broker_id\x18\x02 \x01(\r\"\x13\n\x11\x43onfigureResponse\"c\n\x05\x45vent\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07session\x18\x02 \x01(\t\x12\x0b\n\x03seq\x18\x03 \x01(\x03\x12\x0c\n\x04type\x18\x04 \x01(\t\x12\x0e\n\x06record\x18\x05 \x01(\x0c\x12\x10\n\x08proposed\x18\x06 \x01(\x08\"\x11\n\x0fOnEventResponse\"K\n\x10ValidateResponse\x12\x0c\n\x04veto\x18\x01 \x01(\x08\x12\x0c\n\x04\x63ode\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0b\n\x03\x61sk\x18\x04 \x01(\x08\"\x12\n\x10ListToolsRequest\"9\n\x11ListToolsResponse\x12$\n\x05tools\x18\x01 \x03(\x0b\x32\x15.vigil.plugin.v1.Tool\"k\n\x04Tool\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x12\n\nparameters\x18\x03 \x01(\x0c\x12\x18\n\x10\x63oncurrency_safe\x18\x04 \x01(\x08\x12\x12\n\nidempotent\x18\x05 \x01(\x08\"K\n\x0f\x43\x61llToolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\targuments\x18\x02 \x01(\x0c\x12\x17\n\x0fidempotency_key\x18\x03 \x01(\t\"N\n\x10\x43\x61llToolResponse\x12\x0f\n\x07\x63ontent\x18\x01 \x01(\t\x12)\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x1a.vigil.plugin.v1.ToolError\"*\n\tToolError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\"\x10\n\x0e\x44isposeRequest\"\x11\n\x0f\x44isposeResponse\":\n\x0b\x45mitRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07session\x18\x02 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"\x0e\n\x0c\x45mitResponse\"\"\n\x0fMessagesRequest\x12\x0f\n\x07session\x18\x01 \x01(\t\">\n\x10MessagesResponse\x12*\n\x08messages\x18\x01 \x03(\x0b\x32\x18.vigil.plugin.v1.Message\"\x8e\x01\n\x07Message\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\x12\x11\n\treasoning\x18\x03 \x01(\t\x12-\n\ntool_calls\x18\x04 \x03(\x0b\x32\x19.vigil.plugin.v1.ToolCall\x12\x14\n\x0ctool_call_id\x18\x05 \x01(\t\x12\x0c\n\x04name\x18\x06 \x01(\t\"7\n\x08ToolCall\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\targuments\x18\x03 \x01(\t\"\xaa\x02\n\nLogRequest\x12\x30\n\x05level\x18\x01 \x01(\x0e\x32!.vigil.plugin.v1.LogRequest.Level\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x37\n\x06\x66ields\x18\x03 \x03(\x0b\x32\'.vigil.plugin.v1.LogRequest.FieldsEntry\x1a-\n\x0b\x46ieldsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"q\n\x05Level\x12\x15\n\x11LEVEL_UNSPECIFIED\x10\x00\x12\x0f\n\x0bLEVEL_TRACE\x10\x01\x12\x0f\n\x0bLEVEL_DEBUG\x10\x02\x12\x0e\n\nLEVEL_INFO\x10\x03\x12\x0e\n\nLEVEL_WARN\x10\x04\x12\x0f\n\x0bLEVEL_ERROR\x10\x05\"\r\n\x0bLogResponse2\xa7\x04\n\x06Plugin\x12J\n\x08\x44\x65scribe\x12 .vigil.plugin.v1.DescribeRequest\x1a\x1c.vigil.plugin.v1.Description\x12R\n\tConfigure\x12!.vigil.plugin.v1.ConfigureRequest\x1a\".vigil.plugin.v1.ConfigureResponse\x12\x43\n\x07OnEvent\x12\x16.vigil.plugin.v1.Event\x1a .vigil.plugin.v1.OnEventResponse\x12\x45\n\x08Validate\x12\x16.vigil.plugin.v1.Event\x1a!.vigil.plugin.v1.ValidateResponse\x12R\n\tListTools\x12!.vigil.plugin.v1.ListToolsRequest\x1a\".vigil.plugin.v1.ListToolsResponse\x12O\n\x08\x43\x61llTool\x12 .vigil.plugin.v1.CallToolRequest\x1a!.vigil.plugin.v1.CallToolResponse\x12L\n\x07\x44ispose\x12\x1f.vigil.plugin.v1.DisposeRequest\x1a .vigil.plugin.v1.DisposeResponse2\xde\x01\n\x04Host\x12\x43\n\x04\x45mit\x12\x1c.vigil.plugin.v1.EmitRequest\x1a\x1d.vigil.plugin.v1.EmitResponse\x12O\n\x08Messages\x12 .vigil.plugin.v1.MessagesRequest\x1a!.vigil.plugin.v1.MessagesResponse\x12@\n\x03Log\x12\x1b.vigil.plugin.v1.LogRequest\x1a\x1c.vigil.plugin.v1.LogResponseB<Z:github.com/vigil-run/vigil/plugins/external/proto;pluginpbb\x06proto3')
 )
 
 
@@ -57,8 +57,8 @@ _LOGREQUEST_LEVEL = _descriptor.EnumDescriptor(
   ],
   containing_type=None,
   options=None,
-  serialized_start=1452,
-  serialized_end=1565,
+  serialized_start=1497,
+  serialized_end=1610,
 )
 _sym_db.RegisterEnumDescriptor(_LOGREQUEST_LEVEL)
 
@@ -478,6 +478,13 @@ _TOOL = _descriptor.Descriptor(
       message_type=None, enum_type=None, containing_type=None,
       is_extension=False, extension_scope=None,
       options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='idempotent', full_name='vigil.plugin.v1.Tool.idempotent', index=4,
+      number=5, type=8, cpp_type=7, label=1,
+      has_default_value=False, default_value=False,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
   ],
   extensions=[
   ],
@@ -491,7 +498,7 @@ _TOOL = _descriptor.Descriptor(
   oneofs=[
   ],
   serialized_start=586,
-  serialized_end=673,
+  serialized_end=693,
 )
 
 
@@ -516,6 +523,13 @@ _CALLTOOLREQUEST = _descriptor.Descriptor(
       message_type=None, enum_type=None, containing_type=None,
       is_extension=False, extension_scope=None,
       options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='idempotency_key', full_name='vigil.plugin.v1.CallToolRequest.idempotency_key', index=2,
+      number=3, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
   ],
   extensions=[
   ],
@@ -528,8 +542,8 @@ _CALLTOOLREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=675,
-  serialized_end=725,
+  serialized_start=695,
+  serialized_end=770,
 )
 
 
@@ -566,8 +580,8 @@ _CALLTOOLRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=727,
-  serialized_end=805,
+  serialized_start=772,
+  serialized_end=850,
 )
 
 
@@ -604,8 +618,8 @@ _TOOLERROR = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=807,
-  serialized_end=849,
+  serialized_start=852,
+  serialized_end=894,
 )
 
 
@@ -628,8 +642,8 @@ _DISPOSEREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=851,
-  serialized_end=867,
+  serialized_start=896,
+  serialized_end=912,
 )
 
 
@@ -652,8 +666,8 @@ _DISPOSERESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=869,
-  serialized_end=886,
+  serialized_start=914,
+  serialized_end=931,
 )
 
 
@@ -697,8 +711,8 @@ _EMITREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=888,
-  serialized_end=946,
+  serialized_start=933,
+  serialized_end=991,
 )
 
 
@@ -721,8 +735,8 @@ _EMITRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=948,
-  serialized_end=962,
+  serialized_start=993,
+  serialized_end=1007,
 )
 
 
@@ -752,8 +766,8 @@ _MESSAGESREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=964,
-  serialized_end=998,
+  serialized_start=1009,
+  serialized_end=1043,
 )
 
 
@@ -783,8 +797,8 @@ _MESSAGESRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1000,
-  serialized_end=1062,
+  serialized_start=1045,
+  serialized_end=1107,
 )
 
 
@@ -849,8 +863,8 @@ _MESSAGE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1065,
-  serialized_end=1207,
+  serialized_start=1110,
+  serialized_end=1252,
 )
 
 
@@ -894,8 +908,8 @@ _TOOLCALL = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1209,
-  serialized_end=1264,
+  serialized_start=1254,
+  serialized_end=1309,
 )
 
 
@@ -932,8 +946,8 @@ _LOGREQUEST_FIELDSENTRY = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1405,
-  serialized_end=1450,
+  serialized_start=1450,
+  serialized_end=1495,
 )
 
 _LOGREQUEST = _descriptor.Descriptor(
@@ -977,8 +991,8 @@ _LOGREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1267,
-  serialized_end=1565,
+  serialized_start=1312,
+  serialized_end=1610,
 )
 
 
@@ -1001,8 +1015,8 @@ _LOGRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1567,
-  serialized_end=1580,
+  serialized_start=1612,
+  serialized_end=1625,
 )
 
 _DESCRIPTION.fields_by_name['subscriptions'].message_type = _SUBSCRIPTION
@@ -1228,8 +1242,8 @@ _PLUGIN = _descriptor.ServiceDescriptor(
   file=DESCRIPTOR,
   index=0,
   options=None,
-  serialized_start=1583,
-  serialized_end=2134,
+  serialized_start=1628,
+  serialized_end=2179,
   methods=[
   _descriptor.MethodDescriptor(
     name='Describe',
@@ -1306,8 +1320,8 @@ _HOST = _descriptor.ServiceDescriptor(
   file=DESCRIPTOR,
   index=1,
   options=None,
-  serialized_start=2137,
-  serialized_end=2359,
+  serialized_start=2182,
+  serialized_end=2404,
   methods=[
   _descriptor.MethodDescriptor(
     name='Emit',
