@@ -105,7 +105,7 @@ plugins:
     config:
       url: ${MCP_URL}
       headers: { Authorization: "Bearer ${MCP_TOKEN}" }
-      exclude: ["*_tool", "admin_*", hang, fail, image, getwd]
+      exclude: ["*_tool", "admin_*", hang, fail, image, getwd, key]
       prefix: web_
 `), func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
 	require.NoError(t, err)

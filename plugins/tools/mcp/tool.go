@@ -65,11 +65,24 @@ func newTool(cn *conn, prefix string, t *mcpsdk.Tool) (*tool, error) {
 	return &tool{
 		conn:   cn,
 		remote: t.Name,
-		spec:   session.ToolSpec{Name: prefix + t.Name, Description: desc, Parameters: params},
+		spec:   session.ToolSpec{Name: prefix + t.Name, Description: desc, Parameters: params, Idempotent: idempotent(t.Annotations)},
 		// Only a tool that says it changes nothing may run alongside the
 		// step's other calls.
 		safe: t.Annotations != nil && t.Annotations.ReadOnlyHint,
 	}, nil
+}
+
+// MetaIdempotencyKey is the key of a tools/call request's _meta under
+// which every call carries its idempotency key (session.IdempotencyKey):
+// the same on every run of the call, so a server can have the call's
+// effect once.
+const MetaIdempotencyKey = "vigil/idempotency-key"
+
+// idempotent reads the server's annotations as Vigil's declaration: a
+// call may run again with the same key when the tool changes nothing
+// (readOnlyHint) or repeating it has no further effect (idempotentHint).
+func idempotent(a *mcpsdk.ToolAnnotations) bool {
+	return a != nil && (a.ReadOnlyHint || a.IdempotentHint)
 }
 
 // Spec implements [agentloop.Tool].
@@ -86,10 +99,11 @@ func (t *tool) ConcurrencySafe() bool { return t.safe }
 // sameAs reports whether u offers the model exactly what t does.
 func (t *tool) sameAs(u *tool) bool {
 	return t.remote == u.remote && t.spec.Name == u.spec.Name && t.spec.Description == u.spec.Description &&
-		bytes.Equal(t.spec.Parameters, u.spec.Parameters) && t.safe == u.safe
+		bytes.Equal(t.spec.Parameters, u.spec.Parameters) && t.safe == u.safe && t.spec.Idempotent == u.spec.Idempotent
 }
 
-// Execute implements [agentloop.Tool] with an MCP tools/call.
+// Execute implements [agentloop.Tool] with an MCP tools/call, carrying
+// the call's idempotency key in its _meta.
 func (t *tool) Execute(ctx context.Context, args json.RawMessage) (string, error) {
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage(`{}`)
@@ -97,7 +111,10 @@ func (t *tool) Execute(ctx context.Context, args json.RawMessage) (string, error
 	timeout := t.conn.cfg.timeout()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	res, err := t.conn.cs.CallTool(cctx, &mcpsdk.CallToolParams{Name: t.remote, Arguments: args})
+	res, err := t.conn.cs.CallTool(cctx, &mcpsdk.CallToolParams{
+		Name: t.remote, Arguments: args,
+		Meta: mcpsdk.Meta{MetaIdempotencyKey: agentloop.IdempotencyKey(ctx)},
+	})
 	if err != nil {
 		var rpc *jsonrpc.Error
 		switch {

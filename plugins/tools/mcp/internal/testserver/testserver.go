@@ -12,6 +12,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// MetaIdempotencyKey is where Vigil puts a call's idempotency key in
+// its _meta (the tools/mcp package's constant; a test server does not
+// import the client).
+const MetaIdempotencyKey = "vigil/idempotency-key"
+
 // ImageSize is the size of the image the image tool returns.
 const ImageSize = 1234
 
@@ -41,6 +46,7 @@ func text(s string) *mcp.CallToolResult {
 // New returns the server. Its tools:
 //
 //   - echo {text}: "echo: <text>" (annotated read-only)
+//   - key {}: the call's _meta[MetaIdempotencyKey] (annotated idempotent)
 //   - fail {message}: an error result with message
 //   - hang {}: blocks until the call is cancelled
 //   - image {}: a text part and a PNG of ImageSize bytes
@@ -61,6 +67,11 @@ func New(opts Options) *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text back.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
 			return text("echo: " + in.Text), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "key", Description: "Return the call's idempotency key.", Annotations: &mcp.ToolAnnotations{IdempotentHint: true}},
+		func(_ context.Context, req *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, any, error) {
+			k, _ := req.Params.Meta[MetaIdempotencyKey].(string)
+			return text(k), nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Report an error."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in failIn) (*mcp.CallToolResult, any, error) {
