@@ -44,8 +44,7 @@ type ToolInvocation struct {
 	// Key is the call's idempotency key, session.IdempotencyKey of the
 	// session and the call's id: the same on every run of the call (a
 	// continuation, a resumed step). The loop sets it before tool/execute
-	// runs; a replay sets the recorded session's. Tools read it with
-	// [IdempotencyKey].
+	// runs. Tools read it with [IdempotencyKey].
 	Key string
 }
 

@@ -7,7 +7,9 @@ import "strings"
 // its session (the loop makes it so, see docs/log-format.md) and both
 // are in the log before the tool runs, so the key is the same wherever
 // the call is run again: a continuation after a crash, a resumed step,
-// a replay. A session id never holds '/' (see [ValidID]), so the key
+// another process. (A replay runs no tool: the recording answers each
+// call, and the recorded call's key is derived from the recorded log.)
+// A session id never holds '/' (see [ValidID]), so the key
 // splits back at its first '/' ([ParseIdempotencyKey]).
 //
 // A tool that forwards the key to a service with a stricter alphabet or

@@ -730,9 +730,9 @@ type CallToolRequest struct {
 	// IdempotencyKey names this call for good: the session id, "/", and the
 	// call's id, which is unique within its session (docs/log-format.md).
 	// Every run of the same call carries the same key: a continuation that
-	// runs it again after a crash, a resumed step, a replay. A tool with an
-	// effect outside the process (a payment, an email) passes it on, or
-	// keeps it, so that the effect happens once per key.
+	// runs it again after a crash, a resumed step, another process. A tool
+	// with an effect outside the process (a payment, an email) passes it
+	// on, or keeps it, so that the effect happens once per key.
 	IdempotencyKey string `protobuf:"bytes,3,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
