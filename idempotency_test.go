@@ -20,10 +20,14 @@ import (
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/config"
+	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/plugins/approvals"
+	"github.com/vigil-run/vigil/plugins/provider/replay"
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	jsonlstore "github.com/vigil-run/vigil/plugins/store/jsonl"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
+	"github.com/vigil-run/vigil/session/memory"
 )
 
 // chargeConfig configures test/charge.
@@ -216,4 +220,25 @@ func TestTheKeyIsTheCallsInEveryProcess(t *testing.T) {
 	assert.NotEqual(t, keys[0], keys[1])
 	assert.Equal(t, keys, effects(t, file))
 	verifyStored(t, sessions, id)
+
+	// A replay runs no tool (the recording answers), logs the declaration
+	// as recorded, and re-derives every request: the same calls, whose
+	// keys the recorded log gives.
+	root := bus.New()
+	defer root.Dispose()
+	rc := root.Context()
+	_, err = rc.Plugin(invariants.New(), &invariants.Config{Mode: invariants.ModeStrict})
+	require.NoError(t, err)
+	rr, err := replay.Run(ctx, rc, live.NewManager(rc, memory.New()), log.Records)
+	require.NoError(t, err)
+	assert.True(t, rr.Identical(), "%+v", rr.Steps)
+	assert.Equal(t, keys, effects(t, file), "the replay ran no tool")
+	for _, r := range rr.Session.Records() {
+		if r.Type() == session.TypeRequestHeader {
+			h, err := session.DecodeData[session.RequestHeader](r)
+			require.NoError(t, err)
+			require.Len(t, h.Header.Tools, 1)
+			assert.True(t, h.Header.Tools[0].Idempotent)
+		}
+	}
 }
