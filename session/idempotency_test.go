@@ -1,7 +1,10 @@
 package session_test
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -53,4 +56,37 @@ func FuzzIdempotencyKey(f *testing.F) {
 		assert.Equal(t, sessionID, s)
 		assert.Equal(t, callID, c)
 	})
+}
+
+// TestIdempotentIsLoggedLastAndOnlyWhenTrue: a tool's declaration is the
+// last key of its entry in request/header, absent when false, so a
+// header without it encodes and digests as before; a line that spells
+// it false is not canonical, and refused.
+func TestIdempotentIsLoggedLastAndOnlyWhenTrue(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	line := func(idem bool) string {
+		h := session.Header{Tools: []session.ToolSpec{{Name: "charge", Description: "d", Parameters: json.RawMessage(`{"type":"object"}`), Idempotent: idem}}}
+		r, err := session.NewRecord(3, at, session.Event{Type: session.TypeRequestHeader, Turn: 1, Data: session.RequestHeader{Reason: session.HeaderInitial, Header: h}})
+		require.NoError(t, err)
+		return string(r.AppendLine(nil))
+	}
+	const prefix = `{"seq":3,"type":"request/header","time":"2026-12-01T10:00:00.000Z","turn":1,"data":{"reason":"initial","header":{"tools":[{"name":"charge","description":"d","parameters":{"type":"object"}`
+	assert.Equal(t, prefix+`,"idempotent":true}]}}}`+"\n", line(true))
+	assert.Equal(t, prefix+`}]}}}`+"\n", line(false))
+
+	r, err := session.DecodeRecord([]byte(strings.TrimSuffix(line(true), "\n")))
+	require.NoError(t, err)
+	h, err := session.DecodeData[session.RequestHeader](r)
+	require.NoError(t, err)
+	assert.True(t, h.Header.Tools[0].Idempotent)
+	_, err = session.DecodeRecord([]byte(prefix + `,"idempotent":false}]}}}`))
+	require.Error(t, err)
+
+	plain := session.Header{Tools: []session.ToolSpec{{Name: "charge"}}}
+	idem := session.Header{Tools: []session.ToolSpec{{Name: "charge", Idempotent: true}}}
+	assert.False(t, session.HeaderEquals(plain, idem), "a changed declaration is a header change")
+	assert.NotEqual(t, session.RequestDigest(plain, nil), session.RequestDigest(idem, nil))
+	// The digest of a header without it is what it was before the key
+	// existed: the one of {"header":{"tools":[{"name":"charge"}]},"messages":[]}.
+	assert.Equal(t, "eb20b569", session.RequestDigest(plain, nil)[:8])
 }
