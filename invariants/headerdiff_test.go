@@ -24,6 +24,8 @@ func TestHeaderDiffNamesWhatDiffers(t *testing.T) {
 			`request-header: tool "echo": description differs from the latest request/header (expected "echoes its input", actual "echoes something else")`},
 		{"tool parameters", func(h *session.Header) { h.Tools[0].Parameters = json.RawMessage(`{"type":"string"}`) },
 			`request-header: tool "echo": parameters differs from the latest request/header (expected {"type":"object"}, actual {"type":"string"})`},
+		{"tool idempotent", func(h *session.Header) { h.Tools[0].Idempotent = true },
+			`request-header: tool "echo": idempotent differs from the latest request/header (expected false, actual true)`},
 		{"tool name", func(h *session.Header) { h.Tools[0].Name = "shout" },
 			`request-header: tool 0: name differs from the latest request/header (expected "echo", actual "shout")`},
 		{"tool added", func(h *session.Header) { h.Tools = append(h.Tools, session.ToolSpec{Name: "calc"}) },
