@@ -111,10 +111,11 @@ func (t *tool) Execute(ctx context.Context, args json.RawMessage) (string, error
 	timeout := t.conn.cfg.timeout()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	res, err := t.conn.cs.CallTool(cctx, &mcpsdk.CallToolParams{
-		Name: t.remote, Arguments: args,
-		Meta: mcpsdk.Meta{MetaIdempotencyKey: agentloop.IdempotencyKey(ctx)},
-	})
+	params := &mcpsdk.CallToolParams{Name: t.remote, Arguments: args}
+	if key := agentloop.IdempotencyKey(ctx); key != "" {
+		params.Meta = mcpsdk.Meta{MetaIdempotencyKey: key}
+	}
+	res, err := t.conn.cs.CallTool(cctx, params)
 	if err != nil {
 		var rpc *jsonrpc.Error
 		switch {
