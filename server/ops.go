@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/vigil-run/vigil"
+	"github.com/vigil-run/vigil/internal/hostcheck"
 )
 
 // CodeUnavailable: the store does not answer now (503).
@@ -83,9 +84,12 @@ func (s *Server) probeRoutes() []route {
 
 // NewProbes returns the operator's endpoints of a process that serves no
 // API (vigil worker): /healthz, /readyz and /metrics (o.Metrics), open to
-// whoever reaches the address; the rest of o is not used but the Logger.
+// whoever reaches the address. Like [New]'s, it answers only a Host that
+// names o.Addr or one of o.AllowedHosts (loopback names, when o.Addr is
+// empty); of the rest of o it uses the Logger.
 func NewProbes(rt *vigil.Runtime, o Options) http.Handler {
-	s := &Server{rt: rt, opts: Options{Metrics: o.Metrics, Logger: o.Logger}, log: o.Logger, mux: http.NewServeMux()}
+	s := &Server{rt: rt, opts: Options{Metrics: o.Metrics, Logger: o.Logger}, log: o.Logger, mux: http.NewServeMux(),
+		hosts: hostcheck.New(o.Addr, o.AllowedHosts)}
 	if s.log == nil {
 		s.log = hclog.NewNullLogger()
 	}

@@ -1,7 +1,9 @@
 package server_test
 
 import (
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"testing"
@@ -83,4 +85,32 @@ func bucketsOf(t *testing.T, text, name string) []float64 {
 		out = append(out, f)
 	}
 	return out
+}
+
+// The probes of a process that serves no API answer the Host a scraper
+// sends on a wildcard bind (this machine's address, an allowed name) and
+// refuse a foreign one, as the API does.
+func TestProbesAnswerTheirBoundAddressesHosts(t *testing.T) {
+	a := newAPI(t, composition(false), server.Options{})
+	metrics, err := server.NewMetrics()
+	require.NoError(t, err)
+	probes := server.NewProbes(a.rt, server.Options{Metrics: metrics, Addr: "0.0.0.0:9464", AllowedHosts: []string{"metrics.internal"}})
+	hosts := []string{"127.0.0.1:9464", "localhost:9464", "metrics.internal:9464"}
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, ad := range addrs {
+			if ipn, ok := ad.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
+				hosts = append(hosts, net.JoinHostPort(ipn.IP.String(), "9464"))
+			}
+		}
+	}
+	for _, host := range hosts {
+		req := httptest.NewRequest("GET", "http://"+host+"/metrics", nil)
+		rec := httptest.NewRecorder()
+		probes.ServeHTTP(rec, req)
+		assert.Equal(t, http.StatusOK, rec.Code, "%s: %s", host, rec.Body)
+	}
+	req := httptest.NewRequest("GET", "http://attacker.example:9464/healthz", nil)
+	rec := httptest.NewRecorder()
+	probes.ServeHTTP(rec, req)
+	assert.Equal(t, http.StatusMisdirectedRequest, rec.Code, "%s", rec.Body)
 }

@@ -26,12 +26,14 @@ func processMetrics(h *host) (*server.Metrics, error) {
 
 // serveProbes serves /metrics, /healthz and /readyz of a worker on addr
 // until the returned stop is called.
-func serveProbes(h *host, m *server.Metrics, addr string) (bound net.Addr, stop func(), err error) {
+func serveProbes(h *host, m *server.Metrics, addr string, allowed []string) (bound net.Addr, stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, nil, err
 	}
-	hs := &http.Server{Handler: server.NewProbes(h.rt, server.Options{Metrics: m, Logger: h.log.Named("probes")}),
+	o := server.Options{Metrics: m, Logger: h.log.Named("probes"),
+		Addr: ln.Addr().String(), AllowedHosts: allowedHosts(allowed, addr, ln.Addr())}
+	hs := &http.Server{Handler: server.NewProbes(h.rt, o),
 		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 	go func() {
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

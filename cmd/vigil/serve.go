@@ -195,7 +195,7 @@ func cmdServe(ctx context.Context, e *env, o serveOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(h.rt, server.Options{Auth: auth, Addr: ln.Addr().String(), AllowedHosts: allowedHosts(o, ln.Addr()),
+	srv, err := server.New(h.rt, server.Options{Auth: auth, Addr: ln.Addr().String(), AllowedHosts: allowedHosts(o.allowedHosts, o.addr, ln.Addr()),
 		CORSOrigins: o.cors, MaxBody: o.maxBody, Metrics: metrics, Logger: h.log.Named("server")})
 	if err != nil {
 		_ = ln.Close()
@@ -237,10 +237,10 @@ func cmdServe(ctx context.Context, e *env, o serveOptions) (err error) {
 // allowedHosts are the Host header values served besides the bound
 // address's names: --allowed-host, and the host --addr names (a name
 // that resolves to the address bound) at the port bound.
-func allowedHosts(o serveOptions, bound net.Addr) []string {
-	out := slices.Clone(o.allowedHosts)
+func allowedHosts(allowed []string, addr string, bound net.Addr) []string {
+	out := slices.Clone(allowed)
 	if _, port, err := net.SplitHostPort(bound.String()); err == nil {
-		for _, h := range hostcheck.Names(o.addr) {
+		for _, h := range hostcheck.Names(addr) {
 			out = append(out, net.JoinHostPort(h, port))
 		}
 	}
@@ -300,6 +300,9 @@ type workerOptions struct {
 	drain       time.Duration
 	approvalTTL time.Duration
 	metricsAddr string
+	// allowedHosts are the Host header values the probes answer besides
+	// the metrics address's names.
+	allowedHosts []string
 }
 
 func newWorkerCmd(e *env) *cobra.Command {
@@ -323,6 +326,7 @@ expires. On SIGTERM the worker takes no more turns, finishes the running ones
 	cmd.Flags().IntVar(&o.concurrency, "concurrency", 4, "jobs run at once")
 	cmd.Flags().StringVar(&o.name, "name", "", "the worker's name in the queue (default host:pid)")
 	cmd.Flags().StringVar(&o.metricsAddr, "metrics-addr", "", "serve /metrics, /healthz and /readyz on this address (host:port), open to whoever reaches it; none: no HTTP")
+	cmd.Flags().StringArrayVar(&o.allowedHosts, "allowed-host", nil, "a Host header value the metrics address answers besides its own names (repeatable; host, or host:port), such as a scraper's service name")
 	cmd.Flags().DurationVar(&o.drain, "drain", defaultDrain, "how long to wait for running turns on SIGTERM")
 	approvalTTLFlag(cmd, &o.approvalTTL)
 	logFormatFlag(cmd, e)
@@ -353,7 +357,7 @@ func cmdWorker(ctx context.Context, e *env, o workerOptions) (err error) {
 	}
 	defer metrics.Shutdown(context.WithoutCancel(ctx))
 	if o.metricsAddr != "" {
-		addr, stop, err := serveProbes(h, metrics, o.metricsAddr)
+		addr, stop, err := serveProbes(h, metrics, o.metricsAddr, o.allowedHosts)
 		if err != nil {
 			return err
 		}
