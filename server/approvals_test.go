@@ -101,6 +101,10 @@ func TestReviewersRacingOnOneCallGetOneDecision(t *testing.T) {
 				var e server.Error
 				assert.NoError(t, json.Unmarshal(data, &e), "%s", data)
 				codes[i] = e.Code
+				if e.Code == server.CodeDecided {
+					assert.Contains(t, e.Message, call, "the API's words name the call")
+					assert.NotContains(t, e.Message, "memory:", "not the store's")
+				}
 			}
 		})
 	}

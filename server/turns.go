@@ -90,9 +90,14 @@ func (s *Server) handleDecide(_ http.ResponseWriter, r *http.Request) (int, any,
 	if req.By != nil {
 		return 0, nil, apiError(http.StatusBadRequest, CodeBadRequest, "by: a decision is logged as made by the caller's credentials, not by what the body says; leave it out")
 	}
-	by := PrincipalOf(r.Context()).Name
-	return s.queued(r, id)(s.rt.QueueDecision(r.Context(), id, r.PathValue("call"),
-		vigil.Decision{Allow: *req.Allow, By: by, Reason: req.Reason, Scope: req.Scope}))
+	call := r.PathValue("call")
+	job, pos, err := s.rt.QueueDecision(r.Context(), id, call,
+		vigil.Decision{Allow: *req.Allow, By: PrincipalOf(r.Context()).Name, Reason: req.Reason, Scope: req.Scope})
+	if errors.Is(err, session.ErrDuplicateJob) {
+		// Say it in the API's words: the store's are its own business.
+		err = apiError(http.StatusConflict, CodeDecided, "call %s has a decision already, queued or taken: GET /v1/sessions/%s shows it", call, id)
+	}
+	return s.queued(r, id)(job, pos, err)
 }
 
 // Cancelled is the answer to a cancel: how many jobs were dropped or
