@@ -47,13 +47,18 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[ses
 		)
 		for {
 			wake := s.note.appendWait(id)
-			s.writeBuffered(id)
-			data, err := readPast(path, off, limit)
+			// Only what is durable is read: a follower's copy is a prefix
+			// of the log whatever crashes.
+			lim := limit
+			if durable, held := s.writeBuffered(id); held {
+				lim = int(min(int64(limit), max(durable-off, 0)))
+			}
+			data, err := readPast(path, off, lim)
 			if err != nil {
 				fail(err)
 				return
 			}
-			full, start := len(data) == limit, off
+			full, start := len(data) == limit && lim == limit, off
 			for {
 				nl := bytes.IndexByte(data, '\n')
 				if nl < 0 {

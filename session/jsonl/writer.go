@@ -335,8 +335,6 @@ func (w *writer) flush(sync bool) error {
 	if len(data) > 0 {
 		_, err = w.f.Write(data)
 		w.unsynced = true
-		// Followers in other stores of this process read the file.
-		w.note.appended(w.id)
 	}
 	if err == nil && sync && w.unsynced {
 		if err = w.f.Sync(); err == nil {
@@ -353,10 +351,25 @@ func (w *writer) flush(sync bool) error {
 		return err
 	}
 	w.size += int64(len(data))
+	if len(data) > 0 && !w.unsynced {
+		// Followers (in any store of this process) are woken once what
+		// they will read is durable: a follower is given durable records
+		// only.
+		w.note.appended(w.id)
+	}
 	if !w.unsynced && len(w.buf) == 0 && !w.armed && !w.pinned && (!w.inTurn || w.suspended) {
 		err = w.letGo()
 	}
 	return err
+}
+
+// durableLen returns the length of the file's whole lines that are
+// durable, when the writer holds the file (held): w.size moves only once
+// a flush's write is fsynced.
+func (w *writer) durableLen() (size int64, held bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.size, w.f != nil && !w.fresh && w.known
 }
 
 // letGo closes the file, which drops the lock, keeping what the writer
