@@ -1,0 +1,233 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/pgstore/pgtest"
+)
+
+// The durability trials: `vigil serve` runs a turn whose every step calls
+// the effect tool (an external plugin that appends the call's tag to a
+// file), while a client follows the session over SSE; the test kills the
+// process (SIGKILL) the moment the k-th effect appears in the file (k
+// random), and on PostgreSQL crashes the database too (pg_ctl stop -m
+// immediate, then start). Then the stored log (`vigil sessions export`,
+// which repairs nothing) must show a tool/start for every effect that
+// happened, and what the client received must be the log's first
+// records, byte for byte.
+
+var (
+	effectToolOnce sync.Once
+	effectToolBin  string
+	effectToolErr  error
+)
+
+// buildEffectTool builds testdata/effecttool once.
+func buildEffectTool(t *testing.T) string {
+	t.Helper()
+	effectToolOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "vigil-effecttool")
+		if err != nil {
+			effectToolErr = err
+			return
+		}
+		effectToolBin = filepath.Join(dir, "effecttool")
+		if out, err := exec.Command("go", "build", "-o", effectToolBin, "./testdata/effecttool").CombinedOutput(); err != nil {
+			effectToolErr = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	require.NoError(t, effectToolErr)
+	return effectToolBin
+}
+
+// effectModel speaks OpenAI's streaming chat completions: each reply of a
+// turn's first steps calls the effect tool once, with a tag unique to the
+// reply; then it answers.
+func effectModel(t *testing.T, steps int) *httptest.Server {
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct {
+				Role string `json:"role"`
+			} `json:"messages"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		done := 0
+		for _, m := range req.Messages {
+			switch m.Role {
+			case "user":
+				done = 0
+			case "tool":
+				done++
+			}
+		}
+		n := calls.Add(1)
+		w.Header().Set("Content-Type", "text/event-stream")
+		chunk := func(c string) {
+			fmt.Fprintf(w, `data: {"id":"c%d","object":"chat.completion.chunk","created":1764450084,"model":"m","choices":[%s]}`+"\n\n", n, c)
+			w.(http.Flusher).Flush()
+		}
+		if done < steps {
+			chunk(`{"index":0,"delta":{"role":"assistant","content":"Acting."},"finish_reason":null}`)
+			chunk(fmt.Sprintf(`{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_%d","type":"function","function":{"name":"effect","arguments":"{\"tag\":\"t%d\"}"}}]},"finish_reason":null}`, n, n))
+			chunk(`{"index":0,"delta":{},"finish_reason":"tool_calls"}`)
+		} else {
+			chunk(`{"index":0,"delta":{"role":"assistant","content":"Done."},"finish_reason":null}`)
+			chunk(`{"index":0,"delta":{},"finish_reason":"stop"}`)
+		}
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// durableTrial is one trial's set-up: the store's plugins.yaml line and,
+// on PostgreSQL, the database crash after the kill.
+type durableTrial struct {
+	store string
+	crash func()
+}
+
+// runDurableTrial runs one trial in a fresh folder and reports, as
+// errors, what the log lost.
+func runDurableTrial(t *testing.T, tr durableTrial, modelURL string) {
+	dir := t.TempDir()
+	effects := filepath.Join(dir, "effects")
+	cfg := fmt.Sprintf(`plugins:
+  - %s
+  - { name: provider/openai, config: { base_url: "%s/v1", api_key: k, model: m } }
+  - { name: agent, config: { model: m, max_steps: 8 } }
+  - { id: effects, name: external, config: { path: %q, config: { file: %q } } }
+`, tr.store, modelURL, buildEffectTool(t), effects)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "plugins.yaml"), []byte(cfg), 0o644))
+	s := serve(t, dir, "tok")
+	var created struct{ ID string }
+	s.call(http.StatusCreated, "POST", "/v1/sessions", "", &created)
+	id := created.ID
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stream := s.events(ctx, id, "")
+	var lines []string
+	streamed := make(chan struct{})
+	go func() {
+		defer close(streamed)
+		defer stream.resp.Body.Close()
+		var data string
+		for stream.sc.Scan() {
+			switch l := stream.sc.Text(); {
+			case l == "" && data != "":
+				lines = append(lines, data)
+				data = ""
+			case strings.HasPrefix(l, "data: "):
+				data = strings.TrimPrefix(l, "data: ")
+			}
+		}
+	}()
+	s.call(http.StatusAccepted, "POST", "/v1/sessions/"+id+"/turns", `{"prompt":"act"}`, nil)
+
+	// Killed right after the k-th effect.
+	k := 1 + rand.IntN(3)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, _ := os.ReadFile(effects)
+		if bytes.Count(b, []byte("\n")) >= k {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "no effect %d:\n%s", k, s.log)
+		time.Sleep(100 * time.Microsecond)
+	}
+	require.NoError(t, s.cmd.Process.Kill())
+	_ = s.cmd.Wait()
+	if tr.crash != nil {
+		tr.crash()
+	}
+	<-streamed
+	happened, err := os.ReadFile(effects)
+	require.NoError(t, err)
+
+	export := exec.Command(buildVigil(t), "sessions", "export", id)
+	export.Dir = dir
+	stored, err := export.Output()
+	require.NoError(t, err)
+	logLines := strings.Split(strings.TrimSuffix(string(stored), "\n"), "\n")[1:] // the header is not an event
+	started := map[string]bool{}
+	tags := map[string]string{} // tag → call id
+	for _, l := range logLines {
+		rec, err := session.DecodeRecord([]byte(l))
+		require.NoError(t, err, l)
+		switch rec.Type() {
+		case session.TypeToolStart:
+			st, err := session.DecodeData[session.ToolStart](rec)
+			require.NoError(t, err)
+			started[st.ID] = true
+		case session.TypeToolCall:
+			c, err := session.DecodeData[session.ToolCall](rec)
+			require.NoError(t, err)
+			var a struct{ Tag string }
+			require.NoError(t, json.Unmarshal([]byte(c.Arguments), &a))
+			tags[a.Tag] = c.ID
+		}
+	}
+	for tag := range strings.FieldsSeq(string(happened)) {
+		assert.True(t, started[tags[tag]], "the effect %s happened, but the log has no tool/start for it", tag)
+	}
+	if assert.LessOrEqual(t, len(lines), len(logLines), "the stream has records the log lost") {
+		assert.Equal(t, logLines[:len(lines)], lines, "the stream is the log's beginning")
+	}
+}
+
+// TestAToolThatRanIsInTheLogAfterAKill: 30 kills right after an effect on
+// the JSONL store.
+func TestAToolThatRanIsInTheLogAfterAKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a process per trial")
+	}
+	srv := effectModel(t, 3)
+	for i := range 30 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			runDurableTrial(t, durableTrial{store: "{ name: store/jsonl, config: { dir: sessions } }"}, srv.URL)
+		})
+	}
+}
+
+// TestAToolThatRanIsInTheLogAfterAKillAndADatabaseCrash: 30 kills right after
+// an effect on PostgreSQL, each followed by an immediate shutdown of the
+// database.
+func TestAToolThatRanIsInTheLogAfterAKillAndADatabaseCrash(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a process per trial")
+	}
+	cluster := pgtest.NewCluster(t)
+	srv := effectModel(t, 3)
+	for i := range 30 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			store := fmt.Sprintf("{ name: store/postgres, config: { dsn: %q, schema: trial%d } }", cluster.DSN(), i)
+			runDurableTrial(t, durableTrial{store: store, crash: cluster.Crash}, srv.URL)
+		})
+	}
+}
+
