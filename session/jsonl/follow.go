@@ -14,10 +14,11 @@ import (
 )
 
 // Follow implements [session.Follower]. Records appended through a store
-// of this process on the same directory wake the follower at once (what
-// this store buffered for the session is written first, as [Store.Load]
-// does; another store's group is seen once it is written, within its sync
-// interval); records appended by other processes are seen by the
+// of this process on the same directory wake the follower once they are
+// durable (what this store buffered for the session is written and
+// fsynced first, as [Store.Load] does, and only what its writer fsynced
+// is read; another store's group is seen once it is fsynced, within its
+// sync interval); records appended by other processes are seen by the
 // directory's one poller, which looks at the size of each followed file
 // every 250ms. A waiting follower holds no file open: each wake-up opens
 // the file only when it grew, and reads only the bytes past the last whole

@@ -382,7 +382,7 @@ func (s *Store) writeBuffered(id string) (durable int64, held bool) {
 	if w == nil {
 		return 0, false
 	}
-	_ = w.flush(true)
+	_ = w.flush()
 	return w.durableLen()
 }
 
@@ -465,7 +465,7 @@ func (s *Store) Flush(ctx context.Context, id string) error {
 		}
 		return nil
 	}
-	if err := w.flush(true); err != nil {
+	if err := w.flush(); err != nil {
 		return fmt.Errorf("jsonl: flush %s: %w", id, err)
 	}
 	return nil

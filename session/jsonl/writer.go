@@ -292,7 +292,7 @@ func (w *writer) append(next int64, records []session.Record) error {
 	}
 	w.mu.Unlock()
 	if sync {
-		return w.flush(true)
+		return w.flush()
 	}
 	return nil
 }
@@ -302,13 +302,15 @@ func (w *writer) tick() {
 	w.mu.Lock()
 	w.armed = false
 	w.mu.Unlock()
-	_ = w.flush(true) // a failure is sticky and reported by the next call
+	_ = w.flush() // a failure is sticky and reported by the next call
 }
 
-// flush writes the buffer and, with sync, fsyncs everything written;
-// then, when nothing is left to write and no turn is being written, it
-// lets the file go.
-func (w *writer) flush(sync bool) error {
+// flush writes the buffer and fsyncs everything written; then, when
+// nothing is left to write and no turn is being written, it lets the
+// file go. Nothing is written without its fsync: what a reader of this
+// process sees of the file is durable (a follower reads only up to
+// durableLen, as the write and the fsync are not one step).
+func (w *writer) flush() error {
 	w.flushMu.Lock()
 	defer w.flushMu.Unlock()
 	w.mu.Lock()
@@ -323,7 +325,7 @@ func (w *writer) flush(sync bool) error {
 	}
 	data := w.buf
 	w.buf, w.spare = w.spare[:0], nil
-	if sync && w.armed {
+	if w.armed {
 		// Everything is being synced now: the timer would only sync what
 		// is appended after this, sooner than it needs to be.
 		w.timer.Stop()
@@ -336,7 +338,7 @@ func (w *writer) flush(sync bool) error {
 		_, err = w.f.Write(data)
 		w.unsynced = true
 	}
-	if err == nil && sync && w.unsynced {
+	if err == nil && w.unsynced {
 		if err = w.f.Sync(); err == nil {
 			w.unsynced = false
 		}
@@ -393,7 +395,7 @@ func (w *writer) release() error {
 	w.mu.Lock()
 	w.pinned = false
 	w.mu.Unlock()
-	err := w.flush(true)
+	err := w.flush()
 	w.flushMu.Lock()
 	defer w.flushMu.Unlock()
 	w.mu.Lock()
@@ -430,7 +432,7 @@ func (w *writer) reset() error {
 
 // close flushes, stops the timer and lets the file go, for good.
 func (w *writer) close() error {
-	err := w.flush(true)
+	err := w.flush()
 	w.flushMu.Lock()
 	defer w.flushMu.Unlock()
 	w.mu.Lock()
