@@ -91,11 +91,13 @@ func TestASuspendedTurnIsDecidedAndResumedByAnotherRuntime(t *testing.T) {
 			results = append(results, res)
 		}
 	}
+	// The denial is answered first, before the allowed call runs.
 	require.Len(t, results, 2)
-	assert.Equal(t, "42", results[0].Content)
-	require.NotNil(t, results[1].Error)
-	assert.Equal(t, session.CodeApprovalDenied, results[1].Error.Code)
-	assert.Contains(t, results[1].Error.Message, "not that one")
+	assert.Equal(t, []string{second, first}, []string{results[0].ID, results[1].ID})
+	assert.Equal(t, "42", results[1].Content)
+	require.NotNil(t, results[0].Error)
+	assert.Equal(t, session.CodeApprovalDenied, results[0].Error.Code)
+	assert.Contains(t, results[0].Error.Message, "not that one")
 
 	pending, err = b.Pending(ctx, id)
 	require.NoError(t, err)

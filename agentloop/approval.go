@@ -169,8 +169,19 @@ func (t *turn) runGated(ctx context.Context, n int, calls []session.ToolCall, to
 		}
 	}
 	byName := toolsByName(tools)
-	// Runs of allowed calls keep the loop's batching; the others are
-	// logged in their place, so the log keeps the model's call order.
+	// The policy's denials are logged first, before any call of the step
+	// runs: a crash while one runs never loses them (they are made
+	// durable with its tool/start).
+	for i, c := range calls {
+		if verdicts[i].Action == session.ActionDeny {
+			if err := t.denyByPolicy(n, c, verdicts[i]); err != nil {
+				return false, err
+			}
+		}
+	}
+	// Runs of allowed calls keep the loop's batching; the asked ones are
+	// logged in their place, so the log keeps the model's call order
+	// among them.
 	var asked []session.PendingCall
 	for i := 0; i < len(calls); {
 		if act := verdicts[i].Action; act == "" || act == session.ActionAllow {
@@ -189,20 +200,12 @@ func (t *turn) runGated(ctx context.Context, n int, calls []session.ToolCall, to
 		}
 		c, v := calls[i], verdicts[i]
 		i++
+		if v.Action == session.ActionDeny {
+			continue // logged above
+		}
 		rec, err := t.append(session.Event{Type: session.TypeToolCall, Step: n, Data: c})
 		if err != nil {
 			return false, err
-		}
-		if v.Action == session.ActionDeny {
-			msg := "the approval policy denies this call"
-			if v.Reason != "" {
-				msg += ": " + v.Reason
-			}
-			res := session.ToolResult{ID: c.ID, Name: c.Name, Error: &session.ToolResultError{Code: session.CodePolicyDenied, Message: msg}}
-			if _, err := t.append(session.Event{Type: session.TypeToolResult, Step: n, Sources: []int64{rec.Seq()}, Data: res}); err != nil {
-				return false, err
-			}
-			continue
 		}
 		req := session.ApprovalRequest{ID: c.ID, By: v.By, Reason: v.Reason}
 		rq, err := t.append(session.Event{Type: session.TypeApprovalRequest, Step: n, Data: req})
@@ -244,6 +247,22 @@ func (t *turn) runGated(ctx context.Context, n int, calls []session.ToolCall, to
 		}
 	}
 	return true, nil
+}
+
+// denyByPolicy logs call c, which the policy denies, with its
+// POLICY_DENIED result.
+func (t *turn) denyByPolicy(n int, c session.ToolCall, v Verdict) error {
+	rec, err := t.append(session.Event{Type: session.TypeToolCall, Step: n, Data: c})
+	if err != nil {
+		return err
+	}
+	msg := "the approval policy denies this call"
+	if v.Reason != "" {
+		msg += ": " + v.Reason
+	}
+	res := session.ToolResult{ID: c.ID, Name: c.Name, Error: &session.ToolResultError{Code: session.CodePolicyDenied, Message: msg}}
+	_, err = t.append(session.Event{Type: session.TypeToolResult, Step: n, Sources: []int64{rec.Seq()}, Data: res})
+	return err
 }
 
 // sessionRule is the session-scoped allow that covers a call: its seq (0
@@ -394,9 +413,19 @@ func (t *turn) resume(ctx context.Context) (*TurnResult, error) {
 	byName := toolsByName(tools)
 	t.n = s.Turn
 	t.res = TurnResult{Session: t.sess.ID(), Turn: s.Turn, Steps: s.Step}
-	for _, p := range s.Calls {
-		if err := t.runDecided(ctx, s.Step, p, byName); err != nil {
-			return t.finish(failReason(err), err)
+	// Denials are answered first, before any allowed call runs (and made
+	// durable with its tool/start): a crash while one runs never turns a
+	// denial into "not started". A sub-agent's denial goes to its child,
+	// in its place.
+	denied := func(p session.PendingCall) bool { return !p.Decision.Allow && !deferredStart(byName[p.Call.Name]) }
+	for _, first := range []bool{true, false} {
+		for _, p := range s.Calls {
+			if denied(p) != first {
+				continue
+			}
+			if err := t.runDecided(ctx, s.Step, p, byName); err != nil {
+				return t.finish(failReason(err), err)
+			}
 		}
 	}
 	// The usage the step logged before it suspended is its step/end's.
@@ -439,6 +468,9 @@ func (t *turn) runDecided(ctx context.Context, n int, p session.PendingCall, byN
 	}
 	if !deferred {
 		if _, err := t.append(session.Event{Type: session.TypeToolStart, Step: n, Data: session.ToolStart{ID: p.Call.ID}}); err != nil {
+			return err
+		}
+		if err := t.durable(); err != nil {
 			return err
 		}
 	}

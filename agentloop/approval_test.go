@@ -238,8 +238,11 @@ func TestPolicyDenialIsAResultTheModelSeesAndTheTurnGoesOn(t *testing.T) {
 		}
 		codes = append(codes, code)
 	}
-	assert.Equal(t, []string{"echo", "rm", "ls"}, names, "results keep the model's call order")
-	assert.Equal(t, []string{"", "POLICY_DENIED: the approval policy denies this call: no deletes", ""}, codes)
+	// The denial is logged before any call of the step runs (a crash
+	// while echo runs must not lose it); the others keep the model's
+	// call order.
+	assert.Equal(t, []string{"rm", "echo", "ls"}, names, "the denial first, then the model's call order")
+	assert.Equal(t, []string{"POLICY_DENIED: the approval policy denies this call: no deletes", "", ""}, codes)
 }
 
 // TestAVetoListenerMayAnswerAsk: a bus.Veto listener of the tool/approve

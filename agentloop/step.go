@@ -292,8 +292,9 @@ func (t *turn) runTools(ctx context.Context, n int, calls []session.ToolCall, to
 		outs := make([]ToolOutput, len(batch))
 		ran := make([]bool, len(batch))
 		var (
-			invs []*ToolInvocation
-			idx  []int
+			invs    []*ToolInvocation
+			idx     []int
+			started bool // a tool/start was appended: made durable before any tool runs
 		)
 		for k, c := range batch {
 			if ctx.Err() != nil {
@@ -311,6 +312,7 @@ func (t *turn) runTools(ctx context.Context, n int, calls []session.ToolCall, to
 				}
 			}
 			ran[k] = true
+			started = started || !deferredStart(byName[c.Name])
 			invs = append(invs, &ToolInvocation{
 				Session: t.sess.ID(), Turn: t.n, Step: n,
 				Call:    session.ToolCall{ID: c.ID, Name: c.Name, Arguments: args},
@@ -318,6 +320,11 @@ func (t *turn) runTools(ctx context.Context, n int, calls []session.ToolCall, to
 				Tool:    byName[c.Name],
 			})
 			idx = append(idx, k)
+		}
+		if started {
+			if err := t.durable(); err != nil {
+				return nil, err
+			}
 		}
 		if len(invs) > 0 {
 			for m, o := range t.a.runBatch(ctx, invs) {

@@ -48,7 +48,9 @@ type Fencer interface {
 type Follower interface {
 	// Follow yields the records of session id from seq from on: those
 	// stored now, then each one as it is appended, by this process or, for
-	// stores shared between processes, any other. It ends without an
+	// stores shared between processes, any other. It yields a record
+	// only once it is durable (see [Flusher]): what a follower received
+	// is a prefix of the log that any crash leaves. It ends without an
 	// error when ctx is done, or at the first error (an unknown session is
 	// [ErrNotFound]).
 	Follow(ctx context.Context, id string, from int64) iter.Seq2[Record, error]

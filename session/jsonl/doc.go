@@ -43,7 +43,12 @@
 // returned (or, for an event outside any step, the next such append). An
 // event appended less than the sync interval before a crash may be lost;
 // a crash in the middle of a write leaves at most a torn last line, which
-// loading drops. Create and Fork write the new file under a temporary
+// loading drops. A follower ([Store.Follow]) is given a record only once
+// it is durable: a writer writes nothing without its fsync, wakes
+// followers after it, and a follower in its process reads only up to
+// what it fsynced. (A follower in another process reads the file as it
+// is: it may see a record between its write and its fsync, which a crash
+// of the machine, not of the writing process, can lose.) Create and Fork write the new file under a temporary
 // name, fsync it and link it into place, so a new log is never seen half
 // written.
 //

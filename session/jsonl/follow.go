@@ -14,10 +14,11 @@ import (
 )
 
 // Follow implements [session.Follower]. Records appended through a store
-// of this process on the same directory wake the follower at once (what
-// this store buffered for the session is written first, as [Store.Load]
-// does; another store's group is seen once it is written, within its sync
-// interval); records appended by other processes are seen by the
+// of this process on the same directory wake the follower once they are
+// durable (what this store buffered for the session is written and
+// fsynced first, as [Store.Load] does, and only what its writer fsynced
+// is read; another store's group is seen once it is fsynced, within its
+// sync interval); records appended by other processes are seen by the
 // directory's one poller, which looks at the size of each followed file
 // every 250ms. A waiting follower holds no file open: each wake-up opens
 // the file only when it grew, and reads only the bytes past the last whole
@@ -47,13 +48,18 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[ses
 		)
 		for {
 			wake := s.note.appendWait(id)
-			s.writeBuffered(id)
-			data, err := readPast(path, off, limit)
+			// Only what is durable is read: a follower's copy is a prefix
+			// of the log whatever crashes.
+			lim := limit
+			if durable, held := s.writeBuffered(id); held {
+				lim = int(min(int64(limit), max(durable-off, 0)))
+			}
+			data, err := readPast(path, off, lim)
 			if err != nil {
 				fail(err)
 				return
 			}
-			full, start := len(data) == limit, off
+			full, start := len(data) == limit && lim == limit, off
 			for {
 				nl := bytes.IndexByte(data, '\n')
 				if nl < 0 {

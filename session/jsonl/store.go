@@ -367,17 +367,23 @@ func (s *Store) Info(ctx context.Context, id string) (session.Info, error) {
 	return info, nil
 }
 
-// writeBuffered writes what this store buffered for id, so that a read
-// of its file sees every record appended through this store. A flush
-// that fails (a full disk) lost what it could not write: the file is all
-// there is, and is read, so a read recovers once space is back.
-func (s *Store) writeBuffered(id string) {
+// writeBuffered writes and fsyncs what this store buffered for id, so
+// that a read of its file sees every record appended through this store,
+// durable. While this store's writer holds the file (so no one else
+// writes it), it also returns the length of the file that is durable
+// (held true): a concurrent flush may have written bytes that are not
+// yet. A flush that fails (a full disk) lost what it could not write:
+// the file is all there is, and is read, so a read recovers once space
+// is back.
+func (s *Store) writeBuffered(id string) (durable int64, held bool) {
 	s.mu.Lock()
 	w := s.writers[id]
 	s.mu.Unlock()
-	if w != nil {
-		_ = w.flush(false)
+	if w == nil {
+		return 0, false
 	}
+	_ = w.flush()
+	return w.durableLen()
 }
 
 // List implements [session.Store]. A file whose header cannot be read (or
@@ -459,7 +465,7 @@ func (s *Store) Flush(ctx context.Context, id string) error {
 		}
 		return nil
 	}
-	if err := w.flush(true); err != nil {
+	if err := w.flush(); err != nil {
 		return fmt.Errorf("jsonl: flush %s: %w", id, err)
 	}
 	return nil

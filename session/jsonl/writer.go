@@ -292,7 +292,7 @@ func (w *writer) append(next int64, records []session.Record) error {
 	}
 	w.mu.Unlock()
 	if sync {
-		return w.flush(true)
+		return w.flush()
 	}
 	return nil
 }
@@ -302,13 +302,15 @@ func (w *writer) tick() {
 	w.mu.Lock()
 	w.armed = false
 	w.mu.Unlock()
-	_ = w.flush(true) // a failure is sticky and reported by the next call
+	_ = w.flush() // a failure is sticky and reported by the next call
 }
 
-// flush writes the buffer and, with sync, fsyncs everything written;
-// then, when nothing is left to write and no turn is being written, it
-// lets the file go.
-func (w *writer) flush(sync bool) error {
+// flush writes the buffer and fsyncs everything written; then, when
+// nothing is left to write and no turn is being written, it lets the
+// file go. Nothing is written without its fsync: what a reader of this
+// process sees of the file is durable (a follower reads only up to
+// durableLen, as the write and the fsync are not one step).
+func (w *writer) flush() error {
 	w.flushMu.Lock()
 	defer w.flushMu.Unlock()
 	w.mu.Lock()
@@ -323,7 +325,7 @@ func (w *writer) flush(sync bool) error {
 	}
 	data := w.buf
 	w.buf, w.spare = w.spare[:0], nil
-	if sync && w.armed {
+	if w.armed {
 		// Everything is being synced now: the timer would only sync what
 		// is appended after this, sooner than it needs to be.
 		w.timer.Stop()
@@ -335,10 +337,8 @@ func (w *writer) flush(sync bool) error {
 	if len(data) > 0 {
 		_, err = w.f.Write(data)
 		w.unsynced = true
-		// Followers in other stores of this process read the file.
-		w.note.appended(w.id)
 	}
-	if err == nil && sync && w.unsynced {
+	if err == nil && w.unsynced {
 		if err = w.f.Sync(); err == nil {
 			w.unsynced = false
 		}
@@ -353,10 +353,25 @@ func (w *writer) flush(sync bool) error {
 		return err
 	}
 	w.size += int64(len(data))
+	if len(data) > 0 && !w.unsynced {
+		// Followers (in any store of this process) are woken once what
+		// they will read is durable: a follower is given durable records
+		// only.
+		w.note.appended(w.id)
+	}
 	if !w.unsynced && len(w.buf) == 0 && !w.armed && !w.pinned && (!w.inTurn || w.suspended) {
 		err = w.letGo()
 	}
 	return err
+}
+
+// durableLen returns the length of the file's whole lines that are
+// durable, when the writer holds the file (held): w.size moves only once
+// a flush's write is fsynced.
+func (w *writer) durableLen() (size int64, held bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.size, w.f != nil && !w.fresh && w.known
 }
 
 // letGo closes the file, which drops the lock, keeping what the writer
@@ -380,7 +395,7 @@ func (w *writer) release() error {
 	w.mu.Lock()
 	w.pinned = false
 	w.mu.Unlock()
-	err := w.flush(true)
+	err := w.flush()
 	w.flushMu.Lock()
 	defer w.flushMu.Unlock()
 	w.mu.Lock()
@@ -417,7 +432,7 @@ func (w *writer) reset() error {
 
 // close flushes, stops the timer and lets the file go, for good.
 func (w *writer) close() error {
-	err := w.flush(true)
+	err := w.flush()
 	w.flushMu.Lock()
 	defer w.flushMu.Unlock()
 	w.mu.Lock()

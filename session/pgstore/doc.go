@@ -34,7 +34,9 @@
 // asynchronously (synchronous_commit off for that transaction alone): they
 // are visible to every process at once, and durable once a later
 // synchronous commit returned, since the WAL is flushed in order. A server
-// crash can lose such a tail of a step, never leave a gap.
+// crash can lose such a tail of a step, never leave a gap. A follower
+// ([Store.Follow]) is given only durable events: what it read is made
+// durable (a [Store.Flush]) before it is yielded.
 // [WithDurableAppends] makes every append synchronous.
 //
 // # One turn at a time: the lease

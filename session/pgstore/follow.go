@@ -16,7 +16,8 @@ import (
 )
 
 // Follow yields the records of session id from seq from on: those stored
-// now, then each one as soon as any process appends it. The store's
+// now, then each one as soon as any process appends it and it is durable
+// (see [Store.Flush]). The store's
 // followers share one LISTEN connection (see fan), and read through the
 // pool only when woken, so a follower waiting holds no connection: an API
 // process can stream to thousands of idle sessions. It ends when ctx is
@@ -70,6 +71,13 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[ses
 				recs, err = after(ctx, c, id, next)
 				return err
 			})
+			if err == nil && len(recs) > 0 {
+				// An asynchronous append is visible before it is durable:
+				// what was read is given only once a synchronous commit
+				// made it so, so that a follower's copy is a prefix of the
+				// log whatever crashes.
+				err = s.Flush(ctx, id)
+			}
 			if err != nil {
 				// A log that does not decode is final; a server that went
 				// away (a restart, a failover) is waited for, a while.

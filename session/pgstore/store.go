@@ -655,11 +655,12 @@ func (s *Store) Fork(ctx context.Context, info session.Info, tail []session.Reco
 // committed so far, by any process, is durable. A synchronous commit
 // flushes the WAL up to its own record, which covers every earlier
 // asynchronous commit; the update writes a row so that there is one.
+// A server whose synchronous_commit is off is overruled (local) for it.
 func (s *Store) Flush(ctx context.Context, id string) error {
 	if err := checkID(id); err != nil {
 		return fmt.Errorf("pgstore: flush: %w", err)
 	}
-	tag, err := s.exec(ctx, `UPDATE vigil_sessions SET next = next WHERE id = $1`, id)
+	tag, err := s.exec(ctx, flushSQL, id)
 	if err != nil {
 		return fmt.Errorf("pgstore: flush %s: %w", id, err)
 	}
@@ -668,6 +669,13 @@ func (s *Store) Flush(ctx context.Context, id string) error {
 	}
 	return nil
 }
+
+// flushSQL is Flush's statement: a write, committed synchronously.
+const flushSQL = `WITH cfg AS (
+	SELECT set_config('synchronous_commit',
+		CASE current_setting('synchronous_commit') WHEN 'off' THEN 'local' ELSE current_setting('synchronous_commit') END, true) AS v
+)
+UPDATE vigil_sessions SET next = next FROM cfg WHERE id = $1 AND cfg.v IS NOT NULL`
 
 var (
 	_ session.Store   = (*Store)(nil)

@@ -140,6 +140,17 @@ func (c *Cluster) Restart(pause time.Duration) {
 	c.Start()
 }
 
+// Crash stops the server at once (immediate shutdown: no checkpoint, and
+// what sits in the WAL buffers, asynchronous commits not yet written, is
+// lost, as in a crash) and starts it again: the start replays the WAL.
+func (c *Cluster) Crash() {
+	c.t.Helper()
+	if out, err := c.run("pg_ctl", "-D", c.data(), "-m", "immediate", "-w", "-t", "60", "stop"); err != nil {
+		c.t.Fatalf("pgtest: pg_ctl stop -m immediate: %v\n%s", err, out)
+	}
+	c.Start()
+}
+
 func (c *Cluster) data() string { return filepath.Join(c.dir, "data") }
 
 func (c *Cluster) start() error {
