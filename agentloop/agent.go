@@ -112,6 +112,9 @@ type Agent struct {
 	// fixedTools: the tools were given (WithTools), not read from services.
 	fixedTools bool
 	backoff    Backoff
+	// denialsInPlace: a step's denials are logged in the model's call
+	// order (see [WithDenialsInCallOrder]).
+	denialsInPlace bool
 	// schema is cfg.OutputSchema compiled; schemaErr why it did not
 	// compile (a Config that was not validated), which fails every turn.
 	schema    *outputSchema
@@ -180,6 +183,16 @@ func WithBackoff(b Backoff) Option {
 			a.backoff = b
 		}
 	}
+}
+
+// WithDenialsInCallOrder makes the agent log a step's denials (POLICY_DENIED
+// and APPROVAL_DENIED results) in the model's call order among its other
+// calls, as Vigil did before denials were logged first. A crash while an
+// allowed call of the step runs may then lose a denial logged after it,
+// so only a replay of a log written that way uses it: its rerun must log
+// what the recording holds, in the recording's order.
+func WithDenialsInCallOrder() Option {
+	return func(a *Agent) { a.denialsInPlace = true }
 }
 
 // WithName sets the prefix of the agent's id (default "agent").

@@ -173,7 +173,7 @@ func (t *turn) runGated(ctx context.Context, n int, calls []session.ToolCall, to
 	// runs: a crash while one runs never loses them (they are made
 	// durable with its tool/start).
 	for i, c := range calls {
-		if verdicts[i].Action == session.ActionDeny {
+		if verdicts[i].Action == session.ActionDeny && !t.a.denialsInPlace {
 			if err := t.denyByPolicy(n, c, verdicts[i]); err != nil {
 				return false, err
 			}
@@ -201,7 +201,13 @@ func (t *turn) runGated(ctx context.Context, n int, calls []session.ToolCall, to
 		c, v := calls[i], verdicts[i]
 		i++
 		if v.Action == session.ActionDeny {
-			continue // logged above
+			if !t.a.denialsInPlace {
+				continue // logged above
+			}
+			if err := t.denyByPolicy(n, c, v); err != nil {
+				return false, err
+			}
+			continue
 		}
 		rec, err := t.append(session.Event{Type: session.TypeToolCall, Step: n, Data: c})
 		if err != nil {
@@ -417,7 +423,9 @@ func (t *turn) resume(ctx context.Context) (*TurnResult, error) {
 	// durable with its tool/start): a crash while one runs never turns a
 	// denial into "not started". A sub-agent's denial goes to its child,
 	// in its place.
-	denied := func(p session.PendingCall) bool { return !p.Decision.Allow && !deferredStart(byName[p.Call.Name]) }
+	denied := func(p session.PendingCall) bool {
+		return !p.Decision.Allow && !deferredStart(byName[p.Call.Name]) && !t.a.denialsInPlace
+	}
 	for _, first := range []bool{true, false} {
 		for _, p := range s.Calls {
 			if denied(p) != first {

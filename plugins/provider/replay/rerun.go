@@ -383,6 +383,9 @@ type rerun struct {
 	// stream, when no call started).
 	abort      func()
 	abortAfter string
+	// inPlace: the agent logs denials in the model's call order, as the
+	// segment of the recording it reruns shows (see denialsInCallOrder).
+	inPlace bool
 }
 
 func newRerun(c *bus.Context, rec *Recording, recs []session.Record, sess *live.Session) *rerun {
@@ -768,7 +771,8 @@ func (x *rerun) agentFor(i, stop int) error {
 	}
 	cfg := agentloop.Config{System: hdr.System, Model: hdr.Model, Temperature: hdr.Temperature,
 		MaxTokens: x.uncapped(i, stop, hdr.MaxTokens), Stop: hdr.Stop, MaxSteps: exact, OutputSchema: schemaConfig(hdr.OutputSchema)}
-	if !fresh && (cfg.System != x.cfg.System || cfg.Model != x.cfg.Model || !capsTo(x.cfg.MaxTokens, cfg.MaxTokens) ||
+	inPlace := denialsInCallOrder(x.recs[i:stop], x.delegations)
+	if !fresh && (inPlace != x.inPlace || cfg.System != x.cfg.System || cfg.Model != x.cfg.Model || !capsTo(x.cfg.MaxTokens, cfg.MaxTokens) ||
 		!slices.Equal(cfg.Stop, x.cfg.Stop) || !equalTemp(cfg.Temperature, x.cfg.Temperature) ||
 		!session.HeaderEquals(session.Header{OutputSchema: hdr.OutputSchema}, session.Header{OutputSchema: x.schema}) ||
 		exact > 0 && x.cfg.MaxSteps != exact || x.cfg.MaxSteps < least) {
@@ -784,8 +788,12 @@ func (x *rerun) agentFor(i, stop int) error {
 		}
 	}
 	x.closeAgent()
-	x.cfg, x.schema = cfg, hdr.OutputSchema
-	x.agent = agentloop.New(x.c, cfg, agentloop.WithProvider(x.prov), agentloop.WithToolSource(x.tools), agentloop.WithName("replay"))
+	x.cfg, x.schema, x.inPlace = cfg, hdr.OutputSchema, inPlace
+	opts := []agentloop.Option{agentloop.WithProvider(x.prov), agentloop.WithToolSource(x.tools), agentloop.WithName("replay")}
+	if inPlace {
+		opts = append(opts, agentloop.WithDenialsInCallOrder())
+	}
+	x.agent = agentloop.New(x.c, cfg, opts...)
 	return nil
 }
 

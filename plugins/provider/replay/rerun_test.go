@@ -67,6 +67,30 @@ func TestRunReproducesALogWrittenBeforeTextWasValidUTF8(t *testing.T) {
 	}
 }
 
+// TestRunFollowsARecordingsDenialOrder: logs written before the loop
+// logged a step's denials first (session/testdata/denials-in-call-order)
+// rerun identically: the rerun logs each denial where the recording has
+// it, among the step's other calls.
+func TestRunFollowsARecordingsDenialOrder(t *testing.T) {
+	files, err := filepath.Glob("../../../session/testdata/denials-in-call-order/*.jsonl")
+	require.NoError(t, err)
+	require.Len(t, files, 2)
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			require.NoError(t, err)
+			log, err := session.DecodeBytes(data)
+			require.NoError(t, err)
+			w := newWorld(t, memory.New(), t.TempDir())
+			rr, err := replay.Run(context.Background(), w.c, w.mgr, log.Records)
+			require.NoError(t, err)
+			assert.Empty(t, rr.Errors)
+			assert.True(t, rr.Identical(), "%+v", rr.Steps)
+			assert.Equal(t, surface(t, log.Records), surface(t, rr.Session.Records()))
+		})
+	}
+}
+
 // TestRunReportsARequestThatNoLongerReDerives: a user message edited in
 // the log changes the request its step sends.
 func TestRunReportsARequestThatNoLongerReDerives(t *testing.T) {
