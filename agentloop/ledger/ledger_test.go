@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,7 +21,12 @@ import (
 	"github.com/vigil-run/vigil/session/memory"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if mode, ok := os.LookupEnv(childEnv); ok {
+		os.Exit(crashChild(mode))
+	}
+	goleak.VerifyTestMain(m)
+}
 
 var epoch = time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC)
 
