@@ -85,17 +85,9 @@ func (s *Store) record(ctx context.Context, id, key string, value []byte) ([]byt
 	}
 	var line []byte
 	if whole == 0 { // new, or bound to an earlier log of this id: start it afresh
-		line, err = json.Marshal(ledgerHeader{Ledger: id, Created: info.Created})
-		if err != nil {
-			return nil, err
-		}
-		line = append(line, '\n')
+		line = appendLedgerLine(line, ledgerHeader{Ledger: id, Created: info.Created})
 	}
-	entry, err := json.Marshal(ledgerEntry{Key: key, Value: value})
-	if err != nil {
-		return nil, err
-	}
-	line = append(append(line, entry...), '\n')
+	line = appendLedgerLine(line, ledgerEntry{Key: key, Value: value})
 	if err := appendLedger(path, whole, line, whole == 0); err != nil {
 		return nil, err
 	}
@@ -103,6 +95,15 @@ func (s *Store) record(ctx context.Context, id, key string, value []byte) ([]byt
 		value = []byte{}
 	}
 	return bytes.Clone(value), nil
+}
+
+// appendLedgerLine appends the line of v, a ledgerHeader or a
+// ledgerEntry, with its newline. Neither can fail to encode: a string
+// with invalid UTF-8 is written with U+FFFD (which CheckLedgerKey keeps
+// out of keys), and bytes as base64.
+func appendLedgerLine(dst []byte, v any) []byte {
+	b, _ := json.Marshal(v)
+	return append(append(dst, b...), '\n')
 }
 
 // appendLedger cuts path to its first whole bytes (a torn line goes)
