@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/jsonl"
 	"github.com/vigil-run/vigil/session/sessiontest"
 )
 
@@ -25,11 +26,7 @@ func TestLedgerConformance(t *testing.T) {
 // stays a header and whole entries.
 func TestLedgerTornLastLine(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	s := open(t, dir)
-	require.NoError(t, s.Create(ctx, info("s1")))
-	_, err := s.Record(ctx, "s1", "s1/call_1", []byte("one"))
-	require.NoError(t, err)
+	s, dir := oneEntry(t, "one")
 	intact, err := os.ReadFile(s.LedgerPath("s1"))
 	require.NoError(t, err)
 
@@ -58,11 +55,7 @@ func TestLedgerTornLastLine(t *testing.T) {
 // bound to the log it was written for.
 func TestLedgerOfAnEarlierSessionOfTheIDIsNotRead(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	s := open(t, dir)
-	require.NoError(t, s.Create(ctx, info("s1")))
-	_, err := s.Record(ctx, "s1", "s1/call_1", []byte("old"))
-	require.NoError(t, err)
+	s, dir := oneEntry(t, "old")
 	require.NoError(t, s.Close())
 	require.NoError(t, os.Remove(s.Path("s1"))) // the deletion crashed here
 
@@ -86,11 +79,7 @@ func TestLedgerOfAnEarlierSessionOfTheIDIsNotRead(t *testing.T) {
 // never taken for "no entry": that would run a tool again.
 func TestLedgerCorruptLineIsAnError(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	s := open(t, dir)
-	require.NoError(t, s.Create(ctx, info("s1")))
-	_, err := s.Record(ctx, "s1", "s1/call_1", []byte("one"))
-	require.NoError(t, err)
+	s, _ := oneEntry(t, "one")
 	f, err := os.OpenFile(s.LedgerPath("s1"), os.O_APPEND|os.O_WRONLY, 0)
 	require.NoError(t, err)
 	_, err = f.WriteString("not json\n")
@@ -106,13 +95,22 @@ func TestLedgerCorruptLineIsAnError(t *testing.T) {
 // The ledger is one file beside the log; List does not take it for a log.
 func TestLedgerIsAFileBesideTheLog(t *testing.T) {
 	ctx := context.Background()
-	s := open(t, t.TempDir())
-	require.NoError(t, s.Create(ctx, info("s1")))
-	_, err := s.Record(ctx, "s1", "s1/call_1", []byte("one"))
-	require.NoError(t, err)
+	s, _ := oneEntry(t, "one")
 	assert.FileExists(t, s.LedgerPath("s1"))
 	infos, err := s.List(ctx)
 	require.NoError(t, err)
 	require.Len(t, infos, 1)
 	assert.Equal(t, "s1", infos[0].ID)
+}
+
+// oneEntry returns a store on a new directory whose session s1 has one
+// ledger entry, s1/call_1 = value.
+func oneEntry(t *testing.T, value string) (*jsonl.Store, string) {
+	t.Helper()
+	dir := t.TempDir()
+	s := open(t, dir)
+	require.NoError(t, s.Create(context.Background(), info("s1")))
+	_, err := s.Record(context.Background(), "s1", "s1/call_1", []byte(value))
+	require.NoError(t, err)
+	return s, dir
 }
