@@ -19,6 +19,7 @@ import (
 	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/jsonl"
 	"github.com/vigil-run/vigil/session/memory"
+	"github.com/vigil-run/vigil/session/pgstore/pgtest"
 )
 
 func TestMain(m *testing.M) {
@@ -30,13 +31,17 @@ func TestMain(m *testing.M) {
 
 var epoch = time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC)
 
-// stores are the stores the tests run on, each with session "s1".
+// stores are the stores the tests run on, each with session "s1":
+// PostgreSQL too when a server is given (pgtest.EnvDSN).
 func stores(t *testing.T) map[string]session.Ledger {
 	t.Helper()
 	js, err := jsonl.Open(t.TempDir())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = js.Close() })
 	out := map[string]session.Ledger{"memory": memory.New(), "jsonl": js}
+	if os.Getenv(pgtest.EnvDSN) != "" {
+		out["postgres"] = pgtest.Store(t)
+	}
 	for _, l := range out {
 		require.NoError(t, l.(session.Store).Create(context.Background(), session.Info{ID: "s1", Created: epoch}))
 	}
@@ -207,4 +212,31 @@ func TestDoOnAnUnknownSessionRunsNothing(t *testing.T) {
 		return "", nil
 	})
 	assert.ErrorIs(t, err, session.ErrNotFound)
+}
+
+// Work that ran but whose result could not be recorded (here the store
+// closes under it) returns its result with ErrNotRecorded, so the tool
+// can tell the model what happened; the next run of the key runs it
+// again.
+func TestDoReturnsAResultItCouldNotRecord(t *testing.T) {
+	dir := t.TempDir()
+	js, err := jsonl.Open(dir)
+	require.NoError(t, err)
+	require.NoError(t, js.Create(context.Background(), session.Info{ID: "s1", Created: epoch}))
+	got, err := ledger.Do(agentloop.ToolContext(context.Background(), "s1/call_1", js), func(context.Context) (string, error) {
+		require.NoError(t, js.Close())
+		return "refunded", nil
+	})
+	assert.ErrorIs(t, err, ledger.ErrNotRecorded)
+	assert.ErrorIs(t, err, session.ErrClosed)
+	assert.Equal(t, "refunded", got)
+
+	js, err = jsonl.Open(dir)
+	require.NoError(t, err)
+	defer js.Close()
+	var runs atomic.Int32
+	got, err = ledger.Do(agentloop.ToolContext(context.Background(), "s1/call_1", js), counted(&runs, "refunded again", nil))
+	require.NoError(t, err)
+	assert.Equal(t, "refunded again", got)
+	assert.EqualValues(t, 1, runs.Load())
 }
