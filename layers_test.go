@@ -55,7 +55,7 @@ func allowed(p, q string) bool {
 		return false
 	}
 	// The core: layers 1 to 4, the stores among them.
-	core := []string{"bus", "session", "session/", "agentloop", "invariants"}
+	core := []string{"bus", "session", "session/", "agentloop", "agentloop/ledger", "invariants"}
 	switch {
 	case p == "bus" || strings.HasPrefix(p, "bus/"):
 		return strings.HasPrefix(q, "bus/")
@@ -66,6 +66,8 @@ func allowed(p, q string) bool {
 		return in("session") || strings.HasPrefix(q, p+"/") || strings.HasPrefix(p, q+"/")
 	case p == "agentloop":
 		return in("bus", "session", "session/live")
+	case p == "agentloop/ledger":
+		return in("session", "agentloop")
 	case p == "invariants":
 		return in("bus", "session", "session/live", "agentloop")
 	case p == "plugins/external/proto":

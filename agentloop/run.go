@@ -81,7 +81,7 @@ func (a *Agent) withTurn(ctx context.Context, sess *live.Session, opts []RunOpti
 		return nil, err
 	}
 	defer a.end(ctx)
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(withLedger(ctx, sess.Ledger()))
 	defer cancel()
 	key, st, err := a.claim(sess, cancel)
 	if err != nil {

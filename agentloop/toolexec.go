@@ -83,7 +83,7 @@ func executeTool(ctx context.Context, inv *ToolInvocation) (out ToolOutput, _ er
 	if iv, ok := inv.Tool.(invoker); ok {
 		return iv.invoke(ctx, inv), nil
 	}
-	ctx = context.WithValue(ctx, keyOfCall{}, inv.Key)
+	ctx = withKey(ctx, inv.Key)
 	content, err := inv.Tool.Execute(ctx, json.RawMessage(inv.Call.Arguments))
 	if err != nil {
 		return ToolOutput{Error: toolResultError(ctx, err)}, nil
@@ -93,6 +93,11 @@ func executeTool(ctx context.Context, inv *ToolInvocation) (out ToolOutput, _ er
 
 // keyOfCall is the context key of a running call's idempotency key.
 type keyOfCall struct{}
+
+// withKey returns ctx carrying the idempotency key of the call it runs.
+func withKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, keyOfCall{}, key)
+}
 
 // IdempotencyKey returns the idempotency key of the tool call ctx runs
 // (a Tool's Execute is given such a context), "" outside one. A tool

@@ -96,4 +96,12 @@
 // [Store.Follow] streams a log as it grows, reading only the bytes past the
 // last whole line it read. Appends through a store of this process wake
 // it at once; other processes' appends are seen by polling every 250ms.
+//
+// # The ledger
+//
+// The store is a [session.Ledger]: a session's tool results by
+// idempotency key are kept in <id>.ledger beside its log ([Store.LedgerPath];
+// the file's format is in ledger.go), fsynced before Record returns, bound
+// to the log by the header's created time. Deleting a session deletes
+// <id>.ledger with <id>.jsonl.
 package jsonl

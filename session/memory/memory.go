@@ -45,6 +45,7 @@ type backing struct {
 type log struct {
 	info    session.Info
 	records records
+	ledger  map[string][]byte // the session's ledger (ledger.go): it goes with the log
 }
 
 // chunkLen is how many records a full chunk of a log holds (8 KiB).

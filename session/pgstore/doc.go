@@ -130,4 +130,12 @@
 // error and is called again (vigil's Runtime.Work pauses, then retries);
 // a job whose turn the outage left open is claimed again once its lease
 // has expired, and the turn, repaired, continued.
+//
+// # The ledger
+//
+// The store is a [session.Ledger]: vigil_ledger holds a session's tool
+// results by idempotency key, one row each, inserted once (ON CONFLICT
+// DO NOTHING) and committed synchronously whatever the server's
+// synchronous_commit; a foreign key to vigil_sessions with ON DELETE
+// CASCADE deletes a session's entries with its row.
 package pgstore
