@@ -4,11 +4,12 @@ import (
 	"fmt"
 
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/approval"
 )
 
 // approvals is what approval-before-run knows of a session's log.
 type approvals struct {
-	policy *session.PolicyMatcher // the policy in force, nil when none was logged
+	policy *approval.Matcher // the policy in force, nil when none was logged
 	calls  map[string]*approvalCall
 	// owed are the open step's calls the policy asks about or denies
 	// that have neither a request nor a result yet: the loop logs one
@@ -18,7 +19,7 @@ type approvals struct {
 	asked []string
 	// sessionScoped are the allowing decisions with scope session, by
 	// seq, which later decisions of the calls they cover may cite.
-	sessionScoped map[int64]session.Cover
+	sessionScoped map[int64]approval.Cover
 	free          []approvalCall // see newCall
 }
 
@@ -27,8 +28,8 @@ type approvalCall struct {
 	// call and matcher are the call and the policy in force at it; cover
 	// is set at its request.
 	call      session.ToolCall
-	matcher   *session.PolicyMatcher
-	cover     *session.Cover // nil until its request: most calls have none
+	matcher   *approval.Matcher
+	cover     *approval.Cover // nil until its request: most calls have none
 	requested bool
 	decided   bool
 	allow     bool
@@ -40,7 +41,7 @@ type approvalCall struct {
 }
 
 func newApprovals() approvals {
-	return approvals{calls: map[string]*approvalCall{}, sessionScoped: map[int64]session.Cover{}}
+	return approvals{calls: map[string]*approvalCall{}, sessionScoped: map[int64]approval.Cover{}}
 }
 
 // approvalBeforeRun: a tool/start for a call with an approval/request
@@ -56,7 +57,7 @@ func newApprovals() approvals {
 // answers a call someone denied, and says who and why as the decision
 // does (session.DenialMessage); no denial has scope session; a decision
 // that cites one is by session-rule and cites an allowing decision of
-// scope session that covers its call (session.Cover), and a decision by
+// scope session that covers its call (approval.Cover), and a decision by
 // session-rule cites one — such a decision needs no suspension (the loop
 // logs it right after the request), but its call, like any decided one,
 // runs only once every request of its step has a decision.
@@ -185,7 +186,7 @@ func (a *approvals) apply(d *decoded, r session.Record) {
 	switch r.Type() {
 	case session.TypeApprovalPolicy:
 		if p, err := payload[session.ApprovalPolicy](d, r); err == nil {
-			a.policy, _ = session.CompilePolicy(p)
+			a.policy, _ = approval.Compile(p)
 		}
 	case session.TypeStepEnd:
 		a.owed, a.asked = a.owed[:0], a.asked[:0]
@@ -216,7 +217,7 @@ func (a *approvals) apply(d *decoded, r session.Record) {
 	case session.TypeApprovalRequest:
 		if q, err := payload[session.ApprovalRequest](d, r); err == nil && a.calls[q.ID] != nil {
 			a.calls[q.ID].requested = true
-			cv := session.CoverOf(a.calls[q.ID].matcher, a.calls[q.ID].call, q)
+			cv := approval.CoverOf(a.calls[q.ID].matcher, a.calls[q.ID].call, q)
 			a.calls[q.ID].cover = &cv
 			a.asked = append(a.asked, q.ID)
 			a.settle(q.ID)
@@ -236,9 +237,9 @@ func (a *approvals) apply(d *decoded, r session.Record) {
 }
 
 // covered returns the cover of c, set at its request (zero before).
-func (c *approvalCall) covered() session.Cover {
+func (c *approvalCall) covered() approval.Cover {
 	if c.cover == nil {
-		return session.Cover{}
+		return approval.Cover{}
 	}
 	return *c.cover
 }
@@ -276,7 +277,7 @@ func (a *approvals) settle(id string) {
 }
 
 // coverDiff says how the cover of a cited allow differs from a call's.
-func coverDiff(cited, call session.Cover) string {
+func coverDiff(cited, call approval.Cover) string {
 	switch {
 	case cited.Tool != call.Tool:
 		return fmt.Sprintf("it allowed tool %q, not %q", cited.Tool, call.Tool)
