@@ -29,3 +29,26 @@ func TestPolicyFirstMatchingRuleWins(t *testing.T) {
 		assert.Equal(t, tc.reason, reason, tc.tool+" "+tc.args)
 	}
 }
+
+// TestCompileRefusesWhatALogMayNotCarry: Compile refuses exactly the
+// policies session.CheckPolicy refuses when a log is loaded.
+func TestCompileRefusesWhatALogMayNotCarry(t *testing.T) {
+	cases := []struct {
+		name string
+		p    session.ApprovalPolicy
+	}{
+		{"bad default", session.ApprovalPolicy{Default: "maybe"}},
+		{"bad action", session.ApprovalPolicy{Default: session.ActionAllow, Rules: []session.ApprovalRule{{Tool: "*", Action: "perhaps"}}}},
+		{"no tool", session.ApprovalPolicy{Default: session.ActionAllow, Rules: []session.ApprovalRule{{Action: session.ActionDeny}}}},
+		{"bad glob", session.ApprovalPolicy{Default: session.ActionAllow, Rules: []session.ApprovalRule{{Tool: "[", Action: session.ActionDeny}}}},
+		{"bad regexp", session.ApprovalPolicy{Default: session.ActionAllow, Rules: []session.ApprovalRule{{Tool: "*", Arguments: "(", Action: session.ActionDeny}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := approval.Compile(tc.p)
+			require.ErrorIs(t, err, session.ErrInvalidPolicy)
+			assert.ErrorIs(t, err, session.ErrInvalidPayload)
+			assert.Equal(t, session.CheckPolicy(tc.p), err)
+		})
+	}
+}
