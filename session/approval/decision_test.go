@@ -21,16 +21,10 @@ var (
 
 var epoch = time.Date(2026, 11, 29, 20, 21, 24, 0, time.UTC)
 
-// records makes the records of evs, from seq 0.
+// records makes the records of evs, seqs from 0.
 func records(t testing.TB, evs ...session.Event) []session.Record {
 	t.Helper()
-	out := make([]session.Record, len(evs))
-	for i, ev := range evs {
-		r, err := session.NewRecord(int64(i), epoch, ev)
-		require.NoError(t, err)
-		out[i] = r
-	}
-	return out
+	return sessiontest.Records(t, epoch, evs...)
 }
 
 func TestCheckDecisionRefusesWhatIsNotPending(t *testing.T) {

@@ -1,6 +1,26 @@
 package sessiontest
 
-import "github.com/vigil-run/vigil/session"
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-run/vigil/session"
+)
+
+// Records makes the records of evs, seqs from 0, all at time at: a log
+// without a header or a store, for the pure readers of a log.
+func Records(t testing.TB, at time.Time, evs ...session.Event) []session.Record {
+	t.Helper()
+	out := make([]session.Record, len(evs))
+	for i, ev := range evs {
+		r, err := session.NewRecord(int64(i), at, ev)
+		require.NoError(t, err)
+		out[i] = r
+	}
+	return out
+}
 
 // SuspendedStep is turn 1, step 1 asking for calls a (asked), b (run)
 // and c (asked): the tail a loop leaves when it suspends. Its records
