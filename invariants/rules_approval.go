@@ -60,7 +60,8 @@ func newApprovals() approvals {
 // scope session that covers its call (approval.Cover), and a decision by
 // session-rule cites one — such a decision needs no suspension (the loop
 // logs it right after the request), but its call, like any decided one,
-// runs only once every request of its step has a decision.
+// runs only once every request of its step has a decision. Each record
+// type is checked by its own step below, named for what it holds.
 func approvalBeforeRun(t *trace, r session.Record) *Violation {
 	switch r.Type() {
 	case session.TypeToolCall, session.TypeStepEnd:
