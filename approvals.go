@@ -66,7 +66,7 @@ type DecideOptions struct {
 // elsewhere ([ErrBusy]). The decision is taken under the session's lease,
 // so two processes deciding one call log one decision. An allow of scope
 // session ("always for this session") also decides the later calls it
-// covers (session.Cover).
+// covers (approval.Cover).
 func (r *Runtime) Decide(ctx context.Context, o DecideOptions) (*Result, error) {
 	if o.Session == "" {
 		return nil, fmt.Errorf("vigil: decide: %w: no session id", ErrNotFound)

@@ -62,14 +62,15 @@ func allowed(p, q string) bool {
 	case p == "session/live", p == "session/sessiontest":
 		return in("bus", "session", "session/live")
 	case p == "session" || strings.HasPrefix(p, "session/"):
-		// The pure log and the stores: no bus, no live session.
+		// The pure log, the stores and the approval engine: no bus, no
+		// live session, none of them another.
 		return in("session") || strings.HasPrefix(q, p+"/") || strings.HasPrefix(p, q+"/")
 	case p == "agentloop":
-		return in("bus", "session", "session/live")
+		return in("bus", "session", "session/approval", "session/live")
 	case p == "agentloop/ledger":
 		return in("session", "agentloop")
 	case p == "invariants":
-		return in("bus", "session", "session/live", "agentloop")
+		return in("bus", "session", "session/approval", "session/live", "agentloop")
 	case p == "plugins/external/proto":
 		return false
 	case p == "plugins/external/sdk":

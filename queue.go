@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/approval"
 )
 
 // ErrNoQueue is returned when the composition's store keeps no turn queue
@@ -88,7 +89,7 @@ func (r *Runtime) checkDecision(ctx context.Context, id, call string, d Decision
 		return err
 	}
 	dec := session.ApprovalDecision{Allow: d.Allow, By: d.By, Reason: d.Reason, Scope: d.Scope}
-	_, err = session.CheckDecision(tail.Records, call, dec)
+	_, err = approval.CheckDecision(tail.Records, call, dec)
 	if !errors.Is(err, session.ErrUnknownCall) || int64(len(tail.Records)) == tail.Next {
 		return err
 	}
@@ -96,7 +97,7 @@ func (r *Runtime) checkDecision(ctx context.Context, id, call string, d Decision
 	if err != nil {
 		return err
 	}
-	_, err = session.CheckDecision(log.Records, call, dec)
+	_, err = approval.CheckDecision(log.Records, call, dec)
 	return err
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/approval"
 	"github.com/vigil-run/vigil/session/live"
 )
 
@@ -88,7 +89,7 @@ type Verdict struct {
 // POLICY_DENIED result the model sees; ask logs it with an
 // approval/request and suspends the step once the calls that need no
 // decision have run — unless an earlier allow of scope session covers
-// the call ([session.Cover]): then the loop logs a decision by
+// the call ([approval.Cover]): then the loop logs a decision by
 // session.SessionRuleBy citing it, and the call runs. A [bus.Veto] listener of the dispatch, or a
 // listener, may also answer ask by returning an [*AskError]; any other
 // veto ends the turn blocked.
@@ -154,7 +155,7 @@ func (t *turn) runGated(ctx context.Context, n int, calls []session.ToolCall, to
 		return true, nil
 	}
 	// "Always for this session": an asked call that an earlier
-	// session-scoped allow covers (session.Cover says which) is decided by
+	// session-scoped allow covers (approval.Cover says which) is decided by
 	// it, in a decision of its own right after its request, and runs in
 	// its place — unless another call of the step waits for a person:
 	// then the step suspends, and it runs, decided, when the step resumes
@@ -164,7 +165,7 @@ func (t *turn) runGated(ctx context.Context, n int, calls []session.ToolCall, to
 	suspends := false
 	for i, c := range calls {
 		if verdicts[i].Action == session.ActionAsk {
-			rules[i].seq, rules[i].d = session.Covering(t.sess.Records(), c, session.ApprovalRequest{ID: c.ID, By: verdicts[i].By, Reason: verdicts[i].Reason})
+			rules[i].seq, rules[i].d = approval.Covering(t.sess.Records(), c, session.ApprovalRequest{ID: c.ID, By: verdicts[i].By, Reason: verdicts[i].Reason})
 			suspends = suspends || rules[i].seq == 0
 		}
 	}
@@ -336,7 +337,7 @@ type Decision struct {
 	// Scope is "" or session.ScopeCall for this call, session.ScopeSession
 	// for "always for this session": the later calls it covers (the same
 	// tool asked for the same reason by the same rule; see
-	// [session.Cover]) are not suspended but decided by the loop, each in
+	// [approval.Cover]) are not suspended but decided by the loop, each in
 	// its own logged decision citing this one. Only an allow may have
 	// scope session.
 	Scope string
@@ -349,7 +350,7 @@ var decideMu sync.Mutex
 
 // Decide logs d as the decision for the pending call callID of sess's
 // suspended step and flushes it. An allow of scope session also decides
-// the step's other pending calls it covers (see [session.Cover]), each
+// the step's other pending calls it covers (see [approval.Cover]), each
 // with a decision by [session.SessionRuleBy] citing it; later calls it
 // covers are decided so when they are asked. It refuses, logging
 // nothing, a denial of scope session or a decision by
@@ -363,7 +364,7 @@ var decideMu sync.Mutex
 func Decide(ctx context.Context, sess *live.Session, callID string, d Decision) (session.Record, error) {
 	decideMu.Lock()
 	defer decideMu.Unlock()
-	ev, err := session.CheckDecision(sess.Records(), callID, session.ApprovalDecision{Allow: d.Allow, By: d.By, Reason: d.Reason, Scope: d.Scope})
+	ev, err := approval.CheckDecision(sess.Records(), callID, session.ApprovalDecision{Allow: d.Allow, By: d.By, Reason: d.Reason, Scope: d.Scope})
 	if err != nil {
 		return session.Record{}, fmt.Errorf("agentloop: decide %s in session %s: %w", callID, sess.ID(), err)
 	}
@@ -375,7 +376,7 @@ func Decide(ctx context.Context, sess *live.Session, callID string, d Decision) 
 		// The step's other calls this allow covers are decided by it now,
 		// as later ones will be when asked.
 		for _, p := range session.Suspended(sess.Records()).Undecided() {
-			if seq, sd := session.CoveredBy(sess.Records(), p.Call.ID); seq == rec.Seq() {
+			if seq, sd := approval.CoveredBy(sess.Records(), p.Call.ID); seq == rec.Seq() {
 				ev := session.Event{Type: session.TypeApprovalDecision, Turn: ev.Turn, Step: ev.Step, Data: sessionRule{seq, sd}.decision(p.Call.ID)}
 				if _, err := sess.Append(ctx, ev); err != nil {
 					return rec, fmt.Errorf("agentloop: decide %s, covered by %s: %w", p.Call.ID, callID, err)

@@ -123,7 +123,7 @@
 // [Agent.Resume], once all are decided, runs the allowed calls, answers
 // the denied ones APPROVAL_DENIED with the reason, and continues the turn.
 // A decision of scope session ("always for this session") allows the
-// later calls it covers (session.Cover: the same tool, asked for the same
+// later calls it covers (approval.Cover: the same tool, asked for the same
 // reason by the same rule): the loop logs each one's request and its own
 // decision by "session-rule" citing it, and does not wait for a person.
 //

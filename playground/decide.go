@@ -5,6 +5,7 @@ import (
 
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/approval"
 )
 
 // decisionBy is the by of the decisions the page gives: the person at it.
@@ -19,7 +20,7 @@ type decideRequest struct {
 	// Reason is shown to the model with a denial.
 	Reason string `json:"reason"`
 	// Always allows the call and, for the rest of the session, the later
-	// calls its request covers (session.Cover): "always for this session".
+	// calls its request covers (approval.Cover): "always for this session".
 	Always bool `json:"always"`
 }
 
@@ -59,7 +60,7 @@ func (v *visitor) decide(req decideRequest) (*decideResult, error) {
 	if req.Always {
 		d.Scope = session.ScopeSession
 	}
-	if _, err := session.CheckDecision(base.records, req.Call, session.ApprovalDecision{Allow: d.Allow, By: d.By, Reason: d.Reason, Scope: d.Scope}); err != nil {
+	if _, err := approval.CheckDecision(base.records, req.Call, session.ApprovalDecision{Allow: d.Allow, By: d.By, Reason: d.Reason, Scope: d.Scope}); err != nil {
 		return nil, fmt.Errorf("playground: decide %s: %w", req.Call, err)
 	}
 	var (

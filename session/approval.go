@@ -111,179 +111,47 @@ type ApprovalRule struct {
 // or a bad regular expression. It matches ErrInvalidPayload too.
 var ErrInvalidPolicy error = &subError{"session: invalid payload: approval policy", ErrInvalidPayload}
 
-// PolicyMatcher is a compiled [ApprovalPolicy]. It is immutable and safe
-// for concurrent use.
-type PolicyMatcher struct {
-	p  ApprovalPolicy
-	re []*regexp.Regexp // per rule, nil without Arguments
-}
-
-// CompilePolicy checks p and compiles its patterns. The error matches
-// [ErrInvalidPolicy] and names the rule (from 0).
-func CompilePolicy(p ApprovalPolicy) (*PolicyMatcher, error) {
+// CheckPolicy reports whether p is a policy a log may carry: every action
+// allow, deny or ask, every rule with a valid tool glob and an arguments
+// pattern, when set, that compiles. The error matches [ErrInvalidPolicy]
+// and names the rule (from 0). Matching calls against a policy is the
+// approval engine's (session/approval).
+func CheckPolicy(p ApprovalPolicy) error {
 	if !validAction(p.Default) {
-		return nil, fmt.Errorf("%w: default %q is not allow, deny or ask", ErrInvalidPolicy, p.Default)
+		return fmt.Errorf("%w: default %q is not allow, deny or ask", ErrInvalidPolicy, p.Default)
 	}
-	m := &PolicyMatcher{p: clonePolicy(p), re: make([]*regexp.Regexp, len(p.Rules))}
 	for i, r := range p.Rules {
 		if !validAction(r.Action) {
-			return nil, fmt.Errorf("%w: rule %d: action %q is not allow, deny or ask", ErrInvalidPolicy, i, r.Action)
+			return fmt.Errorf("%w: rule %d: action %q is not allow, deny or ask", ErrInvalidPolicy, i, r.Action)
 		}
 		if r.Tool == "" {
-			return nil, fmt.Errorf("%w: rule %d: no tool pattern", ErrInvalidPolicy, i)
+			return fmt.Errorf("%w: rule %d: no tool pattern", ErrInvalidPolicy, i)
 		}
 		if _, err := path.Match(r.Tool, ""); err != nil {
-			return nil, fmt.Errorf("%w: rule %d: tool pattern %q: %w", ErrInvalidPolicy, i, r.Tool, err)
+			return fmt.Errorf("%w: rule %d: tool pattern %q: %w", ErrInvalidPolicy, i, r.Tool, err)
 		}
 		if r.Arguments != "" {
-			re, err := regexp.Compile(r.Arguments)
-			if err != nil {
-				return nil, fmt.Errorf("%w: rule %d: arguments pattern: %w", ErrInvalidPolicy, i, err)
+			if _, err := regexp.Compile(r.Arguments); err != nil {
+				return fmt.Errorf("%w: rule %d: arguments pattern: %w", ErrInvalidPolicy, i, err)
 			}
-			m.re[i] = re
 		}
 	}
-	return m, nil
+	return nil
 }
 
 func validAction(a string) bool { return a == ActionAllow || a == ActionDeny || a == ActionAsk }
-
-// Policy returns a copy of the policy m was compiled from.
-func (m *PolicyMatcher) Policy() ApprovalPolicy { return clonePolicy(m.p) }
-
-// Match returns the action for a call of tool with arguments args, and
-// the reason of the rule that decided it ("" for the default).
-func (m *PolicyMatcher) Match(tool, args string) (action, reason string) {
-	if i := m.match(tool, args); i >= 0 {
-		return m.p.Rules[i].Action, m.p.Rules[i].Reason
-	}
-	return m.p.Default, ""
-}
-
-// match returns the index of the rule that decides a call, -1 for the
-// default.
-func (m *PolicyMatcher) match(tool, args string) int {
-	for i, r := range m.p.Rules {
-		if ok, _ := path.Match(r.Tool, tool); !ok {
-			continue
-		}
-		if m.re[i] != nil && !m.re[i].MatchString(args) {
-			continue
-		}
-		return i
-	}
-	return -1
-}
-
-// SessionRuleBy is the by of the decision the loop logs for a call that
-// an earlier allowing decision of scope session covers (see [Cover]):
-// the call gets its own decision, citing the one it rests on, so that
-// nothing rests on memory. A person's decision may not use it.
-const SessionRuleBy = "session-rule"
-
-// Cover is what an allowing decision of scope session ("always for this
-// session") covers: the later calls whose Cover equals that of the call
-// it answered. Two calls have equal covers when they call the same tool,
-// their requests were made by the same asker for the same reason and,
-// when the asker is the policy in force, the same rule of it asked (or
-// its default did, for both). The person said yes to what the request
-// showed them — this tool, asked for this reason — so a call of another
-// tool, or one another rule asks about (a stricter rule on the
-// arguments, say), still asks. Arguments are not compared otherwise:
-// "always" is for the tool, not for one call of it. Cover is comparable
-// with ==, and is derived from the log alone, so verify can check it.
-type Cover struct {
-	Tool, By, Reason string
-	// Rule is the policy rule that asked, Default whether the policy's
-	// default did; both zero when the asker is not the policy in force.
-	Rule    ApprovalRule
-	Default bool
-}
-
-// CoverOf returns the cover of call asked with req under policy (the
-// policy in force at the call, nil when none).
-func CoverOf(policy *PolicyMatcher, call ToolCall, req ApprovalRequest) Cover {
-	c := Cover{Tool: call.Name, By: req.By, Reason: req.Reason}
-	if policy != nil && req.By == policy.p.By {
-		if i := policy.match(call.Name, call.Arguments); i >= 0 {
-			c.Rule = policy.p.Rules[i]
-		} else {
-			c.Default = true
-		}
-	}
-	return c
-}
-
-// coverFold is what [Covering] and [CoveredBy] read of a log.
-type coverFold struct {
-	policy *PolicyMatcher // in force at the end
-	covers map[string]Cover
-	allows []sessionAllow // in log order
-}
-
-type sessionAllow struct {
-	seq   int64
-	d     ApprovalDecision
-	cover Cover
-}
-
-func foldCovers(records []Record) coverFold {
-	f := coverFold{covers: map[string]Cover{}}
-	calls := map[string]ToolCall{}
-	at := map[string]*PolicyMatcher{} // the policy in force at each call
-	for _, r := range records {
-		switch p := r.pay().(type) {
-		case ApprovalPolicy:
-			f.policy, _ = CompilePolicy(p) // checked at load: it compiles
-		case ToolCall:
-			calls[p.ID], at[p.ID] = p, f.policy
-		case ApprovalRequest:
-			if c, ok := calls[p.ID]; ok {
-				f.covers[p.ID] = CoverOf(at[p.ID], c, p)
-			}
-		case ApprovalDecision:
-			if cv, ok := f.covers[p.ID]; ok && p.Allow && p.Scope == ScopeSession {
-				f.allows = append(f.allows, sessionAllow{r.seq, p, cv})
-			}
-		}
-	}
-	return f
-}
-
-func (f *coverFold) latest(want Cover, except string) (int64, ApprovalDecision) {
-	for i := len(f.allows) - 1; i >= 0; i-- {
-		if a := f.allows[i]; a.cover == want && a.d.ID != except {
-			return a.seq, a.d
-		}
-	}
-	return 0, ApprovalDecision{}
-}
-
-// Covering returns the seq and data of the latest allowing decision of
-// scope session in records that covers call asked with req under the
-// policy in force at records' end (the call itself not logged yet), or 0
-// when none does.
-func Covering(records []Record, call ToolCall, req ApprovalRequest) (int64, ApprovalDecision) {
-	f := foldCovers(records)
-	return f.latest(CoverOf(f.policy, call, req), "")
-}
-
-// CoveredBy returns the seq and data of the latest allowing decision of
-// scope session in records, other than its own, that covers the logged
-// and requested call id, or 0 when none does.
-func CoveredBy(records []Record, id string) (int64, ApprovalDecision) {
-	f := foldCovers(records)
-	cv, ok := f.covers[id]
-	if !ok {
-		return 0, ApprovalDecision{}
-	}
-	return f.latest(cv, id)
-}
 
 func clonePolicy(p ApprovalPolicy) ApprovalPolicy {
 	p.Rules = slices.Clone(p.Rules)
 	return p
 }
+
+// SessionRuleBy is the by of the decision the loop logs for a call that
+// an earlier allowing decision of scope session covers (see Cover in
+// session/approval): the call gets its own decision, citing the one it
+// rests on, so that nothing rests on memory. A person's decision may not
+// use it.
+const SessionRuleBy = "session-rule"
 
 // checkApproval checks the fields of an approval payload.
 func checkApproval(seq int64, typ string, p any) error {
@@ -303,7 +171,7 @@ func checkApproval(seq int64, typ string, p any) error {
 			return fmt.Errorf("%w: seq %d: %s cites %d, not an earlier seq", ErrInvalidPayload, seq, typ, v.Cites)
 		}
 	case ApprovalPolicy:
-		if _, err := CompilePolicy(v); err != nil {
+		if err := CheckPolicy(v); err != nil {
 			return fmt.Errorf("seq %d: %w", seq, err)
 		}
 	}
@@ -404,7 +272,8 @@ func Suspended(records []Record) *Suspension {
 	return s
 }
 
-// Typed errors of [CheckDecision], for callers to branch on.
+// Typed errors of a decision refused (CheckDecision in session/approval),
+// for callers to branch on.
 var (
 	// ErrNotSuspended: the log has no step waiting for decisions.
 	ErrNotSuspended = errors.New("session: not suspended on an approval")
@@ -452,66 +321,4 @@ func (e *DecidedError) Error() string {
 
 func (e *DecidedError) Is(target error) bool {
 	return target == ErrAlreadyDecided || (e.Since != nil && target == e.Since)
-}
-
-// CheckDecision returns the event that records decision d for call id of
-// records, or why it cannot be given: [ErrNotSuspended], [ErrUnknownCall],
-// [ErrNotPending], a [*DecidedError] (also when the decision was acted on
-// since) or [ErrInvalidDecision] (also for a scope that is not one, see
-// [ValidScope]). d.ID is set to id.
-func CheckDecision(records []Record, id string, d ApprovalDecision) (Event, error) {
-	switch {
-	case !ValidScope(d.Scope):
-		return Event{}, fmt.Errorf("%w: %q: scope %q is not call or session", ErrInvalidDecision, id, d.Scope)
-	case d.Scope == ScopeSession && !d.Allow:
-		return Event{}, fmt.Errorf("%w: %q: a denial cannot have scope session (\"always deny\" is not supported: deny this call, or add a deny rule to the policy)", ErrInvalidDecision, id)
-	case d.By == SessionRuleBy || d.Cites != 0:
-		return Event{}, fmt.Errorf("%w: %q: decisions by %q, citing a session-scoped allow, are logged by the loop only", ErrInvalidDecision, id, SessionRuleBy)
-	}
-	s := Suspended(records)
-	if s == nil {
-		if !callExists(records, id) {
-			return Event{}, fmt.Errorf("%w: %q", ErrUnknownCall, id)
-		}
-		if de := decidedBefore(records, id); de != nil {
-			de.Since = ErrNotSuspended
-			return Event{}, de
-		}
-		return Event{}, fmt.Errorf("%w: %q", ErrNotSuspended, id)
-	}
-	c := s.Find(id)
-	switch {
-	case c == nil && !callExists(records, id):
-		return Event{}, fmt.Errorf("%w: %q", ErrUnknownCall, id)
-	case c == nil:
-		if de := decidedBefore(records, id); de != nil {
-			de.Since = ErrNotPending
-			return Event{}, de
-		}
-		return Event{}, fmt.Errorf("%w: %q", ErrNotPending, id)
-	case c.Decision != nil:
-		return Event{}, &DecidedError{ID: id, Decision: *c.Decision, Seq: c.DecisionSeq}
-	}
-	d.ID = id
-	return Event{Type: TypeApprovalDecision, Turn: s.Turn, Step: s.Step, Data: d}, nil
-}
-
-// decidedBefore returns the error naming the decision of call id in
-// records, nil when it has none.
-func decidedBefore(records []Record, id string) *DecidedError {
-	for _, r := range records {
-		if d, ok := r.pay().(ApprovalDecision); ok && d.ID == id {
-			return &DecidedError{ID: id, Decision: d, Seq: r.seq}
-		}
-	}
-	return nil
-}
-
-func callExists(records []Record, id string) bool {
-	for _, r := range records {
-		if c, ok := r.pay().(ToolCall); ok && c.ID == id {
-			return true
-		}
-	}
-	return false
 }

@@ -67,7 +67,7 @@
 // repair rule: the events that close a turn a crash left open, appended
 // when a log is opened. A step suspended on approvals ([Suspended]: every
 // call without a result has an approval/request) is not a crash and is
-// left open; [CheckDecision] makes the approval/decision that answers one
-// of its calls. An event is durable once the store's [Flusher]
+// left open; the approval engine, session/approval, makes the
+// approval/decision that answers one of its calls. An event is durable once the store's [Flusher]
 // returned for it; a live session flushes when a step or turn ends.
 package session

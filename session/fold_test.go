@@ -9,18 +9,13 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/sessiontest"
 )
 
 // records makes a log of events, seqs from 0.
 func records(t testing.TB, evs ...session.Event) []session.Record {
 	t.Helper()
-	out := make([]session.Record, len(evs))
-	for i, ev := range evs {
-		r, err := session.NewRecord(int64(i), epoch, ev)
-		require.NoError(t, err)
-		out[i] = r
-	}
-	return out
+	return sessiontest.Records(t, epoch, evs...)
 }
 
 func TestDeriveMessagesProjectsEachSurfaceEvent(t *testing.T) {

@@ -20,7 +20,7 @@
 // the turn goes on; ask logs an approval/request and suspends the step
 // until a decision is given (agentloop.Decide, agentloop.Agent.Resume).
 // An allow of scope session covers the later calls of the same tool that
-// the same rule asks about (session.Cover): the loop decides those itself,
+// the same rule asks about (approval.Cover): the loop decides those itself,
 // in logged decisions by session-rule citing it.
 //
 // The policy in force is logged as approval/policy (no turn) in each

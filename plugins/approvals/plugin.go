@@ -8,6 +8,7 @@ import (
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/approval"
 	"github.com/vigil-run/vigil/session/live"
 )
 
@@ -50,7 +51,7 @@ func (c *Config) Policy() session.ApprovalPolicy {
 
 // Validate checks the actions, globs and regular expressions.
 func (c *Config) Validate() error {
-	_, err := session.CompilePolicy(c.Policy())
+	_, err := approval.Compile(c.Policy())
 	return err
 }
 
@@ -58,7 +59,7 @@ func (c *Config) Validate() error {
 var Plugin = bus.RegisterFunc(Name, "approval policy: rules by tool and arguments pattern → allow, deny or ask a person", apply, bus.Optional(live.Sessions))
 
 func apply(c *bus.Context, cfg Config) error {
-	m, err := session.CompilePolicy(cfg.Policy())
+	m, err := approval.Compile(cfg.Policy())
 	if err != nil {
 		return err
 	}

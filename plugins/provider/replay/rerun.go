@@ -14,6 +14,7 @@ import (
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/approval"
 	"github.com/vigil-run/vigil/session/live"
 )
 
@@ -1080,17 +1081,17 @@ var _ agentloop.Tool = (*recordedTool)(nil)
 // approvals is what a recording says of its tool calls' approvals.
 type approvals struct {
 	requests map[string]session.ApprovalRequest
-	policy   map[string]*session.PolicyMatcher // in force at each call
+	policy   map[string]*approval.Matcher // in force at each call
 }
 
 func recordedApprovals(records []session.Record) *approvals {
-	a := &approvals{requests: map[string]session.ApprovalRequest{}, policy: map[string]*session.PolicyMatcher{}}
-	var pm *session.PolicyMatcher
+	a := &approvals{requests: map[string]session.ApprovalRequest{}, policy: map[string]*approval.Matcher{}}
+	var pm *approval.Matcher
 	for _, r := range records {
 		switch r.Type() {
 		case session.TypeApprovalPolicy:
 			if p, err := session.DecodeData[session.ApprovalPolicy](r); err == nil {
-				pm, _ = session.CompilePolicy(p) // a loaded log's policies compile
+				pm, _ = approval.Compile(p) // a loaded log's policies compile
 			}
 		case session.TypeToolCall:
 			if c, err := session.DecodeData[session.ToolCall](r); err == nil {
