@@ -162,21 +162,19 @@ type positioner interface{ SetPosition(line, col int) }
 
 // decode stores node into v (addressable).
 func (d *decoder) decode(n *yaml.Node, v reflect.Value) error {
-	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+	switch {
+	case n.Kind == yaml.DocumentNode && len(n.Content) == 1:
 		return d.decode(n.Content[0], v)
-	}
-	if n.Kind == yaml.AliasNode {
+	case n.Kind == yaml.AliasNode:
 		if err := d.alias(n); err != nil {
 			return err
 		}
 		defer func() { d.aliasDepth-- }()
 		return d.decode(n.Alias, v)
-	}
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+	case n.Kind == yaml.ScalarNode && n.Tag == "!!null":
 		v.Set(reflect.Zero(v.Type()))
 		return nil
-	}
-	if v.Kind() == reflect.Pointer {
+	case v.Kind() == reflect.Pointer:
 		if v.IsNil() {
 			v.Set(reflect.New(v.Type().Elem()))
 		}
@@ -187,6 +185,13 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value) error {
 		// the whole file may point at) learns it once decoded.
 		defer v.Addr().Interface().(positioner).SetPosition(n.Line, n.Column)
 	}
+	return d.decodeValue(n, v)
+}
+
+// decodeValue stores node n, neither a document, an alias nor a null,
+// into v, not a pointer: by the type's own text decoding, as a duration,
+// or by its kind.
+func (d *decoder) decodeValue(n *yaml.Node, v reflect.Value) error {
 	if v.CanAddr() && v.Addr().Type().Implements(textUnmarshalerType) && n.Kind == yaml.ScalarNode {
 		s, err := d.expand(n)
 		if err != nil {
@@ -213,50 +218,70 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value) error {
 	case reflect.Struct:
 		return d.decodeStruct(n, v)
 	case reflect.Slice:
-		if n.Kind != yaml.SequenceNode {
-			return d.errAt(n, ErrType, "expected a list, got %s", describe(n))
-		}
-		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
-		for i, c := range n.Content {
-			if err := d.decode(c, s.Index(i)); err != nil {
-				return err
-			}
-		}
-		v.Set(s)
-		return nil
+		return d.decodeSlice(n, v)
 	case reflect.Map:
-		if n.Kind != yaml.MappingNode {
-			return d.errAt(n, ErrType, "expected a mapping, got %s", describe(n))
-		}
-		m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := reflect.New(v.Type().Key()).Elem()
-			if err := d.decode(n.Content[i], k); err != nil {
-				return err
-			}
-			e := reflect.New(v.Type().Elem()).Elem()
-			if err := d.decode(n.Content[i+1], e); err != nil {
-				return err
-			}
-			m.SetMapIndex(k, e)
-		}
-		v.Set(m)
-		return nil
+		return d.decodeMap(n, v)
 	case reflect.Interface:
-		g, err := d.generic(n)
-		if err != nil {
+		return d.decodeInterface(n, v)
+	}
+	return d.decodeScalar(n, v)
+}
+
+func (d *decoder) decodeSlice(n *yaml.Node, v reflect.Value) error {
+	if n.Kind != yaml.SequenceNode {
+		return d.errAt(n, ErrType, "expected a list, got %s", describe(n))
+	}
+	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+	for i, c := range n.Content {
+		if err := d.decode(c, s.Index(i)); err != nil {
 			return err
 		}
-		if g == nil {
-			v.Set(reflect.Zero(v.Type()))
-			return nil
+	}
+	v.Set(s)
+	return nil
+}
+
+func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value) error {
+	if n.Kind != yaml.MappingNode {
+		return d.errAt(n, ErrType, "expected a mapping, got %s", describe(n))
+	}
+	m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := reflect.New(v.Type().Key()).Elem()
+		if err := d.decode(n.Content[i], k); err != nil {
+			return err
 		}
-		gv := reflect.ValueOf(g)
-		if !gv.Type().AssignableTo(v.Type()) {
-			return d.errAt(n, ErrType, "cannot use %s here", describe(n))
+		e := reflect.New(v.Type().Elem()).Elem()
+		if err := d.decode(n.Content[i+1], e); err != nil {
+			return err
 		}
-		v.Set(gv)
+		m.SetMapIndex(k, e)
+	}
+	v.Set(m)
+	return nil
+}
+
+// decodeInterface stores n's plain Go value (see generic) into v.
+func (d *decoder) decodeInterface(n *yaml.Node, v reflect.Value) error {
+	g, err := d.generic(n)
+	if err != nil {
+		return err
+	}
+	if g == nil {
+		v.Set(reflect.Zero(v.Type()))
 		return nil
+	}
+	gv := reflect.ValueOf(g)
+	if !gv.Type().AssignableTo(v.Type()) {
+		return d.errAt(n, ErrType, "cannot use %s here", describe(n))
+	}
+	v.Set(gv)
+	return nil
+}
+
+// decodeScalar stores scalar n into v, a string, a boolean or a number.
+func (d *decoder) decodeScalar(n *yaml.Node, v reflect.Value) error {
+	switch v.Kind() {
 	case reflect.String:
 		s, err := d.scalar(n, "a string")
 		if err != nil {
@@ -270,51 +295,52 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value) error {
 		v.SetString(s)
 		return nil
 	case reflect.Bool:
-		s, err := d.scalar(n, "a boolean")
-		if err != nil {
+		return d.parsed(n, "a boolean", func(s string) error {
+			b, err := strconv.ParseBool(s)
+			if err == nil {
+				v.SetBool(b)
+			}
 			return err
-		}
-		b, err := strconv.ParseBool(s)
-		if err != nil {
-			return d.errAt(n, ErrType, "cannot use %q as a boolean", s)
-		}
-		v.SetBool(b)
-		return nil
+		})
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		s, err := d.scalar(n, "an integer")
-		if err != nil {
+		return d.parsed(n, "an integer", func(s string) error {
+			i, err := strconv.ParseInt(s, 0, v.Type().Bits())
+			if err == nil {
+				v.SetInt(i)
+			}
 			return err
-		}
-		i, err := strconv.ParseInt(s, 0, v.Type().Bits())
-		if err != nil {
-			return d.errAt(n, ErrType, "cannot use %q as an integer", s)
-		}
-		v.SetInt(i)
-		return nil
+		})
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		s, err := d.scalar(n, "a non-negative integer")
-		if err != nil {
+		return d.parsed(n, "a non-negative integer", func(s string) error {
+			i, err := strconv.ParseUint(s, 0, v.Type().Bits())
+			if err == nil {
+				v.SetUint(i)
+			}
 			return err
-		}
-		i, err := strconv.ParseUint(s, 0, v.Type().Bits())
-		if err != nil {
-			return d.errAt(n, ErrType, "cannot use %q as a non-negative integer", s)
-		}
-		v.SetUint(i)
-		return nil
+		})
 	case reflect.Float32, reflect.Float64:
-		s, err := d.scalar(n, "a number")
-		if err != nil {
+		return d.parsed(n, "a number", func(s string) error {
+			f, err := strconv.ParseFloat(s, v.Type().Bits())
+			if err == nil {
+				v.SetFloat(f)
+			}
 			return err
-		}
-		f, err := strconv.ParseFloat(s, v.Type().Bits())
-		if err != nil {
-			return d.errAt(n, ErrType, "cannot use %q as a number", s)
-		}
-		v.SetFloat(f)
-		return nil
+		})
 	}
 	return d.errAt(n, ErrType, "cannot decode into %s", v.Type())
+}
+
+// parsed hands scalar n, variables expanded, to parse, which stores it;
+// a value parse refuses is an error at n saying it is not want.
+func (d *decoder) parsed(n *yaml.Node, want string, parse func(string) error) error {
+	s, err := d.scalar(n, want)
+	if err != nil {
+		return err
+	}
+	if parse(s) != nil {
+		return d.errAt(n, ErrType, "cannot use %q as %s", s, want)
+	}
+	return nil
 }
 
 func (d *decoder) scalar(n *yaml.Node, want string) (string, error) {

@@ -245,10 +245,36 @@ func (d *decoder) entry(n *yaml.Node) (Entry, error) {
 	if n.Kind != yaml.MappingNode {
 		return e, d.errAt(n, ErrType, "expected a plugin entry (a mapping with a name), got %s", describe(n))
 	}
-	var cfgNode, nameNode *yaml.Node
+	nameNode, cfgNode, err := d.entryKeys(n, &e)
+	if err != nil {
+		return e, err
+	}
+	if d.only != nil && e.Name != GroupName && !d.only(e.Name) {
+		e.Disabled = true
+	}
+	if e.Disabled {
+		// A disabled entry is still checked, but the variables it names
+		// need only be set once it is enabled. The decoder itself is
+		// kept: its alias budget is the whole file's.
+		defer d.lenient()()
+	}
+	if nameNode == nil || e.Name == "" {
+		return e, d.errAt(n, ErrMissingKey, "missing required key \"name\"")
+	}
+	if e.ID == "" {
+		e.ID = e.Name
+	}
+	if e.Name == GroupName {
+		return d.group(e, cfgNode)
+	}
+	return d.plugin(n, e, nameNode, cfgNode)
+}
+
+// entryKeys decodes the keys of entry n but its config into e, and
+// returns the nodes of its name and its config (nil: not given).
+func (d *decoder) entryKeys(n *yaml.Node, e *Entry) (nameNode, cfgNode *yaml.Node, err error) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		var err error
 		switch k.Value {
 		case "name":
 			nameNode = v
@@ -267,41 +293,41 @@ func (d *decoder) entry(n *yaml.Node) (Entry, error) {
 			err = d.errAt(k, ErrUnknownKey, "%s", msg)
 		}
 		if err != nil {
+			return nameNode, cfgNode, err
+		}
+	}
+	return nameNode, cfgNode, nil
+}
+
+// lenient makes every variable count as set until the function it
+// returns restores the strict lookup.
+func (d *decoder) lenient() func() {
+	strict := d.lookup
+	d.lookup = func(name string) (string, bool) {
+		v, _ := strict(name)
+		return v, true
+	}
+	return func() { d.lookup = strict }
+}
+
+// group completes e, a group entry, with its children, the entries of
+// its config node cfgNode.
+func (d *decoder) group(e Entry, cfgNode *yaml.Node) (Entry, error) {
+	var children []Entry
+	if cfgNode != nil {
+		var err error
+		if children, err = d.entries(cfgNode); err != nil {
 			return e, err
 		}
 	}
-	if d.only != nil && e.Name != GroupName && !d.only(e.Name) {
-		e.Disabled = true
-	}
-	if e.Disabled {
-		// A disabled entry is still checked, but the variables it names
-		// need only be set once it is enabled. The decoder itself is
-		// kept: its alias budget is the whole file's.
-		strict := d.lookup
-		d.lookup = func(name string) (string, bool) {
-			v, _ := strict(name)
-			return v, true
-		}
-		defer func() { d.lookup = strict }()
-	}
-	if nameNode == nil || e.Name == "" {
-		return e, d.errAt(n, ErrMissingKey, "missing required key \"name\"")
-	}
-	if e.ID == "" {
-		e.ID = e.Name
-	}
-	if e.Name == GroupName {
-		var children []Entry
-		if cfgNode != nil {
-			var err error
-			if children, err = d.entries(cfgNode); err != nil {
-				return e, err
-			}
-		}
-		e.Config = children
-		e.fingerprint = groupFingerprint(children)
-		return e, nil
-	}
+	e.Config = children
+	e.fingerprint = groupFingerprint(children)
+	return e, nil
+}
+
+// plugin completes e, the entry n of a plugin, with its config decoded
+// from cfgNode (nil: an empty mapping) and validated if e is enabled.
+func (d *decoder) plugin(n *yaml.Node, e Entry, nameNode, cfgNode *yaml.Node) (Entry, error) {
 	m, ok := bus.LookupModule(e.Name)
 	if !ok {
 		msg := fmt.Sprintf("unknown plugin %q", e.Name)
@@ -318,12 +344,11 @@ func (d *decoder) entry(n *yaml.Node) (Entry, error) {
 		return e, nil
 	}
 	cfg := m.Config()
-	target := reflect.ValueOf(cfg)
-	if cfgNode != nil {
-		if err := d.decode(cfgNode, target.Elem()); err != nil {
-			return e, err
-		}
-	} else if err := d.decode(&yaml.Node{Kind: yaml.MappingNode, Line: n.Line, Column: n.Column}, target.Elem()); err != nil {
+	at := cfgNode
+	if at == nil {
+		at = &yaml.Node{Kind: yaml.MappingNode, Line: n.Line, Column: n.Column}
+	}
+	if err := d.decode(at, reflect.ValueOf(cfg).Elem()); err != nil {
 		return e, err
 	}
 	// A config that wants to name its entry in errors learns its id.
@@ -332,10 +357,6 @@ func (d *decoder) entry(n *yaml.Node) (Entry, error) {
 	}
 	if v, ok := cfg.(interface{ Validate() error }); ok && !e.Disabled {
 		if err := v.Validate(); err != nil {
-			at := n
-			if cfgNode != nil {
-				at = cfgNode
-			}
 			return e, &Error{File: d.file, Line: at.Line, Col: at.Column, Msg: fmt.Sprintf("%s: %v", e.Name, err), Err: fmt.Errorf("%w: %w", ErrInvalid, err)}
 		}
 	}

@@ -115,8 +115,7 @@ func (v *visitor) send(req sendRequest) (*sendResult, error) {
 		return nil, err
 	}
 	defer v.act.Unlock()
-	s := v.srv
-	ctx, cancel := context.WithTimeout(s.base, turnTimeout)
+	ctx, cancel := context.WithTimeout(v.srv.base, turnTimeout)
 	defer cancel()
 	base, ok := v.hub.records(req.Session)
 	if !ok {
@@ -130,71 +129,111 @@ func (v *visitor) send(req sendRequest) (*sendResult, error) {
 		return nil, fmt.Errorf("%w: delete or edit, not both", errInvalid)
 	}
 	res := &sendResult{Tamper: "none: the request is built from the log"}
-	var (
-		sess   *live.Session
-		tamper func(*agentloop.Request)
-		err    error
-	)
-	switch {
-	case req.Delete != nil:
-		d := *req.Delete
-		forged, err := without(base.records, d)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", errInvalid, err)
-		}
-		// The loop with its own message list still has what the log lost.
-		own, err := session.DeriveMessages(base.records)
-		if err != nil {
-			return nil, err
-		}
-		kept, err := session.DeriveMessages(forged)
-		if err != nil {
-			kept = nil // the seed below refuses the log and says why
-		}
-		typ := base.records[d].Type()
-		res.Tamper = fmt.Sprintf("seq %d (%s) deleted from a copy of the log; the request is built from the original, as by a loop that kept its own message list", d, typ)
-		if sess, err = s.mgr.SeedRecords(ctx, forged); err != nil {
-			res.Stage, res.Error, res.Violation = stageSeed, err.Error(), violationOf(err)
-			return res, nil
-		}
-		s.track(v, sess, kindForged, fmt.Sprintf("%s−%d", base.label, d),
-			fmt.Sprintf("%s without seq %d (%s), renumbered", base.label, d, typ))
-		n := len(kept)
-		tamper = func(r *agentloop.Request) {
-			// This turn's messages follow what the forged log folds to.
-			r.Messages = append(session.CloneMessages(own), r.Messages[min(n, len(r.Messages)):]...)
-		}
-	default:
-		if sess, err = v.continuation(ctx, base); err != nil {
-			res.Stage, res.Error, res.Violation = stageFork, err.Error(), violationOf(err)
-			return res, nil
-		}
-		if e := req.Edit; e != nil {
-			if tamper, res.Tamper, err = e.apply(); err != nil {
-				return nil, err
-			}
+	sess, tamper, err := v.tampered(ctx, req, base, res)
+	if err != nil {
+		return nil, err
+	}
+	if sess == nil {
+		return res, nil // res says at which stage it stopped
+	}
+	run, err := v.srv.runTampered(ctx, sess, prompt, tamper)
+	if err != nil {
+		return nil, err
+	}
+	if err := res.report(sess, run); err != nil {
+		return nil, err
+	}
+	if sv, ok := v.hub.snapshot(sess.ID()); ok {
+		res.Session = &sv
+	}
+	return res, nil
+}
+
+// tampered returns the session the turn asked for runs on and how its
+// request is tampered with (nil: not at all), with res.Tamper saying so.
+// A nil session and error: the session could not be made, and res says
+// why.
+func (v *visitor) tampered(ctx context.Context, req sendRequest, base *view, res *sendResult) (*live.Session, func(*agentloop.Request), error) {
+	if req.Delete != nil {
+		return v.deleted(ctx, base, *req.Delete, res)
+	}
+	sess, err := v.continuation(ctx, base)
+	if err != nil {
+		res.Stage, res.Error, res.Violation = stageFork, err.Error(), violationOf(err)
+		return nil, nil, nil
+	}
+	var tamper func(*agentloop.Request)
+	if e := req.Edit; e != nil {
+		if tamper, res.Tamper, err = e.apply(); err != nil {
+			return nil, nil, err
 		}
 	}
+	return sess, tamper, nil
+}
 
-	// The tampering is a veto listener of llm/stream prepended in front of
-	// the invariants plugin's check (which is a veto listener too), so the
-	// plugin checks the request as changed. (Any later change is refused
-	// by agentloop's seal, not by the plugin.)
-	var (
-		sent *requestView
-		at   int
-	)
+// deleted seeds a session with base's log without seq d, and returns it
+// with the tampering that builds the request from the original log, as
+// a loop that kept its own message list would.
+func (v *visitor) deleted(ctx context.Context, base *view, d int64, res *sendResult) (*live.Session, func(*agentloop.Request), error) {
+	s := v.srv
+	forged, err := without(base.records, d)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", errInvalid, err)
+	}
+	// The loop with its own message list still has what the log lost.
+	own, err := session.DeriveMessages(base.records)
+	if err != nil {
+		return nil, nil, err
+	}
+	kept, err := session.DeriveMessages(forged)
+	if err != nil {
+		kept = nil // the seed below refuses the log and says why
+	}
+	typ := base.records[d].Type()
+	res.Tamper = fmt.Sprintf("seq %d (%s) deleted from a copy of the log; the request is built from the original, as by a loop that kept its own message list", d, typ)
+	sess, err := s.mgr.SeedRecords(ctx, forged)
+	if err != nil {
+		res.Stage, res.Error, res.Violation = stageSeed, err.Error(), violationOf(err)
+		return nil, nil, nil
+	}
+	s.track(v, sess, kindForged, fmt.Sprintf("%s−%d", base.label, d),
+		fmt.Sprintf("%s without seq %d (%s), renumbered", base.label, d, typ))
+	n := len(kept)
+	return sess, func(r *agentloop.Request) {
+		// This turn's messages follow what the forged log folds to.
+		r.Messages = append(session.CloneMessages(own), r.Messages[min(n, len(r.Messages)):]...)
+	}, nil
+}
+
+// tamperedRun is what runTampered saw of a turn.
+type tamperedRun struct {
+	turn *agentloop.TurnResult
+	err  error // the error the turn ended with
+	// sent is the turn's first loop-built request as it reached the
+	// invariants plugin (nil: none did), at the session's length then.
+	sent *requestView
+	at   int
+}
+
+// runTampered runs a turn of prompt on sess with the scripted model and
+// calc, tampering with its first loop-built request. The tampering is a
+// veto listener of llm/stream prepended in front of the invariants
+// plugin's check (which is a veto listener too), so the plugin checks the
+// request as changed. (Any later change is refused by agentloop's seal,
+// not by the plugin.)
+func (s *Server) runTampered(ctx context.Context, sess *live.Session, prompt string, tamper func(*agentloop.Request)) (*tamperedRun, error) {
+	run := &tamperedRun{}
 	dispose := bus.Veto.On(sess.Context(), func(ctx context.Context, d bus.Dispatch) error {
 		r, ok := d.Payload.(*agentloop.Request)
 		if !ok || d.Name != agentloop.LLMStream.Name() {
 			return nil
 		}
-		if r.LoopBuilt() && sent == nil {
+		if r.LoopBuilt() && run.sent == nil {
 			if tamper != nil {
 				tamper(r)
 			}
-			sent = viewOf(r)
-			at = sess.Len()
+			run.sent = viewOf(r)
+			run.at = sess.Len()
 		}
 		return nil
 	}, bus.Prepend)
@@ -204,42 +243,44 @@ func (v *visitor) send(req sendRequest) (*sendResult, error) {
 		return nil, err
 	}
 	agent := agentloop.New(s.c, agentConfig, agentloop.WithProvider(model), agentloop.WithTools(calc.Tool{}), agentloop.WithName("playground"))
-	turn, runErr := agent.Run(ctx, sess, prompt)
+	run.turn, run.err = agent.Run(ctx, sess, prompt)
 	dispose()
 	if err := agent.Close(); err != nil {
 		s.opts.Logger.Error("closing the agent", "error", err)
 	}
+	return run, nil
+}
 
-	if sent != nil {
+// report fills res with what the invariants plugin compared the request
+// sent on sess with, and the stage the turn ended at.
+func (res *sendResult) report(sess *live.Session, run *tamperedRun) error {
+	if sent := run.sent; sent != nil {
 		recs := sess.Records()
 		want, err := session.DeriveMessages(recs[:sent.StepStart])
 		if err != nil {
-			return nil, err
+			return err
 		}
-		h, _ := session.DeriveHeader(recs[:at])
+		h, _ := session.DeriveHeader(recs[:run.at])
 		res.Request = sent
 		res.Expected = &requestView{Turn: sent.Turn, Step: sent.Step, StepStart: sent.StepStart, Header: h, Messages: want}
 		res.Compare, res.Header = compare(want, h, sent)
 	}
-	res.Violation = violationOf(runErr)
+	res.Violation = violationOf(run.err)
 	switch {
-	case res.Violation != nil && sent != nil:
+	case res.Violation != nil && run.sent != nil:
 		res.Stage = stageRequest
-	case runErr != nil:
+	case run.err != nil:
 		res.Stage = stageTurn
 	default:
 		res.Stage = stageSent
-		if turn != nil {
-			res.Reply = turn.Content
+		if run.turn != nil {
+			res.Reply = run.turn.Content
 		}
 	}
-	if runErr != nil {
-		res.Error = runErr.Error()
+	if run.err != nil {
+		res.Error = run.err.Error()
 	}
-	if sv, ok := v.hub.snapshot(sess.ID()); ok {
-		res.Session = &sv
-	}
-	return res, nil
+	return nil
 }
 
 // continuation returns the session the next turn of base runs on: a fork

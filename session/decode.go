@@ -295,86 +295,134 @@ func parseRecordLine(line []byte) (seq int64, t time.Time, ev Event, err error) 
 // may still be canonical, or not a record at all: the slow path decides).
 // The caller checks that the record re-encodes to the line.
 func scanEnvelope(line []byte) (seq int64, t time.Time, ev Event, ok bool) {
-	p := line
-	lit := func(s string) bool {
-		if len(p) >= len(s) && string(p[:len(s)]) == s {
-			p = p[len(s):]
-			return true
-		}
-		return false
-	}
-	num := func() (int64, bool) {
-		i := 0
-		if i < len(p) && p[i] == '-' {
-			i++
-		}
-		for i < len(p) && '0' <= p[i] && p[i] <= '9' {
-			i++
-		}
-		n, err := strconv.ParseInt(string(p[:i]), 10, 64)
-		p = p[i:]
-		return n, err == nil
-	}
-	small := func() (int, bool) {
-		n, ok := num()
-		return int(n), ok && n == int64(int(n))
-	}
-	if !lit(`{"seq":`) {
+	p := envelope(line)
+	if !p.lit(`{"seq":`) {
 		return
 	}
-	if seq, ok = num(); !ok || !lit(`,"type":"`) {
+	if seq, ok = p.num(); !ok || !p.lit(`,"type":"`) {
 		return 0, t, ev, false
 	}
-	i := bytes.IndexByte(p, '"')
-	if i < 0 || bytes.IndexByte(p[:i], '\\') >= 0 {
+	if ev.Type, ok = p.typ(); !ok {
 		return 0, t, ev, false
 	}
-	ev.Type = internType(p[:i])
-	p = p[i:]
-	if !lit(`","time":"`) || len(p) < 25 || p[24] != '"' {
+	if t, ok = p.time(); !ok {
 		return 0, t, ev, false
 	}
-	t, err := time.Parse(timeLayout, string(p[:24]))
-	if err != nil {
-		return 0, t, ev, false
-	}
-	p = p[25:]
-	ok = true
-	if lit(`,"turn":`) {
-		ev.Turn, ok = small()
-	}
-	if ok && lit(`,"step":`) {
-		ev.Step, ok = small()
-	}
-	if ok && lit(`,"surface":{"op":"replace","start":`) {
-		sf := &Surface{Op: OpReplace}
-		sf.Start, ok = num()
-		if ok = ok && lit(`,"end":`); ok {
-			sf.End, ok = num()
-			ok = ok && lit(`}`)
-		}
-		ev.Surface = sf
-	}
-	if ok && lit(`,"sources":[`) {
-		for ok {
-			var s int64
-			if s, ok = num(); ok {
-				ev.Sources = append(ev.Sources, s)
-				if lit(`]`) {
-					break
-				}
-				ok = lit(`,`)
-			}
-		}
-	}
-	if ok && lit(`,"ignorable":true`) {
-		ev.Ignorable = true
-	}
-	if !ok || !lit(`,"data":`) || len(p) < 2 || p[len(p)-1] != '}' {
+	if !p.optional(&ev) || !p.lit(`,"data":`) || len(p) < 2 || p[len(p)-1] != '}' {
 		return 0, t, ev, false
 	}
 	ev.Data = json.RawMessage(p[:len(p)-1])
 	return seq, t, ev, true
+}
+
+// envelope is what is left to read of a line scanEnvelope reads. Each
+// method reads one part from its start and reports whether it was there.
+type envelope []byte
+
+// lit reads s.
+func (p *envelope) lit(s string) bool {
+	if len(*p) >= len(s) && string((*p)[:len(s)]) == s {
+		*p = (*p)[len(s):]
+		return true
+	}
+	return false
+}
+
+// num reads a decimal integer.
+func (p *envelope) num() (int64, bool) {
+	b := *p
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+		i++
+	}
+	n, err := strconv.ParseInt(string(b[:i]), 10, 64)
+	*p = b[i:]
+	return n, err == nil
+}
+
+// small reads a decimal integer that fits an int.
+func (p *envelope) small() (int, bool) {
+	n, ok := p.num()
+	return int(n), ok && n == int64(int(n))
+}
+
+// typ reads a type without escapes, up to its closing quote.
+func (p *envelope) typ() (string, bool) {
+	i := bytes.IndexByte(*p, '"')
+	if i < 0 || bytes.IndexByte((*p)[:i], '\\') >= 0 {
+		return "", false
+	}
+	typ := internType((*p)[:i])
+	*p = (*p)[i:]
+	return typ, true
+}
+
+// time reads the time field after the type's closing quote.
+func (p *envelope) time() (time.Time, bool) {
+	if !p.lit(`","time":"`) || len(*p) < 25 || (*p)[24] != '"' {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(timeLayout, string((*p)[:24]))
+	if err != nil {
+		return t, false
+	}
+	*p = (*p)[25:]
+	return t, true
+}
+
+// optional reads the fields a record may leave out, those before its
+// data, into ev.
+func (p *envelope) optional(ev *Event) bool {
+	ok := true
+	if p.lit(`,"turn":`) {
+		ev.Turn, ok = p.small()
+	}
+	if ok && p.lit(`,"step":`) {
+		ev.Step, ok = p.small()
+	}
+	if ok && p.lit(`,"surface":{"op":"replace","start":`) {
+		ev.Surface, ok = p.surface()
+	}
+	if ok && p.lit(`,"sources":[`) {
+		ev.Sources, ok = p.sources()
+	}
+	if ok && p.lit(`,"ignorable":true`) {
+		ev.Ignorable = true
+	}
+	return ok
+}
+
+// surface reads the rest of a replace surface after its start's key.
+func (p *envelope) surface() (*Surface, bool) {
+	sf := &Surface{Op: OpReplace}
+	var ok bool
+	sf.Start, ok = p.num()
+	if ok = ok && p.lit(`,"end":`); ok {
+		sf.End, ok = p.num()
+		ok = ok && p.lit(`}`)
+	}
+	return sf, ok
+}
+
+// sources reads the rest of a list of sources after its [.
+func (p *envelope) sources() ([]int64, bool) {
+	var out []int64
+	for {
+		s, ok := p.num()
+		if !ok {
+			return out, false
+		}
+		out = append(out, s)
+		if p.lit(`]`) {
+			return out, true
+		}
+		if !p.lit(`,`) {
+			return out, false
+		}
+	}
 }
 
 // parseLogTime parses a time written in the log's format, and only that:

@@ -37,7 +37,21 @@ func scanTurns(records []Record) turnState {
 	return st
 }
 
+// add folds record r into the state.
 func (st *turnState) add(r Record) {
+	switch r.typ {
+	case TypeTurnStart, TypeTurnEnd, TypeStepStart, TypeStepEnd:
+		st.bound(r)
+	case TypeStepUsage, TypeAssistantMessage, TypeToolCall, TypeToolStart, TypeToolResult:
+		if st.inStep(r) {
+			st.inside(r)
+		}
+	}
+}
+
+// bound opens or closes the turn or the step r starts or ends; an end
+// of another turn or step than the open one changes nothing.
+func (st *turnState) bound(r Record) {
 	switch r.typ {
 	case TypeTurnStart:
 		st.turn, st.step, st.pending, st.usage = r.turn, 0, nil, nil
@@ -53,23 +67,25 @@ func (st *turnState) add(r Record) {
 		if r.turn == st.turn && r.step == st.step {
 			st.step, st.pending, st.usage = 0, nil, nil
 		}
+	}
+}
+
+// inside folds r, a record of the open step, into it: its usage, and
+// each tool call from named (by the assistant message or a tool/call)
+// to started and answered.
+func (st *turnState) inside(r Record) {
+	switch r.typ {
 	case TypeStepUsage:
-		if u, ok := r.pay().(Usage); ok && st.inStep(r) {
+		if u, ok := r.pay().(Usage); ok {
 			st.usage = &u
 		}
 	case TypeAssistantMessage:
-		if !st.inStep(r) {
-			return
-		}
 		for _, c := range r.pay().(AssistantMessage).ToolCalls {
 			if st.find(c.ID) < 0 {
 				st.pending = append(st.pending, pendingCall{id: c.ID, name: c.Name, source: r.seq})
 			}
 		}
 	case TypeToolCall:
-		if !st.inStep(r) {
-			return
-		}
 		c := r.pay().(ToolCall)
 		if i := st.find(c.ID); i >= 0 {
 			st.pending[i].logged, st.pending[i].source, st.pending[i].name = true, r.seq, c.Name
@@ -77,11 +93,11 @@ func (st *turnState) add(r Record) {
 			st.pending = append(st.pending, pendingCall{id: c.ID, name: c.Name, source: r.seq, logged: true})
 		}
 	case TypeToolStart:
-		if i := st.find(r.pay().(ToolStart).ID); i >= 0 && st.inStep(r) {
+		if i := st.find(r.pay().(ToolStart).ID); i >= 0 {
 			st.pending[i].started = true
 		}
 	case TypeToolResult:
-		if i := st.find(r.pay().(ToolResult).ID); i >= 0 && st.inStep(r) {
+		if i := st.find(r.pay().(ToolResult).ID); i >= 0 {
 			st.pending = append(st.pending[:i:i], st.pending[i+1:]...)
 		}
 	}

@@ -193,13 +193,8 @@ func run(o options, out io.Writer) (err error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.deadline)
 	defer cancel()
-	need := uint64(2*(o.idle+o.concurrency) + 1024)
-	limit, err := raiseFiles(need)
-	if err != nil {
+	if err := o.raiseFiles(); err != nil {
 		return err
-	}
-	if limit < need {
-		fmt.Fprintf(os.Stderr, "load: open files limited to %d (hard limit), the run may need %d\n", limit, need)
 	}
 	rep := report{Store: o.store, Workers: o.workers, Sessions: o.sessions, Turns: o.turns, Concurrency: o.concurrency, Idle: o.idle}
 	if o.store == "pg" {
@@ -208,19 +203,12 @@ func run(o options, out io.Writer) (err error) {
 	base := o.url
 	var cl *cluster
 	if o.vigil != "" {
-		dir := o.keep
-		if dir == "" {
-			if dir, err = os.MkdirTemp("", "vigil-load-"); err != nil {
-				return err
-			}
-			defer os.RemoveAll(dir)
-		}
-		cl, err = start(ctx, spawnOptions{Vigil: o.vigil, Store: o.store, DSN: o.dsn, Workers: o.workers, PerProc: o.perProc, Dir: dir, Wait: o.timeout})
-		if err != nil {
+		var stop func() error
+		if cl, stop, err = o.spawn(ctx); err != nil {
 			return err
 		}
 		defer func() {
-			if serr := cl.stop(o.timeout); serr != nil && err == nil {
+			if serr := stop(); serr != nil && err == nil {
 				err = fmt.Errorf("stopping: %w", serr)
 			}
 		}()
@@ -229,14 +217,10 @@ func run(o options, out io.Writer) (err error) {
 		rep.Store, rep.Workers = "(running server)", 0
 	}
 	a := newAPI(base, o.concurrency*2+16, o.timeout)
-	logf := func(format string, args ...any) {
-		fmt.Fprintf(os.Stderr, "load: "+format+"\n", args...)
-	}
 
 	// Idle streams: opened first and held through the run.
 	if o.idle > 0 {
-		began := time.Now()
-		streams, err := openIdle(ctx, a, o.idle, o.concurrency)
+		streams, err := o.idlePhase(ctx, a, cl, &rep)
 		defer func() {
 			for _, s := range streams {
 				s.close()
@@ -245,72 +229,145 @@ func run(o options, out io.Writer) (err error) {
 		if err != nil {
 			return err
 		}
-		rep.IdleOpenSec = time.Since(began).Seconds()
-		logf("%d idle sessions created and their streams open in %.1fs", o.idle, rep.IdleOpenSec)
-		if cl != nil {
-			before, err := cl.stats()
-			if err != nil {
-				return err
-			}
-			select {
-			case <-time.After(o.idleWindow):
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			after, err := cl.stats()
-			if err != nil {
-				return err
-			}
-			rep.IdleRSSMiB = float64(after[0].RSS) / (1 << 20)
-			rep.IdleCPUPerSec = (after[0].CPU - before[0].CPU).Seconds() / o.idleWindow.Seconds()
-			logf("idle: server RSS %.0f MiB, CPU %.3f s/s", rep.IdleRSSMiB, rep.IdleCPUPerSec)
-		}
 	}
+	runs, err := o.createSessions(ctx, a)
+	if err != nil {
+		return err
+	}
+	if err := o.turnsPhase(ctx, a, cl, runs, &rep); err != nil {
+		return err
+	}
+	return o.checkPhase(ctx, a, runs, &rep, out)
+}
 
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "load: "+format+"\n", args...)
+}
+
+// raiseFiles lifts the open-file limit to what the run's streams need,
+// saying so when the hard limit is lower.
+func (o *options) raiseFiles() error {
+	need := uint64(2*(o.idle+o.concurrency) + 1024)
+	limit, err := raiseFiles(need)
+	if err != nil {
+		return err
+	}
+	if limit < need {
+		fmt.Fprintf(os.Stderr, "load: open files limited to %d (hard limit), the run may need %d\n", limit, need)
+	}
+	return nil
+}
+
+// spawn starts the server (and the workers) in the work folder, a
+// temporary one unless --keep; stop stops them and removes a temporary
+// folder.
+func (o *options) spawn(ctx context.Context) (cl *cluster, stop func() error, err error) {
+	dir, remove := o.keep, func() {}
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "vigil-load-"); err != nil {
+			return nil, nil, err
+		}
+		remove = func() { os.RemoveAll(dir) }
+	}
+	cl, err = start(ctx, spawnOptions{Vigil: o.vigil, Store: o.store, DSN: o.dsn, Workers: o.workers, PerProc: o.perProc, Dir: dir, Wait: o.timeout})
+	if err != nil {
+		remove()
+		return nil, nil, err
+	}
+	return cl, func() error {
+		defer remove()
+		return cl.stop(o.timeout)
+	}, nil
+}
+
+// idlePhase opens the idle streams and, with the processes started here,
+// measures the server with only them open. The streams are returned to
+// be closed at the end of the run, even with an error.
+func (o *options) idlePhase(ctx context.Context, a *api, cl *cluster, rep *report) ([]*stream, error) {
+	began := time.Now()
+	streams, err := openIdle(ctx, a, o.idle, o.concurrency)
+	if err != nil {
+		return streams, err
+	}
+	rep.IdleOpenSec = time.Since(began).Seconds()
+	logf("%d idle sessions created and their streams open in %.1fs", o.idle, rep.IdleOpenSec)
+	if cl == nil {
+		return streams, nil
+	}
+	before, err := cl.stats()
+	if err != nil {
+		return streams, err
+	}
+	select {
+	case <-time.After(o.idleWindow):
+	case <-ctx.Done():
+		return streams, ctx.Err()
+	}
+	after, err := cl.stats()
+	if err != nil {
+		return streams, err
+	}
+	rep.IdleRSSMiB = float64(after[0].RSS) / (1 << 20)
+	rep.IdleCPUPerSec = (after[0].CPU - before[0].CPU).Seconds() / o.idleWindow.Seconds()
+	logf("idle: server RSS %.0f MiB, CPU %.3f s/s", rep.IdleRSSMiB, rep.IdleCPUPerSec)
+	return streams, nil
+}
+
+// createSessions creates the sessions the turns run on.
+func (o *options) createSessions(ctx context.Context, a *api) ([]*sessionRun, error) {
 	runs := make([]*sessionRun, o.sessions)
 	if err := parallel(ctx, o.sessions, o.concurrency, func(ctx context.Context, i int) error {
 		id, err := a.create(ctx)
 		runs[i] = &sessionRun{ID: id, last: -1}
 		return err
 	}); err != nil {
-		return fmt.Errorf("creating sessions: %w", err)
+		return nil, fmt.Errorf("creating sessions: %w", err)
 	}
 	logf("%d sessions created; running %d turns each with %d clients", o.sessions, o.turns, o.concurrency)
+	return runs, nil
+}
 
-	var before []procStat
-	var pgBefore time.Duration
+// usage is the CPU time (and PostgreSQL connections) counted at a point
+// of the run: the processes started here, PostgreSQL, this client.
+type usage struct {
+	procs  []procStat
+	pg     time.Duration
+	conns  int64
+	client time.Duration
+}
+
+// usage reads what the run's report counts of the CPU time and
+// connections used so far.
+func (o *options) usage(ctx context.Context, cl *cluster) (u usage, err error) {
 	if cl != nil {
-		if before, err = cl.stats(); err != nil {
-			return err
+		if u.procs, err = cl.stats(); err != nil {
+			return u, err
 		}
 	}
 	if o.pgData != "" {
-		if pgBefore, err = pgCPU(o.pgData); err != nil {
-			return err
+		if u.pg, err = pgCPU(o.pgData); err != nil {
+			return u, err
 		}
 	}
-	var connsBefore int64
 	if o.store == "pg" && cl != nil {
-		if connsBefore, err = pgSessions(ctx, o.dsn); err != nil {
-			return err
+		if u.conns, err = pgSessions(ctx, o.dsn); err != nil {
+			return u, err
 		}
 	}
-	clientBefore := selfCPU()
+	u.client = selfCPU()
+	return u, nil
+}
+
+// turnsPhase runs every session's turns and reports their rate, their
+// latencies and what they cost.
+func (o *options) turnsPhase(ctx context.Context, a *api, cl *cluster, runs []*sessionRun, rep *report) error {
+	before, err := o.usage(ctx, cl)
+	if err != nil {
+		return err
+	}
 	began := time.Now()
 	var done atomic.Int64
-	stopProgress := make(chan struct{})
-	go func() {
-		t := time.NewTicker(10 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				logf("%d/%d turns, %.0f/s", done.Load(), o.sessions*o.turns, float64(done.Load())/time.Since(began).Seconds())
-			case <-stopProgress:
-				return
-			}
-		}
-	}()
+	stopProgress := progress(&done, o.sessions*o.turns, began)
 	err = parallel(ctx, o.sessions, o.concurrency, func(ctx context.Context, i int) error {
 		for t := range o.turns {
 			if err := a.turn(ctx, runs[i], fmt.Sprintf("turn %d: what is in this folder?", t+1)); err != nil {
@@ -321,14 +378,43 @@ func run(o options, out io.Writer) (err error) {
 		return nil
 	})
 	elapsed := time.Since(began)
-	close(stopProgress)
+	stopProgress()
 	if err != nil {
 		return fmt.Errorf("after %d turns in %s: %w", done.Load(), elapsed.Round(time.Millisecond), err)
 	}
 	turns := o.sessions * o.turns
 	rep.Seconds = elapsed.Seconds()
 	rep.TurnsPerSec = float64(turns) / elapsed.Seconds()
-	rep.ClientCPUms = ms(selfCPU()-clientBefore) / float64(turns)
+	rep.ClientCPUms = ms(selfCPU()-before.client) / float64(turns)
+	rep.latencies(runs)
+	if err := o.cost(ctx, cl, before, turns, rep); err != nil {
+		return err
+	}
+	logf("%d turns in %.1fs; checking every log", turns, elapsed.Seconds())
+	return nil
+}
+
+// progress logs the turns done every 10 seconds until the function it
+// returns is called.
+func progress(done *atomic.Int64, total int, began time.Time) func() {
+	stop := make(chan struct{})
+	go func() {
+		t := time.NewTicker(10 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				logf("%d/%d turns, %.0f/s", done.Load(), total, float64(done.Load())/time.Since(began).Seconds())
+			case <-stop:
+				return
+			}
+		}
+	}()
+	return func() { close(stop) }
+}
+
+// latencies reports the turns' latencies and steps.
+func (rep *report) latencies(runs []*sessionRun) {
 	var first, total []time.Duration
 	var stepWall time.Duration
 	for _, r := range runs {
@@ -344,6 +430,11 @@ func run(o options, out io.Writer) (err error) {
 	if rep.Steps > 0 {
 		rep.StepWallms = ms(stepWall) / float64(rep.Steps)
 	}
+}
+
+// cost reports what the turns cost since before: the CPU time of the
+// processes started here and of PostgreSQL, and PostgreSQL connections.
+func (o *options) cost(ctx context.Context, cl *cluster, before usage, turns int, rep *report) error {
 	if cl != nil {
 		after, err := cl.stats()
 		if err != nil {
@@ -351,7 +442,7 @@ func run(o options, out io.Writer) (err error) {
 		}
 		var cpu time.Duration
 		for i := range after {
-			cpu += after[i].CPU - before[i].CPU
+			cpu += after[i].CPU - before.procs[i].CPU
 		}
 		rep.CPUms = ms(cpu) / float64(turns)
 		rep.TurnsPerCPU = float64(turns) / cpu.Seconds()
@@ -363,17 +454,21 @@ func run(o options, out io.Writer) (err error) {
 		if err != nil {
 			return err
 		}
-		rep.PGCPUms = ms(pgAfter-pgBefore) / float64(turns)
+		rep.PGCPUms = ms(pgAfter-before.pg) / float64(turns)
 	}
 	if o.store == "pg" && cl != nil {
 		connsAfter, err := pgSessions(ctx, o.dsn)
 		if err != nil {
 			return err
 		}
-		rep.PGConns = float64(connsAfter-connsBefore-1) / float64(turns) // less this tool's
+		rep.PGConns = float64(connsAfter-before.conns-1) / float64(turns) // less this tool's
 	}
-	logf("%d turns in %.1fs; checking every log", turns, elapsed.Seconds())
+	return nil
+}
 
+// checkPhase compares every session's log with what its streams
+// delivered and verifies it, and prints the report.
+func (o *options) checkPhase(ctx context.Context, a *api, runs []*sessionRun, rep *report, out io.Writer) error {
 	var lost, verified atomic.Int64
 	var mu sync.Mutex
 	var firstErr error
@@ -396,7 +491,7 @@ func run(o options, out io.Writer) (err error) {
 		rep.Events += len(r.Lines)
 	}
 	rep.Lost, rep.Verified = int(lost.Load()), int(verified.Load())
-	print(out, rep, o.jsonOut)
+	print(out, *rep, o.jsonOut)
 	if firstErr != nil {
 		return fmt.Errorf("%d of %d logs failed the check; the first: %w", o.sessions-rep.Verified, o.sessions, firstErr)
 	}

@@ -143,20 +143,36 @@ func Against(ctx context.Context, c *bus.Context, mgr *live.Manager, agent *agen
 			return nil, err
 		}
 	}
-	x := &against{rec: rec, recs: recorded, orig: orig, live: opts.Live, box: recordedResults(recorded), ap: recordedApprovals(recorded),
-		byStep: map[[2]int]int{}, shotsBefore: map[int][]int{}, usedShots: map[int]int{}, sent: map[[2]int]bool{}, out: &AgainstResult{Session: sess, DivergedTurn: -1}}
+	x := newAgainst(rec, recorded, orig, opts.Live, sess)
+	defer x.listen(c, sess)()
+	for i := indexIn(orig, opts.From); i < len(recorded); i++ {
+		if recorded[i].Type() != session.TypeTurnStart {
+			continue
+		}
+		stop, err := x.rerunTurn(ctx, agent, sess, i)
+		if err != nil {
+			return nil, err
+		}
+		if stop {
+			break
+		}
+	}
+	return x.out, nil
+}
+
+// newAgainst indexes the recording for a rerun on sess: the step/starts
+// by step, the one-shots by the turn they came before, the decisions
+// given by someone (not a session rule), and the steps' shape.
+func newAgainst(rec *Recording, recorded []session.Record, orig []int64, liveAfter bool, sess *live.Session) *against {
+	x := &against{rec: rec, recs: recorded, orig: orig, live: liveAfter, box: recordedResults(recorded), ap: recordedApprovals(recorded),
+		byStep: map[[2]int]int{}, shotsBefore: map[int][]int{}, usedShots: map[int]int{}, sent: map[[2]int]bool{},
+		fence: fence{rel: -1, at: -1}, out: &AgainstResult{Session: sess, DivergedTurn: -1}}
 	for i, r := range recorded {
 		switch r.Type() {
 		case session.TypeStepStart:
 			x.byStep[[2]int{r.Turn(), r.Step()}] = i
 		case session.TypeRequestOneshot:
-			next := 0
-			for _, r := range recorded[i:] {
-				if r.Type() == session.TypeTurnStart {
-					next = r.Turn()
-					break
-				}
-			}
+			next := nextTurn(recorded, i)
 			x.shotsBefore[next] = append(x.shotsBefore[next], i)
 		case session.TypeApprovalDecision:
 			if d, err := session.DecodeData[session.ApprovalDecision](r); err == nil && d.By != session.SessionRuleBy {
@@ -167,13 +183,35 @@ func Against(ctx context.Context, c *bus.Context, mgr *live.Manager, agent *agen
 	for i := range rec.Steps {
 		x.steps = append(x.steps, &rec.Steps[i])
 	}
-	defer agentloop.LLMStream.On(c, func(ctx context.Context, req *agentloop.Request, next bus.Next[*agentloop.Request, agentloop.Stream]) (agentloop.Stream, error) {
+	x.shape = &rerun{recs: recorded, byStep: map[[2]int]*Step{}}
+	for _, st := range x.steps {
+		x.shape.byStep[[2]int{st.Turn, st.Step}] = st
+	}
+	return x
+}
+
+// nextTurn is the number of the first turn/start at or after index i of
+// recs (0: none).
+func nextTurn(recs []session.Record, i int) int {
+	for _, r := range recs[i:] {
+		if r.Type() == session.TypeTurnStart {
+			return r.Turn()
+		}
+	}
+	return 0
+}
+
+// listen puts x in front of sess's model stream, tool calls and
+// approvals, and fences its commits; the function it returns takes all
+// four handlers off again.
+func (x *against) listen(c *bus.Context, sess *live.Session) func() {
+	offStream := agentloop.LLMStream.On(c, func(ctx context.Context, req *agentloop.Request, next bus.Next[*agentloop.Request, agentloop.Stream]) (agentloop.Stream, error) {
 		if req.Session != sess.ID() {
 			return next(ctx, req)
 		}
 		return x.stream(ctx, req, next)
-	}, bus.Prepend)()
-	defer agentloop.ToolExecute.On(c, func(ctx context.Context, inv *agentloop.ToolInvocation, next bus.Next[*agentloop.ToolInvocation, agentloop.ToolOutput]) (agentloop.ToolOutput, error) {
+	}, bus.Prepend)
+	offExecute := agentloop.ToolExecute.On(c, func(ctx context.Context, inv *agentloop.ToolInvocation, next bus.Next[*agentloop.ToolInvocation, agentloop.ToolOutput]) (agentloop.ToolOutput, error) {
 		if inv.Session != sess.ID() || x.diverged() {
 			return next(ctx, inv)
 		}
@@ -182,98 +220,146 @@ func Against(ctx context.Context, c *bus.Context, mgr *live.Manager, agent *agen
 			abort() // the recorded turn was cancelled while this call ran
 		}
 		return out, nil
-	}, bus.Prepend)()
-	defer agentloop.ToolApprove.On(c, func(_ context.Context, q *agentloop.ApprovalQuery) (agentloop.Verdict, error) {
+	}, bus.Prepend)
+	offApprove := agentloop.ToolApprove.On(c, func(_ context.Context, q *agentloop.ApprovalQuery) (agentloop.Verdict, error) {
 		if q.Session != sess || x.diverged() {
 			return agentloop.Verdict{}, nil
 		}
 		return x.ap.verdict(q.Call), nil
-	}, bus.Prepend)()
-
-	// The fence stops the loop where a recorded process died, counted
-	// from the turn's turn/start in the rerun.
-	shape := &rerun{recs: recorded, byStep: map[[2]int]*Step{}}
-	for _, st := range x.steps {
-		shape.byStep[[2]int{st.Turn, st.Step}] = st
-	}
-	fenceRel, fence := int64(-1), int64(-1)
-	defer bus.Veto.On(c, func(_ context.Context, d bus.Dispatch) error {
+	}, bus.Prepend)
+	offVeto := bus.Veto.On(c, func(_ context.Context, d bus.Dispatch) error {
 		cm, ok := d.Payload.(live.Commit)
-		if !ok || cm.Session() != sess || fenceRel < 0 || x.live && x.diverged() {
+		if !ok || cm.Session() != sess || x.live && x.diverged() {
 			return nil
 		}
-		if cm.Record().Type() == session.TypeTurnStart && fence < 0 {
-			fence = cm.Record().Seq() + fenceRel
-		}
-		if fence >= 0 && cm.Record().Seq() >= fence {
-			return errCrashed
-		}
-		return nil
-	})()
+		return x.fence.check(cm.Record())
+	})
+	return func() {
+		offVeto()
+		offApprove()
+		offExecute()
+		offStream()
+	}
+}
 
-	for i := indexIn(orig, opts.From); i < len(recorded); i++ {
-		r := recorded[i]
-		if r.Type() != session.TypeTurnStart {
-			continue
-		}
-		x.turn = i
-		end := i + 1
-		for end < len(recorded) && recorded[end].Turn() == r.Turn() && recorded[end-1].Type() != session.TypeTurnEnd {
-			end++
-		}
-		crash := -1
-		if last := recorded[end-1]; last.Type() != session.TypeTurnEnd {
-			crash = end
-		} else if p := shape.crashPoint(i, end); p >= 0 {
-			crash = p
-		}
-		if crash >= 0 && !x.diverged() {
-			shape.failedBeforeCrash(i, crash)
-			fenceRel, fence = int64(crash-i), -1
-		}
-		tctx, cancel := context.WithCancelCause(ctx)
-		x.setAbort(nil, "")
-		if after, cause, ok := aborted(recorded, i, end); ok && crash < 0 {
-			x.setAbort(func() { cancel(cause) }, after)
-		}
-		var err error
-		if continues(r) > 0 {
-			_, err = agent.Continue(tctx, sess)
-		} else {
-			_, err = agent.Run(tctx, sess, prompt(recorded, i))
-		}
-		for errors.Is(err, agentloop.ErrSuspended) && x.decide(ctx, sess) {
-			_, err = agent.Resume(tctx, sess)
-		}
-		cancel(nil)
-		if fenceRel >= 0 {
-			fenceRel, fence = -1, -1
-			if errors.Is(err, errCrashed) {
-				// Closed the way crash repair closed the dead process's turn.
-				err = nil
-				for _, ev := range session.CloseTail(sess.Records()) {
-					if _, aerr := sess.Append(ctx, ev); aerr != nil {
-						return nil, fmt.Errorf("replay: repair turn %d: %w", r.Turn(), aerr)
-					}
-				}
-			}
-		}
-		if err != nil && !errors.Is(err, ErrDiverged) && !x.aborting() {
-			x.out.Errors = append(x.out.Errors, err)
-		}
-		// A recorded request the rerun never sent is a divergence too:
-		// a composition that refuses every turn compares nothing.
-		if d := x.unsent(sess, r.Turn(), err); d != nil {
-			x.diverge(d)
-		}
-		if errors.Is(err, agentloop.ErrSuspended) {
-			break // left waiting for a decision the recording does not have
-		}
-		if x.diverged() && !x.live {
-			break
+// rerunTurn re-runs the recorded turn whose turn/start is at index i on
+// sess and reports whether the rerun stops after it (left suspended, or
+// diverged without Live). The error is one repairing a crashed turn.
+func (x *against) rerunTurn(ctx context.Context, agent *agentloop.Agent, sess *live.Session, i int) (stop bool, err error) {
+	r := x.recs[i]
+	x.turn = i
+	end := turnEnd(x.recs, i)
+	crash := x.crashAt(i, end)
+	if crash >= 0 && !x.diverged() {
+		x.shape.failedBeforeCrash(i, crash)
+		x.fence.arm(int64(crash - i))
+	}
+	tctx, cancel := context.WithCancelCause(ctx)
+	x.setAbort(nil, "")
+	if after, cause, ok := aborted(x.recs, i, end); ok && crash < 0 {
+		x.setAbort(func() { cancel(cause) }, after)
+	}
+	terr := x.runTurn(ctx, tctx, agent, sess, i)
+	cancel(nil)
+	if x.fence.disarm() && errors.Is(terr, errCrashed) {
+		// Closed the way crash repair closed the dead process's turn.
+		terr = nil
+		if err := closeTail(ctx, sess, r.Turn()); err != nil {
+			return true, err
 		}
 	}
-	return x.out, nil
+	x.noteEnd(sess, r.Turn(), terr)
+	return errors.Is(terr, agentloop.ErrSuspended) || x.diverged() && !x.live, nil
+}
+
+// turnEnd is the index just past the recorded turn whose turn/start is at
+// index i: its turn/end, or where its records stop.
+func turnEnd(recs []session.Record, i int) int {
+	end := i + 1
+	for end < len(recs) && recs[end].Turn() == recs[i].Turn() && recs[end-1].Type() != session.TypeTurnEnd {
+		end++
+	}
+	return end
+}
+
+// crashAt is the index where the recorded process died inside the turn
+// [i, end): its end when the recording stops inside it, else the crash
+// point its interrupted turn/end shows (-1: it did not die).
+func (x *against) crashAt(i, end int) int {
+	if x.recs[end-1].Type() != session.TypeTurnEnd {
+		return end
+	}
+	if p := x.shape.crashPoint(i, end); p >= 0 {
+		return p
+	}
+	return -1
+}
+
+// runTurn runs (or continues) recorded turn i on sess under tctx and
+// resumes it as long as the recording has the decisions it waits for.
+func (x *against) runTurn(ctx, tctx context.Context, agent *agentloop.Agent, sess *live.Session, i int) error {
+	var err error
+	if continues(x.recs[i]) > 0 {
+		_, err = agent.Continue(tctx, sess)
+	} else {
+		_, err = agent.Run(tctx, sess, prompt(x.recs, i))
+	}
+	for errors.Is(err, agentloop.ErrSuspended) && x.decide(ctx, sess) {
+		_, err = agent.Resume(tctx, sess)
+	}
+	return err
+}
+
+// closeTail closes turn on sess the way crash repair closes a dead
+// process's turn.
+func closeTail(ctx context.Context, sess *live.Session, turn int) error {
+	for _, ev := range session.CloseTail(sess.Records()) {
+		if _, err := sess.Append(ctx, ev); err != nil {
+			return fmt.Errorf("replay: repair turn %d: %w", turn, err)
+		}
+	}
+	return nil
+}
+
+// noteEnd records how turn ended: the error it ended with (not a
+// divergence or a recorded cancellation), and as a divergence a recorded
+// request the rerun never sent: a composition that refuses every turn
+// compares nothing.
+func (x *against) noteEnd(sess *live.Session, turn int, err error) {
+	if err != nil && !errors.Is(err, ErrDiverged) && !x.aborting() {
+		x.out.Errors = append(x.out.Errors, err)
+	}
+	if d := x.unsent(sess, turn, err); d != nil {
+		x.diverge(d)
+	}
+}
+
+// fence stops the loop where a recorded process died: rel is the crash
+// point counted from the turn's turn/start (-1: no fence), at the seq it
+// falls on in the rerun once that turn/start is committed (-1: not yet).
+type fence struct{ rel, at int64 }
+
+func (f *fence) arm(rel int64) { f.rel, f.at = rel, -1 }
+
+// disarm lifts the fence and reports whether one was up.
+func (f *fence) disarm() bool {
+	up := f.rel >= 0
+	f.rel, f.at = -1, -1
+	return up
+}
+
+// check vetoes a commit of r at or past the fence.
+func (f *fence) check(r session.Record) error {
+	if f.rel < 0 {
+		return nil
+	}
+	if r.Type() == session.TypeTurnStart && f.at < 0 {
+		f.at = r.Seq() + f.rel
+	}
+	if f.at >= 0 && r.Seq() >= f.at {
+		return errCrashed
+	}
+	return nil
 }
 
 type against struct {
@@ -293,6 +379,10 @@ type against struct {
 	usedShots   map[int]int
 	decisions   []session.ApprovalDecision
 	turn        int // recorded index of the turn/start being re-run
+	// shape is the recording's steps by turn and step, for its crash
+	// points; fence stops the rerun at the one of the turn re-run.
+	shape *rerun
+	fence fence
 
 	mu  sync.Mutex
 	out *AgainstResult

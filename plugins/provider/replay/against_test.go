@@ -3,6 +3,7 @@ package replay_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
+	"github.com/vigil-run/vigil/plugins/approvals"
 	"github.com/vigil-run/vigil/plugins/compaction"
 	"github.com/vigil-run/vigil/plugins/provider/replay"
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
@@ -281,4 +283,64 @@ func ofType(recs []session.Record, typ string) []session.Record {
 		}
 	}
 	return out
+}
+
+// TestAgainstTheSameCompositionFollowsRecordedApprovals: a recording
+// whose calls were asked about (one denied, one allowed for the session,
+// a later one covered by it), re-run by an agent under the same policy:
+// each suspended turn is given the recorded decisions and resumed, so
+// every request matches and the rerun holds the same decisions.
+func TestAgainstTheSameCompositionFollowsRecordedApprovals(t *testing.T) {
+	ctx := context.Background()
+	dir := folder(t)
+	rules := &approvals.Config{Rules: []approvals.Rule{{Tool: "*", Action: "ask", Reason: "tools need a yes"}}}
+	script := scripted.Config{Script: []scripted.Reply{
+		{ToolCalls: []scripted.ToolCall{{Name: "list_dir", Arguments: map[string]any{"path": "."}}}},
+		{ToolCalls: []scripted.ToolCall{{Name: "list_dir", Arguments: map[string]any{"path": "src"}}}},
+		{ToolCalls: []scripted.ToolCall{{Name: "list_dir", Arguments: map[string]any{"path": "."}}}},
+		{Text: "done"},
+	}}
+	cfg := agentloop.Config{System: "be helpful", Model: "m1"}
+	w := newWorld(t, memory.New(), dir)
+	_, err := w.c.Plugin(approvals.Plugin, rules)
+	require.NoError(t, err)
+	prov, err := scripted.New(script)
+	require.NoError(t, err)
+	a := agentloop.New(w.c, cfg, agentloop.WithProvider(prov), agentloop.WithTools(w.tools...))
+	orig, err := w.mgr.Create(ctx)
+	require.NoError(t, err)
+	res, err := a.Run(ctx, orig, "look")
+	require.ErrorIs(t, err, agentloop.ErrSuspended)
+	_, err = agentloop.Decide(ctx, orig, res.Pending[0].Call.ID, agentloop.Decision{By: "ann", Reason: "not now"})
+	require.NoError(t, err)
+	res, err = a.Resume(ctx, orig)
+	require.ErrorIs(t, err, agentloop.ErrSuspended)
+	_, err = agentloop.Decide(ctx, orig, res.Pending[0].Call.ID, agentloop.Decision{Allow: true, By: "ann", Scope: session.ScopeSession})
+	require.NoError(t, err)
+	_, err = a.Resume(ctx, orig)
+	require.NoError(t, err)
+
+	again := newWorld(t, memory.New(), dir)
+	_, err = again.c.Plugin(approvals.Plugin, rules)
+	require.NoError(t, err)
+	p, err := scripted.New(script)
+	require.NoError(t, err)
+	b := agentloop.New(again.c, cfg, agentloop.WithProvider(p), agentloop.WithTools(again.tools...))
+	defer b.Close()
+	got, err := replay.Against(ctx, again.c, again.mgr, b, orig.Records(), replay.AgainstOptions{})
+	require.NoError(t, err)
+	assert.Nil(t, got.Divergence, "%+v", got.Divergence)
+	assert.Empty(t, got.Errors)
+	assert.Equal(t, 4, got.Steps)
+	assert.Equal(t, got.Steps, got.Identical)
+	decisions := func(recs []session.Record) (out []string) {
+		for _, r := range recs {
+			if d, err := session.DecodeData[session.ApprovalDecision](r); err == nil && r.Type() == session.TypeApprovalDecision {
+				out = append(out, fmt.Sprintf("%t %s %s", d.Allow, d.By, d.Scope))
+			}
+		}
+		return out
+	}
+	assert.Len(t, decisions(orig.Records()), 3, "two by ann, one by the rule her second made")
+	assert.Equal(t, decisions(orig.Records()), decisions(got.Session.Records()))
 }

@@ -138,16 +138,30 @@ func newBuilder(id string, opts Options) *builder {
 	return &builder{id: id, opts: opts, calls: map[string]*openCall{}}
 }
 
+// add folds r into the open turn, step and calls, and returns the span
+// it ends, if any.
 func (b *builder) add(r session.Record) []Span {
 	b.next = r.Seq() + 1
 	if b.opts.Content {
 		b.records = append(b.records, r)
 	}
 	switch r.Type() {
-	case session.TypeRequestHeader:
-		if h, err := session.DecodeData[session.RequestHeader](r); err == nil {
-			b.header = h.Header
+	case session.TypeTurnStart, session.TypeStepStart:
+		b.begin(r)
+	case session.TypeRequestHeader, session.TypeRequestDigest, session.TypeAssistantMessage, session.TypeToolCall:
+		b.note(r)
+	case session.TypeToolResult, session.TypeStepEnd, session.TypeTurnEnd:
+		if s, ok := b.end(r); ok {
+			return []Span{s}
 		}
+	}
+	return nil
+}
+
+// begin opens the turn or the step r starts; a step outside a turn is
+// not one.
+func (b *builder) begin(r session.Record) {
+	switch r.Type() {
 	case session.TypeTurnStart:
 		ts, _ := session.DecodeData[session.TurnStart](r)
 		b.turn = &openTurn{seq: r.Seq(), time: r.Time(), num: r.Turn(), continues: ts.Continues,
@@ -156,13 +170,24 @@ func (b *builder) add(r session.Record) []Span {
 		clear(b.calls)
 	case session.TypeStepStart:
 		if b.turn == nil {
-			return nil
+			return
 		}
 		b.step = &openStep{seq: r.Seq(), time: r.Time(), num: r.Step()}
 		if b.opts.Content {
 			// The request's messages are the fold of the log before
 			// step/start (the rule the invariants check).
 			b.step.inputEnd = len(b.records) - 1
+		}
+	}
+}
+
+// note keeps what a span will carry: the request's header, the open
+// step's digest and reply, the open turn's calls.
+func (b *builder) note(r session.Record) {
+	switch r.Type() {
+	case session.TypeRequestHeader:
+		if h, err := session.DecodeData[session.RequestHeader](r); err == nil {
+			b.header = h.Header
 		}
 	case session.TypeRequestDigest:
 		if b.step != nil {
@@ -178,41 +203,48 @@ func (b *builder) add(r session.Record) []Span {
 		}
 	case session.TypeToolCall:
 		if b.turn == nil {
-			return nil
+			return
 		}
 		if c, err := session.DecodeData[session.ToolCall](r); err == nil {
 			b.calls[c.ID] = &openCall{seq: r.Seq(), time: r.Time(), step: r.Step(), call: c}
 		}
+	}
+}
+
+// end closes the call, the step or the turn r ends and returns its span;
+// false when r ends none that is open.
+func (b *builder) end(r session.Record) (Span, bool) {
+	switch r.Type() {
 	case session.TypeToolResult:
 		res, err := session.DecodeData[session.ToolResult](r)
 		if err != nil {
-			return nil
+			return Span{}, false
 		}
 		c, ok := b.calls[res.ID]
 		if !ok || b.turn == nil {
-			return nil
+			return Span{}, false
 		}
 		delete(b.calls, res.ID)
-		return []Span{b.toolSpan(c, r, res)}
+		return b.toolSpan(c, r, res), true
 	case session.TypeStepEnd:
 		if b.step == nil || b.turn == nil {
-			return nil
+			return Span{}, false
 		}
 		end, _ := session.DecodeData[session.StepEnd](r)
 		s := b.chatSpan(r, end)
 		b.step = nil
-		return []Span{s}
+		return s, true
 	case session.TypeTurnEnd:
 		if b.turn == nil {
-			return nil
+			return Span{}, false
 		}
 		end, _ := session.DecodeData[session.TurnEnd](r)
 		s := b.turnSpan(r, end)
 		b.turn, b.step = nil, nil
 		clear(b.calls)
-		return []Span{s}
+		return s, true
 	}
-	return nil
+	return Span{}, false
 }
 
 func (b *builder) common(first, last int64) []attribute.KeyValue {

@@ -187,61 +187,85 @@ func (p *parser) atom() (float64, error) {
 	c := p.peek()
 	switch {
 	case c == '(':
-		p.i++
-		v, err := p.expr(0)
-		if err != nil {
-			return 0, err
-		}
-		if p.peek() != ')' {
-			return 0, p.errorf("missing )")
-		}
-		p.i++
-		return v, nil
-	case c >= '0' && c <= '9' || c == '.':
-		start := p.i
-		for p.i < len(p.s) && (p.s[p.i] >= '0' && p.s[p.i] <= '9' || p.s[p.i] == '.') {
-			p.i++
-		}
-		if p.i < len(p.s) && (p.s[p.i] == 'e' || p.s[p.i] == 'E') {
-			j := p.i + 1
-			if j < len(p.s) && (p.s[j] == '+' || p.s[j] == '-') {
-				j++
-			}
-			if j < len(p.s) && p.s[j] >= '0' && p.s[j] <= '9' {
-				p.i = j
-				for p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
-					p.i++
-				}
-			}
-		}
-		v, err := strconv.ParseFloat(p.s[start:p.i], 64)
-		if err != nil {
-			p.i = start
-			return 0, p.errorf("bad number %q", p.s[start:p.i])
-		}
-		return v, nil
+		return p.group()
+	case isDigit(c) || c == '.':
+		return p.number()
 	case c >= 'a' && c <= 'z':
-		start := p.i
-		for p.i < len(p.s) && p.s[p.i] >= 'a' && p.s[p.i] <= 'z' {
-			p.i++
-		}
-		name := p.s[start:p.i]
-		fn, ok := funcs[name]
-		if !ok {
-			p.i = start
-			return 0, p.errorf("unknown function %q", name)
-		}
-		if p.peek() != '(' {
-			return 0, p.errorf("%s needs (", name)
-		}
-		v, err := p.atom()
-		if err != nil {
-			return 0, err
-		}
-		return fn(v), nil
+		return p.call()
 	case c == 0:
 		return 0, p.errorf("unexpected end of expression")
 	default:
 		return 0, p.errorf("unexpected %q", c)
 	}
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// group reads an expression in parentheses.
+func (p *parser) group() (float64, error) {
+	p.i++
+	v, err := p.expr(0)
+	if err != nil {
+		return 0, err
+	}
+	if p.peek() != ')' {
+		return 0, p.errorf("missing )")
+	}
+	p.i++
+	return v, nil
+}
+
+// number reads a decimal number with an optional exponent.
+func (p *parser) number() (float64, error) {
+	start := p.i
+	for p.i < len(p.s) && (isDigit(p.s[p.i]) || p.s[p.i] == '.') {
+		p.i++
+	}
+	p.exponent()
+	v, err := strconv.ParseFloat(p.s[start:p.i], 64)
+	if err != nil {
+		p.i = start
+		return 0, p.errorf("bad number %q", p.s[start:p.i])
+	}
+	return v, nil
+}
+
+// exponent reads a number's exponent (e, a sign, digits) if one follows;
+// an e without digits is left for the caller to refuse.
+func (p *parser) exponent() {
+	if p.i >= len(p.s) || p.s[p.i] != 'e' && p.s[p.i] != 'E' {
+		return
+	}
+	j := p.i + 1
+	if j < len(p.s) && (p.s[j] == '+' || p.s[j] == '-') {
+		j++
+	}
+	if j < len(p.s) && isDigit(p.s[j]) {
+		p.i = j
+		for p.i < len(p.s) && isDigit(p.s[p.i]) {
+			p.i++
+		}
+	}
+}
+
+// call reads a function's name and its argument in parentheses.
+func (p *parser) call() (float64, error) {
+	start := p.i
+	for p.i < len(p.s) && p.s[p.i] >= 'a' && p.s[p.i] <= 'z' {
+		p.i++
+	}
+	name := p.s[start:p.i]
+	fn, ok := funcs[name]
+	if !ok {
+		p.i = start
+		return 0, p.errorf("unknown function %q", name)
+	}
+	if p.peek() != '(' {
+		return 0, p.errorf("%s needs (", name)
+	}
+	v, err := p.atom()
+	if err != nil {
+		return 0, err
+	}
+	return fn(v), nil
 }
