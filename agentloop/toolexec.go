@@ -46,6 +46,13 @@ type ToolInvocation struct {
 	// continuation, a resumed step). The loop sets it before tool/execute
 	// runs. Tools read it with [IdempotencyKey].
 	Key string
+	// Retry says a continuation runs the call again to learn an outcome
+	// a crash left unknown (a tool/retry was logged, and made durable,
+	// before it runs): Turn is the continuation's and Step 0; Call,
+	// CallSeq and Key are the call's own. A listener that answers calls
+	// from a recording (a replay) answers a retry with the outcome the
+	// recording's tool/reconcile of that turn logged.
+	Retry bool
 }
 
 // Subject implements bus.Subjecter: tool calls are dispatched about their
