@@ -133,6 +133,14 @@ func (t *turn) retryUnknown(ctx context.Context, continued int, tools []Tool) (r
 		if ctx.Err() != nil {
 			return ran, nil
 		}
+		// A call a fork inherited ran in the session it was forked
+		// from, with that session's key: the retry must use it, or the
+		// effect happens twice.
+		origin, err := t.sess.Origin(ctx, u.callSeq)
+		if err != nil {
+			t.a.c.Logger().Warn("the session a call ran in is gone; its outcome stays unknown", "session", t.sess.ID(), "call", u.call.ID, "error", err)
+			continue
+		}
 		retry, err := t.append(session.Event{Type: session.TypeToolRetry, Sources: []int64{u.result}, Data: session.ToolRetry{ID: u.call.ID}})
 		if err != nil {
 			return ran, err
@@ -141,7 +149,8 @@ func (t *turn) retryUnknown(ctx context.Context, continued int, tools []Tool) (r
 			return ran, err
 		}
 		ran = true
-		inv := &ToolInvocation{Session: t.sess.ID(), Turn: t.n, Call: u.call, CallSeq: u.callSeq, Tool: u.tool, Retry: true}
+		inv := &ToolInvocation{Session: t.sess.ID(), Turn: t.n, Call: u.call, CallSeq: u.callSeq, Tool: u.tool, Retry: true,
+			Key: session.IdempotencyKey(origin, u.call.ID)}
 		out := t.a.runBatch(ctx, []*ToolInvocation{inv})[0]
 		if e := out.Error; e != nil && (e.Code == session.CodeToolOutcomeUnknown || e.Code == CodeToolAbandoned) {
 			continue

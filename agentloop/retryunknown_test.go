@@ -426,3 +426,26 @@ func TestARetryCutShortIsRetriedByTheNextContinuation(t *testing.T) {
 		})
 	}
 }
+
+// TestARetryInAForkUsesTheKeyOfTheSessionTheCallRanIn: a fork (of a
+// fork) of a session whose call a kill left unknown inherits the call;
+// its continuation runs the call again with the key it first ran with,
+// the original session's, so the effect still happens once.
+func TestARetryInAForkUsesTheKeyOfTheSessionTheCallRanIn(t *testing.T) {
+	p := &payments{}
+	dir, id, callID := crashedPay(t, true, p)
+	r := reopen(t, dir, id)
+	ctx := context.Background()
+	end := int64(r.sess.Len() - 1) // the interrupted turn's turn/end
+	fork, err := r.mgr.Fork(ctx, id, end)
+	require.NoError(t, err)
+	forkOfFork, err := r.mgr.Fork(ctx, fork.ID(), end)
+	require.NoError(t, err)
+	a := agentloop.New(r.c, agentloop.Config{System: "s", Model: "scripted"}, agentloop.WithProvider(&recorder{}), agentloop.WithTools(p.tool(true, paid)))
+	res, err := a.Continue(ctx, forkOfFork)
+	require.NoError(t, err)
+	assert.Equal(t, session.ReasonCompleted, res.Reason)
+	key := session.IdempotencyKey(id, callID)
+	assert.Equal(t, []string{key, key}, p.runs())
+	require.Len(t, ofType(forkOfFork.Records(), session.TypeToolReconcile), 1)
+}
