@@ -182,6 +182,16 @@ func TestTheKeyOutlivesAKilledProcess(t *testing.T) {
 		}
 	}
 	assert.Equal(t, ran, unknown, "repair answered the call whose key the tool saw as unknown")
+	// The tool is idempotent: the continuation ran the call again, with
+	// its key, and logged the outcome.
+	assert.Equal(t, append(ran, ran...), effects(t, filepath.Join(dir, "effects")))
+	var reconciled []string
+	for _, r := range log.Records {
+		if rc, err := session.DecodeData[session.ToolReconcile](r); err == nil && r.Type() == session.TypeToolReconcile {
+			reconciled = append(reconciled, session.IdempotencyKey(id, rc.ID)+" "+rc.Content)
+		}
+	}
+	assert.Equal(t, []string{ran[0] + " charged"}, reconciled)
 	verifyStored(t, sessions, id)
 }
 

@@ -40,7 +40,11 @@ func (e *NothingToContinueError) Is(target error) bool { return target == ErrNot
 // session was opened), it logs turn/start {"continues": N} for that turn
 // N and no user message, then steps as [Agent.Run] does: the model is
 // asked again from the fold, which shows the interrupted calls'
-// TOOL_OUTCOME_UNKNOWN / TOOL_NOT_STARTED results. A turn a limit ended
+// TOOL_OUTCOME_UNKNOWN / TOOL_NOT_STARTED results. Before its first step
+// it runs again, with the same idempotency key, each call whose outcome
+// is unknown and whose tool declared itself idempotent (see
+// [ToolInvocation.Retry]), logging tool/retry before and tool/reconcile
+// after; the others stay unknown. A turn a limit ended
 // (reason budget, before a step's request) is continued the same way:
 // the model is asked for the answer it was refused. A session with an open
 // turn is refused as Run refuses it; one whose last turn ended any other
@@ -81,6 +85,13 @@ func (t *turn) continueTurn(ctx context.Context) (*TurnResult, error) {
 	t.res = TurnResult{Session: t.sess.ID(), Turn: t.n}
 	if _, err := t.append(session.Event{Type: session.TypeTurnStart, Data: session.TurnStart{Continues: last, By: t.by}}); err != nil {
 		return nil, err
+	}
+	ran, err := t.retryUnknown(ctx, last, tools)
+	if err != nil {
+		return t.finish(failReason(err), err)
+	}
+	if ran && ctx.Err() != nil {
+		return t.finish(session.ReasonAborted, context.Cause(ctx))
 	}
 	return t.steps(ctx, 1)
 }

@@ -146,13 +146,14 @@ func textStream(parts ...string) agentloop.Stream {
 
 // funcTool is a tool made of a function.
 type funcTool struct {
-	name string
-	safe bool
-	fn   func(ctx context.Context, args json.RawMessage) (string, error)
+	name       string
+	safe       bool
+	idempotent bool
+	fn         func(ctx context.Context, args json.RawMessage) (string, error)
 }
 
 func (f funcTool) Spec() session.ToolSpec {
-	return session.ToolSpec{Name: f.name, Description: "test tool " + f.name, Parameters: json.RawMessage(`{"type":"object"}`)}
+	return session.ToolSpec{Name: f.name, Description: "test tool " + f.name, Parameters: json.RawMessage(`{"type":"object"}`), Idempotent: f.idempotent}
 }
 func (f funcTool) Execute(ctx context.Context, args json.RawMessage) (string, error) {
 	return f.fn(ctx, args)

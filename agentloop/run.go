@@ -128,12 +128,13 @@ func (t *turn) append(ev session.Event) (session.Record, error) {
 }
 
 // durable makes every record appended so far durable. A tool runs only
-// once its tool/start is (and so is every denial of its step, logged
-// before it): a crash after the tool's effect never leaves a log that
-// says the call did not start, or that forgot a denial.
+// once its tool/start (or a retry's tool/retry) is, and so is every
+// denial of its step, logged before it: a crash after the tool's effect
+// never leaves a log that says the call did not start, or that forgot a
+// denial.
 func (t *turn) durable() error {
 	if err := t.sess.Flush(t.actx); err != nil {
-		return fmt.Errorf("agentloop: make tool/start durable: %w", err)
+		return fmt.Errorf("agentloop: make the log durable before a tool runs: %w", err)
 	}
 	return nil
 }

@@ -43,9 +43,18 @@ type ToolInvocation struct {
 	Tool Tool
 	// Key is the call's idempotency key, session.IdempotencyKey of the
 	// session and the call's id: the same on every run of the call (a
-	// continuation, a resumed step). The loop sets it before tool/execute
-	// runs. Tools read it with [IdempotencyKey].
+	// continuation, a resumed step; a retry of a call a fork inherited
+	// has the key of the session the call ran in, see
+	// live.Session.Origin). The loop sets it before tool/execute runs.
+	// Tools read it with [IdempotencyKey].
 	Key string
+	// Retry says a continuation runs the call again to learn an outcome
+	// a crash left unknown (a tool/retry was logged, and made durable,
+	// before it runs): Turn is the continuation's and Step 0; Call,
+	// CallSeq and Key are the call's own. A listener that answers calls
+	// from a recording (a replay) answers a retry with the outcome the
+	// recording's tool/reconcile of that turn logged.
+	Retry bool
 }
 
 // Subject implements bus.Subjecter: tool calls are dispatched about their
@@ -149,7 +158,9 @@ func (a *Agent) runBatch(ctx context.Context, invs []*ToolInvocation) []ToolOutp
 	outs := make([]ToolOutput, len(invs))
 	dones := make([]chan ToolOutput, len(invs))
 	for i, inv := range invs {
-		inv.Key = session.IdempotencyKey(inv.Session, inv.Call.ID)
+		if inv.Key == "" { // a retry of a call a fork inherited has its origin's
+			inv.Key = session.IdempotencyKey(inv.Session, inv.Call.ID)
+		}
 		done := make(chan ToolOutput, 1)
 		dones[i] = done
 		go func() {

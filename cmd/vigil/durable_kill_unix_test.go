@@ -40,7 +40,10 @@ var effectTool = &binary{name: "effecttool", pkg: "./testdata/effecttool"}
 // effectModel speaks OpenAI's streaming chat completions: each reply of a
 // turn's first steps calls the effect tool once, with a tag unique to the
 // reply; then it answers.
-func effectModel(t *testing.T, steps int) *httptest.Server {
+func effectModel(t *testing.T, steps int) *httptest.Server { return effectModelOf(t, steps, "effect") }
+
+// effectModelOf is effectModel calling the tool named tool.
+func effectModelOf(t *testing.T, steps int, tool string) *httptest.Server {
 	var calls atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
@@ -69,7 +72,7 @@ func effectModel(t *testing.T, steps int) *httptest.Server {
 		}
 		if done < steps {
 			chunk(`{"index":0,"delta":{"role":"assistant","content":"Acting."},"finish_reason":null}`)
-			chunk(fmt.Sprintf(`{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_%d","type":"function","function":{"name":"effect","arguments":"{\"tag\":\"t%d\"}"}}]},"finish_reason":null}`, n, n))
+			chunk(fmt.Sprintf(`{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_%d","type":"function","function":{"name":%q,"arguments":"{\"tag\":\"t%d\"}"}}]},"finish_reason":null}`, n, tool, n))
 			chunk(`{"index":0,"delta":{},"finish_reason":"tool_calls"}`)
 		} else {
 			chunk(`{"index":0,"delta":{"role":"assistant","content":"Done."},"finish_reason":null}`)

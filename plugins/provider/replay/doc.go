@@ -25,7 +25,9 @@
 // [Run] re-runs a whole recorded log through the real loop, each step
 // with the request header and tools in force at that step, the model,
 // the tools (tool/execute) and the approvals (tool/approve) answered from
-// the recording, events outside turns copied, a crashed turn stopped
+// the recording (a continuation's retry of a call with the outcome its
+// tool/reconcile logged), events outside turns copied (a person's
+// tool/reconcile too), a crashed turn stopped
 // where the process died and closed as repair closed it; the rerun must
 // log the recorded events ([DivergedError] says where it did not) and
 // each request the recorded digest. [Against] re-runs the recorded user

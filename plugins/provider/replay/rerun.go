@@ -117,7 +117,8 @@ func (b *blocker) Apply(c *bus.Context, _ any) error {
 
 // aborted reports whether the recorded turn [i, end) was aborted, with
 // the cause it ended with and the call after which it was cancelled (""
-// when the cancel cut its failed step's stream).
+// when the cancel cut its failed step's stream): the last call that
+// started, or that a continuation ran again (tool/retry).
 func aborted(recs []session.Record, i, end int) (after string, cause error, ok bool) {
 	te, err := session.DecodeData[session.TurnEnd](recs[end-1])
 	if err != nil || te.Reason != session.ReasonAborted {
@@ -125,6 +126,9 @@ func aborted(recs []session.Record, i, end int) (after string, cause error, ok b
 	}
 	for _, r := range recs[i:end] {
 		if s, err := session.DecodeData[session.ToolStart](r); err == nil && r.Type() == session.TypeToolStart {
+			after = s.ID
+		}
+		if s, err := session.DecodeData[session.ToolRetry](r); err == nil && r.Type() == session.TypeToolRetry {
 			after = s.ID
 		}
 		if se, err := session.DecodeData[session.StepEnd](r); err == nil && r.Type() == session.TypeStepEnd && se.Finish == session.FinishError {
@@ -989,11 +993,24 @@ func compareDigests(orig, again []session.Record) []StepComparison {
 // results are a recording's tool results by call id (unique in a
 // session, and the rerun's calls have the recorded ids). Only the
 // results of calls that started came from tool/execute: the loop answers
-// the others itself (a denied call, bad arguments), again.
-type results map[string]session.ToolResult
+// the others itself (a denied call, bad arguments), again. A call a
+// continuation ran again (a retry, agentloop.ToolInvocation.Retry) is
+// answered with the outcome that continuation logged as the call's
+// tool/reconcile.
+type results struct {
+	byCall map[string]session.ToolResult
+	// retried are the outcomes the recording's continuations learned by
+	// running a call again, by the continuation's turn and the call's id.
+	retried map[retryOf]session.ToolReconcile
+}
+
+type retryOf struct {
+	turn int
+	call string
+}
 
 func recordedResults(records []session.Record) results {
-	b := results{}
+	b := results{byCall: map[string]session.ToolResult{}, retried: map[retryOf]session.ToolReconcile{}}
 	started := map[string]bool{}
 	for _, r := range records {
 		switch r.Type() {
@@ -1003,7 +1020,13 @@ func recordedResults(records []session.Record) results {
 			}
 		case session.TypeToolResult:
 			if res, err := session.DecodeData[session.ToolResult](r); err == nil && started[res.ID] {
-				b[res.ID] = res
+				b.byCall[res.ID] = res
+			}
+		case session.TypeToolReconcile:
+			// The loop's own (By empty), in the continuation that ran
+			// the call again; a person's is copied, never answered.
+			if rc, err := session.DecodeData[session.ToolReconcile](r); err == nil && rc.By == "" && r.Turn() > 0 {
+				b.retried[retryOf{r.Turn(), rc.ID}] = rc
 			}
 		}
 	}
@@ -1012,7 +1035,16 @@ func recordedResults(records []session.Record) results {
 
 // execute answers a call of the rerun with its recorded result.
 func (b results) execute(inv *agentloop.ToolInvocation) agentloop.ToolOutput {
-	res, ok := b[inv.Call.ID]
+	if inv.Retry {
+		rc, ok := b.retried[retryOf{inv.Turn, inv.Call.ID}]
+		if !ok {
+			// The recorded retry learned nothing: its process died, or
+			// the outcome was still unknown.
+			return agentloop.ToolOutput{Error: &session.ToolResultError{Code: session.CodeToolOutcomeUnknown, Message: "the recording has no outcome of this retry"}}
+		}
+		return agentloop.ToolOutput{Content: rc.Content, Error: rc.Error}
+	}
+	res, ok := b.byCall[inv.Call.ID]
 	if !ok {
 		return agentloop.ToolOutput{Error: &session.ToolResultError{Code: "REPLAY_NO_RESULT", Message: "the recording has no result of this call"}}
 	}

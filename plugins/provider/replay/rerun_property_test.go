@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -33,9 +35,11 @@ type echoTool struct {
 	cancel func()
 }
 
+// Spec: alpha and beta are idempotent, so a continuation runs their
+// calls a crash left unknown again; gamma's stay unknown.
 func (e echoTool) Spec() session.ToolSpec {
 	return session.ToolSpec{Name: e.name, Description: "echoes " + e.name,
-		Parameters: json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer"}}}`)}
+		Parameters: json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer"}}}`), Idempotent: e.name != "gamma"}
 }
 
 func (e echoTool) Execute(_ context.Context, args json.RawMessage) (string, error) {
@@ -234,18 +238,31 @@ func (g *generator) settle(sess *live.Session, err error) {
 	}
 }
 
-// crash runs a turn whose process dies after a few events, then closes
-// it as crash repair does when the session is next opened.
-func (g *generator) crash(sess *live.Session) {
+// crash runs a turn (a continuation when cont) whose process dies after
+// a few events, or while a tool runs (before its result, or its
+// retry's outcome, is logged), then closes it as crash repair does when
+// the session is next opened.
+func (g *generator) crash(sess *live.Session, cont bool) {
 	at := int64(sess.Len() + rapid.IntRange(1, 12).Draw(g.t, "crash after"))
+	midTool := rapid.Bool().Draw(g.t, "crash while a tool runs")
+	if midTool {
+		at = math.MaxInt64
+	}
 	dispose := bus.Veto.On(g.c, func(_ context.Context, d bus.Dispatch) error {
-		if cm, ok := d.Payload.(live.Commit); ok && cm.Session() == sess && cm.Record().Seq() >= at {
+		cm, ok := d.Payload.(live.Commit)
+		if !ok || cm.Session() != sess {
+			return nil
+		}
+		if t := cm.Record().Type(); midTool && (t == session.TypeToolResult || t == session.TypeToolReconcile) {
+			at = min(at, cm.Record().Seq())
+		}
+		if cm.Record().Seq() >= at {
 			return errors.New("the process died")
 		}
 		return nil
 	})
 	g.dying = true
-	g.turn(sess, false)
+	g.turn(sess, cont)
 	g.dying = false
 	dispose()
 	for _, ev := range session.Closers(sess.Records()) {
@@ -338,6 +355,8 @@ func genSession(t *rapid.T) []session.Record {
 			g.setTools(rapid.SliceOfN(rapid.Bool(), len(toolNames), len(toolNames)).Draw(t, "tools"))
 		case 3:
 			g.compact(sess)
+		case 6:
+			g.reconcile(sess)
 		case 4, 5:
 			if ends := turnEnds(sess); len(ends) > 0 {
 				at := rapid.SampledFrom(ends).Draw(t, "fork at")
@@ -350,15 +369,51 @@ func genSession(t *rapid.T) []session.Record {
 		}
 		switch {
 		case interrupted(sess) && rapid.IntRange(0, 2).Draw(t, "continue") > 0:
-			g.turn(sess, true)
+			if rapid.IntRange(0, 3).Draw(t, "crash the continuation") == 0 {
+				g.crash(sess, true)
+			} else {
+				g.turn(sess, true)
+			}
 		case rapid.IntRange(0, 3).Draw(t, "crash") == 0:
-			g.crash(sess)
+			g.crash(sess, false)
 		default:
 			g.turn(sess, false)
 		}
 	}
 	_ = g.agent.Close()
 	return sess.Records()
+}
+
+// reconcile logs, between turns, a person's outcome of a call whose
+// outcome is unknown, if there is one.
+func (g *generator) reconcile(sess *live.Session) {
+	type unknown struct {
+		id, name string
+		result   int64
+	}
+	var open []unknown
+	for _, r := range sess.Records() {
+		switch r.Type() {
+		case session.TypeToolResult:
+			if res, _ := session.DecodeData[session.ToolResult](r); res.Error != nil && res.Error.Code == session.CodeToolOutcomeUnknown {
+				open = append(open, unknown{res.ID, res.Name, r.Seq()})
+			}
+		case session.TypeToolReconcile:
+			rc, _ := session.DecodeData[session.ToolReconcile](r)
+			open = slices.DeleteFunc(open, func(u unknown) bool { return u.id == rc.ID })
+		}
+	}
+	if len(open) == 0 {
+		return
+	}
+	u := rapid.SampledFrom(open).Draw(g.t, "reconcile")
+	rc := session.ToolReconcile{ID: u.id, Name: u.name, Content: "the ledger says done", By: "ann"}
+	if rapid.Bool().Draw(g.t, "reconciled failed") {
+		rc = session.ToolReconcile{ID: u.id, Name: u.name, Error: &session.ToolResultError{Code: session.CodeToolError, Message: "it did not happen"}, By: "ann"}
+	}
+	if _, err := sess.Append(g.ctx, session.Event{Type: session.TypeToolReconcile, Sources: []int64{u.result}, Data: rc}); err != nil {
+		g.t.Fatalf("reconcile: %v", err)
+	}
 }
 
 func (g *generator) compact(sess *live.Session) {

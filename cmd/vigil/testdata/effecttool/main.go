@@ -6,6 +6,11 @@
 // kill_after N, the N-th effect in the file is followed at once by a
 // SIGKILL of the plugin's host, the vigil process: the crash lands right
 // after the side effect, before the host hears of it.
+//
+// Its second tool, keyed_effect, is declared idempotent: it appends "TAG
+// KEY" (KEY the call's idempotency key) only when no line has that key
+// yet, so running a call again has its effect once, and appends every
+// run's key to the file FILE.runs.
 package main
 
 import (
@@ -14,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 
 	"github.com/vigil-run/vigil/plugins/external/sdk"
@@ -25,8 +31,52 @@ type Config struct {
 	KillAfter int    `json:"kill_after"`
 }
 
+var cfg Config
+
+// killAfterEffect kills the host once the effects file has KillAfter
+// lines.
+func killAfterEffect() {
+	if b, _ := os.ReadFile(cfg.File); cfg.KillAfter > 0 && bytes.Count(b, []byte("\n")) >= cfg.KillAfter {
+		_ = syscall.Kill(os.Getppid(), syscall.SIGKILL)
+	}
+}
+
+// keyedEffect is the tool keyed_effect.
+func keyedEffect() sdk.Tool {
+	t := sdk.NewTool("keyed_effect", "appends its tag to the effects file once per idempotency key", []byte(`{"type":"object","properties":{"tag":{"type":"string"}},"required":["tag"]}`),
+		func(ctx context.Context, a struct {
+			Tag string `json:"tag"`
+		}) (string, error) {
+			key := sdk.IdempotencyKey(ctx)
+			if err := appendLine(cfg.File+".runs", key); err != nil {
+				return "", err
+			}
+			b, _ := os.ReadFile(cfg.File)
+			for l := range strings.Lines(string(b)) {
+				if strings.HasSuffix(strings.TrimSuffix(l, "\n"), " "+key) {
+					return "done " + a.Tag + " (already)", nil
+				}
+			}
+			if err := appendLine(cfg.File, a.Tag+" "+key); err != nil {
+				return "", err
+			}
+			killAfterEffect()
+			return "done " + a.Tag, nil
+		})
+	t.Idempotent = true
+	return t
+}
+
+func appendLine(path, line string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(f, line)
+	return errors.Join(err, f.Close())
+}
+
 func main() {
-	var cfg Config
 	sdk.Serve(&sdk.Plugin[Config]{
 		Name:    "effecttool",
 		Version: "0.1",
@@ -39,19 +89,13 @@ func main() {
 				func(_ context.Context, a struct {
 					Tag string `json:"tag"`
 				}) (string, error) {
-					f, err := os.OpenFile(cfg.File, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-					if err != nil {
+					if err := appendLine(cfg.File, a.Tag); err != nil {
 						return "", err
 					}
-					_, err = fmt.Fprintln(f, a.Tag)
-					if err := errors.Join(err, f.Close()); err != nil {
-						return "", err
-					}
-					if b, _ := os.ReadFile(cfg.File); cfg.KillAfter > 0 && bytes.Count(b, []byte("\n")) >= cfg.KillAfter {
-						_ = syscall.Kill(os.Getppid(), syscall.SIGKILL)
-					}
+					killAfterEffect()
 					return "done " + a.Tag, nil
 				}),
+			keyedEffect(),
 		},
 	})
 }
