@@ -47,6 +47,9 @@ type DeleteOptions struct {
 // under the turn, whose next write is refused. Each deletion is logged
 // with o.By.
 func (r *Runtime) DeleteSession(ctx context.Context, id string, o DeleteOptions) ([]string, error) {
+	if !session.ValidID(id) {
+		return nil, fmt.Errorf("vigil: delete: %w: %q", session.ErrInvalidID, id)
+	}
 	mgr, err := r.Manager()
 	if err != nil {
 		return nil, err
@@ -63,14 +66,14 @@ func (r *Runtime) DeleteSession(ctx context.Context, id string, o DeleteOptions)
 	if !o.Tree && len(tree.Children) > 0 {
 		return nil, fmt.Errorf("%w: %s has %d (delete them with it: tree)", ErrHasChildren, id, len(tree.Children))
 	}
-	var order []string // parents first
-	tree.Walk(func(n *session.Tree, _ int) { order = append(order, n.Info.ID) })
+	var order []session.Info // parents first
+	tree.Walk(func(n *session.Tree, _ int) { order = append(order, n.Info) })
 	if q, ok := st.(session.Queue); ok {
-		for _, sid := range order {
+		for _, info := range order {
 			// Stops a worker's turn on it, here or elsewhere; nothing new
 			// is claimed.
-			if _, err := q.Cancel(ctx, sid); err != nil && !errors.Is(err, session.ErrNotFound) {
-				return nil, fmt.Errorf("vigil: delete %s: %w", sid, err)
+			if _, err := q.Cancel(ctx, info.ID); err != nil && !errors.Is(err, session.ErrNotFound) {
+				return nil, fmt.Errorf("vigil: delete %s: %w", info.ID, err)
 			}
 		}
 	}
@@ -81,23 +84,24 @@ func (r *Runtime) DeleteSession(ctx context.Context, id string, o DeleteOptions)
 	wctx, cancel := context.WithTimeout(ctx, grace)
 	defer cancel()
 	var deleted []string
-	for _, sid := range slices.Backward(order) {
-		err := r.deleteOne(ctx, wctx, del, sid, o.By)
-		if errors.Is(err, session.ErrNotFound) && sid != id {
+	for _, info := range slices.Backward(order) {
+		err := r.deleteOne(ctx, wctx, del, info, o.By)
+		if errors.Is(err, session.ErrNotFound) && info.ID != id {
 			continue // a child deleted meanwhile
 		}
 		if err != nil {
 			return deleted, err
 		}
-		deleted = append(deleted, sid)
+		deleted = append(deleted, info.ID)
 	}
 	return deleted, nil
 }
 
 // deleteOne deletes session id once its turn ended, or wctx (the grace)
 // is done.
-func (r *Runtime) deleteOne(ctx, wctx context.Context, del session.Deleter, id, by string) error {
-	log := r.log.With("session", id, "by", by)
+func (r *Runtime) deleteOne(ctx, wctx context.Context, del session.Deleter, info session.Info, by string) error {
+	id := info.ID
+	log := r.log.With("session", id, "tenant", info.TenantOf(), "by", by)
 	// This process's turn on it (Runtime.Turn, a job of Runtime.Work).
 	if release, err := r.claim(wctx, id, true); err == nil {
 		defer release()
@@ -121,7 +125,9 @@ func (r *Runtime) deleteOne(ctx, wctx context.Context, del session.Deleter, id, 
 	if err := del.Delete(ctx, id); err != nil {
 		return err
 	}
-	log.Info("deleted a session")
+	// A warning, so that the default level (warn) keeps every deletion
+	// in the process log: it cannot be undone.
+	log.Warn("deleted a session")
 	return nil
 }
 

@@ -115,6 +115,7 @@ func TestDeleteASession(t *testing.T) {
 	require.NotNil(t, line, "the deletion is in the process log:\n%s", logged.String())
 	assert.Equal(t, id, line["session"])
 	assert.Equal(t, "user@acme", line["by"])
+	assert.Equal(t, "acme", line["tenant"])
 }
 
 // Ids with bytes no session id has are 400 before any store is asked;
