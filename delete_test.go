@@ -13,19 +13,25 @@ import (
 	"github.com/vigil-run/vigil"
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	"github.com/vigil-run/vigil/plugins/store/jsonl"
+	pgplugin "github.com/vigil-run/vigil/plugins/store/postgres"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/pgstore/pgtest"
 )
 
 // A session deleted while a worker runs its turn: the turn is stopped
 // (ended, its job finished) before the log goes, and the worker goes on
 // with other sessions.
 func TestDeleteStopsTheWorkersRunningTurn(t *testing.T) {
-	for _, store := range []string{"store/memory", "store/jsonl"} {
+	for _, store := range []string{"store/memory", "store/jsonl", "store/postgres"} {
 		t.Run(store, func(t *testing.T) {
 			ctx := context.Background()
 			var cfg any
-			if store == "store/jsonl" {
+			switch store {
+			case "store/jsonl":
 				cfg = jsonl.Config{Dir: t.TempDir()}
+			case "store/postgres":
+				dsn, schema := pgtest.DSN(t), pgtest.Schema(t)
+				cfg = &pgplugin.Config{DSN: dsn, Schema: schema}
 			}
 			rt := open(t, vigil.Compose(
 				vigil.Plugin(store, cfg),
