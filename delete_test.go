@@ -161,3 +161,45 @@ func TestPruneByTheStoresRetention(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, infos)
 }
+
+// A turn this process runs outside the queue (Runtime.Turn) is not
+// cancelled by a deletion: the deletion waits its grace, then deletes
+// under it, and the turn's next write fails without bringing the session
+// back.
+func TestDeleteUnderADirectTurn(t *testing.T) {
+	ctx := context.Background()
+	rt := open(t, vigil.Compose(
+		vigil.Plugin("store/jsonl", jsonl.Config{Dir: t.TempDir()}),
+		vigil.Plugin("provider/scripted", scripted.Config{Script: []scripted.Reply{
+			{ToolCalls: []scripted.ToolCall{{Name: "wait", Arguments: map[string]any{}}}}, {Text: "fine"}}}),
+		vigil.Plugin("test/wait", nil),
+		vigil.Plugin("agent", nil),
+	))
+	id, err := rt.NewSession(ctx)
+	require.NoError(t, err)
+	turnCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	ended := make(chan error, 1)
+	go func() {
+		_, err := rt.Turn(turnCtx, vigil.TurnOptions{Session: id, Prompt: "wait"})
+		ended <- err
+	}()
+	<-theBlocker.started
+	start := time.Now()
+	deleted, err := rt.DeleteSession(ctx, id, vigil.DeleteOptions{By: "alice", Grace: 200 * time.Millisecond})
+	require.NoError(t, err)
+	assert.Equal(t, []string{id}, deleted)
+	assert.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond, "it waited the grace")
+	stop() // the tool returns; the turn writes its end, which fails
+	select {
+	case err := <-ended:
+		require.Error(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the turn did not end")
+	}
+	_, err = rt.Session(ctx, id)
+	require.ErrorIs(t, err, vigil.ErrNotFound, "the turn's writes did not bring the session back")
+	infos, err := rt.Sessions(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, infos)
+}
