@@ -18,6 +18,18 @@ import (
 	"github.com/vigil-run/vigil/session/pgstore/pgtest"
 )
 
+// waiting is an agent on store (configured with cfg) whose first turn
+// calls the wait tool, which runs until its context ends.
+func waiting(store string, cfg any) vigil.Source {
+	return vigil.Compose(
+		vigil.Plugin(store, cfg),
+		vigil.Plugin("provider/scripted", scripted.Config{Script: []scripted.Reply{
+			{ToolCalls: []scripted.ToolCall{{Name: "wait", Arguments: map[string]any{}}}}, {Text: "fine"}}}),
+		vigil.Plugin("test/wait", nil),
+		vigil.Plugin("agent", nil),
+	)
+}
+
 // A session deleted while a worker runs its turn: the turn is stopped
 // (ended, its job finished) before the log goes, and the worker goes on
 // with other sessions.
@@ -33,13 +45,7 @@ func TestDeleteStopsTheWorkersRunningTurn(t *testing.T) {
 				dsn, schema := pgtest.DSN(t), pgtest.Schema(t)
 				cfg = &pgplugin.Config{DSN: dsn, Schema: schema}
 			}
-			rt := open(t, vigil.Compose(
-				vigil.Plugin(store, cfg),
-				vigil.Plugin("provider/scripted", scripted.Config{Script: []scripted.Reply{
-					{ToolCalls: []scripted.ToolCall{{Name: "wait", Arguments: map[string]any{}}}}, {Text: "fine"}}}),
-				vigil.Plugin("test/wait", nil),
-				vigil.Plugin("agent", nil),
-			))
+			rt := open(t, waiting(store, cfg))
 			id, err := rt.NewSession(ctx)
 			require.NoError(t, err)
 			job, _, err := rt.QueueTurn(ctx, id, "wait")
@@ -168,13 +174,7 @@ func TestPruneByTheStoresRetention(t *testing.T) {
 // back.
 func TestDeleteUnderADirectTurn(t *testing.T) {
 	ctx := context.Background()
-	rt := open(t, vigil.Compose(
-		vigil.Plugin("store/jsonl", jsonl.Config{Dir: t.TempDir()}),
-		vigil.Plugin("provider/scripted", scripted.Config{Script: []scripted.Reply{
-			{ToolCalls: []scripted.ToolCall{{Name: "wait", Arguments: map[string]any{}}}}, {Text: "fine"}}}),
-		vigil.Plugin("test/wait", nil),
-		vigil.Plugin("agent", nil),
-	))
+	rt := open(t, waiting("store/jsonl", jsonl.Config{Dir: t.TempDir()}))
 	id, err := rt.NewSession(ctx)
 	require.NoError(t, err)
 	turnCtx, stop := context.WithCancel(ctx)
