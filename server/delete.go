@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/vigil-run/vigil"
@@ -25,7 +26,10 @@ func (s *Server) handleDelete(_ http.ResponseWriter, r *http.Request) (int, any,
 		return 0, nil, err
 	}
 	p := PrincipalOf(r.Context())
-	deleted, err := s.rt.DeleteSession(r.Context(), id, vigil.DeleteOptions{Tree: tree, By: p.Name})
+	// A client that hangs up does not leave a deletion half done (the
+	// queue cancelled, the log kept).
+	ctx := context.WithoutCancel(r.Context())
+	deleted, err := s.rt.DeleteSession(ctx, id, vigil.DeleteOptions{Tree: tree, By: p.Name})
 	if err != nil {
 		return 0, nil, err
 	}
