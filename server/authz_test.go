@@ -166,6 +166,8 @@ func TestEveryRouteAcrossTenantsAndRoles(t *testing.T) {
 		{"turns", "POST", s + "/turns", `{"prompt":"again"}`, server.RoleUser, http.StatusConflict, server.CodeSuspended, true},
 		{"approvals", "POST", s + "/approvals/" + f.call, `{"allow":false,"scope":"session"}`, server.RoleApprover, http.StatusBadRequest, server.CodeInvalidDecision, true},
 		{"cancel", "POST", s + "/cancel", "", server.RoleUser, http.StatusOK, "", true},
+		// An admitted delete is refused by its query, deleting nothing.
+		{"delete", "DELETE", s + "?tree=maybe", "", server.RoleUser, http.StatusBadRequest, server.CodeBadRequest, true},
 		{"fork", "POST", "/v1/sessions", `{"fork":{"session":"` + f.acme + `","at":-1}}`, server.RoleUser, http.StatusCreated, "", true},
 		{"metrics", "GET", "/metrics", "", server.RoleAdmin, http.StatusOK, "", false},
 	}
@@ -211,6 +213,7 @@ func TestAnotherTenantsSessionIsNoSession(t *testing.T) {
 		{"GET", "/v1/sessions/ID", ""},
 		{"GET", "/v1/sessions/ID/events", ""},
 		{"POST", "/v1/sessions/ID/turns", `{"prompt":"x"}`},
+		{"DELETE", "/v1/sessions/ID", ""},
 		{"POST", "/v1/sessions", `{"fork":{"session":"ID","at":-1}}`},
 	} {
 		theirs, body := f.do(c.method, strings.ReplaceAll(c.path, "ID", f.acme), strings.ReplaceAll(c.body, "ID", f.acme))

@@ -79,7 +79,7 @@ func classify(err error) *Error {
 		status, code = http.StatusNotFound, CodeNotFound
 	case errors.Is(err, session.ErrInvalidID), errors.Is(err, session.ErrSeqGap):
 		status, code = http.StatusBadRequest, CodeBadRequest
-	case errors.Is(err, session.ErrOpenTurn):
+	case errors.Is(err, session.ErrOpenTurn), errors.Is(err, vigil.ErrHasChildren):
 		status, code = http.StatusConflict, CodeConflict
 	case errors.Is(err, agentloop.ErrSuspended):
 		status, code = http.StatusConflict, CodeSuspended

@@ -111,7 +111,7 @@ func New(rt *vigil.Runtime, o Options) (*Server, error) {
 // for another method, else 404.
 func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 	var allow []string
-	for _, m := range []string{http.MethodGet, http.MethodPost} {
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
 		other := r.Clone(r.Context())
 		other.Method = m
 		if _, pattern := s.mux.Handler(other); pattern != "/" && m != r.Method {
@@ -144,6 +144,7 @@ func (s *Server) routes() []route {
 		{"POST /v1/sessions", RoleUser, s.reply(s.handleCreate)},
 		{"GET /v1/sessions", RoleViewer, s.reply(s.handleList)},
 		{"GET /v1/sessions/{id}", RoleViewer, s.reply(s.handleGet)},
+		{"DELETE /v1/sessions/{id}", RoleUser, s.reply(s.handleDelete)},
 		{"POST /v1/sessions/{id}/turns", RoleUser, s.reply(s.handleTurn)},
 		{routeEvents, RoleViewer, s.handleEvents},
 		{"POST /v1/sessions/{id}/events/tickets", RoleViewer, s.reply(s.handleTicket)},
@@ -240,7 +241,7 @@ func (s *Server) cors(next http.Handler) http.Handler {
 			h.Set("Access-Control-Allow-Origin", origin)
 			h.Add("Vary", "Origin")
 			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
-				h.Set("Access-Control-Allow-Methods", "GET, POST")
+				h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
 				h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Last-Event-ID")
 				h.Set("Access-Control-Max-Age", "600")
 				w.WriteHeader(http.StatusNoContent)

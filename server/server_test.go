@@ -226,7 +226,7 @@ func TestBadRequestsGetStableCodes(t *testing.T) {
 		{"bad follow", "GET", "/v1/sessions/" + id + "/events?follow=maybe", "", 400, server.CodeBadRequest},
 		{"follow spelled as Go would take it", "GET", "/v1/sessions/" + id + "/events?follow=1", "", 400, server.CodeBadRequest},
 		{"unknown route", "GET", "/v2/nothing", "", 404, server.CodeNotFound},
-		{"wrong method", "DELETE", "/v1/sessions/" + id, "", 405, server.CodeMethodNotAllowed},
+		{"wrong method", "PUT", "/v1/sessions/" + id, "", 405, server.CodeMethodNotAllowed},
 		{"GET a POST route", "GET", "/v1/sessions/" + id + "/turns", "", 405, server.CodeMethodNotAllowed},
 		{"decide an unknown call", "POST", "/v1/sessions/" + id + "/approvals/c1", `{"allow":true}`, 404, server.CodeNotFound},
 		{"cancel unknown", "POST", "/v1/sessions/nosuch/cancel", "", 404, server.CodeNotFound},

@@ -217,6 +217,13 @@ func cmdServe(ctx context.Context, e *env, o serveOptions) (err error) {
 	} else {
 		worked <- nil
 	}
+	retention, stopRetention := context.WithCancel(ctx)
+	pruned := make(chan struct{})
+	go func() {
+		defer close(pruned)
+		keepRetention(retention, h.rt, h.log.Named("retention"), pruneEvery)
+	}()
+	defer func() { stopRetention(); <-pruned }() // before the runtime closes
 	e.notef("vigil serve: the API is at http://%s/v1 (%s)", ln.Addr(), workersNote(o.workers))
 	select {
 	case err := <-served:

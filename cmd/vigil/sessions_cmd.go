@@ -18,7 +18,7 @@ import (
 func newSessionsCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sessions",
-		Short: "List, show, fork, export, import, follow sessions and show their trees",
+		Short: "List, show, fork, export, import, follow, delete sessions and show their trees",
 		Long: `Inspect the sessions of the composition's store. list, show, export, tail and
 tree only read the store: they apply only the store entries (store/…) of
 plugins.yaml, so a variable another entry needs (a provider's API key) need
@@ -29,7 +29,7 @@ not be set for them, and they create nothing.`,
   vigil sessions export 01JD8XKQ4G0W6Q1Y3T5V7X9Z0A | vigil sessions import -c pg.yaml`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return fmt.Errorf("unknown sessions subcommand %q (list, show, fork, export, import, tail, tree)", args[0])
+				return fmt.Errorf("unknown sessions subcommand %q (list, show, fork, export, import, tail, tree, delete, prune)", args[0])
 			}
 			return nil
 		},
@@ -41,7 +41,8 @@ not be set for them, and they create nothing.`,
 		},
 	}
 	cmd.AddCommand(newSessionsListCmd(e), newSessionsShowCmd(e), newSessionsForkCmd(e),
-		newSessionsExportCmd(e), newSessionsImportCmd(e), newSessionsTailCmd(e), newSessionsTreeCmd(e))
+		newSessionsExportCmd(e), newSessionsImportCmd(e), newSessionsTailCmd(e), newSessionsTreeCmd(e),
+		newSessionsDeleteCmd(e), newSessionsPruneCmd(e))
 	return cmd
 }
 

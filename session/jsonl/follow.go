@@ -55,6 +55,9 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[ses
 				lim = int(min(int64(limit), max(durable-off, 0)))
 			}
 			data, err := readPast(path, off, lim)
+			if errors.Is(err, fs.ErrNotExist) {
+				err = session.ErrNotFound // deleted
+			}
 			if err != nil {
 				fail(err)
 				return

@@ -45,7 +45,7 @@ var compactLines = 1024
 
 // op is a journal line: one change of the queue.
 type op struct {
-	Op string `json:"op"` // enqueue, claim, start, release, finish, drop, cancel; job and seq in a compacted journal
+	Op string `json:"op"` // enqueue, claim, start, release, finish, drop, cancel, forget; job and seq in a compacted journal
 	ID string `json:"id,omitempty"`
 	// enqueue and job
 	Session string    `json:"session,omitempty"`
@@ -187,6 +187,9 @@ func (q *jqueue) apply(o op) {
 	switch o.Op {
 	case "seq":
 		q.seq = max(q.seq, o.N)
+		return
+	case "forget": // the session was deleted
+		q.forget(o.Session)
 		return
 	case "enqueue", "job":
 		base := int64(-1)
@@ -864,9 +867,15 @@ func (c *claim) Release(ctx context.Context) error {
 func (c *claim) end(kind string, o *session.Outcome) error {
 	q := c.q
 	q.mu.Lock()
+	forgotten := false
 	err := q.locked(func() error {
 		j, err := c.mine()
 		if err != nil {
+			// The session was deleted under the claim: its job is gone,
+			// and the claim ends here.
+			if forgotten = q.claims[c.job.ID] == c; forgotten {
+				delete(q.claims, c.job.ID)
+			}
 			return err
 		}
 		if kind == "release" && j.cancelled {
@@ -879,7 +888,7 @@ func (c *claim) end(kind string, o *session.Outcome) error {
 		return q.write(op{Op: kind, ID: j.job.ID, Outcome: o, At: time.Now().UTC().Round(0)})
 	})
 	q.mu.Unlock()
-	if errors.Is(err, session.ErrJobDone) || errors.Is(err, session.ErrClosed) {
+	if !forgotten && (errors.Is(err, session.ErrJobDone) || errors.Is(err, session.ErrClosed)) {
 		return err
 	}
 	q.s.releaseWriter(c.job.Session, c.w)

@@ -17,15 +17,17 @@ import (
 	"github.com/vigil-run/vigil/session/sessiontest"
 )
 
-func TestQueueConformance(t *testing.T) {
-	sessiontest.RunQueue(t, sessiontest.QueueHarness{
-		New: func(t *testing.T) func(t *testing.T) session.Store {
-			dir := t.TempDir()
-			return func(t *testing.T) session.Store { return open(t, dir) }
-		},
-		Crash: func(t *testing.T, s session.Store) { jsonl.Crash(s.(*jsonl.Store)) },
-	})
+// queueHarness gives the queue's suites (RunQueue, RunDelete) stores on
+// one directory, as processes sharing it have.
+var queueHarness = sessiontest.QueueHarness{
+	New: func(t *testing.T) func(t *testing.T) session.Store {
+		dir := t.TempDir()
+		return func(t *testing.T) session.Store { return open(t, dir) }
+	},
+	Crash: func(t *testing.T, s session.Store) { jsonl.Crash(s.(*jsonl.Store)) },
 }
+
+func TestQueueConformance(t *testing.T) { sessiontest.RunQueue(t, queueHarness) }
 
 func TestFollowConformance(t *testing.T) {
 	sessiontest.RunFollow(t, func(t *testing.T) func(t *testing.T) session.Store {

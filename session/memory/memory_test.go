@@ -16,15 +16,17 @@ func TestStoreConformance(t *testing.T) {
 	sessiontest.Run(t, func(t *testing.T) session.Store { return memory.New() })
 }
 
-func TestQueueConformance(t *testing.T) {
-	sessiontest.RunQueue(t, sessiontest.QueueHarness{
-		New: func(t *testing.T) func(t *testing.T) session.Store {
-			first := memory.New()
-			return func(t *testing.T) session.Store { return first.Handle() }
-		},
-		Crash: func(t *testing.T, s session.Store) { memory.Crash(s.(*memory.Store)) },
-	})
+// queueHarness gives the queue's suites (RunQueue, RunDelete) handles on
+// one store.
+var queueHarness = sessiontest.QueueHarness{
+	New: func(t *testing.T) func(t *testing.T) session.Store {
+		first := memory.New()
+		return func(t *testing.T) session.Store { return first.Handle() }
+	},
+	Crash: func(t *testing.T, s session.Store) { memory.Crash(s.(*memory.Store)) },
 }
+
+func TestQueueConformance(t *testing.T) { sessiontest.RunQueue(t, queueHarness) }
 
 func TestFollowConformance(t *testing.T) {
 	sessiontest.RunFollow(t, func(t *testing.T) func(t *testing.T) session.Store {

@@ -65,12 +65,21 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[ses
 		next := max(from, 0)
 		var failing time.Time // since when reads fail, zero while they work
 		pause := 50 * time.Millisecond
+		woken := false
 		for {
 			var recs []session.Record
 			err := s.pool.with(ctx, func(c *pgx.Conn) (err error) {
 				recs, err = after(ctx, c, id, next)
+				if err == nil && len(recs) == 0 && woken {
+					// Woken with nothing new: the session may be deleted.
+					err = c.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM vigil_sessions WHERE id = $1)`, id).Scan(&exists)
+				}
 				return err
 			})
+			if err == nil && !exists {
+				fail(session.ErrNotFound)
+				return
+			}
 			if err == nil && len(recs) > 0 {
 				// An asynchronous append is visible before it is durable:
 				// what was read is given only once a synchronous commit
@@ -121,6 +130,7 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[ses
 				fail(errPoolClosed)
 				return
 			case <-wake:
+				woken = true
 			}
 		}
 	}

@@ -21,17 +21,19 @@ import (
 // is claimed again after it.
 const queueTTL = 2 * time.Second
 
-func TestQueueConformance(t *testing.T) {
-	sessiontest.RunQueue(t, sessiontest.QueueHarness{
-		New: func(t *testing.T) func(t *testing.T) session.Store {
-			schema := pgtest.Schema(t)
-			return func(t *testing.T) session.Store {
-				return pgtest.StoreIn(t, schema, pgstore.WithLeaseTTL(queueTTL))
-			}
-		},
-		Crash: func(t *testing.T, s session.Store) { pgstore.Crash(s.(*pgstore.Store)) },
-	})
+// queueHarness gives the queue's suites (RunQueue, RunDelete) handles on
+// one schema, as processes sharing a database have.
+var queueHarness = sessiontest.QueueHarness{
+	New: func(t *testing.T) func(t *testing.T) session.Store {
+		schema := pgtest.Schema(t)
+		return func(t *testing.T) session.Store {
+			return pgtest.StoreIn(t, schema, pgstore.WithLeaseTTL(queueTTL))
+		}
+	},
+	Crash: func(t *testing.T, s session.Store) { pgstore.Crash(s.(*pgstore.Store)) },
 }
+
+func TestQueueConformance(t *testing.T) { sessiontest.RunQueue(t, queueHarness) }
 
 // claimOf claims a job within claimTimeout.
 func claimOf(t *testing.T, s *pgstore.Store, worker string) session.Claim {

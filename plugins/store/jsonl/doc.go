@@ -6,6 +6,7 @@
 //	  - name: store/jsonl
 //	    config:
 //	      dir: .vigil/sessions   # the default
+//	      retention: { max_age: 720h }   # optional: delete sessions idle longer (vigil serve, vigil sessions prune)
 //
 // It provides the store as live.StoreService and a live.Manager over
 // it as live.Sessions; disposing the plugin closes every live session

@@ -3,6 +3,7 @@ package jsonl
 import (
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/plugins/internal/storeplugin"
+	"github.com/vigil-run/vigil/session"
 	jsonlstore "github.com/vigil-run/vigil/session/jsonl"
 )
 
@@ -19,7 +20,13 @@ type Config struct {
 	// when missing. Default .vigil/sessions. In plugins.yaml a relative
 	// dir is relative to the file's directory.
 	Dir string `yaml:"dir" vigil:"path"`
+	// Retention deletes the sessions older than max_age (by their last
+	// record), run by vigil serve and vigil sessions prune.
+	Retention session.Retention `yaml:"retention"`
 }
+
+// Validate checks the config.
+func (c *Config) Validate() error { return c.Retention.Validate() }
 
 // Plugin is the store/jsonl plugin: one JSONL log file per session.
 // A Go program or test may apply it with bus.Context.Plugin.
@@ -32,6 +39,8 @@ var Plugin = bus.RegisterFunc(Name, "sessions as one JSONL log file each, in a d
 	if err != nil {
 		return err
 	}
-	_, err = storeplugin.Provide(c, store)
-	return err
+	if _, err = storeplugin.Provide(c, store); err != nil {
+		return err
+	}
+	return storeplugin.ProvideRetention(c, cfg.Retention)
 })

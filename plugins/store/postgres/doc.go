@@ -8,6 +8,7 @@
 //	      dsn: "${VIGIL_POSTGRES_DSN}"   # a libpq URL or key=value string
 //	      schema: vigil                  # optional: keep the tables in their own schema
 //	      lease_ttl: 30s                 # optional: how long a crashed turn holds its session
+//	      retention: { max_age: 720h }   # optional: delete sessions idle longer (vigil serve, vigil sessions prune)
 //
 // Like store/jsonl, it provides the store as live.StoreService and a
 // live.Manager over it as live.Sessions. The tables are created or

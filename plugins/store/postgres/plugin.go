@@ -7,6 +7,7 @@ import (
 
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/plugins/internal/storeplugin"
+	"github.com/vigil-run/vigil/session"
 	pg "github.com/vigil-run/vigil/session/pgstore"
 )
 
@@ -32,6 +33,9 @@ type Config struct {
 	// DurableAppends commits every append synchronously, not only those
 	// that end a step or a turn.
 	DurableAppends bool `yaml:"durable_appends"`
+	// Retention deletes the sessions older than max_age (by their last
+	// record), run by vigil serve and vigil sessions prune.
+	Retention session.Retention `yaml:"retention"`
 }
 
 // Validate checks the config.
@@ -46,6 +50,7 @@ func (c *Config) Validate() error {
 	if c.MaxConns < 0 {
 		errs = append(errs, errors.New("max_conns must not be negative"))
 	}
+	errs = append(errs, c.Retention.Validate())
 	return errors.Join(errs...)
 }
 
@@ -74,6 +79,8 @@ var Plugin = bus.RegisterFunc(Name, "sessions in PostgreSQL, shared by many proc
 	if err != nil {
 		return err
 	}
-	_, err = storeplugin.Provide(c, store)
-	return err
+	if _, err = storeplugin.Provide(c, store); err != nil {
+		return err
+	}
+	return storeplugin.ProvideRetention(c, cfg.Retention)
 })

@@ -235,6 +235,12 @@ async function main() {
 
   const anon = await api.getSession({ client, path: { id }, auth: () => undefined });
   if (anon.response.status !== 401 || anon.error?.code !== 'unauthorized') fail('a request without a token: ' + JSON.stringify(anon.error));
+
+  const deleted = await api.deleteSession({ client, path: { id }, query: { tree: true } });
+  if (deleted.data?.deleted.length !== 1 || deleted.data.deleted[0] !== id) fail('delete: ' + JSON.stringify(deleted.data ?? deleted.error));
+  const gone = await api.getSession({ client, path: { id } });
+  if (gone.response.status !== 404 || gone.error?.code !== 'not_found') fail('a deleted session: ' + JSON.stringify(gone.data ?? gone.error));
+  console.log('deleted');
   console.log('ok');
 }
 
