@@ -13,6 +13,7 @@ import (
 	"github.com/vigil-run/vigil"
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/sessiontest"
 )
 
 // crashedCharge writes, through rt, a session whose charge call started
@@ -27,20 +28,7 @@ func crashedCharge(t *testing.T, rt *vigil.Runtime) (string, string) {
 	s, err := mgr.Create(ctx)
 	require.NoError(t, err)
 	call := session.ToolCall{ID: "call_1_1_0", Name: "charge", Arguments: "{}"}
-	in := func(ev session.Event) session.Event { ev.Turn, ev.Step = 1, 1; return ev }
-	h := session.Header{Provider: "scripted", Model: "scripted"}
-	asked := []session.Message{{Role: session.RoleUser, Content: "charge it"}}
-	for _, ev := range []session.Event{
-		{Type: session.TypeTurnStart, Turn: 1},
-		{Type: session.TypeUserMessage, Turn: 1, Data: session.UserMessage{Content: asked[0].Content}},
-		in(session.Event{Type: session.TypeStepStart}),
-		{Type: session.TypeRequestHeader, Turn: 1, Data: session.RequestHeader{Reason: session.HeaderInitial, Header: h}},
-		in(session.Event{Type: session.TypeRequestDigest, Data: session.Digest{SHA256: session.RequestDigest(h, asked), Messages: 1}}),
-		in(session.Event{Type: session.TypeAssistantChunk, Data: session.AssistantChunk{ToolCall: &session.ChunkToolCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments}}}), // 5
-		in(session.Event{Type: session.TypeAssistantMessage, Sources: []int64{5}, Data: session.AssistantMessage{ToolCalls: []session.ToolCall{call}}}),
-		in(session.Event{Type: session.TypeToolCall, Data: call}),
-		in(session.Event{Type: session.TypeToolStart, Data: session.ToolStart{ID: call.ID}}),
-	} {
+	for _, ev := range sessiontest.CrashedCall("charge it", call) {
 		_, err = s.Append(ctx, ev)
 		require.NoError(t, err)
 	}

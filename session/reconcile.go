@@ -224,3 +224,14 @@ func CheckReconcile(records []Record, id string, rec ToolReconcile) (Event, erro
 	rec.ID, rec.Name = id, c.Name
 	return Event{Type: TypeToolReconcile, Sources: []int64{c.Result}, Data: rec}, nil
 }
+
+// Reconciled returns the tool/reconcile of call id in records and its
+// seq, and whether there is one.
+func Reconciled(records []Record, id string) (ToolReconcile, int64, bool) {
+	for i := len(records) - 1; i >= 0; i-- {
+		if p, ok := records[i].pay().(ToolReconcile); ok && p.ID == id {
+			return p, records[i].seq, true
+		}
+	}
+	return ToolReconcile{}, -1, false
+}

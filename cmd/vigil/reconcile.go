@@ -91,7 +91,7 @@ func cmdReconcile(ctx context.Context, e *env, o reconcileOptions, hasResult, ha
 	if err != nil {
 		return err
 	}
-	rec, ok := reconcileOf(log.Records, call)
+	rec, _, ok := session.Reconciled(log.Records, call)
 	if !ok {
 		return fmt.Errorf("session %s: the reconcile of %s is not in the log", id, call)
 	}
@@ -130,15 +130,3 @@ func readResult(e *env, path string) (string, error) {
 	return string(data), nil
 }
 
-// reconcileOf returns the tool/reconcile of call in records.
-func reconcileOf(records []session.Record, call string) (session.ToolReconcile, bool) {
-	for i := len(records) - 1; i >= 0; i-- {
-		if records[i].Type() != session.TypeToolReconcile {
-			continue
-		}
-		if rec, err := session.DecodeData[session.ToolReconcile](records[i]); err == nil && rec.ID == call {
-			return rec, true
-		}
-	}
-	return session.ToolReconcile{}, false
-}
