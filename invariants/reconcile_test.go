@@ -2,6 +2,7 @@ package invariants_test
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -146,5 +147,23 @@ func TestVerifyReconciliations(t *testing.T) {
 			}
 			assert.Equal(t, tc.want, rules, "%v", rep.Violations)
 		})
+	}
+}
+
+// A record the decoder refuses for its scope is named by its own rule.
+func TestVerifyNamesAMisscopedReconcileByItsRule(t *testing.T) {
+	b := newLogBuilder(realisticHeader())
+	b.interruptedTurn("go")
+	data := b.jsonl("recon")
+	res := resultSeq(t, b, "call_crash")
+	for _, tc := range []struct{ line, rule string }{
+		{`{"seq":%d,"type":"tool/retry","time":"2026-11-29T20:00:00.000Z","sources":[%d],"data":{"id":"call_crash"}}`, invariants.RuleToolRetry},
+		{`{"seq":%d,"type":"tool/reconcile","time":"2026-11-29T20:00:00.000Z","turn":1,"step":1,"sources":[%d],"data":{"id":"call_crash"}}`, invariants.RuleToolReconcile},
+	} {
+		log := append(bytes.Clone(data), fmt.Sprintf(tc.line, len(b.records), res)+"\n"...)
+		rep, err := invariants.Verify(bytes.NewReader(log))
+		require.NoError(t, err)
+		require.Len(t, rep.Violations, 1, "%v", rep.Violations)
+		assert.Equal(t, tc.rule, rep.Violations[0].Rule, rep.Violations[0].Message)
 	}
 }

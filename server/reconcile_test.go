@@ -44,18 +44,7 @@ func (a *api) crashed(answered bool) string {
 
 // reconciles returns the tool/reconcile records of session id.
 func (a *api) reconciles(id string) []session.ToolReconcile {
-	a.t.Helper()
-	log, err := a.rt.Session(a.t.Context(), id)
-	require.NoError(a.t, err)
-	var out []session.ToolReconcile
-	for _, r := range log.Records {
-		if r.Type() == session.TypeToolReconcile {
-			d, err := session.DecodeData[session.ToolReconcile](r)
-			require.NoError(a.t, err)
-			out = append(out, d)
-		}
-	}
-	return out
+	return dataOf[session.ToolReconcile](a, id, session.TypeToolReconcile)
 }
 
 // An approver reconciles an unknown call: 200 with the record, by the
