@@ -64,11 +64,20 @@ func (s *Server) handleReconcile(_ http.ResponseWriter, r *http.Request) (int, a
 	if err := s.rt.Reconcile(r.Context(), id, call, out); err != nil {
 		return 0, nil, reconcileError(err, id, call)
 	}
-	log, err := s.rt.Session(r.Context(), id)
+	// The reconcile follows the last turn: the log's tail holds it,
+	// unless a turn began since.
+	tail, err := s.tail(r.Context(), id)
 	if err != nil {
 		return 0, nil, err
 	}
-	rec, seq, ok := session.Reconciled(log.Records, call)
+	rec, seq, ok := session.Reconciled(tail.Records, call)
+	if !ok {
+		log, err := s.rt.Session(r.Context(), id)
+		if err != nil {
+			return 0, nil, err
+		}
+		rec, seq, ok = session.Reconciled(log.Records, call)
+	}
 	if !ok {
 		return 0, nil, errors.New("server: a logged reconcile is not in the log")
 	}
