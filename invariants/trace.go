@@ -25,6 +25,7 @@ type trace struct {
 	chunks   map[int64]session.AssistantChunk // the open step's chunks
 	cited    map[int64]bool                   // chunks an assistant message cites
 	appr     approvals                        // what approval-before-run knows
+	recon    reconciles                       // what tool-retry and tool-reconcile know
 	dec      decoded                          // the record being read, read once
 	asm      []assembling                     // assistantAssembly's scratch
 
@@ -56,6 +57,12 @@ type callInfo struct {
 	seq        int64
 	answered   bool
 	logged     bool // a tool/call event exists (not only a message's call)
+	// result is the seq of its tool/result, unknown says that result is
+	// TOOL_OUTCOME_UNKNOWN, reconciled is the seq of its tool/reconcile
+	// (-1 when none).
+	result     int64
+	unknown    bool
+	reconciled int64
 }
 
 func newTrace() *trace {
@@ -83,12 +90,15 @@ var appendRules = []func(*trace, session.Record) *Violation{
 	surfaceReplace,
 	assistantAssembly,
 	approvalBeforeRun,
+	toolRetry,
+	toolReconcile,
 }
 
 // apply advances t past r, which passed validate.
 func (t *trace) apply(r session.Record) {
 	t.next = r.Seq() + 1
 	t.appr.apply(&t.dec, r)
+	t.recon.apply(t, r)
 	switch r.Type() {
 	case session.TypeTurnStart:
 		t.turn, t.turnOpen, t.step = r.Turn(), true, 0
@@ -123,14 +133,15 @@ func (t *trace) apply(r session.Record) {
 		}
 	case session.TypeToolCall:
 		if c, err := payload[session.ToolCall](&t.dec, r); err == nil {
-			t.calls[c.ID] = callInfo{turn: r.Turn(), step: r.Step(), seq: r.Seq(), logged: true}
+			t.calls[c.ID] = callInfo{turn: r.Turn(), step: r.Step(), seq: r.Seq(), logged: true, reconciled: -1}
 		}
 	case session.TypeToolResult:
 		if res, err := payload[session.ToolResult](&t.dec, r); err == nil {
 			ci := t.calls[res.ID]
-			ci.answered = true
+			ci.answered, ci.result = true, r.Seq()
+			ci.unknown = res.Error != nil && res.Error.Code == session.CodeToolOutcomeUnknown
 			if !ci.logged {
-				ci.turn, ci.step, ci.seq = r.Turn(), r.Step(), -1
+				ci.turn, ci.step, ci.seq, ci.reconciled = r.Turn(), r.Step(), -1, -1
 			}
 			t.calls[res.ID] = ci
 		}

@@ -237,6 +237,10 @@ func scopeRule(re *session.RecordError) string {
 		return RuleStepNesting
 	case session.TypeEndSeed:
 		return RuleTurnEnclosure // the end of inherited events is outside any turn
+	case session.TypeToolRetry:
+		return RuleToolRetry
+	case session.TypeToolReconcile:
+		return RuleToolReconcile
 	}
 	return RuleStepScope
 }

@@ -30,6 +30,14 @@ const (
 	// RuleApprovalBeforeRun: no tool runs without the decision its
 	// approval request, or the approval policy in force, required.
 	RuleApprovalBeforeRun = "approval-before-run"
+	// RuleToolRetry: a tool/retry retries, before the first step of a
+	// continuation, a call whose only result is TOOL_OUTCOME_UNKNOWN
+	// and that is not reconciled, citing that result.
+	RuleToolRetry = "tool-retry"
+	// RuleToolReconcile: a tool/reconcile settles, once, a call whose
+	// only result is TOOL_OUTCOME_UNKNOWN, citing it (and, in a
+	// continuation, before its first step, the call's tool/retry).
+	RuleToolReconcile = "tool-reconcile"
 )
 
 // Code is the code of every [InvariantError], for a caller that reports

@@ -61,13 +61,18 @@ func (a *api) job(id, state string) server.Job {
 
 // decisions returns the approval/decision records of session id.
 func (a *api) decisions(id string) []session.ApprovalDecision {
+	return dataOf[session.ApprovalDecision](a, id, session.TypeApprovalDecision)
+}
+
+// dataOf returns the data of session id's records of type typ.
+func dataOf[T any](a *api, id, typ string) []T {
 	a.t.Helper()
 	log, err := a.rt.Session(a.t.Context(), id)
 	require.NoError(a.t, err)
-	var out []session.ApprovalDecision
+	var out []T
 	for _, r := range log.Records {
-		if r.Type() == session.TypeApprovalDecision {
-			d, err := session.DecodeData[session.ApprovalDecision](r)
+		if r.Type() == typ {
+			d, err := session.DecodeData[T](r)
 			require.NoError(a.t, err)
 			out = append(out, d)
 		}

@@ -34,6 +34,8 @@ var corePayloads = map[string]any{
 	session.TypeToolCall:         session.ToolCall{},
 	session.TypeToolStart:        session.ToolStart{},
 	session.TypeToolResult:       session.ToolResult{},
+	session.TypeToolRetry:        session.ToolRetry{},
+	session.TypeToolReconcile:    session.ToolReconcile{},
 	session.TypeCompactionStart:  session.Compaction{},
 	session.TypeCompactionEnd:    session.Compaction{},
 	session.TypeApprovalRequest:  session.ApprovalRequest{},

@@ -149,6 +149,7 @@ func (s *Server) routes() []route {
 		{routeEvents, RoleViewer, s.handleEvents},
 		{"POST /v1/sessions/{id}/events/tickets", RoleViewer, s.reply(s.handleTicket)},
 		{"POST /v1/sessions/{id}/approvals/{call}", RoleApprover, s.reply(s.handleDecide)},
+		{"POST /v1/sessions/{id}/reconcile/{call}", RoleApprover, s.reply(s.handleReconcile)},
 		{"POST /v1/sessions/{id}/cancel", RoleUser, s.reply(s.handleCancel)},
 		{"GET /v1/sessions/{id}/verify", RoleViewer, s.reply(s.handleVerify)},
 		{"GET /v1/jobs/{id}", RoleViewer, s.reply(s.handleJob)},

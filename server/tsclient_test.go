@@ -84,6 +84,7 @@ func TestAGeneratedTypeScriptClientDrivesTheAPI(t *testing.T) {
 	require.Equal(t, "ok", lines[len(lines)-1])
 	assert.Contains(t, out, "approval asked for")
 	assert.Contains(t, out, "turn 1 ends completed")
+	assert.Contains(t, out, "reconcile refused: outcome_known")
 	// Routes of issue 28's contract that other branches build: the
 	// client skips their steps while this server lacks them.
 	var missing []string

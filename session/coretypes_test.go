@@ -14,7 +14,7 @@ import (
 func TestCoreTypesAreTheCoreTypes(t *testing.T) {
 	types := session.CoreTypes()
 	assert.True(t, slices.IsSorted(types))
-	for _, want := range []string{session.TypeTurnStart, session.TypeToolResult, session.TypeApprovalPolicy, session.TypeEndSeed} {
+	for _, want := range []string{session.TypeTurnStart, session.TypeToolResult, session.TypeApprovalPolicy, session.TypeEndSeed, session.TypeToolRetry, session.TypeToolReconcile} {
 		assert.Contains(t, types, want)
 	}
 	for _, typ := range types {

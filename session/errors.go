@@ -55,7 +55,8 @@ var (
 	ErrNoCallID error = &subError{"session: invalid payload: tool call without an id or name", ErrInvalidPayload}
 	// ErrInvalidID: a session id that is empty or not a plain name.
 	ErrInvalidID = errors.New("session: invalid id")
-	// ErrOpenTurn: a fork or seed boundary inside an open turn.
+	// ErrOpenTurn: a fork or seed boundary inside an open turn, or a
+	// reconcile of a session whose turn is open (see [CheckReconcile]).
 	ErrOpenTurn = errors.New("session: boundary inside an open turn")
 	// ErrReentrantAppend: an append to a session from inside a listener of
 	// an append to the same session.

@@ -176,6 +176,8 @@ func Project(r Record) (Message, bool) {
 //   - tool/result → role "tool", tool_call_id and name of the call, and as
 //     content the result's content; an error result with no content shows
 //     the model "error <code>: <message>" (or "error <code>").
+//   - tool/reconcile → role "user", content [ReconcileMessage]: appended
+//     where it was logged, never rewriting the unknown result it settles.
 func project(r *record) (Message, bool) {
 	switch p := r.pay().(type) {
 	case UserMessage:
@@ -196,6 +198,8 @@ func project(r *record) (Message, bool) {
 			}
 		}
 		return m, true
+	case ToolReconcile:
+		return Message{Role: RoleUser, Content: ReconcileMessage(p)}, true
 	}
 	return Message{}, false
 }

@@ -214,7 +214,7 @@ func (r *record) pay() any {
 // legacy line (see legacy.go), which its line alone does not give again.
 func (r *record) lean() {
 	switch r.typ {
-	case TypeUserMessage, TypeAssistantMessage, TypeToolResult, TypeRequestHeader,
+	case TypeUserMessage, TypeAssistantMessage, TypeToolResult, TypeToolReconcile, TypeRequestHeader,
 		TypeApprovalRequest, TypeApprovalDecision, TypeApprovalPolicy:
 		return
 	}
@@ -428,6 +428,10 @@ func checkPayload(seq int64, typ string, p any) error {
 	case ToolResult:
 		bad = v.ID == ""
 	case ToolStart:
+		bad = v.ID == ""
+	case ToolRetry:
+		bad = v.ID == ""
+	case ToolReconcile:
 		bad = v.ID == ""
 	case AssistantMessage:
 		for _, c := range v.ToolCalls {

@@ -362,6 +362,29 @@ func fuzzLog(t *testing.T, s string) {
 	add(session.Event{Type: session.TypeStepEnd, Turn: 2, Step: 1, Data: session.StepEnd{Finish: session.FinishStop}})
 	add(session.Event{Type: session.TypeTurnEnd, Turn: 2, Data: session.TurnEnd{Reason: session.ReasonCompleted}})
 
+	// Turn 3 dies while its call runs; a person reconciles the call with
+	// s as its outcome, which turn 4's request shows the model.
+	add(session.Event{Type: session.TypeTurnStart, Turn: 3})
+	add(session.Event{Type: session.TypeUserMessage, Turn: 3, Data: session.UserMessage{Content: "w" + s}})
+	step(3, 1)
+	digest(3, 1)
+	lost := session.ToolCall{ID: "c3", Name: "t", Arguments: args}
+	callChunk = add(session.Event{Type: session.TypeAssistantChunk, Turn: 3, Step: 1, Data: session.AssistantChunk{ToolCall: &session.ChunkToolCall{ID: lost.ID, Name: lost.Name, Arguments: lost.Arguments}}})
+	add(session.Event{Type: session.TypeAssistantMessage, Turn: 3, Step: 1, Sources: []int64{callChunk.Seq()}, Data: session.AssistantMessage{ToolCalls: []session.ToolCall{lost}}})
+	callRec = add(session.Event{Type: session.TypeToolCall, Turn: 3, Step: 1, Data: lost})
+	add(session.Event{Type: session.TypeToolStart, Turn: 3, Step: 1, Data: session.ToolStart{ID: lost.ID}})
+	unknown := add(session.Event{Type: session.TypeToolResult, Turn: 3, Step: 1, Sources: []int64{callRec.Seq()}, Data: session.ToolResult{ID: lost.ID, Name: lost.Name, Error: &session.ToolResultError{Code: session.CodeToolOutcomeUnknown, Message: s}}})
+	add(session.Event{Type: session.TypeStepEnd, Turn: 3, Step: 1, Data: session.StepEnd{Finish: session.FinishError}})
+	add(session.Event{Type: session.TypeTurnEnd, Turn: 3, Data: session.TurnEnd{Reason: session.ReasonInterrupted}})
+	add(session.Event{Type: session.TypeToolReconcile, Sources: []int64{unknown.Seq()}, Data: session.ToolReconcile{ID: lost.ID, Name: lost.Name, Content: s, Error: &session.ToolResultError{Code: session.CodeToolError, Message: s}, By: "p" + s}})
+	add(session.Event{Type: session.TypeTurnStart, Turn: 4})
+	step(4, 1)
+	digest(4, 1)
+	chunk = add(session.Event{Type: session.TypeAssistantChunk, Turn: 4, Step: 1, Data: session.AssistantChunk{Text: "d" + s}})
+	add(session.Event{Type: session.TypeAssistantMessage, Turn: 4, Step: 1, Sources: []int64{chunk.Seq()}, Data: session.AssistantMessage{Content: text(chunk)}})
+	add(session.Event{Type: session.TypeStepEnd, Turn: 4, Step: 1, Data: session.StepEnd{Finish: session.FinishStop}})
+	add(session.Event{Type: session.TypeTurnEnd, Turn: 4, Data: session.TurnEnd{Reason: session.ReasonCompleted}})
+
 	data := session.AppendHeaderLine(nil, session.Info{ID: "s1", Version: session.Version, Created: epoch})
 	for _, r := range recs {
 		data = r.AppendLine(data)

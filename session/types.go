@@ -63,6 +63,8 @@ var coreKinds = map[string]*kind{
 	TypeToolCall:         kindOf[ToolCall](scopeStep, false),
 	TypeToolStart:        kindOf[ToolStart](scopeStep, false),
 	TypeToolResult:       kindOf[ToolResult](scopeStep, true),
+	TypeToolRetry:        kindOf[ToolRetry](scopeTurnOnly, false),
+	TypeToolReconcile:    kindOf[ToolReconcile](scopeOptTurn, true),
 	TypeCompactionStart:  kindOf[Compaction](scopeAny, false),
 	TypeCompactionEnd:    kindOf[Compaction](scopeAny, false),
 	TypeEndSeed:          kindOf[EndSeed](scopeNone, false),
@@ -132,6 +134,10 @@ func clonePayload(v any) any {
 		if cloneRefs(&p) {
 			return p
 		}
+	case ToolReconcile:
+		if cloneRefs(&p) {
+			return p
+		}
 	case RequestHeader:
 		if cloneRefs(&p) {
 			return p
@@ -182,6 +188,12 @@ func cloneRefs(p any) bool {
 			v.Child = &c
 		}
 		return v.Error != nil || v.Child != nil
+	case *ToolReconcile:
+		if v.Error != nil {
+			e := *v.Error
+			v.Error = &e
+			return true
+		}
 	case *RequestHeader:
 		v.Header = CloneHeader(v.Header)
 		return true

@@ -70,6 +70,7 @@ func newRootCmd(e *env) *cobra.Command {
 		newTraceCmd(e),
 		newApproveCmd(e),
 		newDenyCmd(e),
+		newReconcileCmd(e),
 		newServeCmd(e),
 		newWorkerCmd(e),
 		newDemoCmd(e),

@@ -24,3 +24,16 @@ func printPending(w io.Writer, id string, s *session.Suspension) {
 	}
 	fmt.Fprintf(w, "decide with: vigil approve %s [CALL]   or   vigil deny %s [CALL] --reason \"…\"\n", id, id)
 }
+
+// printUnknown lists the calls whose outcome is unknown and how to
+// reconcile them; nothing when there are none.
+func printUnknown(w io.Writer, id string, calls []session.UnknownCall) {
+	if len(calls) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%d tool call(s) with an unknown outcome (the process died while they ran):\n", len(calls))
+	for _, c := range calls {
+		fmt.Fprintf(w, "  %s  %s  (turn %d step %d)\n", c.ID, c.Name, c.Turn, c.Step)
+	}
+	fmt.Fprintf(w, "reconcile with: vigil reconcile %s CALL --result FILE   or   --failed \"…\"\n", id)
+}

@@ -144,6 +144,7 @@ func showSession(w io.Writer, info session.Info, records []session.Record, price
 	if s := session.Suspended(records); s != nil {
 		printPending(w, info.ID, s)
 	}
+	printUnknown(w, info.ID, session.Unknown(records))
 	return nil
 }
 
@@ -225,6 +226,19 @@ func describeRecord(r session.Record) string {
 			return fmt.Sprintf("tool result %s: error %s %s", d.ID, d.Error.Code, oneLine(d.Error.Message, 80))
 		}
 		return fmt.Sprintf("tool result %s: %s", d.ID, oneLine(d.Content, 100))
+	case session.TypeToolRetry:
+		d, _ := session.DecodeData[session.ToolRetry](r)
+		return fmt.Sprintf("retry of %s, whose outcome was unknown, with its idempotency key", d.ID)
+	case session.TypeToolReconcile:
+		d, _ := session.DecodeData[session.ToolReconcile](r)
+		by := d.By
+		if by == "" {
+			by = "its retry"
+		}
+		if d.Error != nil {
+			return fmt.Sprintf("reconciled %s by %s: error %s %s", d.ID, by, d.Error.Code, oneLine(d.Error.Message, 80))
+		}
+		return fmt.Sprintf("reconciled %s by %s: %s", d.ID, by, oneLine(d.Content, 100))
 	case session.TypeEndSeed:
 		return "(end of inherited events)"
 	case session.TypeApprovalRequest:

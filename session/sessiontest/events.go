@@ -96,3 +96,24 @@ func AppendAll(t testing.TB, ctx context.Context, s Appender, evs ...session.Eve
 	}
 	return out
 }
+
+// CrashedCall is turn 1 of a session whose process died while its one
+// tool call ran: the model asked for call (its request proven by its
+// digest), the call started, and nothing more was logged. Opening the
+// session repairs it: the call's result is TOOL_OUTCOME_UNKNOWN.
+func CrashedCall(prompt string, call session.ToolCall) []session.Event {
+	in := func(ev session.Event) session.Event { ev.Turn, ev.Step = 1, 1; return ev }
+	h := session.Header{Provider: "scripted", Model: "scripted"}
+	asked := []session.Message{{Role: session.RoleUser, Content: prompt}}
+	return []session.Event{
+		{Type: session.TypeTurnStart, Turn: 1},
+		{Type: session.TypeUserMessage, Turn: 1, Data: session.UserMessage{Content: prompt}},
+		in(session.Event{Type: session.TypeStepStart}),
+		{Type: session.TypeRequestHeader, Turn: 1, Data: session.RequestHeader{Reason: session.HeaderInitial, Header: h}},
+		in(session.Event{Type: session.TypeRequestDigest, Data: session.Digest{SHA256: session.RequestDigest(h, asked), Messages: 1}}),
+		in(session.Event{Type: session.TypeAssistantChunk, Data: session.AssistantChunk{ToolCall: &session.ChunkToolCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments}}}), // seq 5
+		in(session.Event{Type: session.TypeAssistantMessage, Sources: []int64{5}, Data: session.AssistantMessage{ToolCalls: []session.ToolCall{call}}}),
+		in(session.Event{Type: session.TypeToolCall, Data: call}), // seq 7
+		in(session.Event{Type: session.TypeToolStart, Data: session.ToolStart{ID: call.ID}}),
+	}
+}

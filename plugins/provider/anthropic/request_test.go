@@ -141,6 +141,25 @@ func TestMessageMapping(t *testing.T) {
 			want: `[{"content":[{"tool_use_id":"toolu_1","content":[{"text":"go.mod","type":"text"}],"type":"tool_result"},{"text":"and now?","type":"text"}],"role":"user"}]`,
 		},
 		{
+			// A tool/reconcile folds to a user message after the call's
+			// unknown result; the next turn's prompt follows it: one
+			// user turn, the tool_result block first, as the API needs.
+			name: "a reconcile and the next prompt join the unknown result's turn",
+			msgs: []session.Message{
+				{Role: "assistant", ToolCalls: calls[:1]},
+				{Role: "tool", ToolCallID: "toolu_1", Name: "list_dir", Content: "error TOOL_OUTCOME_UNKNOWN"},
+				{Role: "user", Content: session.ReconcileMessage(session.ToolReconcile{ID: "toolu_1", Name: "list_dir", Content: "go.mod", By: "ana"})},
+				{Role: "user", Content: "and now?"},
+			},
+			want: `[
+				{"content":[{"id":"toolu_1","input":{"path":"."},"name":"list_dir","type":"tool_use"}],"role":"assistant"},
+				{"content":[
+					{"tool_use_id":"toolu_1","content":[{"text":"error TOOL_OUTCOME_UNKNOWN","type":"text"}],"type":"tool_result"},
+					{"text":"The outcome of tool call toolu_1 (list_dir), which was unknown, was reconciled by ana. The call succeeded; its result:\ngo.mod","type":"text"},
+					{"text":"and now?","type":"text"}
+				],"role":"user"}]`,
+		},
+		{
 			name: "empty tool result has no content",
 			msgs: []session.Message{{Role: "tool", ToolCallID: "toolu_1"}},
 			want: `[{"content":[{"tool_use_id":"toolu_1","type":"tool_result"}],"role":"user"}]`,

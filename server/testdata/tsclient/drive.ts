@@ -58,6 +58,8 @@ function describe(ev: CoreEvent): string {
     case 'tool/call': return `call ${ev.data.id} ${ev.data.name}(${ev.data.arguments})`;
     case 'tool/start': return `start ${ev.data.id}`;
     case 'tool/result': return `result ${ev.data.id}: ${ev.data.content ?? ev.data.error?.code}`;
+    case 'tool/retry': return `retry ${ev.data.id} in turn ${ev.turn}`;
+    case 'tool/reconcile': return `reconciled ${ev.data.id} by ${ev.data.by ?? 'its retry'}: ${ev.data.content ?? ev.data.error?.code}`;
     case 'compaction/start': return `compaction ${ev.data.id}`;
     case 'compaction/end': return `compaction ${ev.data.id} ends`;
     case 'approval/request': return `approval asked for ${ev.data.id} by ${ev.data.by ?? '?'}`;
@@ -73,7 +75,7 @@ function describe(ev: CoreEvent): string {
 
 const coreTypes = new Set<string>(['turn/start', 'turn/end', 'step/start', 'step/end', 'step/usage', 'user/message',
   'request/header', 'request/digest', 'request/oneshot', 'request/usage', 'assistant/chunk', 'assistant/message',
-  'tool/call', 'tool/start', 'tool/result', 'compaction/start', 'compaction/end', 'approval/request',
+  'tool/call', 'tool/start', 'tool/result', 'tool/retry', 'tool/reconcile', 'compaction/start', 'compaction/end', 'approval/request',
   'approval/decision', 'approval/policy', 'session/end-seed']);
 const isCore = (ev: SessionEvent): ev is CoreEvent => coreTypes.has(ev.type);
 
@@ -207,6 +209,11 @@ async function main() {
   const again = await api.decideCall({ client, path: { id, call: request.id }, body: { allow: false } });
   const code = again.error?.code;
   if (code !== 'not_pending' && code !== 'decided' && code !== 'already_decided') fail('a second decision: ' + JSON.stringify(again));
+
+  // Only an unknown outcome is reconciled: this call returned 42.
+  const reconciled = await api.reconcileCall({ client, path: { id, call: request.id }, body: { result: '42' } });
+  if (reconciled.response.status !== 409 || reconciled.error?.code !== 'outcome_known') fail('a reconcile of a known outcome: ' + JSON.stringify(reconciled.data ?? reconciled.error));
+  console.log(`reconcile refused: ${reconciled.error.code}`);
 
   const report = await api.verifySession({ client, path: { id } });
   if (!report.data?.ok || report.data.events !== idle.events) fail('verify: ' + JSON.stringify(report.data ?? report.error));
