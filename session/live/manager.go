@@ -296,7 +296,11 @@ func (m *Manager) publish(ctx context.Context, info session.Info, records []sess
 
 // publishState is publish of a log already validated.
 func (m *Manager) publishState(ctx context.Context, info session.Info, state *session.LogState) (*Session, error) {
-	return m.publishSession(ctx, newSessionOf(m, info, state))
+	s, err := newSessionOf(m, info, state)
+	if err != nil {
+		return nil, err
+	}
+	return m.publishSession(ctx, s)
 }
 
 func (m *Manager) publishSession(ctx context.Context, s *Session) (*Session, error) {
@@ -304,12 +308,14 @@ func (m *Manager) publishSession(ctx context.Context, s *Session) (*Session, err
 	m.mu.Lock()
 	if _, dup := m.live[info.ID]; dup {
 		m.mu.Unlock()
+		s.abort()
 		return nil, fmt.Errorf("session %s: %w: already live", info.ID, session.ErrExists)
 	}
 	m.live[info.ID] = s
 	m.mu.Unlock()
 	if err := Created.Emit(ctx, m.c, s); err != nil {
 		m.forget(s)
+		s.abort()
 		if r, ok := m.store.(session.Releaser); ok {
 			err = errors.Join(err, r.Release(info.ID))
 		}

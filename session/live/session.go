@@ -17,9 +17,10 @@ import (
 // see commits in seq order) and reads never wait for an append's
 // listeners, so a listener may read the session it is observing.
 type Session struct {
-	m    *Manager
-	info session.Info
-	c    *bus.Context
+	m     *Manager
+	info  session.Info
+	c     *bus.Context // scoped to the session, on its fiber
+	fiber *bus.Fiber   // the session's lifetime (see lifetime.go)
 
 	appendMu sync.Mutex        // serializes Append, held across its dispatch
 	closed   bool              // guarded by appendMu
@@ -35,15 +36,17 @@ func newSession(m *Manager, info session.Info, records []session.Record) (*Sessi
 	if err != nil {
 		return nil, fmt.Errorf("session %s: %w", info.ID, err)
 	}
-	return newSessionOf(m, info, log), nil
+	return newSessionOf(m, info, log)
 }
 
-// newSessionOf makes the live session of a log already validated.
-func newSessionOf(m *Manager, info session.Info, log *session.LogState) *Session {
+// newSessionOf makes the live session of a log already validated, and
+// begins its lifetime.
+func newSessionOf(m *Manager, info session.Info, log *session.LogState) (*Session, error) {
 	s := &Session{m: m, info: info, log: log}
-	id := info.ID
-	s.c = m.c.Scope(func(subject any) bool { return subject == id })
-	return s
+	if err := s.begin(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // ID returns the session id.
@@ -64,8 +67,9 @@ func (s *Session) Info() session.Info {
 }
 
 // Context returns the bus context the session dispatches on, scoped to
-// the session: listeners registered through it receive only this
-// session's dispatches.
+// the session and bound to its lifetime: listeners and effects
+// registered through it receive only this session's dispatches and are
+// disposed when the session closes.
 func (s *Session) Context() *bus.Context { return s.c }
 
 // Records returns the log: a copy of the session's list, so writing it
@@ -199,9 +203,10 @@ func (s *Session) Flush(ctx context.Context) error {
 }
 
 // Close flushes the session, refuses further appends with ErrClosed,
-// removes it from its manager's live sessions and releases the store's
-// hold on it (see [Releaser]). Reads keep working. Closing twice does
-// nothing. Closing a session from a listener of its own append is an
+// removes it from its manager's live sessions, releases the store's
+// hold on it (see [Releaser]) and ends its lifetime: what was registered
+// through [Session.Context] is disposed. Reads keep working. Closing
+// twice does nothing. Closing a session from a listener of its own append is an
 // ErrReentrantAppend error.
 func (s *Session) Close(ctx context.Context) error {
 	if ctx.Value(dispatchKey{s}) != nil {
@@ -221,6 +226,7 @@ func (s *Session) Close(ctx context.Context) error {
 			err = fmt.Errorf("session %s: release: %w", s.info.ID, e)
 		}
 	}
+	_ = s.fiber.Dispose()
 	return err
 }
 
