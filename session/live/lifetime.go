@@ -61,6 +61,7 @@ func (s *Session) OnClose(fn func()) bool {
 func (s *Session) abort() {
 	s.appendMu.Lock()
 	s.closed = true
+	s.ended.Store(true)
 	s.appendMu.Unlock()
 	_ = s.fiber.Dispose()
 }

@@ -29,6 +29,8 @@ type Manager struct {
 
 	mu   sync.Mutex
 	live map[string]*Session
+
+	hot hot // the sessions parked between turns (see hot.go)
 }
 
 // ManagerOption configures a [Manager].
@@ -59,6 +61,7 @@ func WithIDs(newID func() string) ManagerOption {
 // c's fiber).
 func NewManager(c *bus.Context, store session.Store, opts ...ManagerOption) *Manager {
 	m := &Manager{c: c, store: store, clock: time.Now, log: c.Logger(), live: map[string]*Session{}}
+	m.hot.lim = DefaultHotLimits
 	for _, o := range opts {
 		o(m)
 	}
@@ -85,11 +88,14 @@ func (m *Manager) Live() []*Session {
 	return out
 }
 
-// Get returns the live session id.
+// Get returns the live session id (not one being closed).
 func (m *Manager) Get(id string) (*Session, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.live[id]
+	if ok && s.isClosed() {
+		return nil, false
+	}
 	return s, ok
 }
 
@@ -306,7 +312,7 @@ func (m *Manager) publishState(ctx context.Context, info session.Info, state *se
 func (m *Manager) publishSession(ctx context.Context, s *Session) (*Session, error) {
 	info := s.info
 	m.mu.Lock()
-	if _, dup := m.live[info.ID]; dup {
+	if old, dup := m.live[info.ID]; dup && !old.isClosed() {
 		m.mu.Unlock()
 		s.abort()
 		return nil, fmt.Errorf("session %s: %w: already live", info.ID, session.ErrExists)
@@ -330,6 +336,9 @@ func (m *Manager) forget(s *Session) {
 		delete(m.live, s.info.ID)
 	}
 	m.mu.Unlock()
+	m.hot.mu.Lock()
+	m.hot.removeLocked(s)
+	m.hot.mu.Unlock()
 }
 
 // Close closes every live session (see [Session.Close]) and returns their

@@ -6,6 +6,7 @@ import (
 	"iter"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vigil-run/vigil/bus"
@@ -28,6 +29,10 @@ type Session struct {
 
 	mu  sync.RWMutex      // guards log
 	log *session.LogState // the records, the seq counter, the memoized fold and header
+
+	size       atomic.Int64 // the log's encoded length, in bytes
+	ended      atomic.Bool  // closed, readable without waiting for an append
+	parkedSize int64        // size when parked, guarded by m.hot.mu
 }
 
 // newSession makes the live session of a valid log.
@@ -43,6 +48,11 @@ func newSession(m *Manager, info session.Info, records []session.Record) (*Sessi
 // begins its lifetime.
 func newSessionOf(m *Manager, info session.Info, log *session.LogState) (*Session, error) {
 	s := &Session{m: m, info: info, log: log}
+	var size int64
+	for _, r := range log.Records() {
+		size += int64(r.LineLen())
+	}
+	s.size.Store(size)
 	if err := s.begin(); err != nil {
 		return nil, err
 	}
@@ -101,6 +111,22 @@ func (s *Session) view() []session.Record {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.log.Records()
+}
+
+// Size returns the length of the log as encoded, in bytes: what a
+// [HotLimits] bound counts.
+func (s *Session) Size() int64 { return s.size.Load() }
+
+// isClosed reports whether Close was called.
+func (s *Session) isClosed() bool { return s.ended.Load() }
+
+// last returns the log's last record, if any.
+func (s *Session) last() (session.Record, bool) {
+	recs := s.view()
+	if len(recs) == 0 {
+		return session.Record{}, false
+	}
+	return recs[len(recs)-1], true
 }
 
 // Len returns the number of records, which is the next seq.
@@ -180,6 +206,7 @@ func (s *Session) Append(ctx context.Context, ev session.Event) (session.Record,
 	s.mu.Lock()
 	err = s.log.Commit(staged)
 	s.mu.Unlock()
+	s.size.Add(int64(rec.LineLen()))
 	if err != nil { // cannot happen: appendMu is held from Stage to Commit
 		return session.Record{}, fmt.Errorf("session %s: append %s: %w", s.info.ID, rec.Type(), err)
 	}
@@ -218,6 +245,7 @@ func (s *Session) Close(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
+	s.ended.Store(true)
 	s.appendMu.Unlock()
 	err := s.Flush(ctx)
 	s.m.forget(s)
