@@ -142,7 +142,20 @@ func closeAll(ss []*Session) {
 // now.
 func (s *Session) retire() {
 	s.m.forget(s)
+	s.m.forgetStored(s.info.ID)
 	s.abort()
+}
+
+// forgetStored tells the store that session id is closed here (see
+// [session.Forgetter]), unless another copy of it is live.
+func (m *Manager) forgetStored(id string) {
+	f, ok := m.store.(session.Forgetter)
+	if !ok {
+		return
+	}
+	if _, live := m.Get(id); !live {
+		f.Forget(id)
+	}
 }
 
 // current reports whether the live session s still holds the whole

@@ -254,6 +254,7 @@ func (s *Session) Close(ctx context.Context) error {
 			err = fmt.Errorf("session %s: release: %w", s.info.ID, e)
 		}
 	}
+	s.m.forgetStored(s.info.ID)
 	_ = s.fiber.Dispose()
 	return err
 }
