@@ -174,7 +174,12 @@ func (m *Manager) current(ctx context.Context, s *Session) (bool, error) {
 	}
 	mine, ok := s.last()
 	theirs, found := t.At(t.Next - 1)
-	return ok && found && sameRecord(mine, theirs), nil
+	if !found {
+		// A tail holds records from the last turn/start on: a log
+		// without a turn is told apart by its length alone.
+		return ok, nil
+	}
+	return ok && sameRecord(mine, theirs), nil
 }
 
 // sameRecord reports whether a and b are the same record, as far as two
