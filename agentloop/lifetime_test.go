@@ -8,11 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-run/vigil/agentloop"
-	"github.com/vigil-run/vigil/bus"
-	"github.com/vigil-run/vigil/invariants"
-	"github.com/vigil-run/vigil/plugins/provider/scripted"
-	"github.com/vigil-run/vigil/plugins/tools/calc"
 	"github.com/vigil-run/vigil/session/jsonl"
 	"github.com/vigil-run/vigil/session/live"
 )
@@ -28,22 +23,11 @@ func TestSessionsLeaveNoHeap(t *testing.T) {
 		n = 1_000
 	}
 	ctx := context.Background()
-	root := bus.New()
-	defer root.Dispose()
-	c := root.Context()
-	_, err := c.Plugin(invariants.New(), &invariants.Config{Mode: invariants.ModeStrict})
-	require.NoError(t, err)
-	prov, err := scripted.New(scripted.Config{Repeat: true, Script: []scripted.Reply{{
-		Text:      "Let me compute that.",
-		ToolCalls: []scripted.ToolCall{{Name: "calc", Arguments: map[string]any{"expression": "21*2"}}},
-	}}})
-	require.NoError(t, err)
-	a := agentloop.New(c, agentloop.Config{System: "You are a careful assistant.", Model: "scripted", MaxSteps: 1},
-		agentloop.WithProvider(prov), agentloop.WithTools(calc.Tool{}))
+	l := newBenchLoop(t) // invariants strict, one turn of one step
 	store, err := jsonl.Open(memDir(t))
 	require.NoError(t, err)
 	defer store.Close()
-	mgr := live.NewManager(c, store)
+	mgr := live.NewManager(l.root.Context(), store)
 
 	heap := func() uint64 {
 		var ms runtime.MemStats
@@ -59,8 +43,8 @@ func TestSessionsLeaveNoHeap(t *testing.T) {
 		}
 		sess, err := mgr.Create(ctx)
 		require.NoError(t, err)
-		benchTurn(t, a, sess)
-		benchTurn(t, a, sess)
+		l.turn(t, sess)
+		l.turn(t, sess)
 		require.NoError(t, sess.Close(ctx))
 		require.NoError(t, os.Remove(store.Path(sess.ID()))) // the disk is not the heap
 	}
