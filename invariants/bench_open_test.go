@@ -64,4 +64,3 @@ func BenchmarkColdOpen(b *testing.B) {
 	b.ReportMetric(float64(fi.Size())/float64(events), "disk-B/event")
 	b.ReportMetric(float64(cpu)/float64(b.N)/float64(events), "cpu-ns/event")
 }
-
