@@ -15,6 +15,7 @@ import (
 	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/sessiontest"
 )
 
 // The cost of a turn on the paths users take, on a session of 1,000 and
@@ -104,25 +105,11 @@ func benchTurns(b *testing.B, rt *vigil.Runtime, turn func(id string)) {
 }
 
 // seedMessages makes a session whose log holds n messages, in turns of
-// a question and its answer, and returns its id.
+// a question and its answer (seven events a turn), and returns its id.
 func seedMessages(b *testing.B, rt *vigil.Runtime, n int) string {
 	mgr, err := rt.Manager()
 	require.NoError(b, err)
-	evs := make([]session.Event, 0, 3*n)
-	for turn := 1; turn <= n/2; turn++ {
-		answer := fmt.Sprintf("It is %d.", 2*turn)
-		base := int64(len(evs))
-		evs = append(evs,
-			session.Event{Type: session.TypeTurnStart, Turn: turn},
-			session.Event{Type: session.TypeUserMessage, Turn: turn, Data: session.UserMessage{Content: fmt.Sprintf("Question %d: what is %d times two?", turn, turn)}},
-			session.Event{Type: session.TypeStepStart, Turn: turn, Step: 1},
-			session.Event{Type: session.TypeAssistantChunk, Turn: turn, Step: 1, Data: session.AssistantChunk{Text: answer}},
-			session.Event{Type: session.TypeAssistantMessage, Turn: turn, Step: 1, Sources: []int64{base + 3}, Data: session.AssistantMessage{Content: answer}},
-			session.Event{Type: session.TypeStepEnd, Turn: turn, Step: 1, Data: session.StepEnd{Finish: session.FinishStop}},
-			session.Event{Type: session.TypeTurnEnd, Turn: turn, Data: session.TurnEnd{Reason: session.ReasonCompleted}},
-		)
-	}
-	s, err := mgr.Seed(context.Background(), evs...)
+	s, err := mgr.Seed(context.Background(), sessiontest.TextTurns(n*7/2)...)
 	require.NoError(b, err)
 	return s.ID()
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/vigil-run/vigil"
 	"github.com/vigil-run/vigil/internal/cputime"
 	"github.com/vigil-run/vigil/server"
-	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/sessiontest"
 )
 
 // BenchmarkPostTurn posts a turn to a session of 100 events and to one of
@@ -65,21 +65,7 @@ func BenchmarkPostTurn(b *testing.B) {
 func seedEvents(b *testing.B, rt *vigil.Runtime, n int) string {
 	mgr, err := rt.Manager()
 	require.NoError(b, err)
-	var evs []session.Event
-	for turn := 1; len(evs) < n-7; turn++ {
-		answer := fmt.Sprintf("It is %d.", 2*turn)
-		base := int64(len(evs))
-		evs = append(evs,
-			session.Event{Type: session.TypeTurnStart, Turn: turn},
-			session.Event{Type: session.TypeUserMessage, Turn: turn, Data: session.UserMessage{Content: fmt.Sprintf("What is %d times two?", turn)}},
-			session.Event{Type: session.TypeStepStart, Turn: turn, Step: 1},
-			session.Event{Type: session.TypeAssistantChunk, Turn: turn, Step: 1, Data: session.AssistantChunk{Text: answer}},
-			session.Event{Type: session.TypeAssistantMessage, Turn: turn, Step: 1, Sources: []int64{base + 3}, Data: session.AssistantMessage{Content: answer}},
-			session.Event{Type: session.TypeStepEnd, Turn: turn, Step: 1, Data: session.StepEnd{Finish: session.FinishStop}},
-			session.Event{Type: session.TypeTurnEnd, Turn: turn, Data: session.TurnEnd{Reason: session.ReasonCompleted}},
-		)
-	}
-	s, err := mgr.Seed(context.Background(), evs...)
+	s, err := mgr.Seed(context.Background(), sessiontest.TextTurns(n-7)...)
 	require.NoError(b, err)
 	require.NoError(b, s.Close(context.Background()))
 	return s.ID()
