@@ -112,7 +112,15 @@ type Option func(*options)
 type options struct {
 	logger hclog.Logger
 	apply  []config.ApplyOption
+	hot    *live.HotLimits
 }
+
+// WithHotSessions bounds the sessions the runtime keeps open between the
+// turns it runs on them (Turn, Decide, a worker's jobs): at most l.Sessions,
+// their logs l.Bytes long in all; past either the least recently used
+// are closed. The zero HotLimits keeps none open. The default is
+// [live.DefaultHotLimits].
+func WithHotSessions(l live.HotLimits) Option { return func(o *options) { o.hot = &l } }
 
 // WithLogger makes the runtime log to l (the default logs nothing).
 func WithLogger(l hclog.Logger) Option { return func(o *options) { o.logger = l } }
@@ -132,6 +140,8 @@ type Runtime struct {
 
 	mu      sync.Mutex
 	running map[string]chan struct{} // closed when the session's turn here ends
+	hot     *live.HotLimits          // WithHotSessions, applied to each manager met
+	hotFor  *live.Manager            // the manager hot was applied to last
 }
 
 // Open loads the composition and applies it. A source that fails to load,
@@ -166,7 +176,7 @@ func Open(ctx context.Context, src Source, opts ...Option) (*Runtime, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &Runtime{root: root, comp: comp, name: f.Path, log: log, running: map[string]chan struct{}{}}, nil
+	return &Runtime{root: root, comp: comp, name: f.Path, log: log, running: map[string]chan struct{}{}, hot: o.hot}, nil
 }
 
 // Close disposes every plugin, last applied first: sessions are flushed
@@ -183,7 +193,20 @@ func (r *Runtime) Composition() *config.Composition { return r.comp }
 
 // Manager is the session manager of the composition's store, an error
 // matching [ErrNoService] when no plugin provides one.
-func (r *Runtime) Manager() (*live.Manager, error) { return service(r, live.Sessions) }
+func (r *Runtime) Manager() (*live.Manager, error) {
+	mgr, err := service(r, live.Sessions)
+	if err != nil || r.hot == nil {
+		return mgr, err
+	}
+	// A reload may bring a new manager: it gets the limits too.
+	r.mu.Lock()
+	if r.hotFor != mgr {
+		mgr.SetHotLimits(*r.hot)
+		r.hotFor = mgr
+	}
+	r.mu.Unlock()
+	return mgr, nil
+}
 
 // Agent is the composition's agent, an error matching [ErrNoService] when
 // no plugin provides one. A reload may replace it: ask again per turn.

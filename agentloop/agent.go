@@ -122,7 +122,6 @@ type Agent struct {
 
 	mu       sync.Mutex
 	sessions map[string]*sessionState // by session id
-	tick     uint64
 	cancels  map[*int]context.CancelFunc
 
 	statusMu sync.Mutex // serializes status changes and their announcements
@@ -133,17 +132,14 @@ type Agent struct {
 }
 
 type sessionState struct {
+	sess   *live.Session // the copy of the session the state is of
+	closed bool          // the session closed: dropped once not busy
 	busy   bool
 	headed bool     // this agent has logged or confirmed a header in the session
 	dig    digester // request digests of the session, incrementally
 	view   reqView  // the loop's fold of the session and the listeners' copy
 	ids    callIDs  // tool-call ids the session's log uses, incrementally
-	used   uint64   // when the session last ran a turn, in a.tick
 }
-
-// maxDigestCaches bounds how many idle sessions keep their digest cache
-// (the encoded conversation) in an agent.
-const maxDigestCaches = 32
 
 // Option configures an [Agent].
 type Option func(*Agent)
@@ -338,17 +334,22 @@ func (a *Agent) Close() error {
 	return a.setStatusLocked(context.Background(), StatusDisposed)
 }
 
-// claim marks sess busy in this agent and returns its state.
+// claim marks sess busy in this agent and returns its state, made at
+// the first turn on this copy of the session and kept for its lifetime:
+// the session's close drops it (see [live.Session.OnClose]).
 func (a *Agent) claim(sess *live.Session, cancel context.CancelFunc) (key *int, st *sessionState, err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st = a.sessions[sess.ID()]
-	if st == nil {
-		st = &sessionState{}
-		a.sessions[sess.ID()] = st
-	}
-	if st.busy {
+	if st != nil && st.busy {
 		return nil, nil, fmt.Errorf("%w: %s", ErrBusy, sess.ID())
+	}
+	if st == nil || st.sess != sess {
+		st = &sessionState{sess: sess}
+		a.sessions[sess.ID()] = st
+		if !sess.OnClose(func() { a.forget(st) }) {
+			st.closed = true
+		}
 	}
 	st.busy = true
 	key = new(int)
@@ -356,35 +357,30 @@ func (a *Agent) claim(sess *live.Session, cancel context.CancelFunc) (key *int, 
 	return key, st, nil
 }
 
-func (a *Agent) release(sess *live.Session, key *int, headed bool) {
+func (a *Agent) release(st *sessionState, key *int, headed bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	st := a.sessions[sess.ID()]
 	st.busy = false
 	st.headed = st.headed || headed
 	delete(a.cancels, key)
-	// Keep the memory of many sessions bounded: past maxDigestCaches,
-	// the least recently used idle sessions lose their digest cache.
-	a.tick++
-	st.used = a.tick
-	// A busy session's digester is its turn's, written without the lock:
-	// it counts as cached and is never read here.
-	cached := 0
-	for _, o := range a.sessions {
-		if o.busy || o.dig.enc != nil || o.view.n > 0 {
-			cached++
-		}
+	if st.closed {
+		a.dropLocked(st)
 	}
-	for ; cached > maxDigestCaches; cached-- {
-		var lru *sessionState
-		for _, o := range a.sessions {
-			if !o.busy && o != st && (o.dig.enc != nil || o.view.n > 0) && (lru == nil || o.used < lru.used) {
-				lru = o
-			}
-		}
-		if lru == nil {
-			break
-		}
-		lru.dig, lru.view, lru.ids = digester{}, reqView{}, callIDs{}
+}
+
+// forget drops the state of a session that closed; a turn still running
+// on it drops it as it ends.
+func (a *Agent) forget(st *sessionState) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st.closed = true
+	if !st.busy {
+		a.dropLocked(st)
+	}
+}
+
+func (a *Agent) dropLocked(st *sessionState) {
+	if a.sessions[st.sess.ID()] == st {
+		delete(a.sessions, st.sess.ID())
 	}
 }

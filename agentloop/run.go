@@ -88,7 +88,7 @@ func (a *Agent) withTurn(ctx context.Context, sess *live.Session, opts []RunOpti
 		return nil, err
 	}
 	t := &turn{a: a, sess: sess, actx: context.WithoutCancel(ctx), headed: st.headed, dig: &st.dig, view: &st.view, ids: &st.ids, onChunk: ro.onChunk, by: ro.by}
-	defer func() { a.release(sess, key, t.headed) }()
+	defer func() { a.release(st, key, t.headed) }()
 	a.statusMu.Lock()
 	closed := a.closed
 	a.statusMu.Unlock()

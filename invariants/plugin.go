@@ -131,16 +131,36 @@ func (k *checker) rebuildLocked(s *live.Session) *sessionState {
 		v.Session = s.ID()
 		k.log.Warn("log of a session already breaks an invariant", "session", s.ID(), "violation", v.String())
 	}
+	return k.keepLocked(s, t)
+}
+
+// keepLocked keeps t as the trace of s for the session's lifetime: its
+// close drops it (unless a later copy of the session replaced it).
+// Called with k.mu held.
+func (k *checker) keepLocked(s *live.Session, t *trace) *sessionState {
 	st := &sessionState{sess: s, trace: t, staged: map[session.Record]struct{}{}}
-	k.sessions[s.ID()] = st
+	if s.OnClose(func() { k.forget(st) }) {
+		k.sessions[s.ID()] = st
+	} else if k.sessions[s.ID()] != nil && k.sessions[s.ID()].sess == s {
+		delete(k.sessions, s.ID())
+	}
 	return st
+}
+
+// forget drops st once its session is closed.
+func (k *checker) forget(st *sessionState) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.sessions[st.sess.ID()] == st {
+		delete(k.sessions, st.sess.ID())
+	}
 }
 
 // onCreated replays seeded, forked and loaded sessions into a new trace.
 func (k *checker) onCreated(ctx context.Context, s *live.Session) error {
 	k.mu.Lock()
 	t, v := replay(s.Records())
-	k.sessions[s.ID()] = &sessionState{sess: s, trace: t, staged: map[session.Record]struct{}{}}
+	k.keepLocked(s, t)
 	k.mu.Unlock()
 	if v != nil {
 		v.Session = s.ID()

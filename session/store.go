@@ -81,6 +81,14 @@ type Releaser interface {
 	Release(id string) error
 }
 
+// Forgetter is implemented by stores that keep what they know of a
+// session between holds (store/jsonl: its file's length and next seq):
+// Forget drops it once the session is closed in this process, so that
+// nothing of a closed session stays. Knowledge still in use is kept.
+type Forgetter interface {
+	Forget(id string)
+}
+
 // ListError is the error of a [Store.List] that could not read some of
 // the stored logs; the headers of the others are returned with it.
 type ListError struct {

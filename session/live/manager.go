@@ -29,6 +29,8 @@ type Manager struct {
 
 	mu   sync.Mutex
 	live map[string]*Session
+
+	hot hot // the sessions parked between turns (see hot.go)
 }
 
 // ManagerOption configures a [Manager].
@@ -59,6 +61,7 @@ func WithIDs(newID func() string) ManagerOption {
 // c's fiber).
 func NewManager(c *bus.Context, store session.Store, opts ...ManagerOption) *Manager {
 	m := &Manager{c: c, store: store, clock: time.Now, log: c.Logger(), live: map[string]*Session{}}
+	m.hot.lim = DefaultHotLimits
 	for _, o := range opts {
 		o(m)
 	}
@@ -85,11 +88,14 @@ func (m *Manager) Live() []*Session {
 	return out
 }
 
-// Get returns the live session id.
+// Get returns the live session id (not one being closed).
 func (m *Manager) Get(id string) (*Session, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.live[id]
+	if ok && s.isClosed() {
+		return nil, false
+	}
 	return s, ok
 }
 
@@ -296,20 +302,26 @@ func (m *Manager) publish(ctx context.Context, info session.Info, records []sess
 
 // publishState is publish of a log already validated.
 func (m *Manager) publishState(ctx context.Context, info session.Info, state *session.LogState) (*Session, error) {
-	return m.publishSession(ctx, newSessionOf(m, info, state))
+	s, err := newSessionOf(m, info, state)
+	if err != nil {
+		return nil, err
+	}
+	return m.publishSession(ctx, s)
 }
 
 func (m *Manager) publishSession(ctx context.Context, s *Session) (*Session, error) {
 	info := s.info
 	m.mu.Lock()
-	if _, dup := m.live[info.ID]; dup {
+	if old, dup := m.live[info.ID]; dup && !old.isClosed() {
 		m.mu.Unlock()
+		s.abort()
 		return nil, fmt.Errorf("session %s: %w: already live", info.ID, session.ErrExists)
 	}
 	m.live[info.ID] = s
 	m.mu.Unlock()
 	if err := Created.Emit(ctx, m.c, s); err != nil {
 		m.forget(s)
+		s.abort()
 		if r, ok := m.store.(session.Releaser); ok {
 			err = errors.Join(err, r.Release(info.ID))
 		}
@@ -324,6 +336,9 @@ func (m *Manager) forget(s *Session) {
 		delete(m.live, s.info.ID)
 	}
 	m.mu.Unlock()
+	m.hot.mu.Lock()
+	m.hot.removeLocked(s)
+	m.hot.mu.Unlock()
 }
 
 // Close closes every live session (see [Session.Close]) and returns their

@@ -6,6 +6,7 @@ import (
 	"iter"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vigil-run/vigil/bus"
@@ -17,9 +18,10 @@ import (
 // see commits in seq order) and reads never wait for an append's
 // listeners, so a listener may read the session it is observing.
 type Session struct {
-	m    *Manager
-	info session.Info
-	c    *bus.Context
+	m     *Manager
+	info  session.Info
+	c     *bus.Context // scoped to the session, on its fiber
+	fiber *bus.Fiber   // the session's lifetime (see lifetime.go)
 
 	appendMu sync.Mutex        // serializes Append, held across its dispatch
 	closed   bool              // guarded by appendMu
@@ -27,6 +29,10 @@ type Session struct {
 
 	mu  sync.RWMutex      // guards log
 	log *session.LogState // the records, the seq counter, the memoized fold and header
+
+	size       atomic.Int64 // the log's encoded length, in bytes
+	ended      atomic.Bool  // closed, readable without waiting for an append
+	parkedSize int64        // size when parked, guarded by m.hot.mu
 }
 
 // newSession makes the live session of a valid log.
@@ -35,15 +41,22 @@ func newSession(m *Manager, info session.Info, records []session.Record) (*Sessi
 	if err != nil {
 		return nil, fmt.Errorf("session %s: %w", info.ID, err)
 	}
-	return newSessionOf(m, info, log), nil
+	return newSessionOf(m, info, log)
 }
 
-// newSessionOf makes the live session of a log already validated.
-func newSessionOf(m *Manager, info session.Info, log *session.LogState) *Session {
+// newSessionOf makes the live session of a log already validated, and
+// begins its lifetime.
+func newSessionOf(m *Manager, info session.Info, log *session.LogState) (*Session, error) {
 	s := &Session{m: m, info: info, log: log}
-	id := info.ID
-	s.c = m.c.Scope(func(subject any) bool { return subject == id })
-	return s
+	var size int64
+	for _, r := range log.Records() {
+		size += int64(r.LineLen())
+	}
+	s.size.Store(size)
+	if err := s.begin(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // ID returns the session id.
@@ -64,8 +77,9 @@ func (s *Session) Info() session.Info {
 }
 
 // Context returns the bus context the session dispatches on, scoped to
-// the session: listeners registered through it receive only this
-// session's dispatches.
+// the session and bound to its lifetime: listeners and effects
+// registered through it receive only this session's dispatches and are
+// disposed when the session closes.
 func (s *Session) Context() *bus.Context { return s.c }
 
 // Records returns the log: a copy of the session's list, so writing it
@@ -97,6 +111,22 @@ func (s *Session) view() []session.Record {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.log.Records()
+}
+
+// Size returns the length of the log as encoded, in bytes: what a
+// [HotLimits] bound counts.
+func (s *Session) Size() int64 { return s.size.Load() }
+
+// isClosed reports whether Close was called.
+func (s *Session) isClosed() bool { return s.ended.Load() }
+
+// last returns the log's last record, if any.
+func (s *Session) last() (session.Record, bool) {
+	recs := s.view()
+	if len(recs) == 0 {
+		return session.Record{}, false
+	}
+	return recs[len(recs)-1], true
 }
 
 // Len returns the number of records, which is the next seq.
@@ -176,6 +206,7 @@ func (s *Session) Append(ctx context.Context, ev session.Event) (session.Record,
 	s.mu.Lock()
 	err = s.log.Commit(staged)
 	s.mu.Unlock()
+	s.size.Add(int64(rec.LineLen()))
 	if err != nil { // cannot happen: appendMu is held from Stage to Commit
 		return session.Record{}, fmt.Errorf("session %s: append %s: %w", s.info.ID, rec.Type(), err)
 	}
@@ -199,9 +230,10 @@ func (s *Session) Flush(ctx context.Context) error {
 }
 
 // Close flushes the session, refuses further appends with ErrClosed,
-// removes it from its manager's live sessions and releases the store's
-// hold on it (see [Releaser]). Reads keep working. Closing twice does
-// nothing. Closing a session from a listener of its own append is an
+// removes it from its manager's live sessions, releases the store's
+// hold on it (see [Releaser]) and ends its lifetime: what was registered
+// through [Session.Context] is disposed. Reads keep working. Closing
+// twice does nothing. Closing a session from a listener of its own append is an
 // ErrReentrantAppend error.
 func (s *Session) Close(ctx context.Context) error {
 	if ctx.Value(dispatchKey{s}) != nil {
@@ -213,6 +245,7 @@ func (s *Session) Close(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
+	s.ended.Store(true)
 	s.appendMu.Unlock()
 	err := s.Flush(ctx)
 	s.m.forget(s)
@@ -221,6 +254,8 @@ func (s *Session) Close(ctx context.Context) error {
 			err = fmt.Errorf("session %s: release: %w", s.info.ID, e)
 		}
 	}
+	s.m.forgetStored(s.info.ID)
+	_ = s.fiber.Dispose()
 	return err
 }
 

@@ -1,6 +1,8 @@
 package scripted
 
 import (
+	"weak"
+
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/session"
 )
@@ -16,9 +18,11 @@ type inputSizes struct {
 	bySession map[string]counted
 }
 
-// counted is how many bytes the first n messages of the array at base have.
+// counted is how many bytes the first n messages of the array at base
+// have. base is weak: the count never keeps a closed session's messages
+// alive, and a collected array matches nothing.
 type counted struct {
-	base  *session.Message
+	base  weak.Pointer[session.Message]
 	n     int
 	bytes int
 }
@@ -32,7 +36,7 @@ const maxCounted = 1024
 func (s *inputSizes) size(req *agentloop.Request) int {
 	msgs := req.Messages
 	c := s.bySession[req.Session]
-	if len(msgs) == 0 || c.n > len(msgs) || c.base != &msgs[0] {
+	if len(msgs) == 0 || c.n > len(msgs) || c.base.Value() != &msgs[0] {
 		c = counted{}
 	}
 	for i := c.n; i < len(msgs); i++ {
@@ -46,7 +50,7 @@ func (s *inputSizes) size(req *agentloop.Request) int {
 		if s.bySession == nil || len(s.bySession) >= maxCounted {
 			s.bySession = map[string]counted{}
 		}
-		c.base, c.n = &msgs[0], len(msgs)
+		c.base, c.n = weak.Make(&msgs[0]), len(msgs)
 		s.bySession[req.Session] = c
 	}
 	return len(req.Header.System) + c.bytes

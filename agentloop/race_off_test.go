@@ -1,0 +1,5 @@
+//go:build !race
+
+package agentloop_test
+
+const raceOn = false
