@@ -24,23 +24,6 @@ import (
 	"github.com/vigil-run/vigil/session/live"
 )
 
-// Until tool/retry and tool/reconcile are core types (branch
-// h/reconcile), a process registers them to log them. Once they are,
-// this does nothing.
-func init() {
-	for _, typ := range []string{session.TypeToolRetry, session.TypeToolReconcile} {
-		if !slices.Contains(session.CoreTypes(), typ) {
-			session.RegisterType(typ)
-		}
-	}
-}
-
-// foldShowsReconcile: the fold shows a tool/reconcile to the model (it
-// does once the record is a core type).
-func foldShowsReconcile() bool {
-	return slices.Contains(session.CoreTypes(), session.TypeToolReconcile)
-}
-
 // payments is a payment tool's side of the world: the idempotency key of
 // every run, in order.
 type payments struct {
@@ -227,10 +210,8 @@ func TestContinueRetriesAnIdempotentCallWithItsKey(t *testing.T) {
 
 	reqs := rec.requests()
 	require.Len(t, reqs, 1)
-	if foldShowsReconcile() {
-		msgs := reqs[0].Messages
-		assert.Contains(t, msgs[len(msgs)-1].Content, "paid", "the model is shown the retry's outcome")
-	}
+	msgs := reqs[0].Messages
+	assert.Contains(t, msgs[len(msgs)-1].Content, "paid", "the model is shown the retry's outcome")
 	r.verify(t)
 }
 

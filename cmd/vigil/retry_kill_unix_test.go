@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -29,9 +28,6 @@ import (
 func TestAnIdempotentEffectHappensOncePerKeyAcrossAKillAndAContinuation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes per trial")
-	}
-	if !slices.Contains(session.CoreTypes(), session.TypeToolRetry) {
-		t.Skip("tool/retry and tool/reconcile are not core types yet: vigil cannot log them (branch h/reconcile)")
 	}
 	srv := effectModelOf(t, 3, "keyed_effect")
 	for i := range 10 {
