@@ -21,14 +21,20 @@ import (
 	"os"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/vigil-run/vigil/plugins/external/sdk"
 )
 
-// Config names the file the effects are appended to.
+// Config names the file the effects are appended to. KillBefore N kills
+// the host right before the N-th effect (counted in the file, as
+// KillAfter), once the tool runs; DelayMS makes every run wait that long
+// before its effect, so a kill from outside can land during a tool.
 type Config struct {
-	File      string `json:"file"`
-	KillAfter int    `json:"kill_after"`
+	File       string `json:"file"`
+	KillAfter  int    `json:"kill_after"`
+	KillBefore int    `json:"kill_before"`
+	DelayMS    int    `json:"delay_ms"`
 }
 
 var cfg Config
@@ -37,6 +43,15 @@ var cfg Config
 // lines.
 func killAfterEffect() {
 	if b, _ := os.ReadFile(cfg.File); cfg.KillAfter > 0 && bytes.Count(b, []byte("\n")) >= cfg.KillAfter {
+		_ = syscall.Kill(os.Getppid(), syscall.SIGKILL)
+	}
+}
+
+// beforeEffect waits DelayMS, then kills the host if the next effect is
+// the KillBefore-th.
+func beforeEffect() {
+	time.Sleep(time.Duration(cfg.DelayMS) * time.Millisecond)
+	if b, _ := os.ReadFile(cfg.File); cfg.KillBefore > 0 && bytes.Count(b, []byte("\n")) >= cfg.KillBefore-1 {
 		_ = syscall.Kill(os.Getppid(), syscall.SIGKILL)
 	}
 }
@@ -57,6 +72,7 @@ func keyedEffect() sdk.Tool {
 					return "done " + a.Tag + " (already)", nil
 				}
 			}
+			beforeEffect()
 			if err := appendLine(cfg.File, a.Tag+" "+key); err != nil {
 				return "", err
 			}
@@ -89,6 +105,7 @@ func main() {
 				func(_ context.Context, a struct {
 					Tag string `json:"tag"`
 				}) (string, error) {
+					beforeEffect()
 					if err := appendLine(cfg.File, a.Tag); err != nil {
 						return "", err
 					}
