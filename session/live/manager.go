@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/oklog/ulid/v2"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/session"
@@ -26,6 +27,8 @@ type Manager struct {
 	clock func() time.Time
 	newID func() string
 	log   hclog.Logger
+	// signer signs the sessions' checkpoints; nil signs none.
+	signer note.Signer
 
 	mu   sync.Mutex
 	live map[string]*Session

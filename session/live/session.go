@@ -27,6 +27,8 @@ type Session struct {
 
 	mu  sync.RWMutex      // guards log
 	log *session.LogState // the records, the seq counter, the memoized fold and header
+
+	seal seal // the signing state, guarded by appendMu
 }
 
 // newSession makes the live session of a valid log.
@@ -156,6 +158,15 @@ func (s *Session) Append(ctx context.Context, ev session.Event) (session.Record,
 	if s.closed {
 		return session.Record{}, fmt.Errorf("session %s: append %s: %w", s.info.ID, ev.Type, session.ErrClosed)
 	}
+	rec, err := s.appendLocked(ctx, ev)
+	if err == nil {
+		s.autoCheckpoint(ctx, rec)
+	}
+	return rec, err
+}
+
+// appendLocked is Append with appendMu held.
+func (s *Session) appendLocked(ctx context.Context, ev session.Event) (session.Record, error) {
 	// The log changes only under appendMu, held here: staging reads it
 	// without mu.
 	staged, err := s.log.Stage(session.LogTime(s.m.clock()), &ev)
@@ -212,9 +223,15 @@ func (s *Session) Close(ctx context.Context) error {
 		s.appendMu.Unlock()
 		return nil
 	}
+	// What the session holds past its last checkpoint is signed before
+	// it closes.
+	cerr := s.checkpointLocked(ctx)
 	s.closed = true
 	s.appendMu.Unlock()
 	err := s.Flush(ctx)
+	if err == nil {
+		err = cerr
+	}
 	s.m.forget(s)
 	if r, ok := s.m.store.(session.Releaser); ok {
 		if e := r.Release(s.info.ID); e != nil && err == nil {
