@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/vigil-run/vigil/session"
 )
@@ -28,6 +29,7 @@ type seal struct {
 	known   bool  // covered and last are read from the log
 	covered int64 // the size of the last checkpoint's tree, -1 for none
 	last    []byte
+	header  tlog.Hash // the header line's hash, read with covered
 }
 
 // Checkpoint appends a signed checkpoint of the log as it stands, unless
@@ -88,6 +90,7 @@ func (s *Session) learnSeal() {
 		return
 	}
 	s.seal.known, s.seal.covered = true, -1
+	s.seal.header = session.HeaderHashOf(s.info)
 	recs := s.log.Records()
 	for i := len(recs) - 1; i >= 0; i-- {
 		if msg, ok := session.CheckpointNote(recs[i]); ok {
@@ -111,7 +114,7 @@ func (s *Session) checkpointLocked(ctx context.Context) error {
 	for _, r := range recs[s.seal.tree.Size():] {
 		s.seal.tree.AddRecord(r)
 	}
-	c := session.Checkpoint{Origin: session.CheckpointOrigin(s.info.ID), Size: n, Root: s.seal.tree.Root(), Header: session.HeaderHashOf(s.info)}
+	c := session.Checkpoint{Origin: session.CheckpointOrigin(s.info.ID), Size: n, Root: s.seal.tree.Root(), Header: s.seal.header}
 	msg, err := session.SignCheckpoint(c, s.m.signer)
 	if err != nil {
 		return fmt.Errorf("session %s: sign checkpoint: %w", s.info.ID, err)
