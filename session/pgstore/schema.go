@@ -84,6 +84,8 @@ var migrations = []string{
 	);
 	CREATE INDEX vigil_jobs_done_call ON vigil_jobs_done (session_id, call) WHERE call IS NOT NULL;
 	CREATE INDEX vigil_jobs_done_finished ON vigil_jobs_done (finished);`,
+	// 4: a finished turn job's receipt.
+	`ALTER TABLE vigil_jobs_done ADD COLUMN checkpoint text; -- the signed checkpoint the turn ended with`,
 }
 
 // SchemaVersion is the version of the tables this package reads and
