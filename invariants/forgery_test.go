@@ -23,8 +23,12 @@ import (
 
 // signedSession runs two turns (a tool call, then an answer; then an
 // answer) on a manager that signs with signer, and returns the log's
-// header and records and each turn's receipt.
-func signedSession(t *testing.T, signer note.Signer) (session.Info, []session.Record, []string) {
+// header and records and each turn's receipt, on store (a memory store
+// when nil).
+func signedSession(t *testing.T, signer note.Signer, store session.Store) (session.Info, []session.Record, []string) {
+	if store == nil {
+		store = memory.New()
+	}
 	ctx := context.Background()
 	root := bus.New()
 	defer func() { _ = root.Dispose() }()
@@ -32,7 +36,7 @@ func signedSession(t *testing.T, signer note.Signer) (session.Info, []session.Re
 	_, err := c.Plugin(invariants.New(), &invariants.Config{})
 	require.NoError(t, err)
 	var tick int64
-	mgr := live.NewManager(c, memory.New(), live.WithSigner(signer), live.WithClock(func() time.Time {
+	mgr := live.NewManager(c, store, live.WithSigner(signer), live.WithClock(func() time.Time {
 		tick++
 		return time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC).Add(time.Duration(tick) * time.Millisecond)
 	}))
@@ -143,7 +147,7 @@ func TestForgeriesAreFoundWithThePublicKey(t *testing.T) {
 	require.NoError(t, err)
 	verifier, err := note.NewVerifier(vkey)
 	require.NoError(t, err)
-	info, records, receipts := signedSession(t, signer)
+	info, records, receipts := signedSession(t, signer, nil)
 
 	otherKey, _, err := note.GenerateKey(rand.Reader, "forger")
 	require.NoError(t, err)
