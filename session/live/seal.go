@@ -30,6 +30,10 @@ type seal struct {
 	covered int64 // the size of the last checkpoint's tree, -1 for none
 	last    []byte
 	header  tlog.Hash // the header line's hash, read with covered
+	// appended: this process appended records the last checkpoint does
+	// not cover. Close signs only then: a reader that opens and closes a
+	// session writes nothing to it.
+	appended bool
 }
 
 // Checkpoint appends a signed checkpoint of the log as it stands, unless
@@ -122,6 +126,15 @@ func (s *Session) checkpointLocked(ctx context.Context) error {
 	if _, err := s.appendLocked(ctx, session.CheckpointEvent(msg)); err != nil {
 		return err
 	}
-	s.seal.covered, s.seal.last = n, msg
+	s.seal.covered, s.seal.last, s.seal.appended = n, msg, false
 	return nil
+}
+
+// closeCheckpoint signs, as the session closes, what this process
+// appended since the last checkpoint.
+func (s *Session) closeCheckpoint(ctx context.Context) error {
+	if !s.seal.appended {
+		return nil
+	}
+	return s.checkpointLocked(ctx)
 }

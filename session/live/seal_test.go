@@ -83,6 +83,11 @@ func TestSigningSessionCheckpointsTurnEndsLongTurnsAndClose(t *testing.T) {
 	require.NoError(t, err)
 	last, _ := session.CheckpointNote(log.Records[end+3])
 	assert.Equal(t, last, s2.LastCheckpoint())
+	// Opened and closed with nothing appended, it writes nothing.
+	require.NoError(t, s2.Close(ctx))
+	again, err := store.Load(ctx, s.ID())
+	require.NoError(t, err)
+	assert.Len(t, again.Records, len(log.Records))
 }
 
 func TestUnsignedSessionWritesNoCheckpoint(t *testing.T) {

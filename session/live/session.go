@@ -160,6 +160,7 @@ func (s *Session) Append(ctx context.Context, ev session.Event) (session.Record,
 	}
 	rec, err := s.appendLocked(ctx, ev)
 	if err == nil {
+		s.seal.appended = true
 		s.autoCheckpoint(ctx, rec)
 	}
 	return rec, err
@@ -225,7 +226,7 @@ func (s *Session) Close(ctx context.Context) error {
 	}
 	// What the session holds past its last checkpoint is signed before
 	// it closes.
-	cerr := s.checkpointLocked(ctx)
+	cerr := s.closeCheckpoint(ctx)
 	s.closed = true
 	s.appendMu.Unlock()
 	err := s.Flush(ctx)
