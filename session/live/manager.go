@@ -184,7 +184,14 @@ func (m *Manager) Open(ctx context.Context, id string) (*Session, error) {
 			return nil, fmt.Errorf("session: open %s: repair: %w", id, err)
 		}
 	}
-	return m.publishState(ctx, log.Info, state)
+	s, err := m.publishState(ctx, log.Info, state)
+	if err == nil && len(closers) > 0 {
+		// The repair ended a turn: it is signed as any turn's end.
+		if _, cerr := s.Checkpoint(ctx); cerr != nil {
+			m.log.Error("signing a checkpoint", "session", id, "error", cerr)
+		}
+	}
+	return s, err
 }
 
 // Fork makes a new session whose log is the log of id up to and including

@@ -78,16 +78,35 @@ func TestSigningSessionCheckpointsTurnEndsLongTurnsAndClose(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []int64{32, end + 1, end + 3}, checkpointsOf(t, verifier, s.Info(), log.Records), "close signs what follows the last checkpoint")
 
-	// Reopened, a session knows its last checkpoint from the log.
+	// Reopened, the open turn 2 is repaired, and the repair's turn/end
+	// signed as any turn's end.
 	s2, err := m.Open(ctx, s.ID())
 	require.NoError(t, err)
-	last, _ := session.CheckpointNote(log.Records[end+3])
+	recs2 := s2.Records()
+	assert.Equal(t, []int64{32, end + 1, end + 3, end + 5}, checkpointsOf(t, verifier, s.Info(), recs2))
+	last, _ := session.CheckpointNote(recs2[end+5])
 	assert.Equal(t, last, s2.LastCheckpoint())
-	// Opened and closed with nothing appended, it writes nothing.
+	// Closed with nothing appended since, it signs nothing more.
 	require.NoError(t, s2.Close(ctx))
 	again, err := store.Load(ctx, s.ID())
 	require.NoError(t, err)
-	assert.Len(t, again.Records, len(log.Records))
+	assert.Len(t, again.Records, len(recs2))
+
+	// Opened and closed by a reader, an unsigned session stays unsigned.
+	plain := live.NewManager(root.Context(), store)
+	u, err := plain.Create(ctx)
+	require.NoError(t, err)
+	_, err = u.Append(ctx, session.Event{Type: session.TypeTurnStart, Turn: 1, Data: session.TurnStart{}})
+	require.NoError(t, err)
+	_, err = u.Append(ctx, session.Event{Type: session.TypeTurnEnd, Turn: 1, Data: session.TurnEnd{Reason: session.ReasonCompleted}})
+	require.NoError(t, err)
+	require.NoError(t, u.Close(ctx))
+	u2, err := m.Open(ctx, u.ID())
+	require.NoError(t, err)
+	require.NoError(t, u2.Close(ctx))
+	ulog, err := store.Load(ctx, u.ID())
+	require.NoError(t, err)
+	assert.Len(t, ulog.Records, 2)
 }
 
 func TestUnsignedSessionWritesNoCheckpoint(t *testing.T) {
