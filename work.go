@@ -297,7 +297,7 @@ func carryOn(ctx context.Context, agent *agentloop.Agent, sess *live.Session, by
 func outcomeOf(res *Result, err error, cancelled bool) session.Outcome {
 	var o session.Outcome
 	if res != nil {
-		o.Reason = res.Reason
+		o.Reason, o.Checkpoint = res.Reason, res.Checkpoint
 	}
 	switch {
 	case err == nil, errors.Is(err, agentloop.ErrSuspended), errors.Is(err, ErrAbandoned):

@@ -310,6 +310,9 @@ func (t *turn) answer(n int, p session.PendingCall, e *session.ToolResultError) 
 // log is made durable, the turn left open.
 func (t *turn) suspend() (*TurnResult, error) {
 	t.res.Reason = ReasonSuspended
+	if err := t.receipt(); err != nil {
+		return &t.res, err
+	}
 	if err := t.sess.Flush(t.actx); err != nil {
 		return &t.res, fmt.Errorf("agentloop: suspend: %w", err)
 	}

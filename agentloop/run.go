@@ -26,6 +26,10 @@ type TurnResult struct {
 	// Pending are the calls a suspended turn (Reason "suspended") waits
 	// for, in the order of their approval requests.
 	Pending []session.PendingCall
+	// Checkpoint is the signed checkpoint note the turn ended (or
+	// suspended) with: its receipt, to keep apart from the log (see
+	// vigil verify --anchor). Empty when the sessions are not signed.
+	Checkpoint string
 }
 
 // RunOption configures one [Agent.Run].
@@ -265,6 +269,9 @@ func (t *turn) finish(reason string, cause error) (*TurnResult, error) {
 	if _, err := t.append(session.Event{Type: session.TypeTurnEnd, Data: end}); err != nil {
 		return &t.res, errors.Join(cause, err)
 	}
+	if err := t.receipt(); err != nil {
+		return &t.res, errors.Join(cause, err)
+	}
 	return &t.res, cause
 }
 
@@ -301,4 +308,16 @@ func (a *Agent) header(prov Provider, tools []Tool) session.Header {
 		}
 	}
 	return h
+}
+
+// receipt signs the log as the turn leaves it (the session signed at
+// its turn/end already, and a suspension is signed here) and keeps the
+// checkpoint as the turn's receipt.
+func (t *turn) receipt() error {
+	msg, err := t.sess.Checkpoint(t.actx)
+	if err != nil {
+		return fmt.Errorf("agentloop: checkpoint: %w", err)
+	}
+	t.res.Checkpoint = string(msg)
+	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/mod/sumdb/note"
+
 	"github.com/vigil-run/vigil/session"
 )
 
@@ -22,6 +24,10 @@ type logBuilder struct {
 	now     time.Time
 	// stepStart is the seq of the open step's step/start.
 	stepStart int64
+	// signer, when set, signs a checkpoint after every turn/end, as a
+	// signing session does; tree is the log's so far.
+	signer note.Signer
+	tree   session.MerkleTree
 }
 
 func newLogBuilder(h session.Header) *logBuilder {
@@ -37,8 +43,34 @@ func (b *logBuilder) add(ev session.Event) session.Record {
 		panic(fmt.Sprintf("logBuilder: fold: %v", err))
 	}
 	b.records = append(b.records, r)
+	if b.signer != nil && ev.Type == session.TypeTurnEnd {
+		b.checkpoint()
+	}
 	return r
 }
+
+// checkpoint appends a checkpoint signed by b.signer.
+func (b *logBuilder) checkpoint() {
+	for _, r := range b.records[b.tree.Size():] {
+		b.tree.AddRecord(r)
+	}
+	n := int64(len(b.records))
+	c := session.Checkpoint{Origin: session.CheckpointOrigin(b.id()), Size: n, Root: b.tree.Root(), Header: session.HeaderHashOf(b.info(b.id()))}
+	msg, err := session.SignCheckpoint(c, b.signer)
+	if err != nil {
+		panic(err)
+	}
+	r, err := session.NewRecord(n, b.now, session.CheckpointEvent(msg))
+	if err != nil {
+		panic(err)
+	}
+	b.records = append(b.records, r)
+}
+
+// id is the session id of a signed builder's log.
+func (b *logBuilder) id() string { return "signed" }
+
+func (b *logBuilder) info(id string) session.Info { return session.Info{ID: id, Created: b.now} }
 
 type toolCallSpec struct {
 	name, args, result string
@@ -103,7 +135,7 @@ func (b *logBuilder) stepWith(s stepSpec) {
 
 // jsonl renders the log in the stored format.
 func (b *logBuilder) jsonl(id string) []byte {
-	out := session.AppendHeaderLine(nil, session.Info{ID: id, Created: b.now})
+	out := session.AppendHeaderLine(nil, b.info(id))
 	for _, r := range b.records {
 		out = r.AppendLine(out)
 	}

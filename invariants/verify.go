@@ -34,6 +34,11 @@ type Report struct {
 	// build): the log does not hold their requests, so their digests are
 	// not checked. Not a violation: such a log verifies, and says so.
 	OneshotsUnderived []int64
+	// Checkpoints counts the integrity/checkpoint records, checked or
+	// not; Integrity is what checking them established (nil unless an
+	// [Audit] was given). Its findings make the log invalid.
+	Checkpoints int
+	Integrity   *Integrity
 }
 
 // Verdicts of a [Report], as `vigil verify --json` states them.
@@ -53,7 +58,7 @@ const (
 // lines reads the same, so only the open verdict says what is proven.
 func (r *Report) Verdict() string {
 	switch {
-	case len(r.Violations) > 0:
+	case len(r.Violations) > 0, r.Integrity != nil && len(r.Integrity.Findings) > 0:
 		return VerdictInvalid
 	case r.Open != nil:
 		return VerdictOpen
@@ -122,7 +127,12 @@ func VerifyFile(path string) (*Report, error) {
 // read as a record (including a torn last line) is an error naming the
 // line, a *session.CorruptError; a log of another version or with an
 // unknown type is refused with the session package's errors.
-func Verify(r io.Reader) (*Report, error) {
+func Verify(r io.Reader) (*Report, error) { return VerifyAudited(r, nil) }
+
+// VerifyAudited is [Verify] that also checks the log's signed
+// checkpoints, and its anchors, with audit (none when nil): the
+// findings are in Report.Integrity.
+func VerifyAudited(r io.Reader, audit *Audit) (*Report, error) {
 	sum := sha256.New()
 	br := bufio.NewReaderSize(io.TeeReader(r, sum), 1<<16)
 	rep := &Report{}
@@ -150,6 +160,10 @@ func Verify(r io.Reader) (*Report, error) {
 		return nil, lineError(1, err)
 	}
 	rep.Session = info.ID
+	var au *auditor
+	if audit != nil {
+		au = newAuditor(audit, info, head)
+	}
 
 	var events []event
 	for {
@@ -161,6 +175,9 @@ func Verify(r io.Reader) (*Report, error) {
 			return rep, err
 		}
 		rec, err := session.DecodeRecord(line)
+		if au != nil {
+			au.line(int64(len(events)), line, rec)
+		}
 		if err != nil {
 			v := decodeViolation(err)
 			if v == nil {
@@ -169,7 +186,13 @@ func Verify(r io.Reader) (*Report, error) {
 			events = append(events, event{refused: v})
 			continue
 		}
+		if rec.Type() == session.TypeCheckpoint {
+			rep.Checkpoints++
+		}
 		events = append(events, event{rec: rec})
+	}
+	if au != nil {
+		rep.Integrity = au.finish()
 	}
 	rep.Events = len(events)
 	rep.SHA256 = hex.EncodeToString(sum.Sum(nil))

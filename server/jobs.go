@@ -31,6 +31,9 @@ type Job struct {
 	Reason string `json:"reason,omitempty"`
 	// Error is why a failed or cancelled job ended so.
 	Error *session.JobError `json:"error,omitempty"`
+	// Checkpoint is the signed checkpoint the job's turn ended or
+	// suspended with: its receipt, for vigil verify --anchor.
+	Checkpoint string `json:"checkpoint,omitempty"`
 }
 
 // handleJob answers a job's state and outcome. The queue keeps a
@@ -50,7 +53,7 @@ func (s *Server) handleJob(_ http.ResponseWriter, r *http.Request) (int, any, er
 		return 0, nil, apiError(http.StatusNotFound, CodeNotFound, "no job %s", id)
 	}
 	out := Job{ID: j.ID, Session: j.Session, Kind: j.Kind, Call: j.Call, State: string(j.State), Enqueued: j.Enqueued,
-		Attempts: j.Attempts, Worker: j.Worker, By: vigil.JobBy(j), Reason: j.Outcome.Reason, Error: j.Outcome.Error}
+		Attempts: j.Attempts, Worker: j.Worker, By: vigil.JobBy(j), Reason: j.Outcome.Reason, Error: j.Outcome.Error, Checkpoint: j.Outcome.Checkpoint}
 	if !j.Started.IsZero() {
 		out.Started = &j.Started
 	}

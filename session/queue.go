@@ -118,6 +118,10 @@ type Outcome struct {
 	// Reason is what the job's work ended with, opaque to the store (the
 	// runtime puts a turn's end reason, or "suspended").
 	Reason string `json:"reason,omitempty"`
+	// Checkpoint is the signed checkpoint note the job's turn ended or
+	// suspended with (its receipt), opaque to the store; empty when the
+	// sessions are not signed.
+	Checkpoint string `json:"checkpoint,omitempty"`
 }
 
 // JobError is the error a job ended with.

@@ -66,6 +66,7 @@ func newRootCmd(e *env) *cobra.Command {
 		newChatCmd(e),
 		newSessionsCmd(e),
 		newVerifyCmd(e),
+		newKeysCmd(e),
 		newReplayCmd(e),
 		newTraceCmd(e),
 		newApproveCmd(e),

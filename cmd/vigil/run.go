@@ -254,6 +254,9 @@ func turnJSON(res *agentloop.TurnResult, err error) map[string]any {
 	if err != nil {
 		out["error"] = err.Error()
 	}
+	if res.Checkpoint != "" {
+		out["checkpoint"] = res.Checkpoint
+	}
 	if len(res.Pending) > 0 {
 		pending := make([]map[string]any, 0, len(res.Pending))
 		for _, p := range res.Pending {

@@ -71,6 +71,7 @@ type forest struct {
 	// items are the logs verified alone: those no tree holds (a file
 	// that does not decode), or that could not be read.
 	items []verifyItem
+	audit *invariants.Audit // checks each log's checkpoints; nil for none
 }
 
 func (f *forest) add(id string, l *treeLog) {
@@ -83,8 +84,8 @@ func (f *forest) add(id string, l *treeLog) {
 // result. An argument is a session id (its tree in the store of the
 // composition) or a log file or directory of them (the files given form
 // one set, and every tree among them is checked).
-func verifyTrees(ctx context.Context, e *env, cfg string, h **host, args []string) ([]verifyItem, error) {
-	f := &forest{logs: map[string]*treeLog{}}
+func verifyTrees(ctx context.Context, e *env, cfg string, h **host, args []string, audit *invariants.Audit) ([]verifyItem, error) {
+	f := &forest{logs: map[string]*treeLog{}, audit: audit}
 	var files []string
 	for _, arg := range args {
 		if _, err := os.Stat(arg); err == nil {
@@ -161,7 +162,7 @@ func (f *forest) loadFiles(files []string) error {
 		log, err := session.Decode(bytes.NewReader(data))
 		if err != nil {
 			// Verified alone: verify names what is wrong with it.
-			rep, err := invariants.Verify(bytes.NewReader(data))
+			rep, err := invariants.VerifyAudited(bytes.NewReader(data), f.audit)
 			f.items = append(f.items, verifyItem{label: p, rep: rep, err: err})
 			continue
 		}
@@ -220,7 +221,7 @@ func (f *forest) verify() []verifyItem {
 			}
 			done[id] = true
 			l := f.logs[id]
-			rep, err := invariants.Verify(bytes.NewReader(l.data))
+			rep, err := invariants.VerifyAudited(bytes.NewReader(l.data), f.audit)
 			if err != nil {
 				out = append(out, verifyItem{label: l.label, err: err})
 				return

@@ -19,8 +19,9 @@ import (
 func newVerifyCmd(e *env) *cobra.Command {
 	var cfg string
 	var asJSON, tree bool
+	var keys, anchors []string
 	cmd := &cobra.Command{
-		Use:   "verify FILE|ID...",
+		Use:   "verify [--key PUBKEY [--anchor FILE]...] FILE|ID...",
 		Short: "Check stored session logs offline",
 		Long: `Run the invariants' rules over stored logs: each argument is a log file, or
 the id of a session in the store of the composition -c names. Each violation
@@ -52,6 +53,21 @@ that call passed. Its arguments are session ids (the tree in the store) or
 exported log files and directories of them (every tree among them, each log
 labelled with its file).
 
+--key checks every signed checkpoint (integrity/checkpoint) with the
+auditor's public key (as vigil keys generate printed it, or a file holding
+it; repeat for several): its signature, and that its size, root and header
+hash state the log before it. One line per log then says what is covered:
+
+  FILE|ID: signed: records 0-73 covered by NAME; 0 records after the last checkpoint
+
+and each finding prints as FILE|ID: KIND [seq=N]: message, KIND one of
+unsigned, key-mismatch, bad-signature, checkpoint-mismatch,
+missing-checkpoint, unsigned-tail, broken-anchor; any finding makes the log
+invalid. --anchor FILE holds a checkpoint note kept elsewhere (a turn's
+receipt): the log must extend it, so a log cut back to an earlier checkpoint
+or rewritten and re-signed is found. Without --key a log is reported
+unsigned, or with its checkpoints unchecked.
+
 Exit 0 when every log is valid; 1 when one has a violation or cannot be
 read; else 4 when an argument is neither a file nor a stored session; else 3
 when a log ends inside a turn.`,
@@ -67,10 +83,16 @@ when a log ends inside a turn.`,
 		},
 		ValidArgsFunction: completeSessionIDs(e, true),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
-			return cmdVerify(cmd.Context(), e, cfg, asJSON, tree, args)
+			audit, err := auditOf(keys, anchors)
+			if err != nil {
+				return err
+			}
+			return cmdVerify(cmd.Context(), e, cfg, asJSON, tree, audit, args)
 		}),
 	}
 	configFlag(cmd, &cfg)
+	cmd.Flags().StringArrayVar(&keys, "key", nil, "check the signed checkpoints with this public key (or a file holding it); repeatable")
+	cmd.Flags().StringArrayVar(&anchors, "anchor", nil, "a file holding a signed checkpoint the log must extend (a receipt); repeatable, needs --key")
 	cmd.Flags().BoolVar(&tree, "tree", false, "verify each session with its sub-agent sessions and their delegations")
 	jsonFlag(cmd, &asJSON, "the reports")
 	return cmd
@@ -96,7 +118,11 @@ type verifyReport struct {
 	// OneshotsUnderived are the seqs of one-shots an older build logged
 	// without their instruction: not re-derived, and not violations.
 	OneshotsUnderived []int64 `json:"oneshots_underived,omitempty"`
-	Error             string  `json:"error,omitempty"`
+	// Integrity is "unsigned", "unchecked" (checkpoints, no --key) or
+	// "checked" (then Checked says what --key established).
+	Integrity string                `json:"integrity,omitempty"`
+	Checked   *invariants.Integrity `json:"checked,omitempty"`
+	Error     string                `json:"error,omitempty"`
 }
 
 // verdictUnreadable is the verdict of a log that could not be read.
@@ -112,7 +138,7 @@ type verifyItem struct {
 
 // cmdVerify runs the append rules and request-digest over stored logs,
 // each line labelled with the argument it is about.
-func cmdVerify(ctx context.Context, e *env, cfg string, asJSON, tree bool, args []string) error {
+func cmdVerify(ctx context.Context, e *env, cfg string, asJSON, tree bool, audit *invariants.Audit, args []string) error {
 	var h *host
 	defer func() {
 		if h != nil {
@@ -122,12 +148,12 @@ func cmdVerify(ctx context.Context, e *env, cfg string, asJSON, tree bool, args 
 	var items []verifyItem
 	if tree {
 		var err error
-		if items, err = verifyTrees(ctx, e, cfg, &h, args); err != nil {
+		if items, err = verifyTrees(ctx, e, cfg, &h, args, audit); err != nil {
 			return err
 		}
 	} else {
 		for _, arg := range args {
-			rep, err := verifyOne(ctx, e, cfg, &h, arg)
+			rep, err := verifyOne(ctx, e, cfg, &h, arg, audit)
 			items = append(items, verifyItem{arg, rep, err})
 		}
 	}
@@ -156,7 +182,8 @@ func cmdVerify(ctx context.Context, e *env, cfg string, asJSON, tree bool, args 
 		if asJSON {
 			proven := rep.Proven
 			reports = append(reports, verifyReport{Log: it.label, Session: rep.Session, Verdict: verdict, SHA256: rep.SHA256, Verifier: verifier,
-				Events: rep.Events, Proven: &proven, Open: rep.Open, Violations: nonNil(rep.Violations), OneshotsUnderived: rep.OneshotsUnderived})
+				Events: rep.Events, Proven: &proven, Open: rep.Open, Violations: nonNil(rep.Violations), OneshotsUnderived: rep.OneshotsUnderived,
+				Integrity: integrityWord(rep), Checked: rep.Integrity})
 			continue
 		}
 		for _, v := range rep.Violations {
@@ -165,6 +192,7 @@ func cmdVerify(ctx context.Context, e *env, cfg string, asJSON, tree bool, args 
 		if rep.Open != nil {
 			fmt.Fprintf(e.stdout, "%s: %s\n", it.label, rep.Open)
 		}
+		printIntegrity(e, it.label, rep)
 		p := rep.Proven
 		oneshots := ""
 		if p.Oneshots > 0 {
@@ -200,9 +228,14 @@ func cmdVerify(ctx context.Context, e *env, cfg string, asJSON, tree bool, args 
 
 // verifyOne verifies a log file, or the log of a session id in the store
 // of the composition (opened on first need).
-func verifyOne(ctx context.Context, e *env, cfg string, h **host, arg string) (*invariants.Report, error) {
+func verifyOne(ctx context.Context, e *env, cfg string, h **host, arg string, audit *invariants.Audit) (*invariants.Report, error) {
 	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
-		return invariants.VerifyFile(arg)
+		f, err := os.Open(arg)
+		if err != nil {
+			return nil, fmt.Errorf("verify: %w", err)
+		}
+		defer f.Close()
+		return invariants.VerifyAudited(f, audit)
 	}
 	if !session.ValidID(arg) {
 		return nil, notFoundf("no such file or session id")
@@ -211,7 +244,7 @@ func verifyOne(ctx context.Context, e *env, cfg string, h **host, arg string) (*
 	if err != nil {
 		return nil, err
 	}
-	return invariants.Verify(bytes.NewReader(data))
+	return invariants.VerifyAudited(bytes.NewReader(data), audit)
 }
 
 // exportSession returns the stored JSONL bytes of session id.

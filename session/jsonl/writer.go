@@ -82,9 +82,7 @@ func (w *writer) learn(size int64, records []session.Record) {
 // tailTurn reports whether records leave a turn open, and whether they
 // end suspended on an approval/request.
 func tailTurn(records []session.Record) (inTurn, suspended bool) {
-	if n := len(records); n > 0 && records[n-1].Type() == session.TypeApprovalRequest {
-		suspended = true
-	}
+	suspended = endsSuspended(records)
 	for i := len(records) - 1; i >= 0; i-- {
 		switch records[i].Type() {
 		case session.TypeTurnEnd:
@@ -231,7 +229,18 @@ func (w *writer) turnAfter(records []session.Record) {
 			w.inTurn = in
 		}
 	}
-	w.suspended = records[len(records)-1].Type() == session.TypeApprovalRequest
+	w.suspended = endsSuspended(records)
+}
+
+// endsSuspended reports whether records end with an approval/request,
+// past the ignorable records (a checkpoint) after it.
+func endsSuspended(records []session.Record) bool {
+	for i := len(records) - 1; i >= 0; i-- {
+		if !records[i].Ignorable() {
+			return records[i].Type() == session.TypeApprovalRequest
+		}
+	}
+	return false
 }
 
 // append buffers records after checking they continue the log at next,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/oklog/ulid/v2"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/session"
@@ -26,6 +27,8 @@ type Manager struct {
 	clock func() time.Time
 	newID func() string
 	log   hclog.Logger
+	// signer signs the sessions' checkpoints; nil signs none.
+	signer note.Signer
 
 	mu   sync.Mutex
 	live map[string]*Session
@@ -187,7 +190,14 @@ func (m *Manager) Open(ctx context.Context, id string) (*Session, error) {
 			return nil, fmt.Errorf("session: open %s: repair: %w", id, err)
 		}
 	}
-	return m.publishState(ctx, log.Info, state)
+	s, err := m.publishState(ctx, log.Info, state)
+	if err == nil && len(closers) > 0 {
+		// The repair ended a turn: it is signed as any turn's end.
+		if _, cerr := s.Checkpoint(ctx); cerr != nil {
+			m.log.Error("signing a checkpoint", "session", id, "error", cerr)
+		}
+	}
+	return s, err
 }
 
 // Fork makes a new session whose log is the log of id up to and including

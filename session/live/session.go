@@ -33,6 +33,7 @@ type Session struct {
 	size       atomic.Int64 // the log's encoded length, in bytes
 	ended      atomic.Bool  // closed, readable without waiting for an append
 	parkedSize int64        // size when parked, guarded by m.hot.mu
+	seal       seal         // the signing state, guarded by appendMu
 }
 
 // newSession makes the live session of a valid log.
@@ -186,6 +187,16 @@ func (s *Session) Append(ctx context.Context, ev session.Event) (session.Record,
 	if s.closed {
 		return session.Record{}, fmt.Errorf("session %s: append %s: %w", s.info.ID, ev.Type, session.ErrClosed)
 	}
+	rec, err := s.appendLocked(ctx, ev)
+	if err == nil {
+		s.seal.appended = true
+		s.autoCheckpoint(ctx, rec)
+	}
+	return rec, err
+}
+
+// appendLocked is Append with appendMu held.
+func (s *Session) appendLocked(ctx context.Context, ev session.Event) (session.Record, error) {
 	// The log changes only under appendMu, held here: staging reads it
 	// without mu.
 	staged, err := s.log.Stage(session.LogTime(s.m.clock()), &ev)
@@ -244,10 +255,16 @@ func (s *Session) Close(ctx context.Context) error {
 		s.appendMu.Unlock()
 		return nil
 	}
+	// What the session holds past its last checkpoint is signed before
+	// it closes.
+	cerr := s.closeCheckpoint(ctx)
 	s.closed = true
 	s.ended.Store(true)
 	s.appendMu.Unlock()
 	err := s.Flush(ctx)
+	if err == nil {
+		err = cerr
+	}
 	s.m.forget(s)
 	if r, ok := s.m.store.(session.Releaser); ok {
 		if e := r.Release(s.info.ID); e != nil && err == nil {

@@ -25,31 +25,34 @@ func jobID(n int64) string { return fmt.Sprintf("%016d", n) }
 // retireSQL is a statement's tail that moves the rows of vigil_jobs its
 // CTE d deleted (RETURNING *) to vigil_jobs_done, finished with the
 // outcome of the parameters $s (state), $s+1 (error code), $s+2 (error
-// message) and $s+3 (reason), and drops the finished jobs past their
+// message), $s+3 (reason) and $s+4 (checkpoint), and drops the finished jobs past their
 // retention: CTEs r (one row per job moved) and p, for the statement's
 // SELECT to follow.
 func retireSQL(s int) string {
 	return fmt.Sprintf(`, r AS (
 		INSERT INTO vigil_jobs_done (id, session_id, kind, call, input, enqueued, started, finished, base, attempts, worker,
-			state, error_code, error_message, reason)
+			state, error_code, error_message, reason, checkpoint)
 		SELECT id, session_id, kind, call, input, enqueued, started, clock_timestamp(), base, attempts, worker,
-			$%d::text, $%d::text, $%d::text, $%d::text FROM d
+			$%d::text, $%d::text, $%d::text, $%d::text, $%d::text FROM d
 		RETURNING 1
 	), p AS (
 		DELETE FROM vigil_jobs_done WHERE finished < clock_timestamp() - make_interval(secs => %d)
-	)`, s, s+1, s+2, s+3, int64(session.FinishedJobTTL/time.Second))
+	)`, s, s+1, s+2, s+3, s+4, int64(session.FinishedJobTTL/time.Second))
 }
 
 // outcomeArgs are the parameters of retireSQL for o.
 func outcomeArgs(o session.Outcome) []any {
-	var code, msg, reason *string
+	var code, msg, reason, checkpoint *string
 	if o.Error != nil {
 		code, msg = &o.Error.Code, &o.Error.Message
 	}
 	if o.Reason != "" {
 		reason = &o.Reason
 	}
-	return []any{string(o.State), code, msg, reason}
+	if o.Checkpoint != "" {
+		checkpoint = &o.Checkpoint
+	}
+	return []any{string(o.State), code, msg, reason, checkpoint}
 }
 
 var cancelledArgs = outcomeArgs(session.Outcome{State: session.JobCancelled})
@@ -181,20 +184,20 @@ func (s *Store) Job(ctx context.Context, id string) (session.Job, error) {
 		return session.Job{}, fmt.Errorf("pgstore: job %q: %w", id, session.ErrNotFound)
 	}
 	var j session.Job
-	var call, worker, code, msg, reason *string
+	var call, worker, code, msg, reason, checkpoint *string
 	var started, finished *time.Time
 	var state string
 	var running bool
 	err = s.queryRow(ctx, []any{&j.Session, &j.Kind, &call, &j.Input, &j.Enqueued, &started, &finished, &j.Base, &j.Attempts,
-		&worker, &state, &running, &code, &msg, &reason}, `
+		&worker, &state, &running, &code, &msg, &reason, &checkpoint}, `
 	SELECT j.session_id, j.kind, j.call, j.input, j.enqueued, j.started, NULL::timestamptz, j.base, j.attempts, j.worker, j.state,
 		coalesce(j.state = 'running' AND j.epoch = s.epoch AND EXISTS (
 			SELECT 1 FROM vigil_leases l WHERE l.session_id = s.id AND l.expires > clock_timestamp()), false),
-		NULL, NULL, NULL
+		NULL, NULL, NULL, NULL
 	FROM vigil_jobs j LEFT JOIN vigil_sessions s ON s.id = j.session_id WHERE j.id = $1
 	UNION ALL
 	SELECT session_id, kind, call, input, enqueued, started, finished, base, attempts, worker, state, false,
-		error_code, error_message, reason
+		error_code, error_message, reason, checkpoint
 	FROM vigil_jobs_done WHERE id = $1`, n)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = session.ErrNotFound
@@ -206,7 +209,7 @@ func (s *Store) Job(ctx context.Context, id string) (session.Job, error) {
 	switch {
 	case finished != nil:
 		j.State = session.JobState(state)
-		j.Outcome = session.Outcome{State: j.State, Reason: deref(reason)}
+		j.Outcome = session.Outcome{State: j.State, Reason: deref(reason), Checkpoint: deref(checkpoint)}
 		if code != nil || msg != nil {
 			j.Outcome.Error = &session.JobError{Code: deref(code), Message: deref(msg)}
 		}

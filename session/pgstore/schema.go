@@ -86,6 +86,8 @@ var migrations = []string{
 	CREATE INDEX vigil_jobs_done_finished ON vigil_jobs_done (finished);`,
 	// 4: the tools' ledger (ledger.go).
 	ledgerMigration,
+	// 5: a finished turn job's receipt.
+	`ALTER TABLE vigil_jobs_done ADD COLUMN checkpoint text; -- the signed checkpoint the turn ended with`,
 }
 
 // SchemaVersion is the version of the tables this package reads and

@@ -30,6 +30,13 @@ func Provide(c *bus.Context, store session.Store, opts ...live.ManagerOption) (*
 			return nil, err
 		}
 	}
+	signer, err := SignerFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	if signer != nil {
+		opts = append([]live.ManagerOption{live.WithSigner(signer)}, opts...)
+	}
 	mgr := live.NewManager(c, store, opts...)
 	if err := c.Effect(func() func() {
 		return func() {

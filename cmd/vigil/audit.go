@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/vigil-run/vigil/invariants"
+)
+
+// auditOf makes the audit of verify's --key and --anchor flags, nil
+// when no key is given.
+func auditOf(keys, anchors []string) (*invariants.Audit, error) {
+	if len(keys) == 0 {
+		if len(anchors) > 0 {
+			return nil, usagef("--anchor needs --key: an anchor is checked with the key that signed it")
+		}
+		return nil, nil
+	}
+	var vs []note.Verifier
+	for _, k := range keys {
+		text := k
+		if b, err := os.ReadFile(k); err == nil {
+			text = strings.TrimSpace(string(b))
+		}
+		v, err := note.NewVerifier(text)
+		if err != nil {
+			return nil, usagef("--key %s: not a public key (name+hash+key, as vigil keys generate prints it) nor a file holding one: %v", k, err)
+		}
+		vs = append(vs, v)
+	}
+	a := &invariants.Audit{Verifiers: note.VerifierList(vs...)}
+	for _, path := range anchors {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, usagef("--anchor: %v", err)
+		}
+		a.Anchors = append(a.Anchors, b)
+	}
+	return a, nil
+}
+
+// integrityWord says what the report holds of the log's checkpoints.
+func integrityWord(rep *invariants.Report) string {
+	switch {
+	case rep.Integrity != nil:
+		return "checked"
+	case rep.Checkpoints > 0:
+		return "unchecked"
+	}
+	return "unsigned"
+}
+
+// printIntegrity prints what verify established of the log's checkpoints:
+// its coverage and findings with --key, else whether it is signed.
+func printIntegrity(e *env, label string, rep *invariants.Report) {
+	in := rep.Integrity
+	if in == nil {
+		if rep.Checkpoints == 0 {
+			fmt.Fprintf(e.stdout, "%s: unsigned\n", label)
+		} else {
+			fmt.Fprintf(e.stdout, "%s: %d checkpoints, not checked (no --key)\n", label, rep.Checkpoints)
+		}
+		return
+	}
+	for _, f := range in.Findings {
+		fmt.Fprintf(e.stdout, "%s: %s\n", label, f)
+	}
+	if in.Verified == 0 {
+		fmt.Fprintf(e.stdout, "%s: signed: no record covered; %d records after the last checkpoint\n", label, in.After)
+		return
+	}
+	anchors := ""
+	if in.Anchors > 0 {
+		anchors = fmt.Sprintf("; %d anchors consistent", in.Anchors)
+	}
+	fmt.Fprintf(e.stdout, "%s: signed: records 0-%d covered by %s; %d records after the last checkpoint%s\n",
+		label, in.Covered-1, strings.Join(in.Keys, ", "), in.After, anchors)
+}
