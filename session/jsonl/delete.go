@@ -17,9 +17,7 @@ import (
 // store holding the session is abandoned, what it buffered lost; a
 // writer in another process holding the file's lock writes on to the
 // unlinked file, unseen, until its claim, cancelled by the journal,
-// ends. Anything else kept per session must go here too (the ledger of
-// tool results, when it lands, keeps files named after the session: add
-// them to sessionFiles).
+// ends. Anything else kept per session must go here too (sessionFiles).
 func (s *Store) Delete(ctx context.Context, id string) error {
 	if err := s.sessionExists(id); err != nil {
 		return fmt.Errorf("jsonl: delete %s: %w", id, err)
@@ -52,9 +50,9 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 }
 
 // sessionFiles are the files the store keeps for session id: its log
-// first, then its holder file.
+// first, then its holder file and its ledger of tool results.
 func (s *Store) sessionFiles(id string) []string {
-	return []string{s.Path(id), s.holderPath(id)}
+	return []string{s.Path(id), s.holderPath(id), s.LedgerPath(id)}
 }
 
 // forgetJobs writes a forget line for session id to the journal, when

@@ -10,10 +10,11 @@ import (
 )
 
 // sessionTables are the tables that keep rows keyed by session_id, each
-// deleted with its session (vigil_leases goes by its foreign key). A
-// table added for sessions (the ledger of tool results) joins this list,
-// so that a deleted session leaves nothing behind.
-var sessionTables = []string{"vigil_events", "vigil_jobs", "vigil_jobs_done"}
+// deleted with its session (vigil_leases goes by its foreign key, and so
+// would vigil_ledger: it is listed so that the list is whole). A table
+// added for sessions joins this list, so that a deleted session leaves
+// nothing behind.
+var sessionTables = []string{"vigil_events", "vigil_jobs", "vigil_jobs_done", "vigil_ledger"}
 
 // Delete implements [session.Deleter]: the session's row and every row
 // keyed by it go in one transaction. Its followers and the watcher of a

@@ -91,6 +91,11 @@ func testDeleteRemoves(t *testing.T, b *backing) {
 	finish(t, c)
 	queued, _ := api.enqueue(t, "s1", `{"n":2}`)
 	other, _ := api.enqueue(t, "s2", `{}`)
+	ledger, keeps := api.Store.(session.Ledger)
+	if keeps {
+		_, err := ledger.Record(ctx, "s1", session.IdempotencyKey("s1", "c1"), []byte("paid"))
+		require.NoError(t, err)
+	}
 
 	require.NoError(t, deleter(t, api).Delete(ctx, "s1"))
 	requireGone(t, api, "s1", done.ID, queued.ID)
@@ -112,6 +117,11 @@ func testDeleteRemoves(t *testing.T, b *backing) {
 	assert.Empty(t, worker.jobs(t, "s1"))
 	_, err = worker.Job(ctx, done.ID)
 	require.ErrorIs(t, err, session.ErrNotFound, "the old session's finished job does not come back")
+	if keeps {
+		_, ok, err := ledger.Lookup(ctx, "s1", session.IdempotencyKey("s1", "c1"))
+		require.NoError(t, err)
+		assert.False(t, ok, "the old session's ledger entry does not come back")
+	}
 }
 
 func testDeleteForkLives(t *testing.T, b *backing) {
