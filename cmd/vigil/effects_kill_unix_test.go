@@ -287,6 +287,15 @@ func runEffectsTrial(t *testing.T, modelURL string, i int) {
 	calls = tr.calls(id)
 
 	keyed, plain := tr.happened()
+	var retried, reconciled int
+	for _, c := range calls {
+		if c.reconciled != nil && c.reconciled.By == "" {
+			retried++
+		} else if c.reconciled != nil {
+			reconciled++
+		}
+	}
+	t.Logf("mode %d: %d calls, %d effects; %d idempotent calls retried, %d others reconciled", i%3, len(calls), len(keyed)+len(plain), retried, reconciled)
 	for _, c := range calls {
 		switch c.name {
 		case "keyed_effect":

@@ -53,6 +53,9 @@ func beforeEffect() {
 	time.Sleep(time.Duration(cfg.DelayMS) * time.Millisecond)
 	if b, _ := os.ReadFile(cfg.File); cfg.KillBefore > 0 && bytes.Count(b, []byte("\n")) >= cfg.KillBefore-1 {
 		_ = syscall.Kill(os.Getppid(), syscall.SIGKILL)
+		// The signal is delivered asynchronously: the effect must not
+		// happen while the host is dying.
+		os.Exit(3)
 	}
 }
 
