@@ -129,4 +129,3 @@ func readResult(e *env, path string) (string, error) {
 	}
 	return string(data), nil
 }
-
