@@ -19,14 +19,20 @@ import (
 // provedSession is a signed two-turn session's JSONL log, and the
 // auditor's verifier of its key.
 func provedSession(t *testing.T) ([]byte, session.Info, note.Verifiers, note.Signer) {
-	skey, vkey, err := note.GenerateKey(rand.Reader, "vigil-audit-test")
-	require.NoError(t, err)
-	signer, err := note.NewSigner(skey)
-	require.NoError(t, err)
-	verifier, err := note.NewVerifier(vkey)
-	require.NoError(t, err)
+	signer, keys := auditKey(t, "vigil-audit-test")
 	log, info := signedLog(t, signer)
-	return log, info, note.VerifierList(verifier), signer
+	return log, info, keys, signer
+}
+
+// auditKey is a new signing key named name and the verifiers of it.
+func auditKey(tb testing.TB, name string) (note.Signer, note.Verifiers) {
+	skey, vkey, err := note.GenerateKey(rand.Reader, name)
+	require.NoError(tb, err)
+	signer, err := note.NewSigner(skey)
+	require.NoError(tb, err)
+	verifier, err := note.NewVerifier(vkey)
+	require.NoError(tb, err)
+	return signer, note.VerifierList(verifier)
 }
 
 // signedLog is the JSONL log of a signed two-turn session.
@@ -74,10 +80,7 @@ func TestTurnProofRefusesEdits(t *testing.T) {
 		return p
 	}
 	otherLog, _ := signedLog(t, signer)
-	otherKey, _, err := note.GenerateKey(rand.Reader, "forger")
-	require.NoError(t, err)
-	otherSigner, err := note.NewSigner(otherKey)
-	require.NoError(t, err)
+	otherSigner, _ := auditKey(t, "forger")
 	resign := func(t *testing.T, p *invariants.TurnProof, s note.Signer, edit func(*session.Checkpoint)) {
 		n, err := note.Open([]byte(p.Checkpoint), keys)
 		require.NoError(t, err)
@@ -183,13 +186,7 @@ func TestDecodeTurnProofRefuses(t *testing.T) {
 // refusal, and a decoded proof verifies or is refused with a reason,
 // never a panic; what decodes re-encodes to what decodes the same.
 func FuzzDecodeTurnProof(f *testing.F) {
-	skey, vkey, err := note.GenerateKey(rand.Reader, "fuzz")
-	require.NoError(f, err)
-	signer, err := note.NewSigner(skey)
-	require.NoError(f, err)
-	verifier, err := note.NewVerifier(vkey)
-	require.NoError(f, err)
-	keys := note.VerifierList(verifier)
+	signer, keys := auditKey(f, "fuzz")
 	b := newLogBuilder(session.Header{Model: "m"})
 	b.signer = signer
 	b.turnWith("hi", stepSpec{chunks: []string{"hello"}})
