@@ -19,6 +19,24 @@ func auditOf(keys, anchors []string) (*invariants.Audit, error) {
 		}
 		return nil, nil
 	}
+	vs, err := verifiersOf(keys)
+	if err != nil {
+		return nil, err
+	}
+	a := &invariants.Audit{Verifiers: vs}
+	for _, path := range anchors {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, usagef("--anchor: %v", err)
+		}
+		a.Anchors = append(a.Anchors, b)
+	}
+	return a, nil
+}
+
+// verifiersOf reads --key flags: each a public key (as vigil keys
+// generate prints it) or a file holding one.
+func verifiersOf(keys []string) (note.Verifiers, error) {
 	var vs []note.Verifier
 	for _, k := range keys {
 		text := k
@@ -31,15 +49,7 @@ func auditOf(keys, anchors []string) (*invariants.Audit, error) {
 		}
 		vs = append(vs, v)
 	}
-	a := &invariants.Audit{Verifiers: note.VerifierList(vs...)}
-	for _, path := range anchors {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, usagef("--anchor: %v", err)
-		}
-		a.Anchors = append(a.Anchors, b)
-	}
-	return a, nil
+	return note.VerifierList(vs...), nil
 }
 
 // integrityWord says what the report holds of the log's checkpoints.

@@ -67,6 +67,8 @@ func newRootCmd(e *env) *cobra.Command {
 		newSessionsCmd(e),
 		newVerifyCmd(e),
 		newKeysCmd(e),
+		newProveCmd(e),
+		newVerifyProofCmd(e),
 		newReplayCmd(e),
 		newTraceCmd(e),
 		newApproveCmd(e),
