@@ -390,7 +390,7 @@ func TestAChildWaitingForAnApprovalSuspendsTheParent(t *testing.T) {
 				assert.Nil(t, rs[0].Error)
 				assert.Equal(t, "2", rs[0].Content)
 			}
-			assert.Equal(t, &session.ChildRef{ID: child, Seq: int64(len(clog.Records) - 1)}, rs[0].Child)
+			assert.Equal(t, &session.ChildRef{ID: child, Seq: int64(len(clog.Records) - 1), Root: session.RootOf(clog.Records)}, rs[0].Child)
 			errs, checked := session.CheckDelegations(plog, map[string]*session.Log{child: clog})
 			assert.Empty(t, errs)
 			assert.Equal(t, 1, checked)

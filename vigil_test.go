@@ -153,7 +153,7 @@ func TestFileListsLoadsAndForksStoredSessions(t *testing.T) {
 	flog, err := rt.Session(ctx, fork)
 	require.NoError(t, err)
 	require.NotNil(t, flog.Info.Parent)
-	assert.Equal(t, session.Parent{ID: res.Session, Seq: end}, *flog.Info.Parent)
+	assert.Equal(t, session.Parent{ID: res.Session, Seq: end, Root: session.RootOf(log.Records)}, *flog.Info.Parent)
 
 	// The fork continues on its own.
 	res2, err := rt.Turn(ctx, vigil.TurnOptions{Session: fork, Prompt: "and now?"})

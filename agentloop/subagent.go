@@ -386,7 +386,7 @@ func (d *delegate) outcome(ctx context.Context, child *live.Session, res *TurnRe
 	switch {
 	case runErr != nil && errors.Is(runErr, ErrSuspended) && res != nil && wait:
 		out := ToolOutput{waiting: &childWait{id: child.ID(), calls: res.Pending}}
-		out.Child = &session.ChildRef{ID: child.ID(), Seq: int64(child.Len() - 1)}
+		out.Child = childRef(child)
 		return out
 	case runErr != nil:
 		return subagentFailed(child, "the sub-agent's turn failed: %v", runErr)
@@ -395,13 +395,21 @@ func (d *delegate) outcome(ctx context.Context, child *live.Session, res *TurnRe
 	case closeErr != nil:
 		return subagentFailed(child, "closing the sub-agent's session: %v", closeErr)
 	}
-	return ToolOutput{Content: res.Content, Child: &session.ChildRef{ID: child.ID(), Seq: int64(child.Len() - 1)}}
+	return ToolOutput{Content: res.Content, Child: childRef(child)}
+}
+
+// childRef names the child's log as it stands, bound by the root of its
+// tree: the parent's tool/result then pins every record of the child up
+// to the seq it names.
+func childRef(child *live.Session) *session.ChildRef {
+	recs := child.Records()
+	return &session.ChildRef{ID: child.ID(), Seq: int64(len(recs) - 1), Root: session.RootOf(recs)}
 }
 
 func subagentFailed(child *live.Session, format string, args ...any) ToolOutput {
 	out := ToolOutput{Error: &session.ToolResultError{Code: CodeSubagentFailed, Message: fmt.Sprintf(format, args...)}}
 	if child != nil {
-		out.Child = &session.ChildRef{ID: child.ID(), Seq: int64(child.Len() - 1)}
+		out.Child = childRef(child)
 	}
 	return out
 }

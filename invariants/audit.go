@@ -38,6 +38,10 @@ const (
 	FindingMissingCheckpoint = "missing-checkpoint"
 	// FindingUnsignedTail: records follow the last checkpoint.
 	FindingUnsignedTail = "unsigned-tail"
+	// FindingEdgeMismatch: a fork's inherited prefix is not the parent's
+	// log its header's root states (session.RuleEdgeMismatch: the same
+	// name `verify --tree` gives a swapped or edited child).
+	FindingEdgeMismatch = session.RuleEdgeMismatch
 	// FindingBrokenAnchor: an anchor does not verify, is of another log,
 	// is past the log's end (the log was cut back) or states another
 	// root than the log's at its size (the log was rewritten).
@@ -75,6 +79,11 @@ type Integrity struct {
 	After int64 `json:"after"`
 	// Anchors counts the anchors checked and found consistent.
 	Anchors int `json:"anchors"`
+	// Fork is the binding of a fork's prefix: "bound" when its header's
+	// parent root is the tree of its first parent.seq+1 records,
+	// "not bound" for a fork whose header carries no root (made before
+	// forks bound their prefix), "" when the log is no fork.
+	Fork string `json:"fork,omitempty"`
 	// Root is the tree hash of the whole log (every record), base64.
 	Root     string    `json:"root"`
 	Findings []Finding `json:"findings"`
@@ -89,6 +98,8 @@ type auditor struct {
 	out     Integrity
 	anchors map[int64][]session.Checkpoint // by size
 	ended   int64                          // the seq of the last turn/end not yet followed by a checkpoint, -1 none
+	fork    *session.Parent                // a fork's parent until its prefix is checked, nil for any other log
+	parent  *session.Parent                // a fork's parent, nil for any other log
 	lastCP  int64                          // the seq of the last checkpoint record, -1 none
 }
 
@@ -104,6 +115,10 @@ func newAuditor(a *Audit, info session.Info, headerLine []byte) *auditor {
 			continue
 		}
 		au.anchors[c.Size] = append(au.anchors[c.Size], c)
+	}
+	if p := info.Parent; p != nil && p.Call == "" {
+		au.fork, au.parent = p, p
+		au.out.Fork = "not bound"
 	}
 	return au
 }
@@ -167,10 +182,12 @@ func (au *auditor) noteKey(name string) {
 // record (the zero Record for a line the decoder refused).
 func (au *auditor) line(seq int64, line []byte, rec session.Record) {
 	au.checkAnchors()
+	au.checkFork()
 	if !rec.IsZero() {
 		if msg, ok := session.CheckpointNote(rec); ok {
 			au.checkpoint(seq, msg)
-		} else if rec.Type() == session.TypeTurnEnd {
+		} else if rec.Type() == session.TypeTurnEnd && !au.inherited(seq) {
+			// An inherited turn/end's checkpoint is in the parent's log.
 			au.missing()
 			au.ended = seq
 		}
@@ -199,7 +216,14 @@ func (au *auditor) checkpoint(seq int64, msg []byte) {
 		return
 	}
 	var bad []string
-	if c.Origin != session.CheckpointOrigin(au.id) {
+	origin, header := session.CheckpointOrigin(au.id), au.header
+	if au.inherited(seq) {
+		// The parent's checkpoint, inherited with its prefix: it signs the
+		// same lines under the parent's origin and header line, which
+		// this log does not hold.
+		origin, header = session.CheckpointOrigin(au.parent.ID), c.Header
+	}
+	if c.Origin != origin {
 		bad = append(bad, fmt.Sprintf("origin %q", c.Origin))
 	}
 	if c.Size != au.tree.Size() {
@@ -207,7 +231,7 @@ func (au *auditor) checkpoint(seq int64, msg []byte) {
 	} else if c.Root != au.tree.Root() {
 		bad = append(bad, "a root that is not the tree of the records before it")
 	}
-	if c.Header != au.header {
+	if c.Header != header {
 		bad = append(bad, "a header hash that is not the header line's")
 	}
 	if len(bad) > 0 {
@@ -235,10 +259,35 @@ func (au *auditor) checkAnchors() {
 	delete(au.anchors, au.tree.Size())
 }
 
+// inherited reports whether the record at seq is of a fork's prefix.
+func (au *auditor) inherited(seq int64) bool {
+	return au.parent != nil && seq <= au.parent.Seq
+}
+
+// checkFork checks, once the tree holds a fork's inherited prefix, that
+// its root is the one the header binds: the header is under every
+// checkpoint (its hash), so an edited prefix breaks a signed root.
+func (au *auditor) checkFork() {
+	p := au.fork
+	if p == nil || p.Root == "" || au.tree.Size() != p.Seq+1 {
+		return
+	}
+	au.fork = nil
+	if got := au.tree.Root().String(); got != p.Root {
+		au.find(FindingEdgeMismatch, p.Seq, "the fork's records 0-%d have root %s, its header binds the parent %s's with %s: the inherited prefix was edited", p.Seq, got, p.ID, p.Root)
+		return
+	}
+	au.out.Fork = "bound"
+}
+
 // finish reports what the whole log leaves: an unsigned log or tail,
 // anchors past its end.
 func (au *auditor) finish() *Integrity {
 	au.checkAnchors()
+	au.checkFork()
+	if p := au.fork; p != nil && p.Root != "" {
+		au.find(FindingEdgeMismatch, -1, "the fork's header binds records 0-%d of parent %s, the log holds %d: the inherited prefix was cut", p.Seq, p.ID, au.tree.Size())
+	}
 	au.missing()
 	for size := range au.anchors {
 		au.find(FindingBrokenAnchor, -1, "an anchor covers %d records, the log holds %d: the log was cut back", size, au.tree.Size())

@@ -110,6 +110,10 @@ type Proven struct {
 	// `vigil verify --tree` reads the children).
 	Delegations        int `json:"delegations"`
 	DelegationsChecked int `json:"delegations_checked"`
+	// DelegationsUnbound counts the delegations whose result carries no
+	// root of the child's log (written before results bound their child):
+	// --tree checks them, but nothing signed pins the child's records.
+	DelegationsUnbound int `json:"delegations_unbound"`
 }
 
 // VerifyFile verifies the log stored at path. See [Verify].
@@ -380,6 +384,9 @@ func (v *verifier) prove(before []session.Record, r session.Record) {
 	case session.TypeToolResult:
 		if res, err := payload[session.ToolResult](&v.t.dec, r); err == nil && res.Child != nil {
 			v.proven.Delegations++
+			if res.Child.Root == "" {
+				v.proven.DelegationsUnbound++
+			}
 		}
 	}
 }

@@ -278,7 +278,7 @@ func TestSendContinuesAForkInPlace(t *testing.T) {
 	fk := decodeBody[map[string]sessionView](t, post(t, s, "/api/fork", map[string]any{"session": demo, "seq": end1}), http.StatusOK)["session"]
 	assert.Equal(t, kindFork, fk.Kind)
 	require.NotNil(t, fk.Parent)
-	assert.Equal(t, session.Parent{ID: demo, Seq: end1}, *fk.Parent)
+	assert.Equal(t, session.Parent{ID: demo, Seq: end1, Root: session.RootOf(recordsOf(t, s, demo)[:end1+1])}, *fk.Parent, "the fork binds its prefix")
 	assert.Len(t, fk.Records, int(end1)+2, "the prefix and a session/end-seed")
 	assert.Len(t, fk.State.Messages, 4, "a fork before the compaction sees the whole first turn")
 

@@ -190,7 +190,7 @@ func TestForkThroughTheAPI(t *testing.T) {
 	a.json(http.StatusCreated, "POST", "/v1/sessions", `{"fork":{"session":"`+id+`","at":`+itoa(last)+`}}`, &sum)
 	assert.NotEqual(t, id, sum.ID)
 	require.NotNil(t, sum.Parent)
-	assert.Equal(t, session.Parent{ID: id, Seq: last}, *sum.Parent)
+	assert.Equal(t, session.Parent{ID: id, Seq: last, Root: session.RootOf(recs[:last+1])}, *sum.Parent, "the fork binds its prefix")
 	// The inherited events, then the fork's session/end-seed.
 	assert.Equal(t, len(recs)+1, sum.Events)
 

@@ -248,6 +248,7 @@ func appendPayload(dst []byte, v any) ([]byte, bool) {
 			dst = append(appendKey(dst, "child"), '{')
 			dst = appendStringField(dst, "id", c.ID, false)
 			dst = appendIntField(dst, "seq", c.Seq)
+			dst = appendStringField(dst, "root", c.Root, true)
 			dst = append(dst, '}')
 		}
 		return append(dst, '}'), true

@@ -240,9 +240,16 @@ type ToolResult struct {
 // ChildRef names a child session and a seq of it: in a tool/result, the
 // sub-agent's session the call delegated to and the last seq of the turn
 // that answered it.
+//
+// Root binds the child's log at that seq: the base64 tree hash
+// ([RootOf]) of the child's records 0 to Seq, a tree of Seq+1 leaves.
+// With it, a child session cannot be swapped or edited up to Seq without
+// breaking the parent's signed checkpoints; "" in logs written before it
+// (the delegation is then not bound).
 type ChildRef struct {
-	ID  string `json:"id"`
-	Seq int64  `json:"seq"`
+	ID   string `json:"id"`
+	Seq  int64  `json:"seq"`
+	Root string `json:"root,omitempty"`
 }
 
 // ToolResultError marks a failed tool result.

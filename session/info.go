@@ -32,10 +32,16 @@ type Info struct {
 // is the last seq it inherits. For a sub-agent's child session, Call is
 // the id of the parent's tool call the child answers and Seq the seq of
 // that tool/call; a child inherits no events.
+//
+// Root, for a fork, binds the inherited prefix: the base64 tree hash
+// ([RootOf]) of the parent's records 0 to Seq, which are also the fork's
+// own first Seq+1 records. "" for a child session and in forks made
+// before it (the fork is then not bound).
 type Parent struct {
 	ID   string `json:"id"`
 	Seq  int64  `json:"seq"`
 	Call string `json:"call,omitempty"`
+	Root string `json:"root,omitempty"`
 }
 
 // TenantOf returns the tenant session info belongs to: its Tenant, or
@@ -51,8 +57,8 @@ func (i Info) TenantOf() string {
 //
 //	{"type":"session","version":1,"id":"…","created":"…","tenant":"…","by":"…","parent":{"id":"…","seq":41}}
 //
-// with tenant and by omitted when empty, and "call":"…" after the
-// parent's seq for a child session.
+// with tenant and by omitted when empty, "call":"…" after the parent's
+// seq for a child session and "root":"…" last for a bound fork.
 // A zero Version is written as [Version].
 func AppendHeaderLine(dst []byte, info Info) []byte {
 	v := info.Version
@@ -81,6 +87,10 @@ func AppendHeaderLine(dst []byte, info Info) []byte {
 		if p.Call != "" {
 			dst = append(dst, `,"call":`...)
 			dst = appendString(dst, p.Call)
+		}
+		if p.Root != "" {
+			dst = append(dst, `,"root":`...)
+			dst = appendString(dst, p.Root)
 		}
 		dst = append(dst, '}')
 	}

@@ -41,6 +41,17 @@ func HeaderHashOf(info Info) tlog.Hash {
 	return HeaderHash(AppendHeaderLine(buf[:0], info))
 }
 
+// RootOf returns the base64 tree hash of recs, records 0 to len(recs)-1
+// of a log: what a delegation's [ChildRef] and a fork's [Parent] bind the
+// other log with.
+func RootOf(recs []Record) string {
+	var t MerkleTree
+	for _, r := range recs {
+		t.AddRecord(r)
+	}
+	return t.Root().String()
+}
+
 // Size returns how many leaves the tree has.
 func (t *MerkleTree) Size() int64 { return t.size }
 

@@ -90,7 +90,17 @@ type DelegationError struct {
 	Seq     int64
 	Child   string
 	Msg     string
+	// Rule names what disagrees: [RuleEdgeMismatch] for a bound child
+	// whose log is not the one the parent's root states, "" for the
+	// other delegation checks.
+	Rule string
 }
+
+// RuleEdgeMismatch names a tree edge whose root is not the other log's:
+// a tool/result's child root (or a fork's parent root) that is not the
+// tree hash of the other log up to the seq it names. The other log was
+// swapped or edited.
+const RuleEdgeMismatch = "edge-mismatch"
 
 func (e *DelegationError) Error() string {
 	return fmt.Sprintf("session %s seq %d: delegation to %s: %s", e.Session, e.Seq, e.Child, e.Msg)
@@ -136,8 +146,12 @@ type delegationCheck struct {
 }
 
 func (c *delegationCheck) fail(seq int64, child, format string, args ...any) {
+	c.failRule("", seq, child, format, args...)
+}
+
+func (c *delegationCheck) failRule(rule string, seq int64, child, format string, args ...any) {
 	c.failed[child] = true
-	c.out = append(c.out, &DelegationError{Session: c.parent.Info.ID, Seq: seq, Child: child, Msg: fmt.Sprintf(format, args...)})
+	c.out = append(c.out, &DelegationError{Session: c.parent.Info.ID, Seq: seq, Child: child, Msg: fmt.Sprintf(format, args...), Rule: rule})
 }
 
 // results checks each tool/result of the parent that names a child.
@@ -176,6 +190,12 @@ func (c *delegationCheck) results() {
 		if res.Child.Seq < 0 || res.Child.Seq >= int64(len(child.Records)) {
 			c.fail(r.Seq(), kid, "the result names child seq %d, the child log has seqs 0..%d", res.Child.Seq, len(child.Records)-1)
 			continue
+		}
+		if bound := res.Child.Root; bound != "" {
+			if got := RootOf(child.Records[:res.Child.Seq+1]); got != bound {
+				c.failRule(RuleEdgeMismatch, r.Seq(), kid, "the result binds the child's records 0-%d with root %s, the child's log has root %s: the child was swapped or edited", res.Child.Seq, bound, got)
+				continue
+			}
 		}
 		if res.Error != nil {
 			continue

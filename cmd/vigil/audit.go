@@ -86,6 +86,9 @@ func printIntegrity(e *env, label string, rep *invariants.Report) {
 	if in.Anchors > 0 {
 		anchors = fmt.Sprintf("; %d anchors consistent", in.Anchors)
 	}
+	if in.Fork != "" {
+		anchors += "; fork prefix " + in.Fork
+	}
 	fmt.Fprintf(e.stdout, "%s: signed: records 0-%d covered by %s; %d records after the last checkpoint%s\n",
 		label, in.Covered-1, strings.Join(in.Keys, ", "), in.After, anchors)
 }

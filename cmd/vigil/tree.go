@@ -232,7 +232,11 @@ func (f *forest) verify() []verifyItem {
 			}
 			errs, checked := session.CheckDelegations(l.log, children)
 			for _, de := range errs {
-				rep.Violations = append(rep.Violations, invariants.Violation{Rule: treeRule, Session: de.Session, Seq: de.Seq, Index: -1, Message: fmt.Sprintf("child %s: %s", de.Child, de.Msg)})
+				rule := treeRule
+				if de.Rule != "" {
+					rule = de.Rule
+				}
+				rep.Violations = append(rep.Violations, invariants.Violation{Rule: rule, Session: de.Session, Seq: de.Seq, Index: -1, Message: fmt.Sprintf("child %s: %s", de.Child, de.Msg)})
 			}
 			rep.Proven.DelegationsChecked = checked
 			out = append(out, verifyItem{label: l.label, rep: rep})

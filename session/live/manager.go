@@ -203,7 +203,8 @@ func (m *Manager) Open(ctx context.Context, id string) (*Session, error) {
 // Fork makes a new session whose log is the log of id up to and including
 // seq at (-1: nothing), followed by a session/end-seed event. Its header
 // names the parent and at, and the parent's tenant: a fork belongs where
-// its parent does. A boundary inside an open turn is an ErrOpenTurn
+// its parent does, and the root of the inherited prefix's tree, which
+// binds the fork to its parent's log. A boundary inside an open turn is an ErrOpenTurn
 // error; the parent is never changed. Forking at an earlier boundary is
 // how a session is rewound.
 func (m *Manager) Fork(ctx context.Context, id string, at int64) (*Session, error) {
@@ -231,7 +232,7 @@ func (m *Manager) ForkBy(ctx context.Context, id string, at int64, by string) (*
 		return nil, fmt.Errorf("session: fork %s at %d: %w (turn %d)", id, at, session.ErrOpenTurn, st)
 	}
 	now := m.now()
-	info := session.Info{ID: m.newID(), Version: session.Version, Created: now, Tenant: parent.Tenant, By: by, Parent: &session.Parent{ID: id, Seq: at}}
+	info := session.Info{ID: m.newID(), Version: session.Version, Created: now, Tenant: parent.Tenant, By: by, Parent: &session.Parent{ID: id, Seq: at, Root: session.RootOf(prefix)}}
 	seed, err := session.NewRecord(at+1, now, session.Event{Type: session.TypeEndSeed})
 	if err != nil {
 		return nil, err

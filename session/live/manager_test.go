@@ -72,7 +72,7 @@ func TestForkCopiesPrefixAndEndsSeed(t *testing.T) {
 	h.appendAll(s, sessiontest.TurnEvents(t, 17, 2)...)
 	f, err := h.m.Fork(h.ctx, s.ID(), 16)
 	require.NoError(t, err)
-	assert.Equal(t, &session.Parent{ID: s.ID(), Seq: 16}, f.Info().Parent)
+	assert.Equal(t, &session.Parent{ID: s.ID(), Seq: 16, Root: session.RootOf(s.Records()[:17])}, f.Info().Parent, "the header binds the prefix")
 	recs := f.Records()
 	require.Len(t, recs, 18)
 	for i := range 17 {

@@ -15,7 +15,7 @@ import (
 const checkpointEvery = 32
 
 // WithSigner makes the manager's sessions sign checkpoints with signer
-// (see [Session.Checkpoint]): at every turn/end, at a step/end once
+// (see [Session.Checkpoint]): at every turn/end and approval/decision, at a step/end once
 // checkpointEvery records are uncovered, and when a session closes. A
 // nil signer signs nothing.
 func WithSigner(signer note.Signer) ManagerOption {
@@ -66,7 +66,8 @@ func (s *Session) LastCheckpoint() []byte {
 	return s.seal.last
 }
 
-// autoCheckpoint signs after rec when rec ends a turn, or ends a step
+// autoCheckpoint signs after rec when rec ends a turn or decides an
+// approval, or ends a step
 // of a turn long enough since the last checkpoint. A failure is logged:
 // rec is committed, and the next checkpoint covers what this one missed.
 func (s *Session) autoCheckpoint(ctx context.Context, rec session.Record) {
@@ -74,7 +75,9 @@ func (s *Session) autoCheckpoint(ctx context.Context, rec session.Record) {
 		return
 	}
 	switch rec.Type() {
-	case session.TypeTurnEnd:
+	case session.TypeTurnEnd, session.TypeApprovalDecision:
+		// A decision is signed at once: who allowed what is then under a
+		// signed root before the call it allows runs.
 	case session.TypeStepEnd:
 		s.learnSeal()
 		if int64(s.log.Len())-s.seal.covered < checkpointEvery {
