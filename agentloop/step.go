@@ -321,10 +321,7 @@ func (t *turn) skipTools(n int, calls []session.ToolCall, why string) error {
 // logged with an approval/request of its own instead of a result, and
 // returned among the pending calls, which suspend the step.
 func (t *turn) runTools(ctx context.Context, n int, calls []session.ToolCall, tools []Tool) (pending []session.PendingCall, _ error) {
-	byName := make(map[string]Tool, len(tools))
-	for _, tl := range tools {
-		byName[tl.Spec().Name] = tl
-	}
+	byName := toolsByName(tools)
 	safe := func(c session.ToolCall) bool {
 		tl := byName[c.Name]
 		return tl != nil && concurrencySafe(tl)
@@ -336,77 +333,109 @@ func (t *turn) runTools(ctx context.Context, n int, calls []session.ToolCall, to
 				j++
 			}
 		}
-		batch := calls[i:j]
+		waiting, err := t.runToolBatch(ctx, n, calls[i:j], byName)
+		if err != nil {
+			return nil, err
+		}
+		pending = append(pending, waiting...)
 		i = j
+	}
+	return pending, nil
+}
 
-		seqs := make([]int64, len(batch))
-		for k, c := range batch {
-			rec, err := t.append(session.Event{Type: session.TypeToolCall, Step: n, Data: c})
+// runToolBatch logs the batch's tool/call events, starts the calls that
+// can run, runs them concurrently and logs their results in call order.
+func (t *turn) runToolBatch(ctx context.Context, n int, batch []session.ToolCall, byName map[string]Tool) ([]session.PendingCall, error) {
+	seqs := make([]int64, len(batch))
+	for k, c := range batch {
+		rec, err := t.append(session.Event{Type: session.TypeToolCall, Step: n, Data: c})
+		if err != nil {
+			return nil, err
+		}
+		seqs[k] = rec.Seq()
+	}
+	outs := make([]ToolOutput, len(batch))
+	invs, idx, err := t.startTools(ctx, n, batch, seqs, byName, outs)
+	if err != nil {
+		return nil, err
+	}
+	ran := make([]bool, len(batch))
+	for _, k := range idx {
+		ran[k] = true
+	}
+	if len(invs) > 0 {
+		for m, o := range t.a.runBatch(ctx, invs) {
+			outs[idx[m]] = o
+		}
+	}
+	return t.logOutputs(n, batch, seqs, ran, outs, byName)
+}
+
+// startTools readies the batch's calls: a call of an aborted turn or
+// with bad arguments gets its error output in outs and does not run; the
+// others get their tool/start (unless the tool defers it) and an
+// invocation. It returns the invocations and their indexes in batch. A
+// tool/start is made durable before any tool runs.
+func (t *turn) startTools(ctx context.Context, n int, batch []session.ToolCall, seqs []int64, byName map[string]Tool, outs []ToolOutput) ([]*ToolInvocation, []int, error) {
+	var (
+		invs    []*ToolInvocation
+		idx     []int
+		started bool // a tool/start was appended: made durable before any tool runs
+	)
+	for k, c := range batch {
+		if ctx.Err() != nil {
+			outs[k] = ToolOutput{Error: &session.ToolResultError{Code: session.CodeToolNotStarted, Message: "the turn was aborted before the tool ran"}}
+			continue
+		}
+		args, bad := checkArguments(c.Arguments)
+		if bad != nil {
+			outs[k] = ToolOutput{Error: bad}
+			continue
+		}
+		if !deferredStart(byName[c.Name]) {
+			if _, err := t.append(session.Event{Type: session.TypeToolStart, Step: n, Data: session.ToolStart{ID: c.ID}}); err != nil {
+				return nil, nil, err
+			}
+			started = true
+		}
+		invs = append(invs, &ToolInvocation{
+			Session: t.sess.ID(), Turn: t.n, Step: n,
+			Call:    session.ToolCall{ID: c.ID, Name: c.Name, Arguments: args},
+			CallSeq: seqs[k],
+			Tool:    byName[c.Name],
+		})
+		idx = append(idx, k)
+	}
+	if started {
+		if err := t.durable(); err != nil {
+			return nil, nil, err
+		}
+	}
+	return invs, idx, nil
+}
+
+// logOutputs logs the batch's results in call order: a deferred
+// tool/start before the result of a call that ran, and, for a call whose
+// sub-agent waits for an approval, a request of its own instead of a
+// result (returned among the pending calls).
+func (t *turn) logOutputs(n int, batch []session.ToolCall, seqs []int64, ran []bool, outs []ToolOutput, byName map[string]Tool) (pending []session.PendingCall, _ error) {
+	for k, c := range batch {
+		if w := outs[k].waiting; w != nil {
+			p, err := t.await(n, c, seqs[k], w)
 			if err != nil {
 				return nil, err
 			}
-			seqs[k] = rec.Seq()
+			pending = append(pending, p)
+			continue
 		}
-		outs := make([]ToolOutput, len(batch))
-		ran := make([]bool, len(batch))
-		var (
-			invs    []*ToolInvocation
-			idx     []int
-			started bool // a tool/start was appended: made durable before any tool runs
-		)
-		for k, c := range batch {
-			if ctx.Err() != nil {
-				outs[k] = ToolOutput{Error: &session.ToolResultError{Code: session.CodeToolNotStarted, Message: "the turn was aborted before the tool ran"}}
-				continue
-			}
-			args, bad := checkArguments(c.Arguments)
-			if bad != nil {
-				outs[k] = ToolOutput{Error: bad}
-				continue
-			}
-			if !deferredStart(byName[c.Name]) {
-				if _, err := t.append(session.Event{Type: session.TypeToolStart, Step: n, Data: session.ToolStart{ID: c.ID}}); err != nil {
-					return nil, err
-				}
-			}
-			ran[k] = true
-			started = started || !deferredStart(byName[c.Name])
-			invs = append(invs, &ToolInvocation{
-				Session: t.sess.ID(), Turn: t.n, Step: n,
-				Call:    session.ToolCall{ID: c.ID, Name: c.Name, Arguments: args},
-				CallSeq: seqs[k],
-				Tool:    byName[c.Name],
-			})
-			idx = append(idx, k)
-		}
-		if started {
-			if err := t.durable(); err != nil {
+		if ran[k] && deferredStart(byName[c.Name]) {
+			if _, err := t.append(session.Event{Type: session.TypeToolStart, Step: n, Data: session.ToolStart{ID: c.ID}}); err != nil {
 				return nil, err
 			}
 		}
-		if len(invs) > 0 {
-			for m, o := range t.a.runBatch(ctx, invs) {
-				outs[idx[m]] = o
-			}
-		}
-		for k, c := range batch {
-			if w := outs[k].waiting; w != nil {
-				p, err := t.await(n, c, seqs[k], w)
-				if err != nil {
-					return nil, err
-				}
-				pending = append(pending, p)
-				continue
-			}
-			if ran[k] && deferredStart(byName[c.Name]) {
-				if _, err := t.append(session.Event{Type: session.TypeToolStart, Step: n, Data: session.ToolStart{ID: c.ID}}); err != nil {
-					return nil, err
-				}
-			}
-			res := session.ToolResult{ID: c.ID, Name: c.Name, Content: outs[k].Content, Error: outs[k].Error, Child: outs[k].Child}
-			if _, err := t.append(session.Event{Type: session.TypeToolResult, Step: n, Sources: []int64{seqs[k]}, Data: res}); err != nil {
-				return nil, err
-			}
+		res := session.ToolResult{ID: c.ID, Name: c.Name, Content: outs[k].Content, Error: outs[k].Error, Child: outs[k].Child}
+		if _, err := t.append(session.Event{Type: session.TypeToolResult, Step: n, Sources: []int64{seqs[k]}, Data: res}); err != nil {
+			return nil, err
 		}
 	}
 	return pending, nil
