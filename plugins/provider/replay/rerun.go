@@ -191,21 +191,7 @@ func (x *rerun) failedBeforeCrash(i, crash int) {
 // is known from the results it closed the step with).
 func (x *rerun) block(i, limit int, ended bool) (func(), error) {
 	none := func() {}
-	msg := ""
-	if e, err := session.DecodeData[session.TurnEnd](x.recs[limit-1]); ended && err == nil && e.Reason == session.ReasonBlocked {
-		msg = e.Error
-	}
-	for _, r := range x.recs[i:limit] {
-		if msg != "" {
-			break
-		}
-		if res, err := session.DecodeData[session.ToolResult](r); err == nil && r.Type() == session.TypeToolResult && res.Error != nil {
-			if m, ok := strings.CutPrefix(res.Error.Message, "the tool did not run: "); ok && blockedEnd.MatchString(m) {
-				msg = m
-			}
-		}
-	}
-	m := blockedEnd.FindStringSubmatch(msg)
+	m := blockedEnd.FindStringSubmatch(x.vetoMessage(i, limit, ended))
 	if m == nil {
 		return none, nil
 	}
@@ -213,33 +199,7 @@ func (x *rerun) block(i, limit int, ended bool) (func(), error) {
 	if err != nil {
 		return none, nil
 	}
-	// Where the refused event would have been: the loop closed the turn
-	// from there, as CloseTail would — all of it, or, when its process
-	// died on the way, a prefix of its closers before turn/end.
-	p := -1
-	for k := i + 1; k < limit && p < 0; k++ {
-		closers := session.CloseTail(x.recs[:k])
-		if ended && len(closers) != limit-k || !ended && len(closers)-1 < limit-k {
-			continue
-		}
-		p = k
-		for n, ev := range closers[:limit-k] {
-			r := x.recs[k+n]
-			if ev.Type != r.Type() {
-				p = -1
-				break
-			}
-			// The loop's closers say why the call did not run; their
-			// calls and codes are repair's.
-			if res, ok := ev.Data.(session.ToolResult); ok {
-				got, err := session.DecodeData[session.ToolResult](r)
-				if err != nil || got.ID != res.ID || got.Error == nil || got.Error.Code != res.Error.Code {
-					p = -1
-					break
-				}
-			}
-		}
-	}
+	p := x.vetoedAt(i, limit, ended)
 	if p < 0 {
 		return none, nil
 	}
@@ -249,6 +209,62 @@ func (x *rerun) block(i, limit int, ended bool) (func(), error) {
 		return nil, fmt.Errorf("replay: the veto of %s: %w", name, err)
 	}
 	return func() { _ = f.Dispose() }, nil
+}
+
+// vetoMessage is the error a veto ended the recorded turn [i, limit)
+// with: its turn/end's, when ended and blocked, else the first that a
+// result the loop closed the step with gives as why its tool did not
+// run. Empty: no veto ended it.
+func (x *rerun) vetoMessage(i, limit int, ended bool) string {
+	if e, err := session.DecodeData[session.TurnEnd](x.recs[limit-1]); ended && err == nil && e.Reason == session.ReasonBlocked {
+		if e.Error != "" {
+			return e.Error
+		}
+	}
+	for _, r := range x.recs[i:limit] {
+		if res, err := session.DecodeData[session.ToolResult](r); err == nil && r.Type() == session.TypeToolResult && res.Error != nil {
+			if m, ok := strings.CutPrefix(res.Error.Message, "the tool did not run: "); ok && blockedEnd.MatchString(m) {
+				return m
+			}
+		}
+	}
+	return ""
+}
+
+// vetoedAt finds where in the recorded turn [i, limit) the refused event
+// would have been: the loop closed the turn from there, as CloseTail
+// would — all of it, or, when its process died on the way, a prefix of
+// its closers before turn/end. -1: nowhere.
+func (x *rerun) vetoedAt(i, limit int, ended bool) int {
+	for k := i + 1; k < limit; k++ {
+		closers := session.CloseTail(x.recs[:k])
+		if ended && len(closers) != limit-k || !ended && len(closers)-1 < limit-k {
+			continue
+		}
+		if x.closedBy(k, closers[:limit-k]) {
+			return k
+		}
+	}
+	return -1
+}
+
+// closedBy reports whether the records from k on are closers, event for
+// event. The loop's closers say why the call did not run; their calls
+// and codes are repair's.
+func (x *rerun) closedBy(k int, closers []session.Event) bool {
+	for n, ev := range closers {
+		r := x.recs[k+n]
+		if ev.Type != r.Type() {
+			return false
+		}
+		if res, ok := ev.Data.(session.ToolResult); ok {
+			got, err := session.DecodeData[session.ToolResult](r)
+			if err != nil || got.ID != res.ID || got.Error == nil || got.Error.Code != res.Error.Code {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // errCrashed is the veto that stops a rerun's loop where the recorded
