@@ -538,52 +538,17 @@ func (x *rerun) decide(ctx context.Context, i int) (int, error) {
 // recording's turn ends, suspends or its process died, and returns the
 // index of the record after.
 func (x *rerun) entry(ctx context.Context, i int, out *Rerun) (int, error) {
-	first := x.recs[i]
-	n := first.Turn()
-	end := i + 1
-	for end < len(x.recs) && x.recs[end].Turn() == n && x.recs[end-1].Type() != session.TypeTurnEnd {
-		end++
-	}
-	stop := end
-	for k := i + 1; k < end; k++ {
-		if external(x.recs[k]) {
-			stop = k
-			break
-		}
-	}
-	// A header of a new loop instance after the turn's first step: the
-	// process died with the step's calls decided, and another resumed
-	// it. This loop stops where the first one did.
-	split := -1
-	for k, steps := i, 0; k < stop; k++ {
-		r := x.recs[k]
-		if r.Type() == session.TypeStepStart {
-			steps++
-		}
-		if r.Type() != session.TypeRequestHeader || steps < 2 {
-			continue
-		}
-		if h, err := session.DecodeData[session.RequestHeader](r); err == nil && h.Reason != session.HeaderChange {
-			for p := k; p > i; p-- {
-				if session.Suspended(x.recs[:p]) != nil {
-					split = p
-					break
-				}
-			}
-			if split > 0 {
-				stop = split
-				break
-			}
-		}
+	end := turnEnd(x.recs, i)
+	stop := x.firstExternal(i, end)
+	split := x.resumedAt(i, stop)
+	if split > 0 {
+		stop = split
 	}
 	crash := -1
 	if stop == end {
-		if last := x.recs[end-1]; last.Type() != session.TypeTurnEnd {
-			crash = end // the recording stops inside the turn
-		} else if p := x.crashPoint(i, end); p >= 0 {
-			crash, stop = p, p
-		}
+		crash = x.crashAt(i, end)
 		if crash >= 0 {
+			stop = crash
 			x.failedBeforeCrash(i, crash)
 		}
 		// A turn a plugin's veto ended (a policy, a budget): the same
@@ -599,10 +564,83 @@ func (x *rerun) entry(ctx context.Context, i int, out *Rerun) (int, error) {
 		return 0, err
 	}
 	base := x.sess.Len()
-	x.fence = int64(base + stop - i)
-	// A turn that was aborted is cancelled where the recording shows it
-	// noticed: after the stream of its failed step, or after the last
-	// call that started.
+	err := x.runSegment(ctx, i, stop, end)
+	switch {
+	case err == nil:
+	case (crash >= 0 || split >= 0) && errors.Is(err, errCrashed):
+		// The loop was stopped where the recorded process died; this
+		// agent's memory of the session is not the next process's.
+		x.closeAgent()
+	case errors.Is(err, agentloop.ErrSuspended) && stop < end:
+	default:
+		out.Errors = append(out.Errors, err)
+	}
+	if err := x.align(i, stop, base); err != nil {
+		return 0, err
+	}
+	if crash >= 0 && crash < end {
+		if err := x.repair(ctx, x.recs[i].Turn(), stop, end); err != nil {
+			return 0, err
+		}
+		return end, nil
+	}
+	return stop, nil
+}
+
+// firstExternal is the index of the first record after i in [i, end)
+// that the loop does not log (see external), or end.
+func (x *rerun) firstExternal(i, end int) int {
+	for k := i + 1; k < end; k++ {
+		if external(x.recs[k]) {
+			return k
+		}
+	}
+	return end
+}
+
+// resumedAt finds, in the recorded records [i, stop), a header of a new
+// loop instance after the turn's first step: the process died with the
+// step's calls decided, and another resumed it. It returns where the
+// first loop stopped (the end of its suspended step), or -1.
+func (x *rerun) resumedAt(i, stop int) int {
+	for k, steps := i, 0; k < stop; k++ {
+		r := x.recs[k]
+		if r.Type() == session.TypeStepStart {
+			steps++
+		}
+		if r.Type() != session.TypeRequestHeader || steps < 2 {
+			continue
+		}
+		if h, err := session.DecodeData[session.RequestHeader](r); err == nil && h.Reason != session.HeaderChange {
+			for p := k; p > i; p-- {
+				if session.Suspended(x.recs[:p]) != nil {
+					return p
+				}
+			}
+		}
+	}
+	return -1
+}
+
+// crashAt is the index where the recorded process died inside the turn
+// [i, end): its end when the recording stops inside it, else the crash
+// point its interrupted turn/end shows (-1: it did not die).
+func (x *rerun) crashAt(i, end int) int {
+	if x.recs[end-1].Type() != session.TypeTurnEnd {
+		return end
+	}
+	return x.crashPoint(i, end)
+}
+
+// runSegment runs the agent over the recorded records [i, stop) of the
+// turn [i, end): it resumes a suspended step, continues a continuation
+// or runs the turn, fenced at stop. A turn that was aborted is cancelled
+// where the recording shows it noticed: after the stream of its failed
+// step, or after the last call that started.
+func (x *rerun) runSegment(ctx context.Context, i, stop, end int) error {
+	first := x.recs[i]
+	x.fence = int64(x.sess.Len() + stop - i)
+	defer func() { x.fence = -1 }()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	x.abort = nil
@@ -618,34 +656,20 @@ func (x *rerun) entry(ctx context.Context, i int, out *Rerun) (int, error) {
 	default:
 		_, err = x.agent.Run(ctx, x.sess, prompt(x.recs, i), agentloop.By(poster(first)))
 	}
-	x.fence = -1
-	switch {
-	case err == nil:
-	case (crash >= 0 || split >= 0) && errors.Is(err, errCrashed):
-		// The loop was stopped where the recorded process died; this
-		// agent's memory of the session is not the next process's.
-		x.closeAgent()
-	case errors.Is(err, agentloop.ErrSuspended) && stop < end:
-	default:
-		out.Errors = append(out.Errors, err)
-	}
-	if err := x.align(i, stop, base); err != nil {
-		return 0, err
-	}
-	if crash >= 0 && crash < end {
-		// Closed the way crash repair closes a dead process's turn.
-		base = x.sess.Len()
-		for _, ev := range session.CloseTail(x.sess.Records()) {
-			if _, err := x.sess.Append(ctx, ev); err != nil {
-				return 0, fmt.Errorf("replay: repair turn %d: %w", n, err)
-			}
+	return err
+}
+
+// repair closes turn n, whose recorded process died at stop, the way
+// crash repair closes a dead process's turn, and checks the closers are
+// the recorded [stop, end).
+func (x *rerun) repair(ctx context.Context, n, stop, end int) error {
+	base := x.sess.Len()
+	for _, ev := range session.CloseTail(x.sess.Records()) {
+		if _, err := x.sess.Append(ctx, ev); err != nil {
+			return fmt.Errorf("replay: repair turn %d: %w", n, err)
 		}
-		if err := x.align(stop, end, base); err != nil {
-			return 0, err
-		}
-		return end, nil
 	}
-	return stop, nil
+	return x.align(stop, end, base)
 }
 
 // align checks that the new log's records from base on are, type for
