@@ -766,7 +766,37 @@ func prompt(recs []session.Record, i int) string {
 // loop instance (it logged a header of reason initial or resume there),
 // configured from the header in force at the segment's first step.
 func (x *rerun) agentFor(i, stop int) error {
-	fresh, sawHeader := x.agent == nil, false
+	hdr, instance, err := x.segmentHeader(i, stop)
+	if err != nil {
+		return err
+	}
+	exact, least := x.stepLimits(i, stop)
+	cfg := agentloop.Config{System: hdr.System, Model: hdr.Model, Temperature: hdr.Temperature,
+		MaxTokens: x.uncapped(i, stop, hdr.MaxTokens), Stop: hdr.Stop, MaxSteps: exact, OutputSchema: schemaConfig(hdr.OutputSchema)}
+	inPlace := denialsInCallOrder(x.recs[i:stop], x.delegations)
+	if x.agent != nil && !instance && x.agentFits(cfg, hdr, inPlace, exact, least) {
+		return nil
+	}
+	if cfg.MaxSteps == 0 {
+		cfg.MaxSteps = max(x.maxSteps(i), least)
+	}
+	x.closeAgent()
+	x.cfg, x.schema, x.inPlace = cfg, hdr.OutputSchema, inPlace
+	opts := []agentloop.Option{agentloop.WithProvider(x.prov), agentloop.WithToolSource(x.tools), agentloop.WithName("replay")}
+	if inPlace {
+		opts = append(opts, agentloop.WithDenialsInCallOrder())
+	}
+	x.agent = agentloop.New(x.c, cfg, opts...)
+	return nil
+}
+
+// segmentHeader returns the header in force at the first step of the
+// recorded records [i, stop) and whether their first request/header is
+// of a new loop instance (reason initial or resume). Where no step
+// starts (a resumed step that ends its turn) the config that matters is
+// the step limit: the header is the current agent's, or the log's.
+func (x *rerun) segmentHeader(i, stop int) (*session.Header, bool, error) {
+	instance, sawHeader := false, false
 	var hdr *session.Header
 	for _, r := range x.recs[i:stop] {
 		switch r.Type() {
@@ -774,9 +804,9 @@ func (x *rerun) agentFor(i, stop int) error {
 			if !sawHeader {
 				h, err := session.DecodeData[session.RequestHeader](r)
 				if err != nil {
-					return fmt.Errorf("replay: seq %d: %w", x.seqOf(r), err)
+					return nil, false, fmt.Errorf("replay: seq %d: %w", x.seqOf(r), err)
 				}
-				fresh = fresh || h.Reason != session.HeaderChange
+				instance = h.Reason != session.HeaderChange
 				sawHeader = true
 			}
 		case session.TypeStepStart:
@@ -787,17 +817,21 @@ func (x *rerun) agentFor(i, stop int) error {
 		}
 	}
 	if hdr == nil {
-		// No step starts here (a resumed step that ends its turn): the
-		// config that matters is the step limit.
 		h, _ := session.DeriveHeader(x.recs[:stop])
 		if x.agent != nil {
 			h = session.Header{System: x.cfg.System, Model: x.cfg.Model, Temperature: x.cfg.Temperature, MaxTokens: x.cfg.MaxTokens, Stop: x.cfg.Stop}
 		}
 		hdr = &h
 	}
-	// The step limit: the segment's turn ended at it, or it is at least
-	// the last step the segment runs.
-	exact, least := 0, 1
+	return hdr, instance, nil
+}
+
+// stepLimits is the step limit of the recorded records [i, stop): exact
+// when their turn ended at it (0: it did not), and at least the last
+// step they run — or, when a budget refused the step after a turn's
+// last, that step: the loop must get that far to be refused there.
+func (x *rerun) stepLimits(i, stop int) (exact, least int) {
+	least = 1
 	for k, r := range x.recs[i:stop] {
 		least = max(least, r.Step())
 		if r.Type() == session.TypeTurnEnd {
@@ -806,40 +840,24 @@ func (x *rerun) agentFor(i, stop int) error {
 			}
 		}
 	}
-	// A budget refused the step after a turn's last: the loop must get
-	// that far to be refused there.
 	first := x.recs[i].Turn()
 	for _, st := range session.BudgetStops(x.recs[:stop]) {
 		if st.Turn >= first {
 			least = max(least, st.Step)
 		}
 	}
-	cfg := agentloop.Config{System: hdr.System, Model: hdr.Model, Temperature: hdr.Temperature,
-		MaxTokens: x.uncapped(i, stop, hdr.MaxTokens), Stop: hdr.Stop, MaxSteps: exact, OutputSchema: schemaConfig(hdr.OutputSchema)}
-	inPlace := denialsInCallOrder(x.recs[i:stop], x.delegations)
-	if !fresh && (inPlace != x.inPlace || cfg.System != x.cfg.System || cfg.Model != x.cfg.Model || !capsTo(x.cfg.MaxTokens, cfg.MaxTokens) ||
-		!slices.Equal(cfg.Stop, x.cfg.Stop) || !equalTemp(cfg.Temperature, x.cfg.Temperature) ||
-		!session.HeaderEquals(session.Header{OutputSchema: hdr.OutputSchema}, session.Header{OutputSchema: x.schema}) ||
-		exact > 0 && x.cfg.MaxSteps != exact || x.cfg.MaxSteps < least) {
-		fresh = true
-	}
-	if !fresh {
-		return nil
-	}
-	if cfg.MaxSteps == 0 {
-		cfg.MaxSteps = x.maxSteps(i)
-		if cfg.MaxSteps < least {
-			cfg.MaxSteps = least
-		}
-	}
-	x.closeAgent()
-	x.cfg, x.schema, x.inPlace = cfg, hdr.OutputSchema, inPlace
-	opts := []agentloop.Option{agentloop.WithProvider(x.prov), agentloop.WithToolSource(x.tools), agentloop.WithName("replay")}
-	if inPlace {
-		opts = append(opts, agentloop.WithDenialsInCallOrder())
-	}
-	x.agent = agentloop.New(x.c, cfg, opts...)
-	return nil
+	return exact, least
+}
+
+// agentFits reports whether the current agent can run a segment that
+// wants cfg, the output schema of hdr, denials in call order or not, and
+// the step limits: otherwise the recording shows another configuration,
+// and a new agent runs it.
+func (x *rerun) agentFits(cfg agentloop.Config, hdr *session.Header, inPlace bool, exact, least int) bool {
+	return inPlace == x.inPlace && cfg.System == x.cfg.System && cfg.Model == x.cfg.Model && capsTo(x.cfg.MaxTokens, cfg.MaxTokens) &&
+		slices.Equal(cfg.Stop, x.cfg.Stop) && equalTemp(cfg.Temperature, x.cfg.Temperature) &&
+		session.HeaderEquals(session.Header{OutputSchema: hdr.OutputSchema}, session.Header{OutputSchema: x.schema}) &&
+		(exact <= 0 || x.cfg.MaxSteps == exact) && x.cfg.MaxSteps >= least
 }
 
 // uncapped is the max_tokens of the agent that ran the records [i, stop):
