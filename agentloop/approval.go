@@ -138,13 +138,9 @@ func (t *turn) approve(ctx context.Context, step int, call session.ToolCall) (Ve
 // whether the step is suspended: some call was answered ask and the turn
 // was not cancelled meanwhile.
 func (t *turn) runGated(ctx context.Context, n int, calls []session.ToolCall, tools []Tool) (suspended bool, err error) {
-	verdicts := make([]Verdict, len(calls))
-	gated := false
-	for i, c := range calls {
-		if verdicts[i], err = t.approve(ctx, n, c); err != nil {
-			return false, err
-		}
-		gated = gated || (verdicts[i].Action != "" && verdicts[i].Action != session.ActionAllow)
+	verdicts, gated, err := t.verdicts(ctx, n, calls)
+	if err != nil {
+		return false, err
 	}
 	if !gated {
 		pending, err := t.runTools(ctx, n, calls, tools)
@@ -154,13 +150,46 @@ func (t *turn) runGated(ctx context.Context, n int, calls []session.ToolCall, to
 		t.res.Pending = append(t.res.Pending, pending...)
 		return true, nil
 	}
-	// "Always for this session": an asked call that an earlier
-	// session-scoped allow covers (approval.Cover says which) is decided by
-	// it, in a decision of its own right after its request, and runs in
-	// its place — unless another call of the step waits for a person:
-	// then the step suspends, and it runs, decided, when the step resumes
-	// (a decided call runs only once every request of its step has a
-	// decision). The policy the hooks logged is in force by now.
+	rules, suspends := t.coveringRules(calls, verdicts)
+	if err := t.denyFirst(n, calls, verdicts); err != nil {
+		return false, err
+	}
+	asked, suspends, err := t.runInOrder(ctx, n, calls, verdicts, rules, suspends, tools)
+	if err != nil || !suspends {
+		return false, err
+	}
+	return t.wait(n, asked, ctx.Err() != nil)
+}
+
+// verdicts asks the approval hooks about each call of step n, and
+// reports whether any call is gated (denied or asked).
+func (t *turn) verdicts(ctx context.Context, n int, calls []session.ToolCall) ([]Verdict, bool, error) {
+	verdicts := make([]Verdict, len(calls))
+	gated := false
+	for i, c := range calls {
+		var err error
+		if verdicts[i], err = t.approve(ctx, n, c); err != nil {
+			return nil, false, err
+		}
+		gated = gated || !allowed(verdicts[i])
+	}
+	return verdicts, gated, nil
+}
+
+// allowed reports whether v lets its call run without a decision.
+func allowed(v Verdict) bool { return v.Action == "" || v.Action == session.ActionAllow }
+
+// coveringRules finds, for each asked call, the earlier session-scoped
+// allow that covers it ("always for this session"), and reports whether
+// the step suspends: some asked call is covered by none.
+//
+// A covered call is decided by its rule, in a decision of its own right
+// after its request, and runs in its place — unless another call of the
+// step waits for a person: then the step suspends, and it runs, decided,
+// when the step resumes (a decided call runs only once every request of
+// its step has a decision). The policy the hooks logged is in force by
+// now.
+func (t *turn) coveringRules(calls []session.ToolCall, verdicts []Verdict) ([]sessionRule, bool) {
 	rules := make([]sessionRule, len(calls))
 	suspends := false
 	for i, c := range calls {
@@ -169,78 +198,108 @@ func (t *turn) runGated(ctx context.Context, n int, calls []session.ToolCall, to
 			suspends = suspends || rules[i].seq == 0
 		}
 	}
-	byName := toolsByName(tools)
-	// The policy's denials are logged first, before any call of the step
-	// runs: a crash while one runs never loses them (they are made
-	// durable with its tool/start).
+	return rules, suspends
+}
+
+// denyFirst logs the policy's denials before any call of the step runs:
+// a crash while one runs never loses them (they are made durable with
+// its tool/start). With denialsInPlace they are logged in call order
+// instead, by runInOrder.
+func (t *turn) denyFirst(n int, calls []session.ToolCall, verdicts []Verdict) error {
+	if t.a.denialsInPlace {
+		return nil
+	}
 	for i, c := range calls {
-		if verdicts[i].Action == session.ActionDeny && !t.a.denialsInPlace {
+		if verdicts[i].Action == session.ActionDeny {
 			if err := t.denyByPolicy(n, c, verdicts[i]); err != nil {
-				return false, err
+				return err
 			}
 		}
 	}
-	// Runs of allowed calls keep the loop's batching; the asked ones are
-	// logged in their place, so the log keeps the model's call order
-	// among them.
+	return nil
+}
+
+// runInOrder walks the calls of step n in the model's order: runs of
+// allowed calls keep the loop's batching; the asked ones are logged in
+// their place, so the log keeps the model's call order among them. It
+// returns the asked calls still to settle and whether the step suspends.
+func (t *turn) runInOrder(ctx context.Context, n int, calls []session.ToolCall, verdicts []Verdict, rules []sessionRule, suspends bool, tools []Tool) ([]session.PendingCall, bool, error) {
+	byName := toolsByName(tools)
 	var asked []session.PendingCall
 	for i := 0; i < len(calls); {
-		if act := verdicts[i].Action; act == "" || act == session.ActionAllow {
+		if allowed(verdicts[i]) {
 			j := i + 1
-			for j < len(calls) && (verdicts[j].Action == "" || verdicts[j].Action == session.ActionAllow) {
+			for j < len(calls) && allowed(verdicts[j]) {
 				j++
 			}
 			waiting, err := t.runTools(ctx, n, calls[i:j], tools)
 			if err != nil {
-				return false, err
+				return nil, false, err
 			}
 			asked = append(asked, waiting...)
 			suspends = suspends || len(waiting) > 0
 			i = j
 			continue
 		}
-		c, v := calls[i], verdicts[i]
+		c, v, rule := calls[i], verdicts[i], rules[i]
 		i++
 		if v.Action == session.ActionDeny {
 			if !t.a.denialsInPlace {
-				continue // logged above
+				continue // logged by denyFirst
 			}
 			if err := t.denyByPolicy(n, c, v); err != nil {
-				return false, err
+				return nil, false, err
 			}
 			continue
 		}
-		rec, err := t.append(session.Event{Type: session.TypeToolCall, Step: n, Data: c})
+		p, ran, err := t.ask(ctx, n, c, v, rule, suspends, byName)
 		if err != nil {
-			return false, err
+			return nil, false, err
 		}
-		req := session.ApprovalRequest{ID: c.ID, By: v.By, Reason: v.Reason}
-		rq, err := t.append(session.Event{Type: session.TypeApprovalRequest, Step: n, Data: req})
-		if err != nil {
-			return false, err
+		if !ran {
+			asked = append(asked, p)
 		}
-		p := session.PendingCall{Call: c, CallSeq: rec.Seq(), Request: req, RequestSeq: rq.Seq()}
-		if rule := rules[i-1]; rule.seq != 0 {
-			d := rule.decision(c.ID)
-			dr, err := t.append(session.Event{Type: session.TypeApprovalDecision, Step: n, Data: d})
-			if err != nil {
-				return false, err
-			}
-			p.Decision, p.DecisionSeq = &d, dr.Seq()
-			if !suspends {
-				if err := t.runDecided(ctx, n, p, byName); err != nil {
-					return false, err
-				}
-				continue
-			}
-		}
-		asked = append(asked, p)
 	}
-	if !suspends {
-		return false, nil
+	return asked, suspends, nil
+}
+
+// ask logs the asked call c with its approval request and, when rule
+// covers it, the rule's decision; a decided call runs now unless the
+// step suspends. It reports whether the call ran.
+func (t *turn) ask(ctx context.Context, n int, c session.ToolCall, v Verdict, rule sessionRule, suspends bool, byName map[string]Tool) (session.PendingCall, bool, error) {
+	rec, err := t.append(session.Event{Type: session.TypeToolCall, Step: n, Data: c})
+	if err != nil {
+		return session.PendingCall{}, false, err
 	}
-	if ctx.Err() != nil {
-		// A cancelled turn does not wait: its asked calls never run.
+	req := session.ApprovalRequest{ID: c.ID, By: v.By, Reason: v.Reason}
+	rq, err := t.append(session.Event{Type: session.TypeApprovalRequest, Step: n, Data: req})
+	if err != nil {
+		return session.PendingCall{}, false, err
+	}
+	p := session.PendingCall{Call: c, CallSeq: rec.Seq(), Request: req, RequestSeq: rq.Seq()}
+	if rule.seq == 0 {
+		return p, false, nil
+	}
+	d := rule.decision(c.ID)
+	dr, err := t.append(session.Event{Type: session.TypeApprovalDecision, Step: n, Data: d})
+	if err != nil {
+		return session.PendingCall{}, false, err
+	}
+	p.Decision, p.DecisionSeq = &d, dr.Seq()
+	if suspends {
+		return p, false, nil
+	}
+	if err := t.runDecided(ctx, n, p, byName); err != nil {
+		return session.PendingCall{}, false, err
+	}
+	return p, true, nil
+}
+
+// wait suspends step n on its asked calls, the undecided of which become
+// the turn's Pending. A cancelled turn does not wait: its asked calls
+// never run, answered TOOL_NOT_STARTED.
+func (t *turn) wait(n int, asked []session.PendingCall, cancelled bool) (bool, error) {
+	if cancelled {
 		for _, p := range asked {
 			if err := t.answer(n, p, &session.ToolResultError{Code: session.CodeToolNotStarted, Message: "the turn was aborted before a decision"}); err != nil {
 				return false, err

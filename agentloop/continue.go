@@ -56,36 +56,11 @@ func (a *Agent) Continue(ctx context.Context, sess *live.Session, opts ...RunOpt
 }
 
 func (t *turn) continueTurn(ctx context.Context) (*TurnResult, error) {
-	a := t.a
-	prov, tools, err := a.resolve()
+	tools, err := t.start(ctx, continuable)
 	if err != nil {
 		return nil, err
 	}
-	if err := refuseOpenTurn(t.sess); err != nil {
-		return nil, err
-	}
-	// Refused before agent/prepare: nothing of a refused continuation
-	// (not even a compaction) reaches the log.
-	if err := continuable(t.sess); err != nil {
-		return nil, err
-	}
-	if err := TurnPrepare.Emit(ctx, a.c, &Prepare{Agent: a.id, Session: t.sess, Provider: prov, Header: a.header(prov, tools)}); err != nil {
-		return nil, fmt.Errorf("agentloop: agent/prepare: %w", err)
-	}
-	// A listener may have appended; the turn to continue must still be
-	// the last one.
-	last, open := lastTurn(t.sess)
-	if open {
-		return nil, fmt.Errorf("agentloop: turn %d of session %s: %w", last, t.sess.ID(), session.ErrOpenTurn)
-	}
-	if err := continuable(t.sess); err != nil {
-		return nil, err
-	}
-	t.n = last + 1
-	t.res = TurnResult{Session: t.sess.ID(), Turn: t.n}
-	if _, err := t.append(session.Event{Type: session.TypeTurnStart, Data: session.TurnStart{Continues: last, By: t.by}}); err != nil {
-		return nil, err
-	}
+	last := t.n - 1
 	ran, err := t.retryUnknown(ctx, last, tools)
 	if err != nil {
 		return t.finish(failReason(err), err)

@@ -162,3 +162,23 @@ func lastEnd(t *testing.T, s *live.Session) (session.Record, bool) {
 	}
 	return ends[len(ends)-1], true
 }
+
+// TestContinueRefusesAnOutputSchemaThatDoesNotCompile: a continuation is
+// refused as Run refuses it when the agent's output schema is not JSON
+// Schema; nothing more is logged.
+func TestContinueRefusesAnOutputSchemaThatDoesNotCompile(t *testing.T) {
+	dir, id := crashMidTool(t)
+	store, err := jsonl.Open(dir)
+	require.NoError(t, err)
+	e := newEnvWith(t, store)
+	sess, err := e.mgr.Open(context.Background(), id)
+	require.NoError(t, err)
+	before := len(sess.Records())
+
+	cfg := agentloop.Config{System: "s", Model: "scripted", OutputSchema: map[string]any{"type": "strin"}}
+	a := agentloop.New(e.c, cfg, agentloop.WithProvider(&recorder{}), agentloop.WithTools(funcTool{name: "slow"}))
+	res, err := a.Continue(context.Background(), sess)
+	require.ErrorContains(t, err, "output_schema is not a valid JSON Schema")
+	assert.Nil(t, res)
+	assert.Len(t, sess.Records(), before)
+}

@@ -172,6 +172,26 @@ func refuseOpenTurn(sess *live.Session) error {
 }
 
 func (t *turn) run(ctx context.Context, prompt string) (*TurnResult, error) {
+	if _, err := t.start(ctx, nil); err != nil {
+		return nil, err
+	}
+	if prompt != "" {
+		if _, err := t.append(session.Event{Type: session.TypeUserMessage, Data: session.UserMessage{Content: prompt}}); err != nil {
+			return t.finish(failReason(err), err)
+		}
+	}
+	return t.steps(ctx, 1)
+}
+
+// start opens the turn, for Run and Continue alike: it resolves the
+// provider and tools, refuses an agent whose output schema did not
+// compile and a session with an open turn, emits agent/prepare and logs
+// turn/start. admit, when not nil, is the continuation's own refusal; it
+// runs before agent/prepare (nothing of a refused turn, not even a
+// compaction, reaches the log) and again after it, as the open-turn
+// check does, since a listener may have appended. A continuation's
+// turn/start names the turn it continues. It returns the turn's tools.
+func (t *turn) start(ctx context.Context, admit func(*live.Session) error) ([]Tool, error) {
 	a := t.a
 	prov, tools, err := a.resolve()
 	if err != nil {
@@ -183,6 +203,11 @@ func (t *turn) run(ctx context.Context, prompt string) (*TurnResult, error) {
 	if err := refuseOpenTurn(t.sess); err != nil {
 		return nil, err
 	}
+	if admit != nil {
+		if err := admit(t.sess); err != nil {
+			return nil, err
+		}
+	}
 	if err := TurnPrepare.Emit(ctx, a.c, &Prepare{Agent: a.id, Session: t.sess, Provider: prov, Header: a.header(prov, tools)}); err != nil {
 		return nil, fmt.Errorf("agentloop: agent/prepare: %w", err)
 	}
@@ -190,17 +215,19 @@ func (t *turn) run(ctx context.Context, prompt string) (*TurnResult, error) {
 	if open {
 		return nil, fmt.Errorf("agentloop: turn %d of session %s: %w", last, t.sess.ID(), session.ErrOpenTurn)
 	}
+	start := session.TurnStart{By: t.by}
+	if admit != nil {
+		if err := admit(t.sess); err != nil {
+			return nil, err
+		}
+		start.Continues = last
+	}
 	t.n = last + 1
 	t.res = TurnResult{Session: t.sess.ID(), Turn: t.n}
-	if _, err := t.append(session.Event{Type: session.TypeTurnStart, Data: session.TurnStart{By: t.by}}); err != nil {
+	if _, err := t.append(session.Event{Type: session.TypeTurnStart, Data: start}); err != nil {
 		return nil, err
 	}
-	if prompt != "" {
-		if _, err := t.append(session.Event{Type: session.TypeUserMessage, Data: session.UserMessage{Content: prompt}}); err != nil {
-			return t.finish(failReason(err), err)
-		}
-	}
-	return t.steps(ctx, 1)
+	return tools, nil
 }
 
 // steps runs the turn's steps from first on and ends the turn.

@@ -25,43 +25,126 @@ type stepOutcome struct {
 // llm/stream (whose fallback logs request/digest), chunks,
 // assistant/message, tool calls and results, step/end.
 func (t *turn) step(ctx context.Context, n int) (stepOutcome, error) {
-	a, sess := t.a, t.sess
+	a := t.a
 	a.awaitTools(ctx) // a tool list change announced so far is in force
 	prov, tools, err := a.resolve()
 	if err != nil {
 		return stepOutcome{reason: session.ReasonError, err: err}, nil
 	}
-	want := a.header(prov, tools)
-	// Limits decide before anything of the step is logged; a cap goes
-	// into the header the step logs, so the request stays derivable.
-	chk := &StepCheck{Agent: a.id, Session: sess, Turn: t.n, Step: n, Model: want.Model, maxTokens: want.MaxTokens}
-	if err := StepBegin.Emit(ctx, a.c, chk); err != nil {
-		if be, ok := errors.AsType[*BudgetError](err); ok {
-			return stepOutcome{reason: session.ReasonBudget, err: be, notStarted: true}, nil
-		}
-		return stepOutcome{reason: session.ReasonError, err: fmt.Errorf("agentloop: agent/step: %w", err), notStarted: true}, nil
+	want, refused := t.checkStep(ctx, n, a.header(prov, tools))
+	if refused != nil {
+		return *refused, nil
 	}
-	want.MaxTokens = chk.maxTokens
-
-	// The request's messages are the fold of the log strictly before
-	// step/start: the loop's own (see reqView), brought up to the records
-	// before step/start; if anything else was appended between, those
-	// are folded too.
-	before := int64(sess.Len())
-	if err := t.view.catchUp(sess, before); err != nil {
-		return stepOutcome{}, err
-	}
-	start, err := t.append(session.Event{Type: session.TypeStepStart, Step: n, Data: session.StepStart{}})
+	start, err := t.openStep(n)
 	if err != nil {
 		return stepOutcome{}, err
 	}
-	if start.Seq() != before {
-		if err := t.view.catchUp(sess, start.Seq()); err != nil {
+	req, err := t.buildRequest(n, start, want)
+	if err != nil {
+		return stepOutcome{}, err
+	}
+	asm := assembler{ids: t.ids}
+	msg, streamErr, err := t.streamStep(ctx, n, prov, req, &asm)
+	if err != nil {
+		return stepOutcome{}, err
+	}
+	out := stepOutcome{toolCalls: len(msg.ToolCalls) > 0, content: msg.Content}
+	finish := asm.finish
+	switch {
+	case streamErr != nil:
+		// The delivered prefix is kept; calls it holds never run, and each
+		// is answered so the next request stays well-formed.
+		out = stepOutcome{reason: session.ReasonError, err: streamErr}
+		if ctx.Err() != nil {
+			out.reason = session.ReasonAborted
+		}
+		finish = session.FinishError
+		if err := t.skipTools(n, msg.ToolCalls, "the turn ended before the tool ran: "+streamErr.Error()); err != nil {
 			return stepOutcome{}, err
 		}
+	case out.toolCalls:
+		suspended, err := t.runGated(ctx, n, msg.ToolCalls, tools)
+		if err != nil {
+			return stepOutcome{}, err
+		}
+		if suspended {
+			return t.suspendStep(n, asm.usage)
+		}
+		if ctx.Err() != nil {
+			out = stepOutcome{reason: session.ReasonAborted, err: context.Cause(ctx)}
+		}
 	}
-	fold, handed, same := t.view.request()
+	if err := t.endStep(n, finish, out.toolCalls, asm.usage); err != nil {
+		return stepOutcome{}, err
+	}
+	return out, nil
+}
 
+// checkStep asks the limits (agent/step) about step n before anything of
+// it is logged; a cap goes into the header the step logs, so the request
+// stays derivable. It returns the header to log, or the outcome of a
+// refused step.
+func (t *turn) checkStep(ctx context.Context, n int, want session.Header) (session.Header, *stepOutcome) {
+	a := t.a
+	chk := &StepCheck{Agent: a.id, Session: t.sess, Turn: t.n, Step: n, Model: want.Model, maxTokens: want.MaxTokens}
+	if err := StepBegin.Emit(ctx, a.c, chk); err != nil {
+		if be, ok := errors.AsType[*BudgetError](err); ok {
+			return want, &stepOutcome{reason: session.ReasonBudget, err: be, notStarted: true}
+		}
+		return want, &stepOutcome{reason: session.ReasonError, err: fmt.Errorf("agentloop: agent/step: %w", err), notStarted: true}
+	}
+	want.MaxTokens = chk.maxTokens
+	return want, nil
+}
+
+// openStep logs step/start. The request's messages are the fold of the
+// log strictly before step/start: the loop's own (see reqView), brought
+// up to the records before step/start; if anything else was appended
+// between, those are folded too.
+func (t *turn) openStep(n int) (session.Record, error) {
+	before := int64(t.sess.Len())
+	if err := t.view.catchUp(t.sess, before); err != nil {
+		return session.Record{}, err
+	}
+	start, err := t.append(session.Event{Type: session.TypeStepStart, Step: n, Data: session.StepStart{}})
+	if err != nil {
+		return session.Record{}, err
+	}
+	if start.Seq() != before {
+		if err := t.view.catchUp(t.sess, start.Seq()); err != nil {
+			return session.Record{}, err
+		}
+	}
+	return start, nil
+}
+
+// buildRequest logs request/header when the header the step wants is not
+// the one in force, and mints the step's sealed request.
+//
+// The fold and the header read here are the loop's own: the seal keeps
+// them, computes the digest over them and compares the request with
+// them; listeners and the provider get the view's copies.
+// request/digest is logged by the fallback, once the request passed the
+// check and is handed to the provider, so a refused step leaves no
+// digest.
+func (t *turn) buildRequest(n int, start session.Record, want session.Header) (*Request, error) {
+	fold, handed, same := t.view.request()
+	logged, err := t.logHeader(want)
+	if err != nil {
+		return nil, err
+	}
+	digest := t.dig.digestFrom(logged, fold, same)
+	built := Request{Session: t.sess.ID(), Turn: t.n, Step: n, StepStart: start.Seq(), Header: logged, Messages: fold}
+	return mint(built, handed, "", digest, func() error {
+		_, err := t.append(session.Event{Type: session.TypeRequestDigest, Step: n, Data: session.Digest{SHA256: digest, Messages: len(fold)}})
+		return err
+	}), nil
+}
+
+// logHeader logs want as request/header when there is none yet, when the
+// turn has not logged one since it (re)started, or when it changed; it
+// returns the header in force.
+func (t *turn) logHeader(want session.Header) (session.Header, error) {
 	logged, ok := t.view.header()
 	reason := ""
 	switch {
@@ -75,29 +158,22 @@ func (t *turn) step(ctx context.Context, n int) (stepOutcome, error) {
 	if reason != "" {
 		rec, err := t.append(session.Event{Type: session.TypeRequestHeader, Data: session.RequestHeader{Reason: reason, Header: want}})
 		if err != nil {
-			return stepOutcome{}, err
+			return session.Header{}, err
 		}
 		t.view.sawHeader(rec)
 		logged, _ = t.view.header()
 	}
 	t.headed = true
+	return logged, nil
+}
 
-	// The fold and the header read above are the loop's own: the seal
-	// keeps them, computes the digest over them and compares the request
-	// with them; listeners and the provider get the view's copies.
-	// request/digest is logged by the fallback, once the request passed
-	// the check and is handed to the provider, so a refused step leaves no
-	// digest.
-	digest := t.dig.digestFrom(logged, fold, same)
-	built := Request{Session: sess.ID(), Turn: t.n, Step: n, StepStart: start.Seq(), Header: logged, Messages: fold}
-	req := mint(built, handed, "", digest, func() error {
-		_, err := t.append(session.Event{Type: session.TypeRequestDigest, Step: n, Data: session.Digest{SHA256: digest, Messages: len(fold)}})
-		return err
-	})
-
+// streamStep streams req into asm, logging each content chunk, then the
+// assistant/message the chunks make, and adds the reply's usage to the
+// turn's. It returns that message, the error that ended the stream and,
+// separately, a fatal one.
+func (t *turn) streamStep(ctx context.Context, n int, prov Provider, req *Request, asm *assembler) (_ session.AssistantMessage, streamErr, fatal error) {
 	// Call ids are made unique against the whole log so far.
-	t.ids.sync(sess)
-	asm := assembler{ids: t.ids}
+	t.ids.sync(t.sess)
 	var sources []int64
 	streamErr, err := t.stream(ctx, prov, req, func(c *Chunk) error {
 		asm.add(c, t.n, n)
@@ -125,13 +201,12 @@ func (t *turn) step(ctx context.Context, n int) (stepOutcome, error) {
 		*t.view, *t.dig = reqView{}, digester{}
 	}
 	if err != nil {
-		return stepOutcome{}, err
+		return session.AssistantMessage{}, nil, err
 	}
-
 	msg := asm.message()
 	if len(sources) > 0 {
 		if _, err := t.append(session.Event{Type: session.TypeAssistantMessage, Step: n, Sources: sources, Data: msg}); err != nil {
-			return stepOutcome{}, err
+			return session.AssistantMessage{}, nil, err
 		}
 		t.res.Content = msg.Content
 	}
@@ -139,54 +214,37 @@ func (t *turn) step(ctx context.Context, n int) (stepOutcome, error) {
 		t.res.Usage.Input += u.Input
 		t.res.Usage.Output += u.Output
 	}
+	return msg, streamErr, nil
+}
 
-	out := stepOutcome{toolCalls: len(msg.ToolCalls) > 0, content: msg.Content}
-	finish := asm.finish
-	if streamErr != nil {
-		// The delivered prefix is kept; calls it holds never run, and each
-		// is answered so the next request stays well-formed.
-		out = stepOutcome{reason: session.ReasonError, err: streamErr}
-		if ctx.Err() != nil {
-			out.reason = session.ReasonAborted
-		}
-		finish = session.FinishError
-		if err := t.skipTools(n, msg.ToolCalls, "the turn ended before the tool ran: "+streamErr.Error()); err != nil {
+// suspendStep leaves step n open on its approvals. The step/end that
+// closes it is logged later, maybe by another process: the reply's usage
+// goes into the log now.
+func (t *turn) suspendStep(n int, usage *session.Usage) (stepOutcome, error) {
+	if usage != nil {
+		if _, err := t.append(session.Event{Type: session.TypeStepUsage, Step: n, Data: *usage}); err != nil {
 			return stepOutcome{}, err
-		}
-	} else if out.toolCalls {
-		suspended, err := t.runGated(ctx, n, msg.ToolCalls, tools)
-		if err != nil {
-			return stepOutcome{}, err
-		}
-		if suspended {
-			// The step/end that closes the step is logged later, maybe by
-			// another process: the reply's usage goes into the log now.
-			if u := asm.usage; u != nil {
-				if _, err := t.append(session.Event{Type: session.TypeStepUsage, Step: n, Data: *u}); err != nil {
-					return stepOutcome{}, err
-				}
-			}
-			return stepOutcome{suspended: true}, nil
-		}
-		if ctx.Err() != nil {
-			out = stepOutcome{reason: session.ReasonAborted, err: context.Cause(ctx)}
 		}
 	}
+	return stepOutcome{suspended: true}, nil
+}
+
+// endStep logs step n's step/end, with finish (or, when the reply gave
+// none, stop or tool_calls) and the reply's usage.
+func (t *turn) endStep(n int, finish string, toolCalls bool, usage *session.Usage) error {
 	if finish == "" {
 		finish = session.FinishStop
-		if out.toolCalls {
+		if toolCalls {
 			finish = session.FinishToolCalls
 		}
 	}
 	end := session.StepEnd{Finish: finish}
-	if u := asm.usage; u != nil {
-		u := *u
+	if usage != nil {
+		u := *usage
 		end.Usage = &u
 	}
-	if _, err := t.append(session.Event{Type: session.TypeStepEnd, Step: n, Data: end}); err != nil {
-		return stepOutcome{}, err
-	}
-	return out, nil
+	_, err := t.append(session.Event{Type: session.TypeStepEnd, Step: n, Data: end})
+	return err
 }
 
 // stream dispatches req through llm/stream and hands each chunk to
@@ -263,10 +321,7 @@ func (t *turn) skipTools(n int, calls []session.ToolCall, why string) error {
 // logged with an approval/request of its own instead of a result, and
 // returned among the pending calls, which suspend the step.
 func (t *turn) runTools(ctx context.Context, n int, calls []session.ToolCall, tools []Tool) (pending []session.PendingCall, _ error) {
-	byName := make(map[string]Tool, len(tools))
-	for _, tl := range tools {
-		byName[tl.Spec().Name] = tl
-	}
+	byName := toolsByName(tools)
 	safe := func(c session.ToolCall) bool {
 		tl := byName[c.Name]
 		return tl != nil && concurrencySafe(tl)
@@ -278,77 +333,109 @@ func (t *turn) runTools(ctx context.Context, n int, calls []session.ToolCall, to
 				j++
 			}
 		}
-		batch := calls[i:j]
+		waiting, err := t.runToolBatch(ctx, n, calls[i:j], byName)
+		if err != nil {
+			return nil, err
+		}
+		pending = append(pending, waiting...)
 		i = j
+	}
+	return pending, nil
+}
 
-		seqs := make([]int64, len(batch))
-		for k, c := range batch {
-			rec, err := t.append(session.Event{Type: session.TypeToolCall, Step: n, Data: c})
+// runToolBatch logs the batch's tool/call events, starts the calls that
+// can run, runs them concurrently and logs their results in call order.
+func (t *turn) runToolBatch(ctx context.Context, n int, batch []session.ToolCall, byName map[string]Tool) ([]session.PendingCall, error) {
+	seqs := make([]int64, len(batch))
+	for k, c := range batch {
+		rec, err := t.append(session.Event{Type: session.TypeToolCall, Step: n, Data: c})
+		if err != nil {
+			return nil, err
+		}
+		seqs[k] = rec.Seq()
+	}
+	outs := make([]ToolOutput, len(batch))
+	invs, idx, err := t.startTools(ctx, n, batch, seqs, byName, outs)
+	if err != nil {
+		return nil, err
+	}
+	ran := make([]bool, len(batch))
+	for _, k := range idx {
+		ran[k] = true
+	}
+	if len(invs) > 0 {
+		for m, o := range t.a.runBatch(ctx, invs) {
+			outs[idx[m]] = o
+		}
+	}
+	return t.logOutputs(n, batch, seqs, ran, outs, byName)
+}
+
+// startTools readies the batch's calls: a call of an aborted turn or
+// with bad arguments gets its error output in outs and does not run; the
+// others get their tool/start (unless the tool defers it) and an
+// invocation. It returns the invocations and their indexes in batch. A
+// tool/start is made durable before any tool runs.
+func (t *turn) startTools(ctx context.Context, n int, batch []session.ToolCall, seqs []int64, byName map[string]Tool, outs []ToolOutput) ([]*ToolInvocation, []int, error) {
+	var (
+		invs    []*ToolInvocation
+		idx     []int
+		started bool // a tool/start was appended: made durable before any tool runs
+	)
+	for k, c := range batch {
+		if ctx.Err() != nil {
+			outs[k] = ToolOutput{Error: &session.ToolResultError{Code: session.CodeToolNotStarted, Message: "the turn was aborted before the tool ran"}}
+			continue
+		}
+		args, bad := checkArguments(c.Arguments)
+		if bad != nil {
+			outs[k] = ToolOutput{Error: bad}
+			continue
+		}
+		if !deferredStart(byName[c.Name]) {
+			if _, err := t.append(session.Event{Type: session.TypeToolStart, Step: n, Data: session.ToolStart{ID: c.ID}}); err != nil {
+				return nil, nil, err
+			}
+			started = true
+		}
+		invs = append(invs, &ToolInvocation{
+			Session: t.sess.ID(), Turn: t.n, Step: n,
+			Call:    session.ToolCall{ID: c.ID, Name: c.Name, Arguments: args},
+			CallSeq: seqs[k],
+			Tool:    byName[c.Name],
+		})
+		idx = append(idx, k)
+	}
+	if started {
+		if err := t.durable(); err != nil {
+			return nil, nil, err
+		}
+	}
+	return invs, idx, nil
+}
+
+// logOutputs logs the batch's results in call order: a deferred
+// tool/start before the result of a call that ran, and, for a call whose
+// sub-agent waits for an approval, a request of its own instead of a
+// result (returned among the pending calls).
+func (t *turn) logOutputs(n int, batch []session.ToolCall, seqs []int64, ran []bool, outs []ToolOutput, byName map[string]Tool) (pending []session.PendingCall, _ error) {
+	for k, c := range batch {
+		if w := outs[k].waiting; w != nil {
+			p, err := t.await(n, c, seqs[k], w)
 			if err != nil {
 				return nil, err
 			}
-			seqs[k] = rec.Seq()
+			pending = append(pending, p)
+			continue
 		}
-		outs := make([]ToolOutput, len(batch))
-		ran := make([]bool, len(batch))
-		var (
-			invs    []*ToolInvocation
-			idx     []int
-			started bool // a tool/start was appended: made durable before any tool runs
-		)
-		for k, c := range batch {
-			if ctx.Err() != nil {
-				outs[k] = ToolOutput{Error: &session.ToolResultError{Code: session.CodeToolNotStarted, Message: "the turn was aborted before the tool ran"}}
-				continue
-			}
-			args, bad := checkArguments(c.Arguments)
-			if bad != nil {
-				outs[k] = ToolOutput{Error: bad}
-				continue
-			}
-			if !deferredStart(byName[c.Name]) {
-				if _, err := t.append(session.Event{Type: session.TypeToolStart, Step: n, Data: session.ToolStart{ID: c.ID}}); err != nil {
-					return nil, err
-				}
-			}
-			ran[k] = true
-			started = started || !deferredStart(byName[c.Name])
-			invs = append(invs, &ToolInvocation{
-				Session: t.sess.ID(), Turn: t.n, Step: n,
-				Call:    session.ToolCall{ID: c.ID, Name: c.Name, Arguments: args},
-				CallSeq: seqs[k],
-				Tool:    byName[c.Name],
-			})
-			idx = append(idx, k)
-		}
-		if started {
-			if err := t.durable(); err != nil {
+		if ran[k] && deferredStart(byName[c.Name]) {
+			if _, err := t.append(session.Event{Type: session.TypeToolStart, Step: n, Data: session.ToolStart{ID: c.ID}}); err != nil {
 				return nil, err
 			}
 		}
-		if len(invs) > 0 {
-			for m, o := range t.a.runBatch(ctx, invs) {
-				outs[idx[m]] = o
-			}
-		}
-		for k, c := range batch {
-			if w := outs[k].waiting; w != nil {
-				p, err := t.await(n, c, seqs[k], w)
-				if err != nil {
-					return nil, err
-				}
-				pending = append(pending, p)
-				continue
-			}
-			if ran[k] && deferredStart(byName[c.Name]) {
-				if _, err := t.append(session.Event{Type: session.TypeToolStart, Step: n, Data: session.ToolStart{ID: c.ID}}); err != nil {
-					return nil, err
-				}
-			}
-			res := session.ToolResult{ID: c.ID, Name: c.Name, Content: outs[k].Content, Error: outs[k].Error, Child: outs[k].Child}
-			if _, err := t.append(session.Event{Type: session.TypeToolResult, Step: n, Sources: []int64{seqs[k]}, Data: res}); err != nil {
-				return nil, err
-			}
+		res := session.ToolResult{ID: c.ID, Name: c.Name, Content: outs[k].Content, Error: outs[k].Error, Child: outs[k].Child}
+		if _, err := t.append(session.Event{Type: session.TypeToolResult, Step: n, Sources: []int64{seqs[k]}, Data: res}); err != nil {
+			return nil, err
 		}
 	}
 	return pending, nil

@@ -30,23 +30,11 @@ const pollInterval = 250 * time.Millisecond
 // resumes after the last event it got, without loss or duplicates.
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	id := admitted(r).ID
-	var err error
-	sse := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
-	name, raw := "after", r.URL.Query().Get("after")
-	if last := r.Header.Get("Last-Event-ID"); sse && last != "" {
-		name, raw = "Last-Event-ID", last
-	}
-	after, err := parseCursor(name, raw)
+	q, err := parseEventsQuery(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	follow, err := queryBool(r, "follow", false)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	follow = follow || sse // a stream of server-sent events always follows
 	// Look the session up first (its tail, not its whole log), so an
 	// unknown one is a 404, not an empty stream.
 	tail, err := s.tail(r.Context(), id)
@@ -56,16 +44,51 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
-	if !follow {
+	if !q.follow {
 		h.Set("Content-Type", "application/jsonl")
 		w.WriteHeader(http.StatusOK)
 		// The status is sent already: a failure ends the body early.
-		if err := s.writeRecords(r.Context(), w, id, after+1, tail.Next); err != nil {
+		if err := s.writeRecords(r.Context(), w, id, q.after+1, tail.Next); err != nil {
 			s.log.Warn("reading a session's events failed", "session", id, "error", err)
 		}
 		return
 	}
-	if sse {
+	s.streamEvents(w, r, id, q)
+}
+
+// eventsQuery is what a request for a session's events asks.
+type eventsQuery struct {
+	after  int64 // the events wanted have seq > after
+	follow bool  // the stream follows the log past its current tail
+	sse    bool  // as server-sent events rather than JSONL
+}
+
+// parseEventsQuery reads the query of an events request: after (or, from
+// an EventSource that reconnects, Last-Event-ID) and follow, which a
+// stream of server-sent events always does.
+func parseEventsQuery(r *http.Request) (eventsQuery, error) {
+	sse := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+	name, raw := "after", r.URL.Query().Get("after")
+	if last := r.Header.Get("Last-Event-ID"); sse && last != "" {
+		name, raw = "Last-Event-ID", last
+	}
+	after, err := parseCursor(name, raw)
+	if err != nil {
+		return eventsQuery{}, err
+	}
+	follow, err := queryBool(r, "follow", false)
+	if err != nil {
+		return eventsQuery{}, err
+	}
+	return eventsQuery{after: after, follow: follow || sse, sse: sse}, nil
+}
+
+// streamEvents answers a following request: the records as the log
+// grows, flushed in batches, with a heartbeat while it is idle, until the
+// client goes away, a write blocks too long or following fails.
+func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string, q eventsQuery) {
+	h := w.Header()
+	if q.sse {
 		h.Set("Content-Type", "text/event-stream")
 		h.Set("X-Accel-Buffering", "no")
 	} else {
@@ -73,17 +96,56 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	if sse {
+	if q.sse {
 		_, _ = w.Write([]byte("retry: 1000\n\n"))
 	}
 	_ = rc.Flush()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
+	recs, errc := s.pump(ctx, id, q.after+1)
+	tick := time.NewTicker(heartbeat)
+	defer tick.Stop()
+	var buf []byte
+	for {
+		select {
+		case rec, ok := <-recs:
+			if !ok {
+				s.endStream(w, rc, r, id, errc, q.sse)
+				return
+			}
+			buf = frameReady(frame(buf[:0], rec, q.sse), recs, q.sse)
+			// A client that stops reading is let go once a write to it
+			// blocks longer than the stream write timeout.
+			_ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+		case <-tick.C:
+			_ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
+			if q.sse {
+				if _, err := w.Write([]byte(": heartbeat\n\n")); err != nil {
+					return
+				}
+			}
+		case <-ctx.Done():
+			return
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+	}
+}
+
+// pump follows session id's records from seq from on, on a goroutine of
+// its own, until ctx is done: they come on the first channel, closed at
+// the end, and the error that ended following, if one did, on the
+// second, before the first closes.
+func (s *Server) pump(ctx context.Context, id string, from int64) (<-chan session.Record, <-chan error) {
 	recs := make(chan session.Record, 64)
 	errc := make(chan error, 1)
 	go func() {
 		defer close(recs)
-		for rec, err := range s.follow(ctx, id, after+1) {
+		for rec, err := range s.follow(ctx, id, from) {
 			if err != nil {
 				errc <- err
 				return
@@ -95,61 +157,40 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
-	tick := time.NewTicker(heartbeat)
-	defer tick.Stop()
-	var buf []byte
-	for {
+	return recs, errc
+}
+
+// frameReady frames onto buf the records already waiting in recs, up to
+// 64 KiB, so they are written with one flush.
+func frameReady(buf []byte, recs <-chan session.Record, sse bool) []byte {
+	for len(buf) < 64<<10 {
 		select {
 		case rec, ok := <-recs:
 			if !ok {
-				select {
-				case err := <-errc:
-					s.log.Warn("following a session failed", "session", id, "error", err)
-					if sse {
-						// The status is sent already: say why the stream
-						// ends, as an event of its own kind.
-						e := s.publicError(r, err)
-						data, _ := json.Marshal(e)
-						_, _ = fmt.Fprintf(w, "event: error\ndata: %s\n\n", data)
-						_ = rc.Flush()
-					}
-				default:
-				}
-				return
+				return buf
 			}
-			buf = frame(buf[:0], rec, sse)
-			// Write what else is ready before flushing once.
-			for more := true; more && len(buf) < 64<<10; {
-				select {
-				case rec, ok := <-recs:
-					if !ok {
-						more = false
-						break
-					}
-					buf = frame(buf, rec, sse)
-				default:
-					more = false
-				}
-			}
-			// A client that stops reading is let go once a write to it
-			// blocks longer than the stream write timeout.
-			_ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
-			if _, err := w.Write(buf); err != nil {
-				return
-			}
-		case <-tick.C:
-			_ = rc.SetWriteDeadline(time.Now().Add(s.opts.StreamWriteTimeout))
-			if sse {
-				if _, err := w.Write([]byte(": heartbeat\n\n")); err != nil {
-					return
-				}
-			}
-		case <-ctx.Done():
-			return
+			buf = frame(buf, rec, sse)
+		default:
+			return buf
 		}
-		if err := rc.Flush(); err != nil {
-			return
+	}
+	return buf
+}
+
+// endStream ends a stream whose records ran out: when following failed,
+// it logs why and, as server-sent events, says why as an event of its
+// own kind (the status is sent already).
+func (s *Server) endStream(w http.ResponseWriter, rc *http.ResponseController, r *http.Request, id string, errc <-chan error, sse bool) {
+	select {
+	case err := <-errc:
+		s.log.Warn("following a session failed", "session", id, "error", err)
+		if sse {
+			e := s.publicError(r, err)
+			data, _ := json.Marshal(e)
+			_, _ = fmt.Fprintf(w, "event: error\ndata: %s\n\n", data)
+			_ = rc.Flush()
 		}
+	default:
 	}
 }
 

@@ -148,128 +148,184 @@ func showSession(w io.Writer, info session.Info, records []session.Record, price
 	return nil
 }
 
+// describers give the one line sessions show prints for each core type
+// of record.
+var describers = map[string]func(session.Record) string{
+	session.TypeTurnStart:        describeTurnStart,
+	session.TypeTurnEnd:          describeTurnEnd,
+	session.TypeStepStart:        func(r session.Record) string { return fmt.Sprintf("step %d", r.Step()) },
+	session.TypeStepEnd:          describeStepEnd,
+	session.TypeUserMessage:      describeUserMessage,
+	session.TypeRequestHeader:    describeRequestHeader,
+	session.TypeRequestDigest:    describeRequestDigest,
+	session.TypeRequestOneshot:   describeRequestOneshot,
+	session.TypeRequestUsage:     describeRequestUsage,
+	session.TypeStepUsage:        describeStepUsage,
+	session.TypeAssistantChunk:   func(session.Record) string { return "" }, // shown by its assistant/message
+	session.TypeAssistantMessage: describeAssistantMessage,
+	session.TypeToolCall:         describeToolCall,
+	session.TypeToolResult:       describeToolResult,
+	session.TypeToolRetry:        describeToolRetry,
+	session.TypeToolReconcile:    describeToolReconcile,
+	session.TypeEndSeed:          func(session.Record) string { return "(end of inherited events)" },
+	session.TypeApprovalRequest:  describeApprovalRequest,
+	session.TypeApprovalDecision: describeApprovalDecision,
+	session.TypeApprovalPolicy:   describeApprovalPolicy,
+}
+
+// describeRecord is the line for r: its type's describer's, or the type
+// of a record it has none for (a plugin's).
 func describeRecord(r session.Record) string {
-	switch r.Type() {
-	case session.TypeTurnStart:
-		d, _ := session.DecodeData[session.TurnStart](r)
-		s := fmt.Sprintf("turn %d", r.Turn())
-		if d.Continues != 0 {
-			s += fmt.Sprintf(", continuing turn %d", d.Continues)
-		}
-		if d.By != "" {
-			s += ", posted by " + d.By
-		}
-		return s
-	case session.TypeTurnEnd:
-		d, _ := session.DecodeData[session.TurnEnd](r)
-		s := fmt.Sprintf("end of turn %d: %s", r.Turn(), d.Reason)
-		if d.Error != "" {
-			s += " (" + oneLine(d.Error, 100) + ")"
-		}
-		return s
-	case session.TypeStepStart:
-		return fmt.Sprintf("step %d", r.Step())
-	case session.TypeStepEnd:
-		d, _ := session.DecodeData[session.StepEnd](r)
-		s := "end of step: " + d.Finish
-		if d.Usage != nil {
-			s += fmt.Sprintf(" (tokens in %d, out %d)", d.Usage.Input, d.Usage.Output)
-		}
-		return s
-	case session.TypeUserMessage:
-		d, _ := session.DecodeData[session.UserMessage](r)
-		if r.Surface().Op == session.OpReplace {
-			sf := r.Surface()
-			return fmt.Sprintf("summary (replaces %d..%d): %s", sf.Start, sf.End, oneLine(d.Content, 100))
-		}
-		return "user: " + oneLine(d.Content, 120)
-	case session.TypeRequestHeader:
-		d, _ := session.DecodeData[session.RequestHeader](r)
-		return fmt.Sprintf("request header (%s): %s/%s, %d tools", d.Reason, d.Header.Provider, d.Header.Model, len(d.Header.Tools))
-	case session.TypeRequestDigest:
-		d, _ := session.DecodeData[session.Digest](r)
-		return fmt.Sprintf("request sent: %d messages, sha256 %s", d.Messages, short(d.SHA256))
-	case session.TypeRequestOneshot:
-		d, _ := session.DecodeData[session.Oneshot](r)
-		s := fmt.Sprintf("one-shot %s sent: %d messages, sha256 %s", d.Purpose, d.Messages, short(d.SHA256))
-		if d.Header != nil {
-			s += fmt.Sprintf(", %s/%s", d.Header.Provider, d.Header.Model)
-		}
-		return s
-	case session.TypeRequestUsage:
-		d, _ := session.DecodeData[session.Usage](r)
-		return fmt.Sprintf("usage: tokens in %d, out %d", d.Input, d.Output)
-	case session.TypeStepUsage:
-		d, _ := session.DecodeData[session.Usage](r)
-		return fmt.Sprintf("usage, for the step's end: tokens in %d, out %d", d.Input, d.Output)
-	case session.TypeAssistantChunk:
-		return ""
-	case session.TypeAssistantMessage:
-		d, _ := session.DecodeData[session.AssistantMessage](r)
-		var parts []string
-		if d.Content != "" {
-			parts = append(parts, "assistant: "+oneLine(d.Content, 120))
-		}
-		for _, c := range d.ToolCalls {
-			parts = append(parts, fmt.Sprintf("assistant calls %s %s", c.Name, oneLine(c.Arguments, 80)))
-		}
-		if len(parts) == 0 {
-			return "assistant: (empty)"
-		}
-		return strings.Join(parts, "; ")
-	case session.TypeToolCall:
-		d, _ := session.DecodeData[session.ToolCall](r)
-		return fmt.Sprintf("tool call %s %s(%s)", d.ID, d.Name, oneLine(d.Arguments, 80))
-	case session.TypeToolResult:
-		d, _ := session.DecodeData[session.ToolResult](r)
-		if d.Error != nil {
-			return fmt.Sprintf("tool result %s: error %s %s", d.ID, d.Error.Code, oneLine(d.Error.Message, 80))
-		}
-		return fmt.Sprintf("tool result %s: %s", d.ID, oneLine(d.Content, 100))
-	case session.TypeToolRetry:
-		d, _ := session.DecodeData[session.ToolRetry](r)
-		return fmt.Sprintf("retry of %s, whose outcome was unknown, with its idempotency key", d.ID)
-	case session.TypeToolReconcile:
-		d, _ := session.DecodeData[session.ToolReconcile](r)
-		by := d.By
-		if by == "" {
-			by = "its retry"
-		}
-		if d.Error != nil {
-			return fmt.Sprintf("reconciled %s by %s: error %s %s", d.ID, by, d.Error.Code, oneLine(d.Error.Message, 80))
-		}
-		return fmt.Sprintf("reconciled %s by %s: %s", d.ID, by, oneLine(d.Content, 100))
-	case session.TypeEndSeed:
-		return "(end of inherited events)"
-	case session.TypeApprovalRequest:
-		d, _ := session.DecodeData[session.ApprovalRequest](r)
-		s := fmt.Sprintf("approval asked for %s by %s", d.ID, d.By)
-		if d.Reason != "" {
-			s += ": " + oneLine(d.Reason, 80)
-		}
-		return s
-	case session.TypeApprovalDecision:
-		d, _ := session.DecodeData[session.ApprovalDecision](r)
-		verb := "denied"
-		if d.Allow {
-			verb = "allowed"
-		}
-		s := fmt.Sprintf("%s %s by %s", verb, d.ID, d.By)
-		if d.Scope == session.ScopeSession {
-			s += " (for this session)"
-		}
-		if d.Cites != 0 {
-			s += fmt.Sprintf(" (per seq %d)", d.Cites)
-		}
-		if d.Reason != "" {
-			s += ": " + oneLine(d.Reason, 80)
-		}
-		return s
-	case session.TypeApprovalPolicy:
-		d, _ := session.DecodeData[session.ApprovalPolicy](r)
-		return fmt.Sprintf("approval policy of %s: %d rule(s), default %s", d.By, len(d.Rules), d.Default)
+	if describe, ok := describers[r.Type()]; ok {
+		return describe(r)
 	}
 	return r.Type()
+}
+
+func describeTurnStart(r session.Record) string {
+	d, _ := session.DecodeData[session.TurnStart](r)
+	s := fmt.Sprintf("turn %d", r.Turn())
+	if d.Continues != 0 {
+		s += fmt.Sprintf(", continuing turn %d", d.Continues)
+	}
+	if d.By != "" {
+		s += ", posted by " + d.By
+	}
+	return s
+}
+
+func describeTurnEnd(r session.Record) string {
+	d, _ := session.DecodeData[session.TurnEnd](r)
+	s := fmt.Sprintf("end of turn %d: %s", r.Turn(), d.Reason)
+	if d.Error != "" {
+		s += " (" + oneLine(d.Error, 100) + ")"
+	}
+	return s
+}
+
+func describeStepEnd(r session.Record) string {
+	d, _ := session.DecodeData[session.StepEnd](r)
+	s := "end of step: " + d.Finish
+	if d.Usage != nil {
+		s += fmt.Sprintf(" (tokens in %d, out %d)", d.Usage.Input, d.Usage.Output)
+	}
+	return s
+}
+
+func describeUserMessage(r session.Record) string {
+	d, _ := session.DecodeData[session.UserMessage](r)
+	if r.Surface().Op == session.OpReplace {
+		sf := r.Surface()
+		return fmt.Sprintf("summary (replaces %d..%d): %s", sf.Start, sf.End, oneLine(d.Content, 100))
+	}
+	return "user: " + oneLine(d.Content, 120)
+}
+
+func describeRequestHeader(r session.Record) string {
+	d, _ := session.DecodeData[session.RequestHeader](r)
+	return fmt.Sprintf("request header (%s): %s/%s, %d tools", d.Reason, d.Header.Provider, d.Header.Model, len(d.Header.Tools))
+}
+
+func describeRequestDigest(r session.Record) string {
+	d, _ := session.DecodeData[session.Digest](r)
+	return fmt.Sprintf("request sent: %d messages, sha256 %s", d.Messages, short(d.SHA256))
+}
+
+func describeRequestOneshot(r session.Record) string {
+	d, _ := session.DecodeData[session.Oneshot](r)
+	s := fmt.Sprintf("one-shot %s sent: %d messages, sha256 %s", d.Purpose, d.Messages, short(d.SHA256))
+	if d.Header != nil {
+		s += fmt.Sprintf(", %s/%s", d.Header.Provider, d.Header.Model)
+	}
+	return s
+}
+
+func describeRequestUsage(r session.Record) string {
+	d, _ := session.DecodeData[session.Usage](r)
+	return fmt.Sprintf("usage: tokens in %d, out %d", d.Input, d.Output)
+}
+
+func describeStepUsage(r session.Record) string {
+	d, _ := session.DecodeData[session.Usage](r)
+	return fmt.Sprintf("usage, for the step's end: tokens in %d, out %d", d.Input, d.Output)
+}
+
+func describeAssistantMessage(r session.Record) string {
+	d, _ := session.DecodeData[session.AssistantMessage](r)
+	var parts []string
+	if d.Content != "" {
+		parts = append(parts, "assistant: "+oneLine(d.Content, 120))
+	}
+	for _, c := range d.ToolCalls {
+		parts = append(parts, fmt.Sprintf("assistant calls %s %s", c.Name, oneLine(c.Arguments, 80)))
+	}
+	if len(parts) == 0 {
+		return "assistant: (empty)"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func describeToolCall(r session.Record) string {
+	d, _ := session.DecodeData[session.ToolCall](r)
+	return fmt.Sprintf("tool call %s %s(%s)", d.ID, d.Name, oneLine(d.Arguments, 80))
+}
+
+func describeToolResult(r session.Record) string {
+	d, _ := session.DecodeData[session.ToolResult](r)
+	if d.Error != nil {
+		return fmt.Sprintf("tool result %s: error %s %s", d.ID, d.Error.Code, oneLine(d.Error.Message, 80))
+	}
+	return fmt.Sprintf("tool result %s: %s", d.ID, oneLine(d.Content, 100))
+}
+
+func describeToolRetry(r session.Record) string {
+	d, _ := session.DecodeData[session.ToolRetry](r)
+	return fmt.Sprintf("retry of %s, whose outcome was unknown, with its idempotency key", d.ID)
+}
+
+func describeToolReconcile(r session.Record) string {
+	d, _ := session.DecodeData[session.ToolReconcile](r)
+	by := d.By
+	if by == "" {
+		by = "its retry"
+	}
+	if d.Error != nil {
+		return fmt.Sprintf("reconciled %s by %s: error %s %s", d.ID, by, d.Error.Code, oneLine(d.Error.Message, 80))
+	}
+	return fmt.Sprintf("reconciled %s by %s: %s", d.ID, by, oneLine(d.Content, 100))
+}
+
+func describeApprovalRequest(r session.Record) string {
+	d, _ := session.DecodeData[session.ApprovalRequest](r)
+	s := fmt.Sprintf("approval asked for %s by %s", d.ID, d.By)
+	if d.Reason != "" {
+		s += ": " + oneLine(d.Reason, 80)
+	}
+	return s
+}
+
+func describeApprovalDecision(r session.Record) string {
+	d, _ := session.DecodeData[session.ApprovalDecision](r)
+	verb := "denied"
+	if d.Allow {
+		verb = "allowed"
+	}
+	s := fmt.Sprintf("%s %s by %s", verb, d.ID, d.By)
+	if d.Scope == session.ScopeSession {
+		s += " (for this session)"
+	}
+	if d.Cites != 0 {
+		s += fmt.Sprintf(" (per seq %d)", d.Cites)
+	}
+	if d.Reason != "" {
+		s += ": " + oneLine(d.Reason, 80)
+	}
+	return s
+}
+
+func describeApprovalPolicy(r session.Record) string {
+	d, _ := session.DecodeData[session.ApprovalPolicy](r)
+	return fmt.Sprintf("approval policy of %s: %d rule(s), default %s", d.By, len(d.Rules), d.Default)
 }
 
 func oneLine(s string, n int) string {

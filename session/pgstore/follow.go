@@ -35,7 +35,7 @@ import (
 func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[session.Record, error] {
 	return func(yield func(session.Record, error) bool) {
 		fail := func(err error) {
-			if ctx.Err() == nil {
+			if err != nil && ctx.Err() == nil {
 				yield(session.Record{}, fmt.Errorf("pgstore: follow %s: %w", id, err))
 			}
 		}
@@ -51,10 +51,8 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[ses
 			return
 		}
 		defer unsubscribe()
-		var exists bool
-		if err := s.pool.with(ctx, func(c *pgx.Conn) error {
-			return c.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM vigil_sessions WHERE id = $1)`, id).Scan(&exists)
-		}); err != nil {
+		exists, err := s.exists(ctx, id)
+		if err != nil {
 			fail(err)
 			return
 		}
@@ -62,78 +60,133 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[ses
 			fail(session.ErrNotFound)
 			return
 		}
-		next := max(from, 0)
-		var failing time.Time // since when reads fail, zero while they work
-		pause := 50 * time.Millisecond
-		woken := false
+		f := &follower{s: s, id: id, wake: wake, next: max(from, 0)}
+		f.reset()
 		for {
-			var recs []session.Record
-			err := s.pool.with(ctx, func(c *pgx.Conn) (err error) {
-				recs, err = after(ctx, c, id, next)
-				if err == nil && len(recs) == 0 && woken {
-					// Woken with nothing new: the session may be deleted.
-					err = c.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM vigil_sessions WHERE id = $1)`, id).Scan(&exists)
-				}
-				return err
-			})
-			if err == nil && !exists {
-				fail(session.ErrNotFound)
-				return
-			}
-			if err == nil && len(recs) > 0 {
-				// An asynchronous append is visible before it is durable:
-				// what was read is given only once a synchronous commit
-				// made it so, so that a follower's copy is a prefix of the
-				// log whatever crashes.
-				err = s.Flush(ctx, id)
-			}
+			recs, err := f.read(ctx)
 			if err != nil {
-				// A log that does not decode is final; a server that went
-				// away (a restart, a failover) is waited for, a while.
-				if errors.As(err, new(*session.CorruptError)) || ctx.Err() != nil {
-					fail(err)
+				if end, why := f.retry(ctx, err); end {
+					fail(why)
 					return
 				}
-				if failing.IsZero() {
-					failing = time.Now()
-					s.log.Warn("following a session: reading failed; trying again", "session", id, "error", err)
-				}
-				if time.Since(failing) > followRetry {
-					fail(err)
-					return
-				}
-				select {
-				case <-ctx.Done():
-					return
-				case <-s.bg.Done():
-					fail(errPoolClosed)
-					return
-				case <-time.After(pause):
-				}
-				pause = min(2*pause, time.Second)
 				continue
 			}
-			failing, pause = time.Time{}, 50*time.Millisecond
+			f.reset()
 			for _, r := range recs {
 				if !yield(r, nil) {
 					return
 				}
-				next = r.Seq() + 1
+				f.next = r.Seq() + 1
 			}
 			if len(recs) == followBatch {
 				continue // more may be stored: read on before waiting
 			}
-			select {
-			case <-ctx.Done():
+			if end, why := f.await(ctx); end {
+				fail(why)
 				return
-			case <-s.bg.Done():
-				fail(errPoolClosed)
-				return
-			case <-wake:
-				woken = true
 			}
 		}
 	}
+}
+
+// follower is the state of one [Store.Follow] between its reads.
+type follower struct {
+	s    *Store
+	id   string
+	wake <-chan struct{}
+	next int64 // the seq to read from
+	// woken: a notification came, so the session may have been deleted.
+	woken   bool
+	failing time.Time // since when reads fail, zero while they work
+	pause   time.Duration
+}
+
+// reset records that a read worked.
+func (f *follower) reset() { f.failing, f.pause = time.Time{}, 50*time.Millisecond }
+
+// read reads the records from f.next on, a batch at most, and makes
+// them durable. An asynchronous append is visible before it is durable:
+// what was read is given only once a synchronous commit made it so, so
+// that a follower's copy is a prefix of the log whatever crashes. Woken
+// with nothing new, it checks the session still exists (errGone when it
+// does not).
+func (f *follower) read(ctx context.Context) ([]session.Record, error) {
+	var recs []session.Record
+	exists := true
+	err := f.s.pool.with(ctx, func(c *pgx.Conn) (err error) {
+		recs, err = after(ctx, c, f.id, f.next)
+		if err == nil && len(recs) == 0 && f.woken {
+			err = c.QueryRow(ctx, existsQuery, f.id).Scan(&exists)
+		}
+		return err
+	})
+	if err == nil && !exists {
+		return nil, errGone
+	}
+	if err == nil && len(recs) > 0 {
+		err = f.s.Flush(ctx, f.id)
+	}
+	return recs, err
+}
+
+// retry decides what a failed read does: a log that does not decode,
+// a session deleted or a follow cancelled end it, as does a server gone
+// away for longer than followRetry; a server that went away (a restart, a
+// failover) is otherwise waited for, with a growing pause. It reports
+// whether the follow ends, and with what error (nil: quietly).
+func (f *follower) retry(ctx context.Context, err error) (bool, error) {
+	if errors.Is(err, errGone) {
+		return true, session.ErrNotFound
+	}
+	if errors.As(err, new(*session.CorruptError)) || ctx.Err() != nil {
+		return true, err
+	}
+	if f.failing.IsZero() {
+		f.failing = time.Now()
+		f.s.log.Warn("following a session: reading failed; trying again", "session", f.id, "error", err)
+	}
+	if time.Since(f.failing) > followRetry {
+		return true, err
+	}
+	select {
+	case <-ctx.Done():
+		return true, nil
+	case <-f.s.bg.Done():
+		return true, errPoolClosed
+	case <-time.After(f.pause):
+	}
+	f.pause = min(2*f.pause, time.Second)
+	return false, nil
+}
+
+// await waits for the session to grow. It reports whether the follow
+// ends, and with what error (nil: quietly).
+func (f *follower) await(ctx context.Context) (bool, error) {
+	select {
+	case <-ctx.Done():
+		return true, nil
+	case <-f.s.bg.Done():
+		return true, errPoolClosed
+	case <-f.wake:
+		f.woken = true
+		return false, nil
+	}
+}
+
+// errGone is a followed session found deleted: the follow ends with
+// [session.ErrNotFound], without retrying.
+var errGone = errors.New("pgstore: the session was deleted")
+
+// existsQuery asks whether a session is stored.
+const existsQuery = `SELECT EXISTS (SELECT 1 FROM vigil_sessions WHERE id = $1)`
+
+// exists reports whether session id is stored.
+func (s *Store) exists(ctx context.Context, id string) (bool, error) {
+	var exists bool
+	err := s.pool.with(ctx, func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, existsQuery, id).Scan(&exists)
+	})
+	return exists, err
 }
 
 // followRetry bounds how long a follower whose reads fail (the database

@@ -249,7 +249,7 @@ func (x *against) rerunTurn(ctx context.Context, agent *agentloop.Agent, sess *l
 	r := x.recs[i]
 	x.turn = i
 	end := turnEnd(x.recs, i)
-	crash := x.crashAt(i, end)
+	crash := x.shape.crashAt(i, end)
 	if crash >= 0 && !x.diverged() {
 		x.shape.failedBeforeCrash(i, crash)
 		x.fence.arm(int64(crash - i))
@@ -280,19 +280,6 @@ func turnEnd(recs []session.Record, i int) int {
 		end++
 	}
 	return end
-}
-
-// crashAt is the index where the recorded process died inside the turn
-// [i, end): its end when the recording stops inside it, else the crash
-// point its interrupted turn/end shows (-1: it did not die).
-func (x *against) crashAt(i, end int) int {
-	if x.recs[end-1].Type() != session.TypeTurnEnd {
-		return end
-	}
-	if p := x.shape.crashPoint(i, end); p >= 0 {
-		return p
-	}
-	return -1
 }
 
 // runTurn runs (or continues) recorded turn i on sess under tctx and

@@ -191,21 +191,7 @@ func (x *rerun) failedBeforeCrash(i, crash int) {
 // is known from the results it closed the step with).
 func (x *rerun) block(i, limit int, ended bool) (func(), error) {
 	none := func() {}
-	msg := ""
-	if e, err := session.DecodeData[session.TurnEnd](x.recs[limit-1]); ended && err == nil && e.Reason == session.ReasonBlocked {
-		msg = e.Error
-	}
-	for _, r := range x.recs[i:limit] {
-		if msg != "" {
-			break
-		}
-		if res, err := session.DecodeData[session.ToolResult](r); err == nil && r.Type() == session.TypeToolResult && res.Error != nil {
-			if m, ok := strings.CutPrefix(res.Error.Message, "the tool did not run: "); ok && blockedEnd.MatchString(m) {
-				msg = m
-			}
-		}
-	}
-	m := blockedEnd.FindStringSubmatch(msg)
+	m := blockedEnd.FindStringSubmatch(x.vetoMessage(i, limit, ended))
 	if m == nil {
 		return none, nil
 	}
@@ -213,33 +199,7 @@ func (x *rerun) block(i, limit int, ended bool) (func(), error) {
 	if err != nil {
 		return none, nil
 	}
-	// Where the refused event would have been: the loop closed the turn
-	// from there, as CloseTail would — all of it, or, when its process
-	// died on the way, a prefix of its closers before turn/end.
-	p := -1
-	for k := i + 1; k < limit && p < 0; k++ {
-		closers := session.CloseTail(x.recs[:k])
-		if ended && len(closers) != limit-k || !ended && len(closers)-1 < limit-k {
-			continue
-		}
-		p = k
-		for n, ev := range closers[:limit-k] {
-			r := x.recs[k+n]
-			if ev.Type != r.Type() {
-				p = -1
-				break
-			}
-			// The loop's closers say why the call did not run; their
-			// calls and codes are repair's.
-			if res, ok := ev.Data.(session.ToolResult); ok {
-				got, err := session.DecodeData[session.ToolResult](r)
-				if err != nil || got.ID != res.ID || got.Error == nil || got.Error.Code != res.Error.Code {
-					p = -1
-					break
-				}
-			}
-		}
-	}
+	p := x.vetoedAt(i, limit, ended)
 	if p < 0 {
 		return none, nil
 	}
@@ -249,6 +209,62 @@ func (x *rerun) block(i, limit int, ended bool) (func(), error) {
 		return nil, fmt.Errorf("replay: the veto of %s: %w", name, err)
 	}
 	return func() { _ = f.Dispose() }, nil
+}
+
+// vetoMessage is the error a veto ended the recorded turn [i, limit)
+// with: its turn/end's, when ended and blocked, else the first that a
+// result the loop closed the step with gives as why its tool did not
+// run. Empty: no veto ended it.
+func (x *rerun) vetoMessage(i, limit int, ended bool) string {
+	if e, err := session.DecodeData[session.TurnEnd](x.recs[limit-1]); ended && err == nil && e.Reason == session.ReasonBlocked {
+		if e.Error != "" {
+			return e.Error
+		}
+	}
+	for _, r := range x.recs[i:limit] {
+		if res, err := session.DecodeData[session.ToolResult](r); err == nil && r.Type() == session.TypeToolResult && res.Error != nil {
+			if m, ok := strings.CutPrefix(res.Error.Message, "the tool did not run: "); ok && blockedEnd.MatchString(m) {
+				return m
+			}
+		}
+	}
+	return ""
+}
+
+// vetoedAt finds where in the recorded turn [i, limit) the refused event
+// would have been: the loop closed the turn from there, as CloseTail
+// would — all of it, or, when its process died on the way, a prefix of
+// its closers before turn/end. -1: nowhere.
+func (x *rerun) vetoedAt(i, limit int, ended bool) int {
+	for k := i + 1; k < limit; k++ {
+		closers := session.CloseTail(x.recs[:k])
+		if ended && len(closers) != limit-k || !ended && len(closers)-1 < limit-k {
+			continue
+		}
+		if x.closedBy(k, closers[:limit-k]) {
+			return k
+		}
+	}
+	return -1
+}
+
+// closedBy reports whether the records from k on are closers, event for
+// event. The loop's closers say why the call did not run; their calls
+// and codes are repair's.
+func (x *rerun) closedBy(k int, closers []session.Event) bool {
+	for n, ev := range closers {
+		r := x.recs[k+n]
+		if ev.Type != r.Type() {
+			return false
+		}
+		if res, ok := ev.Data.(session.ToolResult); ok {
+			got, err := session.DecodeData[session.ToolResult](r)
+			if err != nil || got.ID != res.ID || got.Error == nil || got.Error.Code != res.Error.Code {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // errCrashed is the veto that stops a rerun's loop where the recorded
@@ -522,52 +538,17 @@ func (x *rerun) decide(ctx context.Context, i int) (int, error) {
 // recording's turn ends, suspends or its process died, and returns the
 // index of the record after.
 func (x *rerun) entry(ctx context.Context, i int, out *Rerun) (int, error) {
-	first := x.recs[i]
-	n := first.Turn()
-	end := i + 1
-	for end < len(x.recs) && x.recs[end].Turn() == n && x.recs[end-1].Type() != session.TypeTurnEnd {
-		end++
-	}
-	stop := end
-	for k := i + 1; k < end; k++ {
-		if external(x.recs[k]) {
-			stop = k
-			break
-		}
-	}
-	// A header of a new loop instance after the turn's first step: the
-	// process died with the step's calls decided, and another resumed
-	// it. This loop stops where the first one did.
-	split := -1
-	for k, steps := i, 0; k < stop; k++ {
-		r := x.recs[k]
-		if r.Type() == session.TypeStepStart {
-			steps++
-		}
-		if r.Type() != session.TypeRequestHeader || steps < 2 {
-			continue
-		}
-		if h, err := session.DecodeData[session.RequestHeader](r); err == nil && h.Reason != session.HeaderChange {
-			for p := k; p > i; p-- {
-				if session.Suspended(x.recs[:p]) != nil {
-					split = p
-					break
-				}
-			}
-			if split > 0 {
-				stop = split
-				break
-			}
-		}
+	end := turnEnd(x.recs, i)
+	stop := x.firstExternal(i, end)
+	split := x.resumedAt(i, stop)
+	if split > 0 {
+		stop = split
 	}
 	crash := -1
 	if stop == end {
-		if last := x.recs[end-1]; last.Type() != session.TypeTurnEnd {
-			crash = end // the recording stops inside the turn
-		} else if p := x.crashPoint(i, end); p >= 0 {
-			crash, stop = p, p
-		}
+		crash = x.crashAt(i, end)
 		if crash >= 0 {
+			stop = crash
 			x.failedBeforeCrash(i, crash)
 		}
 		// A turn a plugin's veto ended (a policy, a budget): the same
@@ -583,10 +564,83 @@ func (x *rerun) entry(ctx context.Context, i int, out *Rerun) (int, error) {
 		return 0, err
 	}
 	base := x.sess.Len()
-	x.fence = int64(base + stop - i)
-	// A turn that was aborted is cancelled where the recording shows it
-	// noticed: after the stream of its failed step, or after the last
-	// call that started.
+	err := x.runSegment(ctx, i, stop, end)
+	switch {
+	case err == nil:
+	case (crash >= 0 || split >= 0) && errors.Is(err, errCrashed):
+		// The loop was stopped where the recorded process died; this
+		// agent's memory of the session is not the next process's.
+		x.closeAgent()
+	case errors.Is(err, agentloop.ErrSuspended) && stop < end:
+	default:
+		out.Errors = append(out.Errors, err)
+	}
+	if err := x.align(i, stop, base); err != nil {
+		return 0, err
+	}
+	if crash >= 0 && crash < end {
+		if err := x.repair(ctx, x.recs[i].Turn(), stop, end); err != nil {
+			return 0, err
+		}
+		return end, nil
+	}
+	return stop, nil
+}
+
+// firstExternal is the index of the first record after i in [i, end)
+// that the loop does not log (see external), or end.
+func (x *rerun) firstExternal(i, end int) int {
+	for k := i + 1; k < end; k++ {
+		if external(x.recs[k]) {
+			return k
+		}
+	}
+	return end
+}
+
+// resumedAt finds, in the recorded records [i, stop), a header of a new
+// loop instance after the turn's first step: the process died with the
+// step's calls decided, and another resumed it. It returns where the
+// first loop stopped (the end of its suspended step), or -1.
+func (x *rerun) resumedAt(i, stop int) int {
+	for k, steps := i, 0; k < stop; k++ {
+		r := x.recs[k]
+		if r.Type() == session.TypeStepStart {
+			steps++
+		}
+		if r.Type() != session.TypeRequestHeader || steps < 2 {
+			continue
+		}
+		if h, err := session.DecodeData[session.RequestHeader](r); err == nil && h.Reason != session.HeaderChange {
+			for p := k; p > i; p-- {
+				if session.Suspended(x.recs[:p]) != nil {
+					return p
+				}
+			}
+		}
+	}
+	return -1
+}
+
+// crashAt is the index where the recorded process died inside the turn
+// [i, end): its end when the recording stops inside it, else the crash
+// point its interrupted turn/end shows (-1: it did not die).
+func (x *rerun) crashAt(i, end int) int {
+	if x.recs[end-1].Type() != session.TypeTurnEnd {
+		return end
+	}
+	return x.crashPoint(i, end)
+}
+
+// runSegment runs the agent over the recorded records [i, stop) of the
+// turn [i, end): it resumes a suspended step, continues a continuation
+// or runs the turn, fenced at stop. A turn that was aborted is cancelled
+// where the recording shows it noticed: after the stream of its failed
+// step, or after the last call that started.
+func (x *rerun) runSegment(ctx context.Context, i, stop, end int) error {
+	first := x.recs[i]
+	x.fence = int64(x.sess.Len() + stop - i)
+	defer func() { x.fence = -1 }()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	x.abort = nil
@@ -602,34 +656,20 @@ func (x *rerun) entry(ctx context.Context, i int, out *Rerun) (int, error) {
 	default:
 		_, err = x.agent.Run(ctx, x.sess, prompt(x.recs, i), agentloop.By(poster(first)))
 	}
-	x.fence = -1
-	switch {
-	case err == nil:
-	case (crash >= 0 || split >= 0) && errors.Is(err, errCrashed):
-		// The loop was stopped where the recorded process died; this
-		// agent's memory of the session is not the next process's.
-		x.closeAgent()
-	case errors.Is(err, agentloop.ErrSuspended) && stop < end:
-	default:
-		out.Errors = append(out.Errors, err)
-	}
-	if err := x.align(i, stop, base); err != nil {
-		return 0, err
-	}
-	if crash >= 0 && crash < end {
-		// Closed the way crash repair closes a dead process's turn.
-		base = x.sess.Len()
-		for _, ev := range session.CloseTail(x.sess.Records()) {
-			if _, err := x.sess.Append(ctx, ev); err != nil {
-				return 0, fmt.Errorf("replay: repair turn %d: %w", n, err)
-			}
+	return err
+}
+
+// repair closes turn n, whose recorded process died at stop, the way
+// crash repair closes a dead process's turn, and checks the closers are
+// the recorded [stop, end).
+func (x *rerun) repair(ctx context.Context, n, stop, end int) error {
+	base := x.sess.Len()
+	for _, ev := range session.CloseTail(x.sess.Records()) {
+		if _, err := x.sess.Append(ctx, ev); err != nil {
+			return fmt.Errorf("replay: repair turn %d: %w", n, err)
 		}
-		if err := x.align(stop, end, base); err != nil {
-			return 0, err
-		}
-		return end, nil
 	}
-	return stop, nil
+	return x.align(stop, end, base)
 }
 
 // align checks that the new log's records from base on are, type for
@@ -726,7 +766,37 @@ func prompt(recs []session.Record, i int) string {
 // loop instance (it logged a header of reason initial or resume there),
 // configured from the header in force at the segment's first step.
 func (x *rerun) agentFor(i, stop int) error {
-	fresh, sawHeader := x.agent == nil, false
+	hdr, instance, err := x.segmentHeader(i, stop)
+	if err != nil {
+		return err
+	}
+	exact, least := x.stepLimits(i, stop)
+	cfg := agentloop.Config{System: hdr.System, Model: hdr.Model, Temperature: hdr.Temperature,
+		MaxTokens: x.uncapped(i, stop, hdr.MaxTokens), Stop: hdr.Stop, MaxSteps: exact, OutputSchema: schemaConfig(hdr.OutputSchema)}
+	inPlace := denialsInCallOrder(x.recs[i:stop], x.delegations)
+	if x.agent != nil && !instance && x.agentFits(cfg, hdr, inPlace, exact, least) {
+		return nil
+	}
+	if cfg.MaxSteps == 0 {
+		cfg.MaxSteps = max(x.maxSteps(i), least)
+	}
+	x.closeAgent()
+	x.cfg, x.schema, x.inPlace = cfg, hdr.OutputSchema, inPlace
+	opts := []agentloop.Option{agentloop.WithProvider(x.prov), agentloop.WithToolSource(x.tools), agentloop.WithName("replay")}
+	if inPlace {
+		opts = append(opts, agentloop.WithDenialsInCallOrder())
+	}
+	x.agent = agentloop.New(x.c, cfg, opts...)
+	return nil
+}
+
+// segmentHeader returns the header in force at the first step of the
+// recorded records [i, stop) and whether their first request/header is
+// of a new loop instance (reason initial or resume). Where no step
+// starts (a resumed step that ends its turn) the config that matters is
+// the step limit: the header is the current agent's, or the log's.
+func (x *rerun) segmentHeader(i, stop int) (*session.Header, bool, error) {
+	instance, sawHeader := false, false
 	var hdr *session.Header
 	for _, r := range x.recs[i:stop] {
 		switch r.Type() {
@@ -734,9 +804,9 @@ func (x *rerun) agentFor(i, stop int) error {
 			if !sawHeader {
 				h, err := session.DecodeData[session.RequestHeader](r)
 				if err != nil {
-					return fmt.Errorf("replay: seq %d: %w", x.seqOf(r), err)
+					return nil, false, fmt.Errorf("replay: seq %d: %w", x.seqOf(r), err)
 				}
-				fresh = fresh || h.Reason != session.HeaderChange
+				instance = h.Reason != session.HeaderChange
 				sawHeader = true
 			}
 		case session.TypeStepStart:
@@ -747,17 +817,21 @@ func (x *rerun) agentFor(i, stop int) error {
 		}
 	}
 	if hdr == nil {
-		// No step starts here (a resumed step that ends its turn): the
-		// config that matters is the step limit.
 		h, _ := session.DeriveHeader(x.recs[:stop])
 		if x.agent != nil {
 			h = session.Header{System: x.cfg.System, Model: x.cfg.Model, Temperature: x.cfg.Temperature, MaxTokens: x.cfg.MaxTokens, Stop: x.cfg.Stop}
 		}
 		hdr = &h
 	}
-	// The step limit: the segment's turn ended at it, or it is at least
-	// the last step the segment runs.
-	exact, least := 0, 1
+	return hdr, instance, nil
+}
+
+// stepLimits is the step limit of the recorded records [i, stop): exact
+// when their turn ended at it (0: it did not), and at least the last
+// step they run — or, when a budget refused the step after a turn's
+// last, that step: the loop must get that far to be refused there.
+func (x *rerun) stepLimits(i, stop int) (exact, least int) {
+	least = 1
 	for k, r := range x.recs[i:stop] {
 		least = max(least, r.Step())
 		if r.Type() == session.TypeTurnEnd {
@@ -766,40 +840,24 @@ func (x *rerun) agentFor(i, stop int) error {
 			}
 		}
 	}
-	// A budget refused the step after a turn's last: the loop must get
-	// that far to be refused there.
 	first := x.recs[i].Turn()
 	for _, st := range session.BudgetStops(x.recs[:stop]) {
 		if st.Turn >= first {
 			least = max(least, st.Step)
 		}
 	}
-	cfg := agentloop.Config{System: hdr.System, Model: hdr.Model, Temperature: hdr.Temperature,
-		MaxTokens: x.uncapped(i, stop, hdr.MaxTokens), Stop: hdr.Stop, MaxSteps: exact, OutputSchema: schemaConfig(hdr.OutputSchema)}
-	inPlace := denialsInCallOrder(x.recs[i:stop], x.delegations)
-	if !fresh && (inPlace != x.inPlace || cfg.System != x.cfg.System || cfg.Model != x.cfg.Model || !capsTo(x.cfg.MaxTokens, cfg.MaxTokens) ||
-		!slices.Equal(cfg.Stop, x.cfg.Stop) || !equalTemp(cfg.Temperature, x.cfg.Temperature) ||
-		!session.HeaderEquals(session.Header{OutputSchema: hdr.OutputSchema}, session.Header{OutputSchema: x.schema}) ||
-		exact > 0 && x.cfg.MaxSteps != exact || x.cfg.MaxSteps < least) {
-		fresh = true
-	}
-	if !fresh {
-		return nil
-	}
-	if cfg.MaxSteps == 0 {
-		cfg.MaxSteps = x.maxSteps(i)
-		if cfg.MaxSteps < least {
-			cfg.MaxSteps = least
-		}
-	}
-	x.closeAgent()
-	x.cfg, x.schema, x.inPlace = cfg, hdr.OutputSchema, inPlace
-	opts := []agentloop.Option{agentloop.WithProvider(x.prov), agentloop.WithToolSource(x.tools), agentloop.WithName("replay")}
-	if inPlace {
-		opts = append(opts, agentloop.WithDenialsInCallOrder())
-	}
-	x.agent = agentloop.New(x.c, cfg, opts...)
-	return nil
+	return exact, least
+}
+
+// agentFits reports whether the current agent can run a segment that
+// wants cfg, the output schema of hdr, denials in call order or not, and
+// the step limits: otherwise the recording shows another configuration,
+// and a new agent runs it.
+func (x *rerun) agentFits(cfg agentloop.Config, hdr *session.Header, inPlace bool, exact, least int) bool {
+	return inPlace == x.inPlace && cfg.System == x.cfg.System && cfg.Model == x.cfg.Model && capsTo(x.cfg.MaxTokens, cfg.MaxTokens) &&
+		slices.Equal(cfg.Stop, x.cfg.Stop) && equalTemp(cfg.Temperature, x.cfg.Temperature) &&
+		session.HeaderEquals(session.Header{OutputSchema: hdr.OutputSchema}, session.Header{OutputSchema: x.schema}) &&
+		(exact <= 0 || x.cfg.MaxSteps == exact) && x.cfg.MaxSteps >= least
 }
 
 // uncapped is the max_tokens of the agent that ran the records [i, stop):
