@@ -206,8 +206,9 @@ func DecodeRecord(line []byte) (Record, error) {
 	// Lines this package wrote take the fast path; any other is decoded
 	// field by field, which names what is wrong with it.
 	if seq, t, ev, ok := scanEnvelope(line); ok {
-		if rec, err := newRecord(seq, t, &ev); err == nil && bytes.Equal(rec.line[:len(rec.line)-1], line) {
-			return rec, nil
+		r := new(record)
+		if err := r.build(seq, t, &ev, nil, textRule{compared: true}); err == nil && bytes.Equal(r.line[:len(r.line)-1], line) {
+			return Record{r}, nil
 		}
 	}
 	return decodeRecordSlow(line)

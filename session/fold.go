@@ -347,6 +347,11 @@ func deriveRequestFunc(records []Record, before int, fn func(i int, m *Message) 
 // whether there was one.
 func DeriveHeader(records []Record) (Header, bool) {
 	for i := len(records) - 1; i >= 0; i-- {
+		// The type first: a loaded record that dropped its payload (see
+		// lean) would be decoded again only to be passed over.
+		if records[i].Type() != TypeRequestHeader {
+			continue
+		}
 		if p, ok := records[i].pay().(RequestHeader); ok {
 			return normalizeHeader(CloneHeader(p.Header)), true
 		}

@@ -199,7 +199,7 @@ func (r *record) pay() any {
 	if k == nil {
 		return nil
 	}
-	p, err := decodeCore(k, r.data())
+	p, err := decodeCore(k, r.data(), true)
 	if err != nil {
 		return nil
 	}
@@ -367,7 +367,7 @@ func (r *record) appendRaw(line []byte, k *kind, d []byte, rule textRule) ([]byt
 		return append(line, b.Bytes()...), nil
 	}
 	d = bytes.TrimSpace(d)
-	p, err := decodeCore(k, d)
+	p, err := decodeCore(k, d, rule.compared)
 	if err != nil {
 		return nil, fmt.Errorf("%w: seq %d %s: %w", ErrInvalidPayload, r.seq, r.typ, err)
 	}
@@ -389,7 +389,7 @@ func (r *record) appendCore(line []byte, p any, from []byte, rule textRule) ([]b
 		// encoding/json writes a json.RawMessage compacted, with HTML
 		// characters escaped: the record holds it as its line does
 		// (which p, decoded from those very bytes, already does).
-		p, err = coreKinds[r.typ].decode(out[r.dataOff:])
+		p, err = coreKinds[r.typ].decodeOwn(out[r.dataOff:])
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: seq %d %s: %w", ErrInvalidPayload, r.seq, r.typ, err)
@@ -411,10 +411,15 @@ func appendCoreData(line []byte, p any) ([]byte, bool, error) {
 	return out, false, err
 }
 
-// decodeCore decodes the data of a core type, which must be an object.
-func decodeCore(k *kind, data []byte) (any, error) {
+// decodeCore decodes the data of a core type, which must be an object;
+// own says data is canonical or will be compared with its canonical
+// encoding (see kind.decodeOwn).
+func decodeCore(k *kind, data []byte, own bool) (any, error) {
 	if len(data) == 0 || data[0] != '{' {
 		return nil, fmt.Errorf("data is not a JSON object")
+	}
+	if own {
+		return k.decodeOwn(data)
 	}
 	return k.decode(data)
 }

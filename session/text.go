@@ -65,6 +65,10 @@ func appendValid(dst []byte, s string) []byte {
 // (see decodeLegacy).
 type textRule struct {
 	mark string
+	// compared says that the caller compares the line the record makes
+	// with the line it read, and takes the record only when they are
+	// equal: the payload is then decoded with kind.decodeOwn.
+	compared bool
 }
 
 // str returns the string a record holds for s.

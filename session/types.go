@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"reflect"
@@ -28,6 +29,12 @@ type kind struct {
 	payload reflect.Type // the payload struct type
 	// decode parses data into the payload value (not a pointer).
 	decode func(data []byte) (any, error)
+	// decodeOwn is decode without its strictness, for bytes that are
+	// canonical or are compared with the canonical encoding of what they
+	// decode to (a record's own line, see pay; a line DecodeRecord reads):
+	// an unknown field, a duplicate key or trailing data cannot survive
+	// that comparison, so refusing them again only costs a cold open.
+	decodeOwn func(data []byte) (any, error)
 }
 
 func kindOf[T any](sc scope, surface bool) *kind {
@@ -40,6 +47,13 @@ func kindOf[T any](sc scope, surface bool) *kind {
 		decode: func(data []byte) (any, error) {
 			var v T
 			if err := strictUnmarshal(data, &v); err != nil {
+				return nil, err
+			}
+			return v, nil
+		},
+		decodeOwn: func(data []byte) (any, error) {
+			var v T
+			if err := json.Unmarshal(data, &v); err != nil {
 				return nil, err
 			}
 			return v, nil
