@@ -42,8 +42,11 @@ var effectTool = &binary{name: "effecttool", pkg: "./testdata/effecttool"}
 // reply; then it answers.
 func effectModel(t *testing.T, steps int) *httptest.Server { return effectModelOf(t, steps, "effect") }
 
-// effectModelOf is effectModel calling the tool named tool.
-func effectModelOf(t *testing.T, steps int, tool string) *httptest.Server {
+// effectModelOf is effectModel calling each of tools in every reply, the
+// tag of each call its tool's first letter and the reply's number. The
+// steps are counted by the assistant messages of the conversation (the
+// trials' sessions have one prompt; a continuation carries it on).
+func effectModelOf(t *testing.T, steps int, tools ...string) *httptest.Server {
 	var calls atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
@@ -55,13 +58,10 @@ func effectModelOf(t *testing.T, steps int, tool string) *httptest.Server {
 			http.Error(w, "bad request", http.StatusBadRequest)
 			return
 		}
-		done := 0
+		asked := 0
 		for _, m := range req.Messages {
-			switch m.Role {
-			case "user":
-				done = 0
-			case "tool":
-				done++
+			if m.Role == "assistant" {
+				asked++
 			}
 		}
 		n := calls.Add(1)
@@ -70,9 +70,11 @@ func effectModelOf(t *testing.T, steps int, tool string) *httptest.Server {
 			fmt.Fprintf(w, `data: {"id":"c%d","object":"chat.completion.chunk","created":1764450084,"model":"m","choices":[%s]}`+"\n\n", n, c)
 			w.(http.Flusher).Flush()
 		}
-		if done < steps {
+		if asked < steps {
 			chunk(`{"index":0,"delta":{"role":"assistant","content":"Acting."},"finish_reason":null}`)
-			chunk(fmt.Sprintf(`{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_%d","type":"function","function":{"name":%q,"arguments":"{\"tag\":\"t%d\"}"}}]},"finish_reason":null}`, n, tool, n))
+			for i, tool := range tools {
+				chunk(fmt.Sprintf(`{"index":0,"delta":{"tool_calls":[{"index":%d,"id":"call_%c%d","type":"function","function":{"name":%q,"arguments":"{\"tag\":\"%c%d\"}"}}]},"finish_reason":null}`, i, tool[0], n, tool, tool[0], n))
+			}
 			chunk(`{"index":0,"delta":{},"finish_reason":"tool_calls"}`)
 		} else {
 			chunk(`{"index":0,"delta":{"role":"assistant","content":"Done."},"finish_reason":null}`)

@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -37,54 +35,12 @@ import (
 // one's at most once, every effect has its tool/start in the log, no
 // outcome is left unknown, and the log verifies and replays.
 
-// mixedModel speaks OpenAI's streaming chat completions: each of a
-// turn's first steps calls keyed_effect and effect, with tags unique to
-// the reply; once the conversation holds steps such replies, it answers.
-func mixedModel(t *testing.T, steps int) *httptest.Server {
-	var calls atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Messages []struct {
-				Role string `json:"role"`
-			} `json:"messages"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			http.Error(w, "bad request", http.StatusBadRequest)
-			return
-		}
-		asked := 0
-		for _, m := range req.Messages {
-			if m.Role == "assistant" {
-				asked++
-			}
-		}
-		n := calls.Add(1)
-		w.Header().Set("Content-Type", "text/event-stream")
-		chunk := func(c string) {
-			fmt.Fprintf(w, `data: {"id":"c%d","object":"chat.completion.chunk","created":1764450084,"model":"m","choices":[%s]}`+"\n\n", n, c)
-			w.(http.Flusher).Flush()
-		}
-		if asked < steps {
-			chunk(`{"index":0,"delta":{"role":"assistant","content":"Acting."},"finish_reason":null}`)
-			chunk(fmt.Sprintf(`{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_k%d","type":"function","function":{"name":"keyed_effect","arguments":"{\"tag\":\"k%d\"}"}}]},"finish_reason":null}`, n, n))
-			chunk(fmt.Sprintf(`{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_p%d","type":"function","function":{"name":"effect","arguments":"{\"tag\":\"p%d\"}"}}]},"finish_reason":null}`, n, n))
-			chunk(`{"index":0,"delta":{},"finish_reason":"tool_calls"}`)
-		} else {
-			chunk(`{"index":0,"delta":{"role":"assistant","content":"Done."},"finish_reason":null}`)
-			chunk(`{"index":0,"delta":{},"finish_reason":"stop"}`)
-		}
-		fmt.Fprint(w, "data: [DONE]\n\n")
-	}))
-	t.Cleanup(srv.Close)
-	return srv
-}
-
 // TestToolEffectsAcrossRandomKills runs the 30 trials.
 func TestToolEffectsAcrossRandomKills(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes per trial")
 	}
-	srv := mixedModel(t, 3)
+	srv := effectModelOf(t, 3, "keyed_effect", "effect")
 	for i := range 30 {
 		t.Run(fmt.Sprint(i), func(t *testing.T) { runEffectsTrial(t, srv.URL, i) })
 	}
