@@ -45,26 +45,12 @@ func TestRunReproducesEveryRequestWithRecordedToolResults(t *testing.T) {
 // records hold U+FFFD, and its requests are the recorded ones with their
 // text made valid.
 func TestRunReproducesALogWrittenBeforeTextWasValidUTF8(t *testing.T) {
-	files, err := filepath.Glob("../../../session/testdata/legacy-utf8/*.jsonl")
-	require.NoError(t, err)
-	require.Len(t, files, 2)
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			data, err := os.ReadFile(f)
-			require.NoError(t, err)
-			log, err := session.DecodeBytes(data)
-			require.NoError(t, err)
-			w := newWorld(t, memory.New(), t.TempDir())
-			rr, err := replay.Run(context.Background(), w.c, w.mgr, log.Records)
-			require.NoError(t, err)
-			assert.Empty(t, rr.Errors)
-			assert.True(t, rr.Identical(), "%+v", rr.Steps)
-			assert.Len(t, rr.Steps, 2)
-			for _, st := range rr.Steps {
-				assert.NotEqual(t, st.Recorded, st.Replayed, "the recorded digests cover the old spelling")
-			}
-		})
-	}
+	rerunFixtures(t, "../../../session/testdata/legacy-utf8/*.jsonl", func(t *testing.T, _ []session.Record, rr *replay.Rerun) {
+		assert.Len(t, rr.Steps, 2)
+		for _, st := range rr.Steps {
+			assert.NotEqual(t, st.Recorded, st.Replayed, "the recorded digests cover the old spelling")
+		}
+	})
 }
 
 // TestRunFollowsARecordingsDenialOrder: logs written before the loop
@@ -72,7 +58,15 @@ func TestRunReproducesALogWrittenBeforeTextWasValidUTF8(t *testing.T) {
 // rerun identically: the rerun logs each denial where the recording has
 // it, among the step's other calls.
 func TestRunFollowsARecordingsDenialOrder(t *testing.T) {
-	files, err := filepath.Glob("../../../session/testdata/denials-in-call-order/*.jsonl")
+	rerunFixtures(t, "../../../session/testdata/denials-in-call-order/*.jsonl", func(t *testing.T, recorded []session.Record, rr *replay.Rerun) {
+		assert.Equal(t, surface(t, recorded), surface(t, rr.Session.Records()))
+	})
+}
+
+// rerunFixtures reruns each of the two logs pattern names and requires
+// the rerun identical, then checks it further with check.
+func rerunFixtures(t *testing.T, pattern string, check func(t *testing.T, recorded []session.Record, rr *replay.Rerun)) {
+	files, err := filepath.Glob(pattern)
 	require.NoError(t, err)
 	require.Len(t, files, 2)
 	for _, f := range files {
@@ -86,7 +80,7 @@ func TestRunFollowsARecordingsDenialOrder(t *testing.T) {
 			require.NoError(t, err)
 			assert.Empty(t, rr.Errors)
 			assert.True(t, rr.Identical(), "%+v", rr.Steps)
-			assert.Equal(t, surface(t, log.Records), surface(t, rr.Session.Records()))
+			check(t, log.Records, rr)
 		})
 	}
 }
