@@ -145,7 +145,8 @@ func TestPlannerDelegatesToResearchersInParallel(t *testing.T) {
 	restore()
 
 	// A child's answer changed, chunk and message alike: the child's log
-	// is still well-formed, the delegation no longer holds.
+	// is still well-formed, but the delegation binds the child's log by
+	// its tree's root, which no longer holds.
 	var q string
 	for _, c := range []string{"Q1", "Q2"} {
 		if strings.Contains(string(orig), `"content":"Answer to `+c+`"`) {
@@ -157,7 +158,7 @@ func TestPlannerDelegatesToResearchersInParallel(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(forged), 0o644))
 	stdout, stderr, err = vigilIn(t, dir, "", "verify", "--tree", parent)
 	assert.Equal(t, exitFailed, exitStatus(err), stdout+stderr)
-	assert.Contains(t, stdout, parent+": delegation")
+	assert.Contains(t, stdout, parent+": edge-mismatch")
 	assert.Contains(t, stderr, children[1]+": ok (")
 	restore()
 }
