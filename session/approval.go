@@ -117,31 +117,42 @@ var ErrInvalidPolicy error = &subError{"session: invalid payload: approval polic
 // and names the rule (from 0). Matching calls against a policy is the
 // approval engine's (session/approval).
 func CheckPolicy(p ApprovalPolicy) error {
+	_, err := PolicyPatterns(p)
+	return err
+}
+
+// PolicyPatterns checks p as [CheckPolicy] does and returns its rules'
+// compiled arguments patterns, by rule (nil for a rule without one): the
+// engine that matches calls (session/approval) compiles a policy once.
+func PolicyPatterns(p ApprovalPolicy) ([]*regexp.Regexp, error) {
 	if !validAction(p.Default) {
-		return fmt.Errorf("%w: default %q is not allow, deny or ask", ErrInvalidPolicy, p.Default)
+		return nil, fmt.Errorf("%w: default %q is not allow, deny or ask", ErrInvalidPolicy, p.Default)
 	}
+	re := make([]*regexp.Regexp, len(p.Rules))
 	for i, r := range p.Rules {
 		if !validAction(r.Action) {
-			return fmt.Errorf("%w: rule %d: action %q is not allow, deny or ask", ErrInvalidPolicy, i, r.Action)
+			return nil, fmt.Errorf("%w: rule %d: action %q is not allow, deny or ask", ErrInvalidPolicy, i, r.Action)
 		}
 		if r.Tool == "" {
-			return fmt.Errorf("%w: rule %d: no tool pattern", ErrInvalidPolicy, i)
+			return nil, fmt.Errorf("%w: rule %d: no tool pattern", ErrInvalidPolicy, i)
 		}
 		if _, err := path.Match(r.Tool, ""); err != nil {
-			return fmt.Errorf("%w: rule %d: tool pattern %q: %w", ErrInvalidPolicy, i, r.Tool, err)
+			return nil, fmt.Errorf("%w: rule %d: tool pattern %q: %w", ErrInvalidPolicy, i, r.Tool, err)
 		}
 		if r.Arguments != "" {
-			if _, err := regexp.Compile(r.Arguments); err != nil {
-				return fmt.Errorf("%w: rule %d: arguments pattern: %w", ErrInvalidPolicy, i, err)
+			var err error
+			if re[i], err = regexp.Compile(r.Arguments); err != nil {
+				return nil, fmt.Errorf("%w: rule %d: arguments pattern: %w", ErrInvalidPolicy, i, err)
 			}
 		}
 	}
-	return nil
+	return re, nil
 }
 
 func validAction(a string) bool { return a == ActionAllow || a == ActionDeny || a == ActionAsk }
 
-func clonePolicy(p ApprovalPolicy) ApprovalPolicy {
+// Clone returns a copy of p whose rules the caller may change.
+func (p ApprovalPolicy) Clone() ApprovalPolicy {
 	p.Rules = slices.Clone(p.Rules)
 	return p
 }

@@ -219,7 +219,7 @@ func cloneRefs(p any) bool {
 		}
 	case *ApprovalPolicy:
 		if v.Rules != nil {
-			*v = clonePolicy(*v)
+			*v = v.Clone()
 			return true
 		}
 	}

@@ -3,7 +3,6 @@ package approval
 import (
 	"path"
 	"regexp"
-	"slices"
 
 	"github.com/vigil-run/vigil/session"
 )
@@ -18,20 +17,15 @@ type Matcher struct {
 // Compile checks p (see [session.CheckPolicy]) and compiles its patterns.
 // The error matches [session.ErrInvalidPolicy] and names the rule (from 0).
 func Compile(p session.ApprovalPolicy) (*Matcher, error) {
-	if err := session.CheckPolicy(p); err != nil {
+	re, err := session.PolicyPatterns(p)
+	if err != nil {
 		return nil, err
 	}
-	m := &Matcher{p: clonePolicy(p), re: make([]*regexp.Regexp, len(p.Rules))}
-	for i, r := range p.Rules {
-		if r.Arguments != "" {
-			m.re[i] = regexp.MustCompile(r.Arguments) // CheckPolicy compiled it: it cannot panic
-		}
-	}
-	return m, nil
+	return &Matcher{p: p.Clone(), re: re}, nil
 }
 
 // Policy returns a copy of the policy m was compiled from.
-func (m *Matcher) Policy() session.ApprovalPolicy { return clonePolicy(m.p) }
+func (m *Matcher) Policy() session.ApprovalPolicy { return m.p.Clone() }
 
 // Match returns the action for a call of tool with arguments args, and
 // the reason of the rule that decided it ("" for the default).
@@ -55,9 +49,4 @@ func (m *Matcher) match(tool, args string) int {
 		return i
 	}
 	return -1
-}
-
-func clonePolicy(p session.ApprovalPolicy) session.ApprovalPolicy {
-	p.Rules = slices.Clone(p.Rules)
-	return p
 }
