@@ -10,7 +10,8 @@
 # initialises a cluster in a temporary directory as an unprivileged user
 # (`nobody` when run as root, else the current user), starts it on
 # 127.0.0.1 at a free port with password authentication, creates a
-# database and exports its DSN. The server listens on loopback only and its
+# database and exports its DSN. pg_stat_statements is preloaded, for
+# bench/load's statement counts (the tool creates the extension). The server listens on loopback only and its
 # Unix socket lives in the temporary directory.
 #
 # The EXIT trap it registers replaces any earlier EXIT trap: a script that
@@ -89,7 +90,8 @@ vigil_pg_start() {
     port=$((20000 + RANDOM % 40000))
     vigil_pg_port_free "$port" || continue
     if vigil_pg_as "$bindir/pg_ctl" -D "$VIGIL_PG_DIR/data" -l "$VIGIL_PG_DIR/server.log" -w -t 60 \
-      -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$VIGIL_PG_DIR -c max_connections=200" \
+      -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$VIGIL_PG_DIR -c max_connections=200 \
+         -c shared_preload_libraries=pg_stat_statements -c track_io_timing=on" \
       start >/dev/null; then
       break
     fi

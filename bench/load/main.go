@@ -167,24 +167,25 @@ type report struct {
 	Seconds     float64 `json:"seconds"`
 	TurnsPerSec float64 `json:"turns_per_s"`
 	// CPU of the vigil processes (server + workers) in the turns phase.
-	CPUms         float64 `json:"cpu_ms_per_turn,omitempty"`
-	PGCPUms       float64 `json:"pg_cpu_ms_per_turn,omitempty"`
-	PGConns       float64 `json:"pg_connections_per_turn,omitempty"`
-	TurnsPerCPU   float64 `json:"turns_per_cpu_s,omitempty"`
-	ClientCPUms   float64 `json:"client_cpu_ms_per_turn"`
-	FirstP50ms    float64 `json:"first_event_p50_ms"`
-	FirstP99ms    float64 `json:"first_event_p99_ms"`
-	TurnP50ms     float64 `json:"turn_p50_ms"`
-	Steps         int     `json:"steps"`
-	StepCPUms     float64 `json:"cpu_ms_per_step,omitempty"`
-	StepWallms    float64 `json:"step_wall_ms"`
-	Events        int     `json:"events"`
-	Lost          int     `json:"sessions_with_lost_or_duplicate_events"`
-	Verified      int     `json:"logs_verified"`
-	ServerRSSMiB  float64 `json:"server_rss_mib,omitempty"`
-	IdleRSSMiB    float64 `json:"idle_server_rss_mib,omitempty"`
-	IdleCPUPerSec float64 `json:"idle_server_cpu_per_s,omitempty"`
-	IdleOpenSec   float64 `json:"idle_open_s,omitempty"`
+	CPUms         float64    `json:"cpu_ms_per_turn,omitempty"`
+	PGCPUms       float64    `json:"pg_cpu_ms_per_turn,omitempty"`
+	PG            *pgPerTurn `json:"pg,omitempty"`
+	LoadAvg       [2]string  `json:"load_average"` // the machine's 1-minute load average as the turns began and ended
+	TurnsPerCPU   float64    `json:"turns_per_cpu_s,omitempty"`
+	ClientCPUms   float64    `json:"client_cpu_ms_per_turn"`
+	FirstP50ms    float64    `json:"first_event_p50_ms"`
+	FirstP99ms    float64    `json:"first_event_p99_ms"`
+	TurnP50ms     float64    `json:"turn_p50_ms"`
+	Steps         int        `json:"steps"`
+	StepCPUms     float64    `json:"cpu_ms_per_step,omitempty"`
+	StepWallms    float64    `json:"step_wall_ms"`
+	Events        int        `json:"events"`
+	Lost          int        `json:"sessions_with_lost_or_duplicate_events"`
+	Verified      int        `json:"logs_verified"`
+	ServerRSSMiB  float64    `json:"server_rss_mib,omitempty"`
+	IdleRSSMiB    float64    `json:"idle_server_rss_mib,omitempty"`
+	IdleCPUPerSec float64    `json:"idle_server_cpu_per_s,omitempty"`
+	IdleOpenSec   float64    `json:"idle_open_s,omitempty"`
 }
 
 func run(o options, out io.Writer) (err error) {
@@ -332,7 +333,7 @@ func (o *options) createSessions(ctx context.Context, a *api) ([]*sessionRun, er
 type usage struct {
 	procs  []procStat
 	pg     time.Duration
-	conns  int64
+	db     pgCounters
 	client time.Duration
 }
 
@@ -349,12 +350,13 @@ func (o *options) usage(ctx context.Context, cl *cluster) (u usage, err error) {
 			return u, err
 		}
 	}
+	u.client = selfCPU()
 	if o.store == "pg" && cl != nil {
-		if u.conns, err = pgSessions(ctx, o.dsn); err != nil {
+		time.Sleep(pgSettle) // what came before is counted before
+		if u.db, err = readPG(ctx, o.dsn); err != nil {
 			return u, err
 		}
 	}
-	u.client = selfCPU()
 	return u, nil
 }
 
@@ -365,6 +367,7 @@ func (o *options) turnsPhase(ctx context.Context, a *api, cl *cluster, runs []*s
 	if err != nil {
 		return err
 	}
+	rep.LoadAvg[0] = loadAverage()
 	began := time.Now()
 	var done atomic.Int64
 	stopProgress := progress(&done, o.sessions*o.turns, began)
@@ -378,6 +381,7 @@ func (o *options) turnsPhase(ctx context.Context, a *api, cl *cluster, runs []*s
 		return nil
 	})
 	elapsed := time.Since(began)
+	rep.LoadAvg[1] = loadAverage()
 	stopProgress()
 	if err != nil {
 		return fmt.Errorf("after %d turns in %s: %w", done.Load(), elapsed.Round(time.Millisecond), err)
@@ -457,11 +461,13 @@ func (o *options) cost(ctx context.Context, cl *cluster, before usage, turns int
 		rep.PGCPUms = ms(pgAfter-before.pg) / float64(turns)
 	}
 	if o.store == "pg" && cl != nil {
-		connsAfter, err := pgSessions(ctx, o.dsn)
+		time.Sleep(pgSettle)
+		db, err := readPG(ctx, o.dsn)
 		if err != nil {
 			return err
 		}
-		rep.PGConns = float64(connsAfter-before.conns-1) / float64(turns) // less this tool's
+		p := db.perTurn(before.db, turns)
+		rep.PG = &p
 	}
 	return nil
 }
@@ -585,15 +591,15 @@ func print(w io.Writer, r report, asJSON bool) {
 	if r.Idle > 0 {
 		fmt.Fprintf(w, ", %d idle streams open", r.Idle)
 	}
-	fmt.Fprintf(w, "\n  %.1f turns/s over %.1fs\n", r.TurnsPerSec, r.Seconds)
+	fmt.Fprintf(w, "\n  %.1f turns/s over %.1fs (load average %s as the turns began, %s as they ended)\n", r.TurnsPerSec, r.Seconds, r.LoadAvg[0], r.LoadAvg[1])
 	if r.CPUms > 0 {
 		fmt.Fprintf(w, "  CPU of the vigil processes: %.2f ms/turn (%.0f turns per CPU-second), %.3f ms/step\n", r.CPUms, r.TurnsPerCPU, r.StepCPUms)
 	}
 	if r.PGCPUms > 0 {
 		fmt.Fprintf(w, "  CPU of PostgreSQL: %.2f ms/turn\n", r.PGCPUms)
 	}
-	if r.PGConns > 0 {
-		fmt.Fprintf(w, "  PostgreSQL connections opened: %.2f per turn\n", r.PGConns)
+	if r.PG != nil {
+		r.PG.print(w)
 	}
 	fmt.Fprintf(w, "  CPU of this client: %.2f ms/turn\n", r.ClientCPUms)
 	fmt.Fprintf(w, "  post → first event: p50 %.1f ms, p99 %.1f ms; post → turn/end p50 %.1f ms\n", r.FirstP50ms, r.FirstP99ms, r.TurnP50ms)

@@ -2,15 +2,12 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // clockTick is Linux's USER_HZ, the unit of /proc/PID/stat's CPU times;
@@ -115,19 +112,16 @@ func pgCPU(dataDir string) (time.Duration, error) {
 	return total, nil
 }
 
-// pgSessions is how many connections the database has seen opened
-// (pg_stat_database.sessions, PostgreSQL 14 on), this one included.
-func pgSessions(ctx context.Context, dsn string) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	c, err := pgx.Connect(ctx, dsn)
+// loadAverage is the machine's 1-minute load average, as /proc/loadavg
+// gives it ("?" when unreadable).
+func loadAverage() string {
+	raw, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
-		return 0, fmt.Errorf("postgres: %w", err)
+		return "?"
 	}
-	defer c.Close(context.WithoutCancel(ctx))
-	var n int64
-	if err := c.QueryRow(ctx, `SELECT sessions FROM pg_stat_database WHERE datname = current_database()`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("postgres: sessions: %w", err)
+	f := strings.Fields(string(raw))
+	if len(f) == 0 {
+		return "?"
 	}
-	return n, nil
+	return f[0]
 }

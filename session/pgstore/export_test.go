@@ -67,11 +67,12 @@ func Listen(ctx context.Context, s *Store) error {
 	}
 }
 
-// HoldNotes keeps s from sending the deferred notifications of its
-// asynchronous appends until resume.
-func HoldNotes(s *Store) (resume func()) {
-	s.notes.gate.Lock()
-	return s.notes.gate.Unlock
+// SetBufferDelays sets how long a buffered append waits for its commit
+// (see bufferDelay, closeDelay) until t ends.
+func SetBufferDelays(t testing.TB, open, closed time.Duration) {
+	oldOpen, oldClosed := bufferDelay, closeDelay
+	bufferDelay, closeDelay = open, closed
+	t.Cleanup(func() { bufferDelay, closeDelay = oldOpen, oldClosed })
 }
 
 // Channel is the NOTIFY channel of s's schema.

@@ -268,38 +268,50 @@ func TestSubscribersLookAgainWhenTheListenConnectionIsBack(t *testing.T) {
 	}
 }
 
-// Notifying transactions commit one at a time database-wide, so the
-// appends that do not close a step are notified in batches: those made
-// while a batch is on its way go out together, as one notification of
-// the session's latest length. An append that closes a step notifies at
-// its commit.
-func TestAsynchronousAppendsAreNotifiedInBatches(t *testing.T) {
+// Under its lease a store buffers a step's appends and writes them in
+// one statement and one commit, at the step's end, which notifies once:
+// followers are woken by the commits a turn makes anyway, and nothing is
+// visible (or notified) before it is committed.
+func TestAStepIsOneCommitAndOneNotification(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s := pgtest.Store(t)
+	pgstore.SetBufferDelays(t, time.Hour, 0)
+	schema := pgtest.Schema(t)
+	s, other := pgtest.StoreIn(t, schema), pgtest.StoreIn(t, schema)
 	require.NoError(t, s.Create(ctx, session.Info{ID: "s", Created: epoch}))
 	ln, err := pgx.Connect(ctx, pgtest.DSN(t))
 	require.NoError(t, err)
 	defer ln.Close(context.Background())
 	_, err = ln.Exec(ctx, "LISTEN "+pgx.Identifier{pgstore.Channel(s)}.Sanitize())
 	require.NoError(t, err)
-	next := func() string {
-		n, err := ln.WaitForNotification(ctx)
-		require.NoError(t, err)
+	next := func(wait time.Duration) string {
+		wctx, wcancel := context.WithTimeout(ctx, wait)
+		defer wcancel()
+		n, err := ln.WaitForNotification(wctx)
+		if err != nil {
+			return ""
+		}
 		return n.Payload
 	}
+	release, err := s.Lease(ctx, "s", false)
+	require.NoError(t, err)
+	defer release()
 
 	recs := turnRecords(nil, "q", "a", false)
 	closes := len(recs) - 2 // step/end
 	require.Equal(t, session.TypeStepEnd, recs[closes].Type())
-	resume := pgstore.HoldNotes(s)
 	for i := range closes {
 		require.NoError(t, s.Append(ctx, "s", int64(i), recs[i:i+1]))
 	}
-	resume()
-	assert.Equal(t, fmt.Sprintf("e %d s", closes), next(), "one notification of the appends made while held")
-	resume = pgstore.HoldNotes(s)
-	defer resume()
+	assert.Empty(t, next(200*time.Millisecond), "nothing is notified before the step's commit")
+	log, err := other.Load(ctx, "s")
+	require.NoError(t, err)
+	assert.Empty(t, log.Records, "nothing is visible before the step's commit")
+
 	require.NoError(t, s.Append(ctx, "s", int64(closes), recs[closes:closes+1]))
-	assert.Equal(t, fmt.Sprintf("e %d s", closes+1), next(), "the step's end, notified as it commits")
+	assert.Equal(t, fmt.Sprintf("e %d s", closes+1), next(10*time.Second), "the step, notified as it commits")
+	assert.Empty(t, next(200*time.Millisecond), "one notification")
+	log, err = other.Load(ctx, "s")
+	require.NoError(t, err)
+	assert.Len(t, log.Records, closes+1)
 }

@@ -104,13 +104,14 @@ type follower struct {
 // reset records that a read worked.
 func (f *follower) reset() { f.failing, f.pause = time.Time{}, 50*time.Millisecond }
 
-// read reads the records from f.next on, a batch at most, and makes
-// them durable. An asynchronous append is visible before it is durable:
-// what was read is given only once a synchronous commit made it so, so
-// that a follower's copy is a prefix of the log whatever crashes. Woken
-// with nothing new, it checks the session still exists (errGone when it
-// does not).
+// read reads the records from f.next on, a batch at most: what this
+// store buffered for the session is written first. Every row it reads is
+// durable, since every statement that writes events commits
+// synchronously (see syncSetting): a follower's copy is a prefix of the
+// log whatever crashes. Woken with nothing new, it checks the session
+// still exists (errGone when it does not).
 func (f *follower) read(ctx context.Context) ([]session.Record, error) {
+	f.s.writeBuffered(ctx, f.id)
 	var recs []session.Record
 	exists := true
 	err := f.s.pool.with(ctx, func(c *pgx.Conn) (err error) {
@@ -122,9 +123,6 @@ func (f *follower) read(ctx context.Context) ([]session.Record, error) {
 	})
 	if err == nil && !exists {
 		return nil, errGone
-	}
-	if err == nil && len(recs) > 0 {
-		err = f.s.Flush(ctx, f.id)
 	}
 	return recs, err
 }

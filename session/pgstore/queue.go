@@ -483,8 +483,13 @@ func (c *claim) Start(ctx context.Context, base int64) error {
 		return fmt.Errorf("pgstore: start job %s: %w", jobID(c.jid), session.ErrJobDone)
 	}
 	var stored int64
+	// Committed asynchronously: the base matters only once the job's
+	// first append is durable, and that append's synchronous commit
+	// flushes the WAL past this one. Lost in a crash, it is set again,
+	// to the same length, by the next claim.
 	err := c.s.queryRow(ctx, []any{&stored}, `UPDATE vigil_jobs SET base = CASE WHEN base < 0 THEN $3 ELSE base END,
 			started = CASE WHEN base < 0 THEN clock_timestamp() ELSE started END
+		FROM (SELECT set_config('synchronous_commit', 'off', true)) cfg
 		WHERE id = $1 AND epoch = $2 AND NOT cancelled RETURNING base`, c.jid, c.epoch, base)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = c.gone(ctx)
@@ -516,9 +521,12 @@ func (c *claim) gone(ctx context.Context) error {
 	return errors.New("the job changed concurrently")
 }
 
-// end runs fn, the claim's last word, once; then the lease is released
-// and the watcher stopped.
-func (c *claim) end(ctx context.Context, op string, fn func() error) error {
+// end runs fn, the claim's last word, once, after writing what the store
+// buffered under the claim's lease (a failed write fails the end, and fn
+// does not run: the job stays for the next claim, which repairs the log);
+// then the lease is released, unless fn's statement released it (it
+// reports so), and the watcher stopped.
+func (c *claim) end(ctx context.Context, op string, fn func() (released bool, err error)) error {
 	c.mu.Lock()
 	if c.ended {
 		c.mu.Unlock()
@@ -526,43 +534,65 @@ func (c *claim) end(ctx context.Context, op string, fn func() error) error {
 	}
 	c.ended = true
 	c.mu.Unlock()
-	err := fn()
+	// No renewal may find the lease gone once fn deleted it.
+	c.lease.stopRenewing()
+	err := c.s.endPending(ctx, c.lease)
+	released := false
+	if err == nil || op == "release" {
+		released, err = fn()
+	}
 	c.stop()
 	<-c.watched
-	c.lease.release() // wakes the claims waiting for the session's next job
+	c.lease.end(!released) // wakes the claims waiting for the session's next job
 	if err != nil {
 		return fmt.Errorf("pgstore: %s job %s: %w", op, jobID(c.jid), err)
 	}
 	return nil
 }
 
+// releaseSQL is a statement's tail (after retireSQL) that deletes the
+// lease of holder $h on the session of the job moved (CTE d) and notifies
+// its release: CTE lr, one row if it did.
+func releaseSQL(h, ch int) string {
+	return fmt.Sprintf(`, lr AS (
+		DELETE FROM vigil_leases l USING d WHERE l.session_id = d.session_id AND l.holder = $%d::text
+		RETURNING l.session_id
+	), ln AS (
+		SELECT pg_notify($%d::text, 'l 0 ' || lr.session_id) FROM lr
+	)`, h, ch)
+}
+
 // Finish implements [session.Claim]: the job's row moves to
-// vigil_jobs_done with its outcome. A job claimed again by another worker
-// since this claim's lease was lost is left to it, and the error wraps
+// vigil_jobs_done with its outcome, and the claim's lease is released, in
+// one statement and commit. A job claimed again by another worker since
+// this claim's lease was lost is left to it, and the error wraps
 // [session.ErrFenced].
 func (c *claim) Finish(ctx context.Context, o session.Outcome) error {
 	o, err := o.Normalize()
 	if err != nil {
 		return fmt.Errorf("pgstore: finish job %s: %w", jobID(c.jid), err)
 	}
-	return c.end(ctx, "finish", func() error {
-		var n int64
-		err := c.s.queryRow(ctx, []any{&n}, `WITH d AS (DELETE FROM vigil_jobs WHERE id = $1 AND epoch = $2 RETURNING *)`+retireSQL(3)+` SELECT count(*) FROM r`,
-			append([]any{c.jid, c.epoch}, outcomeArgs(o)...)...)
+	return c.end(ctx, "finish", func() (bool, error) {
+		var n, released, notified int64
+		args := append([]any{c.jid, c.epoch}, outcomeArgs(o)...)
+		args = append(args, c.lease.token, c.s.channel)
+		err := c.s.queryRow(ctx, []any{&n, &released, &notified},
+			`WITH d AS (DELETE FROM vigil_jobs WHERE id = $1 AND epoch = $2 RETURNING *)`+retireSQL(3)+releaseSQL(8, 9)+
+				` SELECT (SELECT count(*) FROM r), (SELECT count(*) FROM lr), (SELECT count(*) FROM ln)`, args...)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if n == 0 {
-			return c.gone(ctx)
+			return false, c.gone(ctx)
 		}
-		return nil
+		return released == 1, nil
 	})
 }
 
 // Release implements [session.Claim]: the job is queued again, its Base
 // and Attempts kept; a job cancelled meanwhile is dropped instead.
 func (c *claim) Release(ctx context.Context) error {
-	return c.end(ctx, "release", func() error {
+	return c.end(ctx, "release", func() (bool, error) {
 		var n int64
 		err := c.s.queryRow(ctx, []any{&n}, `WITH q AS (
 			UPDATE vigil_jobs SET state = 'queued', worker = NULL, epoch = NULL
@@ -571,12 +601,12 @@ func (c *claim) Release(ctx context.Context) error {
 			DELETE FROM vigil_jobs WHERE id = $1 AND epoch = $2 AND cancelled RETURNING *
 		)`+retireSQL(3)+` SELECT (SELECT count(*) FROM r) + (SELECT count(*) FROM q)`, append([]any{c.jid, c.epoch}, cancelledArgs...)...)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if n == 0 {
-			return c.gone(ctx)
+			return false, c.gone(ctx)
 		}
-		return nil
+		return false, nil
 	})
 }
 

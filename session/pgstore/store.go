@@ -40,8 +40,8 @@ type Store struct {
 	mu       sync.Mutex
 	leases   map[string]*lease // session id → the lease this store holds
 	leaseSeq uint64
-	fan      *fan   // the store's one LISTEN connection, from the first waiter
-	notes    *notes // the notifications of asynchronous appends, sent in batches
+	fan      *fan                // the store's one LISTEN connection, from the first waiter
+	pending  map[string]*pending // session id → its appends buffered under a held lease (buffer.go)
 
 	// bg ends the store's background work (the fan, claim waiters, the
 	// watchers of running claims) when the store closes; watchers counts
@@ -133,13 +133,8 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	s := &Store{
 		pool: newPool(cfg, o.conns), schema: current, channel: channelName(current), holder: o.holder,
 		ttl: o.ttl, durable: o.durable, log: o.log, leases: map[string]*lease{},
-		bg: bg, stopBG: stopBG, notes: newNotes(),
+		bg: bg, stopBG: stopBG, pending: map[string]*pending{},
 	}
-	s.watchers.Add(1)
-	go func() {
-		defer s.watchers.Done()
-		s.notes.run(s)
-	}()
 	return s, nil
 }
 
@@ -291,22 +286,26 @@ func lines(records []session.Record) [][]byte {
 	return out
 }
 
+// syncSetting is a CTE's expression that commits the statement's
+// transaction synchronously even on a server whose synchronous_commit is
+// off ('local' then): an event row visible to another process is durable,
+// so a follower gives what it reads at once.
+const syncSetting = `set_config('synchronous_commit',
+	CASE current_setting('synchronous_commit') WHEN 'off' THEN 'local' ELSE current_setting('synchronous_commit') END, true)`
+
 // appendSQL appends a batch in one statement: the session row's length
 // moves from $2 to $2+n only if it is $2 and, under a lease of epoch $4,
 // the session is still at that epoch (no lease was taken since), or,
 // without a lease ($4 = 0), no holder has a live lease; the events are
-// inserted only if it moved. $5 turns synchronous_commit off for this
-// transaction alone; otherwise (an append that closes a step) the
-// notification is sent, at commit, if it moved; an asynchronous append's
-// is sent after, batched with others (see notes).
+// inserted only if it moved, and then the session's followers are
+// notified, at the commit (the statement's one notification). The commit
+// is synchronous (syncSetting).
 //
 // The epoch is compared on the locked row: a lease taken concurrently
 // moves the epoch under the same row lock, so an append either commits
 // before the new holder's lease (which then loads it) or is fenced.
 const appendSQL = `WITH
-cfg AS (
-	SELECT CASE WHEN $5::bool THEN set_config('synchronous_commit', 'off', true) END AS v
-),
+cfg AS (SELECT ` + syncSetting + ` AS v),
 s AS (
 	UPDATE vigil_sessions SET next = next + cardinality($3::bytea[])
 	WHERE id = $1 AND next = $2
@@ -321,7 +320,7 @@ ins AS (
 	RETURNING 1
 ),
 n AS (
-	SELECT pg_notify($6, 'e ' || s.next || ' ' || $1) FROM s WHERE NOT $5::bool
+	SELECT pg_notify($5, 'e ' || s.next || ' ' || $1) FROM s
 )
 SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM ins), (SELECT count(*) FROM n), (SELECT count(v) FROM cfg)`
 
@@ -355,12 +354,25 @@ func (s *Store) AppendFenced(ctx context.Context, id string, epoch, next int64, 
 		}
 		return nil
 	}
-	async := !s.durable && !session.ClosesStep(records)
+	if p := s.buffered(id, epoch); p != nil {
+		if err := s.add(ctx, p, next, records); err != nil {
+			return fmt.Errorf("pgstore: append %s: %w", id, err)
+		}
+		return nil
+	}
+	if err := s.write(ctx, id, epoch, next, lines(records)); err != nil {
+		return fmt.Errorf("pgstore: append %s: %w", id, err)
+	}
+	return nil
+}
+
+// write appends batch at next under the lease of epoch (0: none) in one
+// statement and one synchronous commit (appendSQL).
+func (s *Store) write(ctx context.Context, id string, epoch, next int64, batch [][]byte) error {
 	var moved, inserted, notified, cfg int64
-	batch := lines(records)
 	retried := false
 	err := s.pool.with(ctx, func(c *pgx.Conn) error {
-		return c.QueryRow(ctx, appendSQL, id, next, batch, epoch, async, s.channel).Scan(&moved, &inserted, &notified, &cfg)
+		return c.QueryRow(ctx, appendSQL, id, next, batch, epoch, s.channel).Scan(&moved, &inserted, &notified, &cfg)
 	})
 	if err != nil && errors.Is(err, errConnLost) && ctx.Err() == nil {
 		// The connection broke (a backend killed, a server restarting):
@@ -368,38 +380,31 @@ func (s *Store) AppendFenced(ctx context.Context, id string, epoch, next int64, 
 		// break; the seq check refuses it then, and the log shows it.
 		retried = true
 		err = s.queryRow(ctx, []any{&moved, &inserted, &notified, &cfg},
-			appendSQL, id, next, batch, epoch, async, s.channel)
+			appendSQL, id, next, batch, epoch, s.channel)
 	}
 	if err != nil {
 		if isUniqueViolation(err) {
 			// Only possible if the events table was written around the
 			// length: the seq is taken.
-			return fmt.Errorf("pgstore: append %s: %w: seq already stored", id, session.ErrConflict)
+			return fmt.Errorf("%w: seq already stored", session.ErrConflict)
 		}
-		return fmt.Errorf("pgstore: append %s: %w", id, err)
+		return err
 	}
 	if moved == 1 {
-		if inserted != int64(len(records)) {
-			return fmt.Errorf("pgstore: append %s: inserted %d of %d events", id, inserted, len(records))
-		}
-		if async {
-			s.notes.add(id, next+int64(len(records)))
+		if inserted != int64(len(batch)) {
+			return fmt.Errorf("inserted %d of %d events", inserted, len(batch))
 		}
 		return nil
 	}
 	if retried && s.stored(ctx, id, next, batch) {
-		// The first try committed.
-		if async {
-			s.notes.add(id, next+int64(len(records)))
-		}
-		return nil
+		return nil // the first try committed
 	}
 	if err := s.refusal(ctx, id, epoch, next, false); err != nil {
-		return fmt.Errorf("pgstore: append %s: %w", id, err)
+		return err
 	}
 	// The state that refused the append changed before we looked: it
 	// was a conflict all the same, and the writer must reload.
-	return fmt.Errorf("pgstore: append %s: %w: the log or its lease changed concurrently", id, session.ErrConflict)
+	return fmt.Errorf("%w: the log or its lease changed concurrently", session.ErrConflict)
 }
 
 // stored reports whether the log of id holds batch from seq next on,
@@ -517,6 +522,7 @@ func (s *Store) Export(ctx context.Context, id string) ([]byte, error) {
 // immutable once committed and each append commits atomically, so the
 // two statements need no common snapshot.
 func (s *Store) export(ctx context.Context, id string) (out []byte, err error) {
+	s.writeBuffered(ctx, id)
 	err = s.pool.with(ctx, func(c *pgx.Conn) error {
 		out, err = exportConn(ctx, c, id)
 		return err
@@ -651,31 +657,38 @@ func (s *Store) Fork(ctx context.Context, info session.Info, tail []session.Reco
 	return nil
 }
 
-// Flush implements [session.Flusher]: it returns once every append
-// committed so far, by any process, is durable. A synchronous commit
-// flushes the WAL up to its own record, which covers every earlier
-// asynchronous commit; the update writes a row so that there is one.
-// A server whose synchronous_commit is off is overruled (local) for it.
+// Flush implements [session.Flusher]: it writes what this store buffered
+// for id (see buffer.go) and returns once every append committed so far,
+// by any process, is durable. Every statement that writes events commits
+// synchronously (see syncSetting), so once the buffer is written nothing
+// is left to wait for: without one, Flush only checks that the session
+// exists.
 func (s *Store) Flush(ctx context.Context, id string) error {
 	if err := checkID(id); err != nil {
 		return fmt.Errorf("pgstore: flush: %w", err)
 	}
-	tag, err := s.exec(ctx, flushSQL, id)
+	p := s.pendingOf(id)
+	if p != nil {
+		p.mu.Lock()
+		wrote := len(p.lines) > 0
+		err := s.writeLocked(ctx, p)
+		p.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("pgstore: flush %s: %w", id, err)
+		}
+		if wrote {
+			return nil
+		}
+	}
+	exists, err := s.exists(ctx, id)
 	if err != nil {
 		return fmt.Errorf("pgstore: flush %s: %w", id, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if !exists {
 		return fmt.Errorf("pgstore: flush %s: %w", id, session.ErrNotFound)
 	}
 	return nil
 }
-
-// flushSQL is Flush's statement: a write, committed synchronously.
-const flushSQL = `WITH cfg AS (
-	SELECT set_config('synchronous_commit',
-		CASE current_setting('synchronous_commit') WHEN 'off' THEN 'local' ELSE current_setting('synchronous_commit') END, true) AS v
-)
-UPDATE vigil_sessions SET next = next FROM cfg WHERE id = $1 AND cfg.v IS NOT NULL`
 
 var (
 	_ session.Store   = (*Store)(nil)
