@@ -17,8 +17,8 @@ import (
 // extension can be created (the server preloads it: .ci/postgres.sh
 // does), the calls of each statement.
 type pgCounters struct {
-	sessions, commits, walSyncs, walRecords, walBytes int64
-	statements                                        map[string]int64 // query text → calls; nil without the extension
+	sessions, commits, xids, walSyncs, walRecords, walBytes int64
+	statements                                              map[string]int64 // query text → calls; nil without the extension
 }
 
 // pgSettle is how long the counters are left to settle before they are
@@ -37,9 +37,12 @@ func readPG(ctx context.Context, dsn string) (pgCounters, error) {
 	}
 	defer c.Close(context.WithoutCancel(ctx))
 	var p pgCounters
-	if err := c.QueryRow(ctx, `SELECT d.sessions, d.xact_commit, w.wal_sync, w.wal_records, w.wal_bytes::bigint
+	// The next transaction id counts the transactions that wrote (only
+	// those get one), in any database of the cluster.
+	if err := c.QueryRow(ctx, `SELECT d.sessions, d.xact_commit, pg_snapshot_xmax(pg_current_snapshot())::text::bigint,
+		w.wal_sync, w.wal_records, w.wal_bytes::bigint
 		FROM pg_stat_database d, pg_stat_wal w WHERE d.datname = current_database()`).
-		Scan(&p.sessions, &p.commits, &p.walSyncs, &p.walRecords, &p.walBytes); err != nil {
+		Scan(&p.sessions, &p.commits, &p.xids, &p.walSyncs, &p.walRecords, &p.walBytes); err != nil {
 		return pgCounters{}, fmt.Errorf("postgres: counters: %w", err)
 	}
 	if _, err := c.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`); err != nil {
@@ -69,6 +72,7 @@ func readPG(ctx context.Context, dsn string) (pgCounters, error) {
 type pgPerTurn struct {
 	Connections float64       `json:"pg_connections_per_turn"`
 	Commits     float64       `json:"pg_commits_per_turn"`
+	Writes      float64       `json:"pg_writing_transactions_per_turn"`
 	WALFlushes  float64       `json:"pg_wal_flushes_per_turn"`
 	WALRecords  float64       `json:"pg_wal_records_per_turn"`
 	WALBytes    float64       `json:"pg_wal_bytes_per_turn"`
@@ -89,6 +93,7 @@ func (after pgCounters) perTurn(before pgCounters, turns int) pgPerTurn {
 	out := pgPerTurn{
 		Connections: float64(after.sessions-before.sessions-1) / n,
 		Commits:     float64(after.commits-before.commits) / n,
+		Writes:      float64(after.xids-before.xids) / n,
 		WALFlushes:  float64(after.walSyncs-before.walSyncs) / n,
 		WALRecords:  float64(after.walRecords-before.walRecords) / n,
 		WALBytes:    float64(after.walBytes-before.walBytes) / n,
@@ -129,8 +134,8 @@ func ownQuery(q string) bool {
 
 // print writes the per-turn figures, and the statements most called.
 func (p pgPerTurn) print(w io.Writer) {
-	fmt.Fprintf(w, "  PostgreSQL per turn: %.2f commits, %.2f WAL flushes, %.1f WAL records (%.0f bytes), %.2f connections opened",
-		p.Commits, p.WALFlushes, p.WALRecords, p.WALBytes, p.Connections)
+	fmt.Fprintf(w, "  PostgreSQL per turn: %.2f commits (%.2f of transactions that wrote), %.2f WAL flushes, %.1f WAL records (%.0f bytes), %.2f connections opened",
+		p.Commits, p.Writes, p.WALFlushes, p.WALRecords, p.WALBytes, p.Connections)
 	if p.Statements > 0 {
 		fmt.Fprintf(w, ", %.1f statements; the most called:\n", p.Statements)
 		for _, s := range p.Top {

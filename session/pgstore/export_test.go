@@ -67,14 +67,6 @@ func Listen(ctx context.Context, s *Store) error {
 	}
 }
 
-// SetBufferDelays sets how long a buffered append waits for its commit
-// (see bufferDelay, closeDelay) until t ends.
-func SetBufferDelays(t testing.TB, open, closed time.Duration) {
-	oldOpen, oldClosed := bufferDelay, closeDelay
-	bufferDelay, closeDelay = open, closed
-	t.Cleanup(func() { bufferDelay, closeDelay = oldOpen, oldClosed })
-}
-
 // Channel is the NOTIFY channel of s's schema.
 func Channel(s *Store) string { return s.channel }
 

@@ -104,14 +104,12 @@ type follower struct {
 // reset records that a read worked.
 func (f *follower) reset() { f.failing, f.pause = time.Time{}, 50*time.Millisecond }
 
-// read reads the records from f.next on, a batch at most: what this
-// store buffered for the session is written first. Every row it reads is
+// read reads the records from f.next on, a batch at most. Every row it reads is
 // durable, since every statement that writes events commits
 // synchronously (see syncSetting): a follower's copy is a prefix of the
 // log whatever crashes. Woken with nothing new, it checks the session
 // still exists (errGone when it does not).
 func (f *follower) read(ctx context.Context) ([]session.Record, error) {
-	f.s.writeBuffered(ctx, f.id)
 	var recs []session.Record
 	exists := true
 	err := f.s.pool.with(ctx, func(c *pgx.Conn) (err error) {

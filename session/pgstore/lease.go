@@ -272,16 +272,13 @@ func (s *Store) forget(l *lease) {
 	s.mu.Unlock()
 }
 
-// release writes what the store buffered under the lease, stops
-// renewing, deletes the lease and wakes waiters. Errors are logged: an
-// undeleted lease expires on its own, and buffered records that could
-// not be written are the interrupted tail of a turn, repaired by the next
-// holder.
+// release stops renewing, deletes the lease and wakes waiters. Errors
+// are logged: an undeleted lease expires on its own.
 func (l *lease) release() { l.end(true) }
 
-// end ends the lease here: its buffered records written, its renewals
-// stopped, and it forgotten; deleted in the database (waking waiters)
-// unless the caller's own statement did that (del false).
+// end ends the lease here: its renewals stopped, and it forgotten;
+// deleted in the database (waking waiters) unless the caller's own
+// statement did that (del false).
 func (l *lease) end(del bool) {
 	l.once.Do(func() {
 		l.mu.Lock()
@@ -289,19 +286,14 @@ func (l *lease) end(del bool) {
 		l.mu.Unlock()
 		l.stopRenewing()
 		s := l.s
+		s.forget(l)
 		s.closeMu.RLock()
 		defer s.closeMu.RUnlock()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if !s.closed {
-			if err := s.endPending(ctx, l); err != nil {
-				s.log.Warn("writing a session's buffered appends as its lease ended failed", "session", l.id, "error", err)
-			}
-		}
-		s.forget(l)
 		if s.closed || !del {
 			return
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
 		_, err := s.exec(ctx, `WITH d AS (DELETE FROM vigil_leases WHERE session_id = $1 AND holder = $2 RETURNING 1)
 			SELECT pg_notify($3, 'l 0 ' || $1) FROM d`, l.id, l.token, s.channel)
 		if err != nil {

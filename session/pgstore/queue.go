@@ -521,11 +521,9 @@ func (c *claim) gone(ctx context.Context) error {
 	return errors.New("the job changed concurrently")
 }
 
-// end runs fn, the claim's last word, once, after writing what the store
-// buffered under the claim's lease (a failed write fails the end, and fn
-// does not run: the job stays for the next claim, which repairs the log);
-// then the lease is released, unless fn's statement released it (it
-// reports so), and the watcher stopped.
+// end runs fn, the claim's last word, once; then the lease is released,
+// unless fn's statement released it (it reports so), and the watcher
+// stopped.
 func (c *claim) end(ctx context.Context, op string, fn func() (released bool, err error)) error {
 	c.mu.Lock()
 	if c.ended {
@@ -536,11 +534,7 @@ func (c *claim) end(ctx context.Context, op string, fn func() (released bool, er
 	c.mu.Unlock()
 	// No renewal may find the lease gone once fn deleted it.
 	c.lease.stopRenewing()
-	err := c.s.endPending(ctx, c.lease)
-	released := false
-	if err == nil || op == "release" {
-		released, err = fn()
-	}
+	released, err := fn()
 	c.stop()
 	<-c.watched
 	c.lease.end(!released) // wakes the claims waiting for the session's next job

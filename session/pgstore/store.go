@@ -40,8 +40,7 @@ type Store struct {
 	mu       sync.Mutex
 	leases   map[string]*lease // session id → the lease this store holds
 	leaseSeq uint64
-	fan      *fan                // the store's one LISTEN connection, from the first waiter
-	pending  map[string]*pending // session id → its appends buffered under a held lease (buffer.go)
+	fan      *fan // the store's one LISTEN connection, from the first waiter
 
 	// bg ends the store's background work (the fan, claim waiters, the
 	// watchers of running claims) when the store closes; watchers counts
@@ -133,7 +132,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	s := &Store{
 		pool: newPool(cfg, o.conns), schema: current, channel: channelName(current), holder: o.holder,
 		ttl: o.ttl, durable: o.durable, log: o.log, leases: map[string]*lease{},
-		bg: bg, stopBG: stopBG, pending: map[string]*pending{},
+		bg: bg, stopBG: stopBG,
 	}
 	return s, nil
 }
@@ -354,12 +353,6 @@ func (s *Store) AppendFenced(ctx context.Context, id string, epoch, next int64, 
 		}
 		return nil
 	}
-	if p := s.buffered(id, epoch); p != nil {
-		if err := s.add(ctx, p, next, records); err != nil {
-			return fmt.Errorf("pgstore: append %s: %w", id, err)
-		}
-		return nil
-	}
 	if err := s.write(ctx, id, epoch, next, lines(records)); err != nil {
 		return fmt.Errorf("pgstore: append %s: %w", id, err)
 	}
@@ -522,7 +515,6 @@ func (s *Store) Export(ctx context.Context, id string) ([]byte, error) {
 // immutable once committed and each append commits atomically, so the
 // two statements need no common snapshot.
 func (s *Store) export(ctx context.Context, id string) (out []byte, err error) {
-	s.writeBuffered(ctx, id)
 	err = s.pool.with(ctx, func(c *pgx.Conn) error {
 		out, err = exportConn(ctx, c, id)
 		return err
@@ -657,28 +649,14 @@ func (s *Store) Fork(ctx context.Context, info session.Info, tail []session.Reco
 	return nil
 }
 
-// Flush implements [session.Flusher]: it writes what this store buffered
-// for id (see buffer.go) and returns once every append committed so far,
-// by any process, is durable. Every statement that writes events commits
-// synchronously (see syncSetting), so once the buffer is written nothing
-// is left to wait for: without one, Flush only checks that the session
-// exists.
+// Flush implements [session.Flusher]: it returns once every append
+// committed so far, by any process, is durable. Every statement that
+// writes events commits synchronously (see syncSetting), so an append is
+// durable when it returns and nothing is left to wait for: Flush only
+// checks that the session exists.
 func (s *Store) Flush(ctx context.Context, id string) error {
 	if err := checkID(id); err != nil {
 		return fmt.Errorf("pgstore: flush: %w", err)
-	}
-	p := s.pendingOf(id)
-	if p != nil {
-		p.mu.Lock()
-		wrote := len(p.lines) > 0
-		err := s.writeLocked(ctx, p)
-		p.mu.Unlock()
-		if err != nil {
-			return fmt.Errorf("pgstore: flush %s: %w", id, err)
-		}
-		if wrote {
-			return nil
-		}
 	}
 	exists, err := s.exists(ctx, id)
 	if err != nil {

@@ -28,7 +28,6 @@ func (s *Store) Tail(ctx context.Context, id string) (*session.Tail, error) {
 		return nil, fmt.Errorf("pgstore: tail: %w", err)
 	}
 	var t *session.Tail
-	s.writeBuffered(ctx, id)
 	err := s.pool.with(ctx, func(c *pgx.Conn) (err error) {
 		t, err = tailConn(ctx, c, id)
 		return err
