@@ -81,6 +81,16 @@ type Releaser interface {
 	Release(id string) error
 }
 
+// Batcher is implemented by stores whose every append is a round trip
+// and a durable commit (store/postgres). AppendsInBatches reports that a
+// live session run under the session's lease should hand the store its
+// records in batches, written at its durability points (see package
+// live), rather than one by one; a Batcher's Append is durable once it
+// returns.
+type Batcher interface {
+	AppendsInBatches() bool
+}
+
 // Forgetter is implemented by stores that keep what they know of a
 // session between holds (store/jsonl: its file's length and next seq):
 // Forget drops it once the session is closed in this process, so that

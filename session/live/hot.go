@@ -73,6 +73,9 @@ func (m *Manager) park(ctx context.Context, s *Session) error {
 		return s.Close(ctx)
 	}
 	err := s.Flush(ctx)
+	if e := s.stopBatching(ctx); err == nil {
+		err = e
+	}
 	if r, ok := m.store.(session.Releaser); ok {
 		if e := r.Release(s.info.ID); e != nil {
 			err = errors.Join(err, fmt.Errorf("session %s: release: %w", s.info.ID, e))

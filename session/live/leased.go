@@ -37,6 +37,7 @@ func OpenLeased(ctx context.Context, mgr *Manager, id string, wait bool) (sess *
 		release()
 		return nil, nil, err
 	}
+	sess.startBatching()
 	return sess, closeThen(sess, release), nil
 }
 
@@ -53,6 +54,7 @@ func CreateLeased(ctx context.Context, mgr *Manager, tenant, by string) (sess *S
 			return nil, nil, errors.Join(err, sess.Close(context.WithoutCancel(ctx)))
 		}
 	}
+	sess.startBatching()
 	return sess, closeThen(sess, release), nil
 }
 
@@ -74,6 +76,7 @@ func OpenHeld(ctx context.Context, mgr *Manager, id string) (sess *Session, done
 	if sess, err = openFresh(ctx, mgr, id); err != nil {
 		return nil, nil, err
 	}
+	sess.startBatching()
 	return sess, func(ctx context.Context) error { return mgr.park(ctx, sess) }, nil
 }
 

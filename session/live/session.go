@@ -34,6 +34,7 @@ type Session struct {
 	ended      atomic.Bool  // closed, readable without waiting for an append
 	parkedSize int64        // size when parked, guarded by m.hot.mu
 	seal       seal         // the signing state, guarded by appendMu
+	batch      batch        // the records not yet handed to the store (batch.go)
 }
 
 // newSession makes the live session of a valid log.
@@ -208,9 +209,7 @@ func (s *Session) appendLocked(ctx context.Context, ev session.Event) (session.R
 	if err := Committed.Check(ctx, s.c, commit); err != nil {
 		return session.Record{}, fmt.Errorf("session %s: append %s: %w", s.info.ID, rec.Type(), err)
 	}
-	s.one[0] = rec
-	err = s.m.store.Append(ctx, s.info.ID, rec.Seq(), s.one[:])
-	s.one[0] = session.Record{}
+	err = s.handOver(ctx, rec)
 	if err != nil {
 		return session.Record{}, fmt.Errorf("session %s: append %s: %w", s.info.ID, rec.Type(), err)
 	}
@@ -230,8 +229,13 @@ func (s *Session) appendLocked(ctx context.Context, ev session.Event) (session.R
 }
 
 // Flush returns once every record appended so far is durable (for stores
-// that buffer; see [Flusher]).
+// that buffer; see [Flusher]), writing the session's batch (see batch.go).
 func (s *Session) Flush(ctx context.Context) error {
+	if batched, err := s.flushBatch(ctx); err != nil {
+		return fmt.Errorf("session %s: flush: %w", s.info.ID, err)
+	} else if batched {
+		return nil // a Batcher's appends are durable once made
+	}
 	if f, ok := s.m.store.(session.Flusher); ok {
 		if err := f.Flush(ctx, s.info.ID); err != nil {
 			return fmt.Errorf("session %s: flush: %w", s.info.ID, err)
@@ -262,6 +266,9 @@ func (s *Session) Close(ctx context.Context) error {
 	s.ended.Store(true)
 	s.appendMu.Unlock()
 	err := s.Flush(ctx)
+	if e := s.stopBatching(ctx); err == nil {
+		err = e
+	}
 	if err == nil {
 		err = cerr
 	}

@@ -668,7 +668,14 @@ func (s *Store) Flush(ctx context.Context, id string) error {
 	return nil
 }
 
+// AppendsInBatches implements [session.Batcher]: a live session under its
+// lease hands the store a step's records as one append, one statement and
+// one synchronous commit, unless [WithDurableAppends] asked for every
+// record to be written as it is appended.
+func (s *Store) AppendsInBatches() bool { return !s.durable }
+
 var (
+	_ session.Batcher = (*Store)(nil)
 	_ session.Store   = (*Store)(nil)
 	_ session.Flusher = (*Store)(nil)
 	_ session.Fencer  = (*Store)(nil)

@@ -1,0 +1,150 @@
+package live
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/vigil-run/vigil/session"
+)
+
+// Batches. A store whose every append is a round trip and a durable
+// commit ([session.Batcher]: PostgreSQL) is handed the records of a
+// session run under its lease in batches, at the points where the jsonl
+// store's writer fsyncs: a [Session.Flush] (the loop's before any tool
+// runs, a suspension's, the turn's end when the session is parked or
+// closed) and a short timer, shorter once a record closed a step. The
+// lease makes this session the log's only writer, so a batch is checked
+// by the store exactly as its records one by one would be (the seq, the
+// lease's epoch), in one statement. Until written, a record is this
+// process's alone: no follower sees it, and nothing reports it durable.
+// A batch that fails to be written breaks the session: every later append
+// and flush fails with that error, and the log is opened afresh.
+type batch struct {
+	mu    sync.Mutex // serializes the writes; taken under appendMu, never the other way
+	on    bool       // the session runs under its lease on a Batcher
+	recs  []session.Record
+	err   error // a write failed
+	timer *time.Timer
+	due   time.Time // when the timer writes; zero while nothing waits
+}
+
+var (
+	// batchDelay bounds how long a record waits to be written.
+	batchDelay = 10 * time.Millisecond
+	// batchCloseDelay bounds it once a record closed a step (step/end,
+	// turn/end, session/end-seed): short, so that a follower sees a
+	// step's end at once, and long enough for the records that follow it
+	// at once (the last step's end is followed by the turn's) to share
+	// its commit.
+	batchCloseDelay = 2 * time.Millisecond
+	// batchMax bounds the records a batch holds.
+	batchMax = 256
+)
+
+// startBatching makes the session hand its appends to the store in
+// batches, if the store takes them so: the caller holds the lease.
+func (s *Session) startBatching() {
+	b, ok := s.m.store.(session.Batcher)
+	if !ok || !b.AppendsInBatches() {
+		return
+	}
+	s.batch.mu.Lock()
+	s.batch.on, s.batch.err = true, nil
+	s.batch.mu.Unlock()
+}
+
+// stopBatching writes what is batched and appends one record at a time
+// again: the caller is letting the lease go.
+func (s *Session) stopBatching(ctx context.Context) error {
+	s.batch.mu.Lock()
+	defer s.batch.mu.Unlock()
+	err := s.writeBatchLocked(ctx)
+	s.batch.on = false
+	if s.batch.timer != nil {
+		s.batch.timer.Stop()
+	}
+	return err
+}
+
+// handOver hands rec to the store: at once, or into the batch.
+func (s *Session) handOver(ctx context.Context, rec session.Record) error {
+	s.batch.mu.Lock()
+	defer s.batch.mu.Unlock()
+	if !s.batch.on {
+		s.one[0] = rec
+		err := s.m.store.Append(ctx, s.info.ID, rec.Seq(), s.one[:])
+		s.one[0] = session.Record{}
+		return err
+	}
+	if s.batch.err != nil {
+		return s.batch.err
+	}
+	s.batch.recs = append(s.batch.recs, rec)
+	if len(s.batch.recs) >= batchMax {
+		return s.writeBatchLocked(ctx)
+	}
+	delay := batchDelay
+	if session.ClosesStep(s.batch.recs[len(s.batch.recs)-1:]) {
+		delay = batchCloseDelay
+	}
+	s.armLocked(delay)
+	return nil
+}
+
+// armLocked makes the timer write the batch within delay.
+func (s *Session) armLocked(delay time.Duration) {
+	b := &s.batch
+	due := time.Now().Add(delay)
+	if !b.due.IsZero() && !b.due.After(due) {
+		return
+	}
+	b.due = due
+	if b.timer == nil {
+		b.timer = time.AfterFunc(delay, s.timedWrite)
+		return
+	}
+	b.timer.Reset(delay)
+}
+
+// timedWrite is the timer's write of the batch.
+func (s *Session) timedWrite() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s.batch.mu.Lock()
+	defer s.batch.mu.Unlock()
+	if err := s.writeBatchLocked(ctx); err != nil {
+		s.m.log.Warn("writing a session's batched records failed", "session", s.info.ID, "error", err)
+	}
+}
+
+// writeBatchLocked appends the batch to the store in one call.
+func (s *Session) writeBatchLocked(ctx context.Context) error {
+	b := &s.batch
+	if b.err != nil {
+		return b.err
+	}
+	b.due = time.Time{}
+	if len(b.recs) == 0 {
+		return nil
+	}
+	if err := s.m.store.Append(ctx, s.info.ID, b.recs[0].Seq(), b.recs); err != nil {
+		b.err = fmt.Errorf("a batch of %d records from seq %d was not written: %w", len(b.recs), b.recs[0].Seq(), err)
+		return b.err
+	}
+	clear(b.recs)
+	b.recs = b.recs[:0]
+	return nil
+}
+
+// flushBatch writes the batch, reporting whether the session batches
+// (then what it wrote is durable: a Batcher's appends are).
+func (s *Session) flushBatch(ctx context.Context) (bool, error) {
+	s.batch.mu.Lock()
+	defer s.batch.mu.Unlock()
+	if !s.batch.on {
+		return false, nil
+	}
+	return true, s.writeBatchLocked(ctx)
+}

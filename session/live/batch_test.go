@@ -1,0 +1,123 @@
+package live_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
+	"github.com/vigil-run/vigil/session/memory"
+	"github.com/vigil-run/vigil/session/sessiontest"
+)
+
+// batcher is a memory store that takes appends in batches (as
+// PostgreSQL's does) and records each append's length; fail makes the
+// next append fail.
+type batcher struct {
+	*memory.Store
+	mu      sync.Mutex
+	appends []int
+	fail    error
+}
+
+func (b *batcher) AppendsInBatches() bool { return true }
+
+func (b *batcher) Append(ctx context.Context, id string, next int64, recs []session.Record) error {
+	b.mu.Lock()
+	fail := b.fail
+	b.fail = nil
+	b.mu.Unlock()
+	if fail != nil {
+		return fail
+	}
+	if err := b.Store.Append(ctx, id, next, recs); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.appends = append(b.appends, len(recs))
+	b.mu.Unlock()
+	return nil
+}
+
+func (b *batcher) taken() []int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := b.appends
+	b.appends = nil
+	return out
+}
+
+func stored(t *testing.T, s session.Store, id string) int {
+	log, err := s.Load(context.Background(), id)
+	require.NoError(t, err)
+	return len(log.Records)
+}
+
+// Under its lease a session hands a Batcher the records between two
+// durability points as one append: a flush writes them, and nothing is
+// stored before.
+func TestALeasedSessionAppendsInBatches(t *testing.T) {
+	live.SetBatchDelays(t, time.Hour, time.Hour)
+	store := &batcher{Store: memory.New()}
+	h := newHarnessWith(t, store)
+	sess, done, err := live.OpenLeased(h.ctx, h.m, "", false)
+	require.NoError(t, err)
+	store.taken()
+	evs := sessiontest.TurnEvents(t, 0, 1)
+	h.appendAll(sess, evs...)
+	assert.Empty(t, store.taken(), "nothing written before a durability point")
+	assert.Zero(t, stored(t, store, sess.ID()))
+	require.NoError(t, sess.Flush(h.ctx))
+	assert.Equal(t, []int{len(evs)}, store.taken(), "one append at the flush")
+	assert.Equal(t, len(evs), stored(t, store, sess.ID()))
+
+	h.appendAll(sess, sessiontest.TurnEvents(t, int64(len(evs)), 2)...)
+	require.NoError(t, done(h.ctx))
+	assert.Equal(t, []int{len(evs)}, store.taken(), "the turn's end is written as the session is parked")
+	assert.Equal(t, 2*len(evs), stored(t, store, sess.ID()))
+
+	// Outside the lease, one record at a time again.
+	h.appendAll(sess, sessiontest.User("after"))
+	assert.Equal(t, []int{1}, store.taken())
+}
+
+// A step's end is written within the short delay, without a flush.
+func TestABatchIsWrittenByTheTimer(t *testing.T) {
+	live.SetBatchDelays(t, time.Hour, time.Millisecond)
+	store := &batcher{Store: memory.New()}
+	h := newHarnessWith(t, store)
+	sess, done, err := live.OpenLeased(h.ctx, h.m, "", false)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, done(h.ctx)) }()
+	store.taken()
+	evs := sessiontest.TurnEvents(t, 0, 1)
+	h.appendAll(sess, evs...)
+	require.Eventually(t, func() bool { return stored(t, store, sess.ID()) == len(evs) }, 10*time.Second, time.Millisecond)
+}
+
+// A batch the store refuses breaks the session: what was batched is not
+// reported durable, and no later append or flush pretends otherwise.
+func TestAFailedBatchBreaksTheSession(t *testing.T) {
+	live.SetBatchDelays(t, time.Hour, time.Hour)
+	store := &batcher{Store: memory.New()}
+	h := newHarnessWith(t, store)
+	sess, done, err := live.OpenLeased(h.ctx, h.m, "", false)
+	require.NoError(t, err)
+	h.appendAll(sess, sessiontest.User("one"))
+	boom := errors.New("boom")
+	store.mu.Lock()
+	store.fail = boom
+	store.mu.Unlock()
+	require.ErrorIs(t, sess.Flush(h.ctx), boom)
+	_, err = sess.Append(h.ctx, sessiontest.User("two"))
+	require.ErrorIs(t, err, boom)
+	require.ErrorIs(t, sess.Flush(h.ctx), boom, "still")
+	require.ErrorIs(t, done(h.ctx), boom)
+	assert.Zero(t, stored(t, store, sess.ID()))
+}
