@@ -91,6 +91,18 @@ type Batcher interface {
 	AppendsInBatches() bool
 }
 
+// Deferrer is implemented by stores that can write a turn's last records
+// with the end of the lease they were appended under (store/postgres: a
+// queue claim's Finish writes them in its own statement, one commit for
+// the turn's end, the job's outcome and the lease's release).
+// AppendDeferred is Append, except that, under such a lease, the records
+// may be kept until it ends: then that end fails if they cannot be
+// written, and a Flush writes them. A live session parked as its turn
+// ends hands its last records over so.
+type Deferrer interface {
+	AppendDeferred(ctx context.Context, id string, next int64, records []Record) error
+}
+
 // Forgetter is implemented by stores that keep what they know of a
 // session between holds (store/jsonl: its file's length and next seq):
 // Forget drops it once the session is closed in this process, so that

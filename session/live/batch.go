@@ -68,6 +68,36 @@ func (s *Session) stopBatching(ctx context.Context) error {
 	return err
 }
 
+// parkBatch ends the batching as the session is parked, its turn over
+// and its lease about to end: a [session.Deferrer] is handed the batch,
+// to write with the lease's end (a claim's Finish: one commit for the
+// turn's end and the job's); any other store has it written now. It
+// reports whether the session batched.
+func (s *Session) parkBatch(ctx context.Context) (bool, error) {
+	b := &s.batch
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.on {
+		return false, nil
+	}
+	b.on = false
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	d, ok := s.m.store.(session.Deferrer)
+	if !ok || b.err != nil || len(b.recs) == 0 {
+		return true, s.writeBatchLocked(ctx)
+	}
+	err := d.AppendDeferred(ctx, s.info.ID, b.recs[0].Seq(), b.recs)
+	clear(b.recs)
+	b.recs = b.recs[:0]
+	b.due = time.Time{}
+	if err != nil {
+		b.err = err
+	}
+	return true, err
+}
+
 // handOver hands rec to the store: at once, or into the batch.
 func (s *Session) handOver(ctx context.Context, rec session.Record) error {
 	s.batch.mu.Lock()

@@ -62,8 +62,9 @@ type hot struct {
 	bytes int64 // the parked sessions' sizes when parked
 }
 
-// park keeps s open once its turn is over: flushed, the store's hold on
-// it released, at the front of the LRU list; the sessions past the
+// park keeps s open once its turn is over: flushed (or its last batch
+// handed to the end of its lease, see parkBatch), the store's hold on it
+// released, at the front of the LRU list; the sessions past the
 // limits are closed. With no room at all s is closed.
 func (m *Manager) park(ctx context.Context, s *Session) error {
 	m.hot.mu.Lock()
@@ -72,9 +73,9 @@ func (m *Manager) park(ctx context.Context, s *Session) error {
 	if !room || s.isClosed() {
 		return s.Close(ctx)
 	}
-	err := s.Flush(ctx)
-	if e := s.stopBatching(ctx); err == nil {
-		err = e
+	batched, err := s.parkBatch(ctx)
+	if !batched {
+		err = s.Flush(ctx)
 	}
 	if r, ok := m.store.(session.Releaser); ok {
 		if e := r.Release(s.info.ID); e != nil {

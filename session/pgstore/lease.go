@@ -20,6 +20,9 @@ type lease struct {
 	id    string
 	token string // the holder name in vigil_leases, unique to this lease
 	epoch int64  // the session's epoch this lease set when it was taken
+	// claimed: taken by a queue claim, whose end is a statement of the
+	// store's (see deferred.go).
+	claimed bool
 	once  sync.Once
 
 	mu       sync.Mutex
@@ -148,8 +151,8 @@ func (s *Store) newToken() string {
 
 // hold registers a lease just taken in the database and starts renewing
 // it.
-func (s *Store) hold(id, token string, epoch int64) *lease {
-	l := &lease{s: s, id: id, token: token, epoch: epoch}
+func (s *Store) hold(id, token string, epoch int64, claimed bool) *lease {
+	l := &lease{s: s, id: id, token: token, epoch: epoch, claimed: claimed}
 	s.mu.Lock()
 	s.leases[id] = l
 	s.mu.Unlock()
@@ -165,7 +168,7 @@ func (s *Store) tryLease(ctx context.Context, id string) (*lease, string, float6
 	var epoch int64
 	err := s.queryRow(ctx, []any{&epoch}, takeLeaseSQL, id, token, s.ttl.Milliseconds())
 	if err == nil {
-		return s.hold(id, token, epoch), "", 0, nil
+		return s.hold(id, token, epoch, false), "", 0, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return nil, "", 0, err
@@ -287,6 +290,7 @@ func (l *lease) end(del bool) {
 		l.stopRenewing()
 		s := l.s
 		s.forget(l)
+		s.takeDeferred(l.id, l.epoch) // not written by the claim's end: lost, as in a crash
 		s.closeMu.RLock()
 		defer s.closeMu.RUnlock()
 		if s.closed || !del {

@@ -316,7 +316,7 @@ func (s *Store) tryClaim(ctx context.Context, worker string) (*claim, time.Durat
 		return nil, 0, err
 	}
 	if got != nil {
-		got.lease = s.hold(got.job.Session, token, got.epoch)
+		got.lease = s.hold(got.job.Session, token, got.epoch, true)
 	}
 	return got, wait, nil
 }
@@ -567,6 +567,9 @@ func (c *claim) Finish(ctx context.Context, o session.Outcome) error {
 		return fmt.Errorf("pgstore: finish job %s: %w", jobID(c.jid), err)
 	}
 	return c.end(ctx, "finish", func() (bool, error) {
+		if d := c.s.takeDeferred(c.job.Session, c.epoch); d != nil {
+			return c.finishWith(ctx, o, d)
+		}
 		var n, released, notified int64
 		args := append([]any{c.jid, c.epoch}, outcomeArgs(o)...)
 		args = append(args, c.lease.token, c.s.channel)
@@ -583,10 +586,63 @@ func (c *claim) Finish(ctx context.Context, o session.Outcome) error {
 	})
 }
 
+// finishSQL is Finish's statement when the turn's last records were
+// deferred to it (see deferred.go): appendSQL's append, under the claim's
+// epoch, and then, only if it went through, the job's move to
+// vigil_jobs_done and the lease's release, in one commit. $10 are the
+// lines, $11 the session, $12 the seq of the first.
+var finishSQL = `WITH
+cfg AS (SELECT ` + syncSetting + ` AS v),
+s AS (
+	UPDATE vigil_sessions SET next = next + cardinality($10::bytea[])
+	WHERE id = $11 AND next = $12 AND epoch = $2
+	RETURNING next
+),
+ins AS (
+	INSERT INTO vigil_events (session_id, seq, line)
+	SELECT $11, $12 + u.o - 1, u.line FROM s, unnest($10::bytea[]) WITH ORDINALITY AS u(line, o)
+	RETURNING 1
+),
+n AS (
+	SELECT pg_notify($9::text, 'e ' || s.next || ' ' || $11) FROM s
+),
+d AS (DELETE FROM vigil_jobs WHERE id = $1 AND epoch = $2 AND EXISTS (SELECT 1 FROM s) RETURNING *)` +
+	retireSQL(3) + releaseSQL(8, 9) + `
+SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM ins), (SELECT count(*) FROM r), (SELECT count(*) FROM lr),
+	(SELECT count(*) FROM n) + (SELECT count(*) FROM ln), (SELECT count(v) FROM cfg)`
+
+// finishWith is Finish's statement with the turn's last records d.
+func (c *claim) finishWith(ctx context.Context, o session.Outcome, d *deferred) (bool, error) {
+	var moved, inserted, n, released, notified, cfg int64
+	args := append([]any{c.jid, c.epoch}, outcomeArgs(o)...)
+	args = append(args, c.lease.token, c.s.channel, d.lines, c.job.Session, d.next)
+	err := c.s.queryRow(ctx, []any{&moved, &inserted, &n, &released, &notified, &cfg}, finishSQL, args...)
+	switch {
+	case err != nil:
+		return false, err
+	case moved == 0:
+		if err := c.s.refusal(ctx, c.job.Session, c.epoch, d.next, false); err != nil {
+			return false, err
+		}
+		return false, fmt.Errorf("%w: the log or its lease changed concurrently", session.ErrConflict)
+	case inserted != int64(len(d.lines)):
+		return false, fmt.Errorf("inserted %d of %d events", inserted, len(d.lines))
+	case n == 0:
+		return false, c.gone(ctx)
+	}
+	return released == 1, nil
+}
+
 // Release implements [session.Claim]: the job is queued again, its Base
 // and Attempts kept; a job cancelled meanwhile is dropped instead.
 func (c *claim) Release(ctx context.Context) error {
 	return c.end(ctx, "release", func() (bool, error) {
+		if d := c.s.takeDeferred(c.job.Session, c.epoch); d != nil {
+			// Handed back: what the turn appended is written all the same.
+			if err := c.s.write(ctx, c.job.Session, c.epoch, d.next, d.lines); err != nil {
+				c.s.log.Warn("writing a handed-back job's last records failed", "session", c.job.Session, "error", err)
+			}
+		}
 		var n int64
 		err := c.s.queryRow(ctx, []any{&n}, `WITH q AS (
 			UPDATE vigil_jobs SET state = 'queued', worker = NULL, epoch = NULL

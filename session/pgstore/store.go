@@ -40,7 +40,8 @@ type Store struct {
 	mu       sync.Mutex
 	leases   map[string]*lease // session id → the lease this store holds
 	leaseSeq uint64
-	fan      *fan // the store's one LISTEN connection, from the first waiter
+	fan      *fan                 // the store's one LISTEN connection, from the first waiter
+	deferred map[string]*deferred // session id → the records its claim's end writes (deferred.go)
 
 	// bg ends the store's background work (the fan, claim waiters, the
 	// watchers of running claims) when the store closes; watchers counts
@@ -132,7 +133,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	s := &Store{
 		pool: newPool(cfg, o.conns), schema: current, channel: channelName(current), holder: o.holder,
 		ttl: o.ttl, durable: o.durable, log: o.log, leases: map[string]*lease{},
-		bg: bg, stopBG: stopBG,
+		bg: bg, stopBG: stopBG, deferred: map[string]*deferred{},
 	}
 	return s, nil
 }
@@ -657,6 +658,9 @@ func (s *Store) Fork(ctx context.Context, info session.Info, tail []session.Reco
 func (s *Store) Flush(ctx context.Context, id string) error {
 	if err := checkID(id); err != nil {
 		return fmt.Errorf("pgstore: flush: %w", err)
+	}
+	if err := s.writeDeferred(ctx, id); err != nil {
+		return fmt.Errorf("pgstore: flush %s: %w", id, err)
 	}
 	exists, err := s.exists(ctx, id)
 	if err != nil {
