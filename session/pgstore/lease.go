@@ -23,7 +23,7 @@ type lease struct {
 	// claimed: taken by a queue claim, whose end is a statement of the
 	// store's (see deferred.go).
 	claimed bool
-	once  sync.Once
+	once    sync.Once
 
 	mu       sync.Mutex
 	stop     chan struct{} // closed to stop the renewer; nil while none runs
