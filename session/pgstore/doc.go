@@ -27,17 +27,21 @@
 // store twice. Two processes appending at the same seq: one wins, the
 // other gets ErrConflict and must reload.
 //
-// Durability follows the session contract (see package session): an
-// append that holds a step/end, turn/end or session/end-seed commits with
-// the server's synchronous_commit (on by default: it returns once the WAL
-// is flushed), and so does [Store.Flush]; other appends commit
-// asynchronously (synchronous_commit off for that transaction alone): they
-// are visible to every process at once, and durable once a later
-// synchronous commit returned, since the WAL is flushed in order. A server
-// crash can lose such a tail of a step, never leave a gap. A follower
-// ([Store.Follow]) is given only durable events: what it read is made
-// durable (a [Store.Flush]) before it is yielded.
-// [WithDurableAppends] makes every append synchronous.
+// Every append commits synchronously (the server's synchronous_commit,
+// raised to 'local' where it is off), so an event row that any process
+// can read is durable, and a follower ([Store.Follow]) yields what it
+// reads at once; [Store.Flush] has nothing left to wait for. The store is
+// a [session.Batcher]: a live session run under its lease does not hand
+// it one event at a time but the events between two durability points
+// (the points where the jsonl store fsyncs: a flush, as before a tool
+// runs, and a short timer, shorter after a step's end), one append, one
+// statement and one commit; what it has not handed over is its own,
+// visible to nobody and reported durable to nobody. The store is a
+// [session.Deferrer] too: the last events of a turn run under a queue
+// claim are written by the claim's Finish, in its statement, so that the
+// turn's end, the job's outcome and the lease's release are one commit.
+// [WithDurableAppends] turns the batches off: a live session appends
+// each event as it comes.
 //
 // # One turn at a time: the lease
 //
@@ -95,16 +99,15 @@
 // # Following a log
 //
 // Every append notifies (NOTIFY) a channel of the store's schema with the
-// session id and its new length; [Store.Follow] yields the events of one
-// session as any process appends them. PostgreSQL commits notifying
-// transactions one at a time, database-wide, so only an append that
-// closes a step notifies in its own transaction; the others are notified
-// right after they commit, those of a store's appends that commit while a
-// notification is on its way batched into the next one (a turn's last
-// append always notifies at its commit, so a writer that dies in between
-// delays its followers only until the turn is repaired or continued). A
-// store's followers share one LISTEN connection and read through the pool
-// when woken, so a waiting follower holds no connection.
+// session id and its new length, at its commit and in its statement: one
+// notification per commit, riding a commit the turn makes anyway (a
+// claim's Finish with deferred events adds the lease's release to it).
+// PostgreSQL commits notifying transactions one at a time,
+// database-wide, which is why a live session's batches matter: a turn
+// makes a few such commits, not one per event. [Store.Follow] yields the
+// events of one session as any process appends them. A store's followers
+// share one LISTEN connection and read through the pool when woken, so a
+// waiting follower holds no connection.
 //
 // That connection is the store's only one outside the pool: waiting
 // claims, the cancel watchers of running claims and [Store.Lease] waits

@@ -76,8 +76,10 @@ func WithMaxConns(n int) Option { return func(o *options) { o.conns = n } }
 // [DefaultLeaseTTL]); a held lease is renewed every third of it.
 func WithLeaseTTL(d time.Duration) Option { return func(o *options) { o.ttl = d } }
 
-// WithDurableAppends makes every append commit synchronously, not only
-// those that end a step or a turn (see the package doc).
+// WithDurableAppends makes a live session hand the store each event as it
+// is appended, one synchronous commit each, rather than in batches (see
+// the package doc); a turn's last events are not deferred to its claim's
+// Finish either.
 func WithDurableAppends() Option { return func(o *options) { o.durable = true } }
 
 // WithLogger sets the logger of lease renewal problems (default: none).
