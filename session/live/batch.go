@@ -14,7 +14,9 @@ import (
 // session run under its lease in batches, at the points where the jsonl
 // store's writer fsyncs: a [Session.Flush] (the loop's before any tool
 // runs, a suspension's, the turn's end when the session is parked or
-// closed) and a short timer, shorter once a record closed a step. The
+// closed), a record that says a tool is about to run (see
+// precedesEffect), and a short timer, shorter once a record closed a
+// step. The
 // lease makes this session the log's only writer, so a batch is checked
 // by the store exactly as its records one by one would be (the seq, the
 // lease's epoch), in one statement. Until written, a record is this
@@ -68,6 +70,19 @@ func (s *Session) stopBatching(ctx context.Context) error {
 	return err
 }
 
+// precedesEffect reports whether rec is written at once: it says a tool
+// is about to run (tool/start, tool/retry), and a crash past the tool's
+// effect must never leave a log that says the call did not start. (The
+// loop flushes before running its tools too; that flush then finds the
+// batch written.)
+func precedesEffect(rec session.Record) bool {
+	switch rec.Type() {
+	case session.TypeToolStart, session.TypeToolRetry:
+		return true
+	}
+	return false
+}
+
 // parkBatch ends the batching as the session is parked, its turn over
 // and its lease about to end: a [session.Deferrer] is handed the batch,
 // to write with the lease's end (a claim's Finish: one commit for the
@@ -112,7 +127,7 @@ func (s *Session) handOver(ctx context.Context, rec session.Record) error {
 		return s.batch.err
 	}
 	s.batch.recs = append(s.batch.recs, rec)
-	if len(s.batch.recs) >= batchMax {
+	if len(s.batch.recs) >= batchMax || precedesEffect(rec) {
 		return s.writeBatchLocked(ctx)
 	}
 	delay := batchDelay

@@ -69,7 +69,8 @@ func TestALeasedSessionAppendsInBatches(t *testing.T) {
 	sess, done, err := live.OpenLeased(h.ctx, h.m, "", false)
 	require.NoError(t, err)
 	store.taken()
-	evs := sessiontest.TurnEvents(t, 0, 1)
+	turns := sessiontest.TextTurns(14) // two turns of 7
+	evs := turns[:7]
 	h.appendAll(sess, evs...)
 	assert.Empty(t, store.taken(), "nothing written before a durability point")
 	assert.Zero(t, stored(t, store, sess.ID()))
@@ -77,7 +78,7 @@ func TestALeasedSessionAppendsInBatches(t *testing.T) {
 	assert.Equal(t, []int{len(evs)}, store.taken(), "one append at the flush")
 	assert.Equal(t, len(evs), stored(t, store, sess.ID()))
 
-	h.appendAll(sess, sessiontest.TurnEvents(t, int64(len(evs)), 2)...)
+	h.appendAll(sess, turns[7:]...)
 	require.NoError(t, done(h.ctx))
 	assert.Equal(t, []int{len(evs)}, store.taken(), "the turn's end is written as the session is parked")
 	assert.Equal(t, 2*len(evs), stored(t, store, sess.ID()))
@@ -85,6 +86,28 @@ func TestALeasedSessionAppendsInBatches(t *testing.T) {
 	// Outside the lease, one record at a time again.
 	h.appendAll(sess, sessiontest.User("after"))
 	assert.Equal(t, []int{1}, store.taken())
+}
+
+// A record that says a tool is about to run is written at once, with
+// what was batched before it.
+func TestAToolStartIsWrittenAtOnce(t *testing.T) {
+	live.SetBatchDelays(t, time.Hour, time.Hour)
+	store := &batcher{Store: memory.New()}
+	h := newHarnessWith(t, store)
+	sess, done, err := live.OpenLeased(h.ctx, h.m, "", false)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, done(h.ctx)) }()
+	store.taken()
+	evs := sessiontest.TurnEvents(t, 0, 1)
+	var start int
+	for i, ev := range evs {
+		if ev.Type == session.TypeToolStart {
+			start = i
+		}
+	}
+	require.Positive(t, start)
+	h.appendAll(sess, evs[:start+1]...)
+	assert.Equal(t, []int{start + 1}, store.taken())
 }
 
 // A step's end is written within the short delay, without a flush.
