@@ -53,6 +53,15 @@ func (b *batcher) taken() []int {
 	return out
 }
 
+// leasedOnBatcher is a new session, leased, on a batcher.
+func leasedOnBatcher(t *testing.T) (*batcher, *harness, *live.Session, func(context.Context) error) {
+	store := &batcher{Store: memory.New()}
+	h := newHarnessWith(t, store)
+	sess, done, err := live.OpenLeased(h.ctx, h.m, "", false)
+	require.NoError(t, err)
+	return store, h, sess, done
+}
+
 func stored(t *testing.T, s session.Store, id string) int {
 	log, err := s.Load(context.Background(), id)
 	require.NoError(t, err)
@@ -64,10 +73,7 @@ func stored(t *testing.T, s session.Store, id string) int {
 // stored before.
 func TestALeasedSessionAppendsInBatches(t *testing.T) {
 	live.SetBatchDelays(t, time.Hour, time.Hour)
-	store := &batcher{Store: memory.New()}
-	h := newHarnessWith(t, store)
-	sess, done, err := live.OpenLeased(h.ctx, h.m, "", false)
-	require.NoError(t, err)
+	store, h, sess, done := leasedOnBatcher(t)
 	store.taken()
 	turns := sessiontest.TextTurns(14) // two turns of 7
 	evs := turns[:7]
@@ -92,10 +98,7 @@ func TestALeasedSessionAppendsInBatches(t *testing.T) {
 // what was batched before it.
 func TestAToolStartIsWrittenAtOnce(t *testing.T) {
 	live.SetBatchDelays(t, time.Hour, time.Hour)
-	store := &batcher{Store: memory.New()}
-	h := newHarnessWith(t, store)
-	sess, done, err := live.OpenLeased(h.ctx, h.m, "", false)
-	require.NoError(t, err)
+	store, h, sess, done := leasedOnBatcher(t)
 	defer func() { require.NoError(t, done(h.ctx)) }()
 	store.taken()
 	evs := sessiontest.TurnEvents(t, 0, 1)
@@ -113,10 +116,7 @@ func TestAToolStartIsWrittenAtOnce(t *testing.T) {
 // A step's end is written within the short delay, without a flush.
 func TestABatchIsWrittenByTheTimer(t *testing.T) {
 	live.SetBatchDelays(t, time.Hour, time.Millisecond)
-	store := &batcher{Store: memory.New()}
-	h := newHarnessWith(t, store)
-	sess, done, err := live.OpenLeased(h.ctx, h.m, "", false)
-	require.NoError(t, err)
+	store, h, sess, done := leasedOnBatcher(t)
 	defer func() { require.NoError(t, done(h.ctx)) }()
 	store.taken()
 	evs := sessiontest.TurnEvents(t, 0, 1)
@@ -128,17 +128,14 @@ func TestABatchIsWrittenByTheTimer(t *testing.T) {
 // reported durable, and no later append or flush pretends otherwise.
 func TestAFailedBatchBreaksTheSession(t *testing.T) {
 	live.SetBatchDelays(t, time.Hour, time.Hour)
-	store := &batcher{Store: memory.New()}
-	h := newHarnessWith(t, store)
-	sess, done, err := live.OpenLeased(h.ctx, h.m, "", false)
-	require.NoError(t, err)
+	store, h, sess, done := leasedOnBatcher(t)
 	h.appendAll(sess, sessiontest.User("one"))
 	boom := errors.New("boom")
 	store.mu.Lock()
 	store.fail = boom
 	store.mu.Unlock()
 	require.ErrorIs(t, sess.Flush(h.ctx), boom)
-	_, err = sess.Append(h.ctx, sessiontest.User("two"))
+	_, err := sess.Append(h.ctx, sessiontest.User("two"))
 	require.ErrorIs(t, err, boom)
 	require.ErrorIs(t, sess.Flush(h.ctx), boom, "still")
 	require.ErrorIs(t, done(h.ctx), boom)

@@ -591,21 +591,7 @@ func (c *claim) Finish(ctx context.Context, o session.Outcome) error {
 // epoch, and then, only if it went through, the job's move to
 // vigil_jobs_done and the lease's release, in one commit. $10 are the
 // lines, $11 the session, $12 the seq of the first.
-var finishSQL = `WITH
-cfg AS (SELECT ` + syncSetting + ` AS v),
-s AS (
-	UPDATE vigil_sessions SET next = next + cardinality($10::bytea[])
-	WHERE id = $11 AND next = $12 AND epoch = $2
-	RETURNING next
-),
-ins AS (
-	INSERT INTO vigil_events (session_id, seq, line)
-	SELECT $11, $12 + u.o - 1, u.line FROM s, unnest($10::bytea[]) WITH ORDINALITY AS u(line, o)
-	RETURNING 1
-),
-n AS (
-	SELECT pg_notify($9::text, 'e ' || s.next || ' ' || $11) FROM s
-),
+var finishSQL = `WITH ` + appendCTEs(11, 12, 10, 2, 9) + `,
 d AS (DELETE FROM vigil_jobs WHERE id = $1 AND epoch = $2 AND EXISTS (SELECT 1 FROM s) RETURNING *)` +
 	retireSQL(3) + releaseSQL(8, 9) + `
 SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM ins), (SELECT count(*) FROM r), (SELECT count(*) FROM lr),

@@ -306,25 +306,31 @@ const syncSetting = `set_config('synchronous_commit',
 // The epoch is compared on the locked row: a lease taken concurrently
 // moves the epoch under the same row lock, so an append either commits
 // before the new holder's lease (which then loads it) or is fenced.
-const appendSQL = `WITH
-cfg AS (SELECT ` + syncSetting + ` AS v),
+var appendSQL = `WITH ` + appendCTEs(1, 2, 3, 4, 5) + `
+SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM ins), (SELECT count(*) FROM n), (SELECT count(v) FROM cfg)`
+
+// appendCTEs are appendSQL's CTEs (cfg, s, ins, n), with the session id,
+// the seq expected, the lines, the epoch and the channel in the
+// parameters numbered so, for a statement that appends and does more.
+func appendCTEs(id, next, lines, epoch, channel int) string {
+	return fmt.Sprintf(`cfg AS (SELECT `+syncSetting+` AS v),
 s AS (
-	UPDATE vigil_sessions SET next = next + cardinality($3::bytea[])
-	WHERE id = $1 AND next = $2
-	  AND CASE WHEN $4::bigint > 0 THEN epoch = $4
+	UPDATE vigil_sessions SET next = next + cardinality($%[3]d::bytea[])
+	WHERE id = $%[1]d AND next = $%[2]d
+	  AND CASE WHEN $%[4]d::bigint > 0 THEN epoch = $%[4]d
 	      ELSE NOT EXISTS (SELECT 1 FROM vigil_leases l
-	                       WHERE l.session_id = $1 AND l.expires > clock_timestamp()) END
+	                       WHERE l.session_id = $%[1]d AND l.expires > clock_timestamp()) END
 	RETURNING next
 ),
 ins AS (
 	INSERT INTO vigil_events (session_id, seq, line)
-	SELECT $1, $2 + u.o - 1, u.line FROM s, unnest($3::bytea[]) WITH ORDINALITY AS u(line, o)
+	SELECT $%[1]d, $%[2]d + u.o - 1, u.line FROM s, unnest($%[3]d::bytea[]) WITH ORDINALITY AS u(line, o)
 	RETURNING 1
 ),
 n AS (
-	SELECT pg_notify($5, 'e ' || s.next || ' ' || $1) FROM s
-)
-SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM ins), (SELECT count(*) FROM n), (SELECT count(v) FROM cfg)`
+	SELECT pg_notify($%[5]d::text, 'e ' || s.next || ' ' || $%[1]d) FROM s
+)`, id, next, lines, epoch, channel)
+}
 
 // Append implements [session.Store]. The batch is written in one
 // statement, all or nothing. Besides the errors of the interface, a live
