@@ -72,13 +72,17 @@ func (s *Session) stopBatching(ctx context.Context) error {
 
 // precedesEffect reports whether rec is written at once: it says a tool
 // is about to run (tool/start, tool/retry), and a crash past the tool's
-// effect must never leave a log that says the call did not start. (The
+// effect must never leave a log that says the call did not start (the
 // loop flushes before running its tools too; that flush then finds the
-// batch written.)
+// batch written); or it is the request of a turn's first step, so that a
+// worker that dies while the model answers leaves a turn to repair and
+// continue, not a job that looks never started.
 func precedesEffect(rec session.Record) bool {
 	switch rec.Type() {
 	case session.TypeToolStart, session.TypeToolRetry:
 		return true
+	case session.TypeRequestDigest:
+		return rec.Step() == 1
 	}
 	return false
 }

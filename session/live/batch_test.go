@@ -75,7 +75,7 @@ func TestALeasedSessionAppendsInBatches(t *testing.T) {
 	live.SetBatchDelays(t, time.Hour, time.Hour)
 	store, h, sess, done := leasedOnBatcher(t)
 	store.taken()
-	turns := sessiontest.TextTurns(14) // two turns of 7
+	turns := sessiontest.TextTurns(14) // two turns of 7, without requests
 	evs := turns[:7]
 	h.appendAll(sess, evs...)
 	assert.Empty(t, store.taken(), "nothing written before a durability point")
@@ -94,23 +94,28 @@ func TestALeasedSessionAppendsInBatches(t *testing.T) {
 	assert.Equal(t, []int{1}, store.taken())
 }
 
-// A record that says a tool is about to run is written at once, with
-// what was batched before it.
-func TestAToolStartIsWrittenAtOnce(t *testing.T) {
+// The records that precede an effect are written at once, with what was
+// batched before them: a turn's first request (the model is called) and
+// a tool/start (the tool runs).
+func TestWhatPrecedesAnEffectIsWrittenAtOnce(t *testing.T) {
 	live.SetBatchDelays(t, time.Hour, time.Hour)
 	store, h, sess, done := leasedOnBatcher(t)
 	defer func() { require.NoError(t, done(h.ctx)) }()
 	store.taken()
 	evs := sessiontest.TurnEvents(t, 0, 1)
-	var start int
+	var request, start int
 	for i, ev := range evs {
-		if ev.Type == session.TypeToolStart {
+		switch ev.Type {
+		case session.TypeRequestDigest:
+			request = i
+		case session.TypeToolStart:
 			start = i
 		}
 	}
-	require.Positive(t, start)
+	require.Positive(t, request)
+	require.Greater(t, start, request)
 	h.appendAll(sess, evs[:start+1]...)
-	assert.Equal(t, []int{start + 1}, store.taken())
+	assert.Equal(t, []int{request + 1, start - request}, store.taken())
 }
 
 // A step's end is written within the short delay, without a flush.
