@@ -34,8 +34,9 @@
 // a [session.Batcher]: a live session run under its lease does not hand
 // it one event at a time but the events between two durability points
 // (the points where the jsonl store fsyncs: a flush, as before a tool
-// runs, and a short timer, shorter after a step's end), one append, one
-// statement and one commit; what it has not handed over is its own,
+// runs, and a short timer, shorter after a step's end; and a turn's first
+// request, before the model is called), one append, one statement and
+// one commit; what it has not handed over is its own,
 // visible to nobody and reported durable to nobody. The store is a
 // [session.Deferrer] too: the last events of a turn run under a queue
 // claim are written by the claim's Finish, in its statement, so that the
