@@ -51,9 +51,12 @@ vigil sessions tree) and checks each delegation (rule delegation): the
 parent's tool/result answers the call the child's header names and its
 content is the child's final assistant message; each child names a tool/call
 of the parent that no other child names; its first user message is the task
-that call passed. Its arguments are session ids (the tree in the store) or
-exported log files and directories of them (every tree among them, each log
-labelled with its file).
+that call passed. A fork is checked against its parent's log when it is at
+hand (in the store, or among the files): the root its header binds is the
+parent's tree at the seq it forked, and its inherited records are the
+parent's (rule edge-mismatch; fork_checked in --json). Its arguments are
+session ids (the tree in the store) or exported log files and directories
+of them (every tree among them, each log labelled with its file).
 
 --key checks every signed checkpoint (integrity/checkpoint) with the
 auditor's public key (as vigil keys generate printed it, or a file holding
