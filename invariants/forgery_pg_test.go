@@ -67,25 +67,46 @@ func TestRewrittenRowsAreFoundWithThePublicKey(t *testing.T) {
 	assert.Equal(t, invariants.VerdictInvalid, rep.Verdict())
 
 	// Every forgery of the suite, its rows written in place of the
-	// session's: the header row, and the event rows deleted and inserted
-	// (a cut log, a dropped turn, a fabricated one).
+	// session's.
 	info, records, receipts := signedSession(t, signer, store, forgeryPrompts...)
-	checkForgeries(t, info, records, receipts, audit, forger, func(t *testing.T, data []byte) []byte {
+	checkForgeries(t, info, records, receipts, audit, forger, rewriteRows(conn, store, schema))
+
+	t.Run("an approval's by changed", func(t *testing.T) {
+		c, mgr, _, audit := signingWorldOn(t, store)
+		checkDeciderForgery(t, c, mgr, audit, rewriteRows(conn, store, schema))
+	})
+	t.Run("a fork's inherited prefix edited", func(t *testing.T) {
+		c, mgr, signer, audit := signingWorldOn(t, store)
+		checkForkForgery(t, c, mgr, signer, audit, rewriteRows(conn, store, schema))
+	})
+}
+
+// rewriteRows returns what a forger with the database does to put a log
+// in place of a session's: the header row updated, the event rows
+// deleted and inserted (a cut log, a dropped turn, a fabricated one);
+// and the log the store then loads, exported.
+func rewriteRows(conn *pgx.Conn, store session.Store, schema string) func(t *testing.T, data []byte) []byte {
+	return func(t *testing.T, data []byte) []byte {
+		ctx := context.Background()
 		lines := bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
 		log, err := session.DecodeBytes(data)
 		require.NoError(t, err)
+		id := log.Info.ID
 		tx, err := conn.Begin(ctx)
 		require.NoError(t, err)
 		defer func() { _ = tx.Rollback(ctx) }()
-		_, err = tx.Exec(ctx, `UPDATE `+schema+`.vigil_sessions SET header = $2, created = $3, next = $4 WHERE id = $1`,
-			info.ID, lines[0], log.Info.Created, len(lines)-1)
+		tag, err := tx.Exec(ctx, `UPDATE `+schema+`.vigil_sessions SET header = $2, created = $3, next = $4 WHERE id = $1`,
+			id, lines[0], log.Info.Created, len(lines)-1)
 		require.NoError(t, err)
-		_, err = tx.Exec(ctx, `DELETE FROM `+schema+`.vigil_events WHERE session_id = $1`, info.ID)
+		require.Equal(t, int64(1), tag.RowsAffected(), "the session's row")
+		_, err = tx.Exec(ctx, `DELETE FROM `+schema+`.vigil_events WHERE session_id = $1`, id)
 		require.NoError(t, err)
 		_, err = tx.Exec(ctx, `INSERT INTO `+schema+`.vigil_events SELECT $1, u.o - 1, u.line FROM unnest($2::bytea[]) WITH ORDINALITY AS u(line, o)`,
-			info.ID, lines[1:])
+			id, lines[1:])
 		require.NoError(t, err)
 		require.NoError(t, tx.Commit(ctx))
-		return load()
-	})
+		loaded, err := store.Load(ctx, id)
+		require.NoError(t, err)
+		return exported(loaded)
+	}
 }
