@@ -17,8 +17,8 @@ import (
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/internal/cputime"
 	"github.com/vigil-run/vigil/invariants"
-	pgplugin "github.com/vigil-run/vigil/plugins/store/postgres"
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
+	pgplugin "github.com/vigil-run/vigil/plugins/store/postgres"
 	"github.com/vigil-run/vigil/session/live"
 	"github.com/vigil-run/vigil/session/pgstore/pgtest"
 )
