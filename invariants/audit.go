@@ -19,6 +19,11 @@ type Audit struct {
 	Verifiers note.Verifiers
 	// Anchors are signed checkpoint notes the log must extend.
 	Anchors [][]byte
+	// Require states that the log must be signed (a store's
+	// signing.require): a log with no checkpoint at all is then also
+	// missing-checkpoint, at each turn/end (or as a whole without one),
+	// not only unsigned.
+	Require bool
 }
 
 // Findings of an audit, each named: what `vigil verify --key` reports.
@@ -34,7 +39,9 @@ const (
 	// before it (size, root, header hash or origin): the log was edited.
 	FindingCheckpointMismatch = "checkpoint-mismatch"
 	// FindingMissingCheckpoint: a turn/end is not followed by the
-	// checkpoint every signing writer appends there.
+	// checkpoint every signing writer appends there, or, when the
+	// configuration requires checkpoints (Audit.Require), the log holds
+	// none.
 	FindingMissingCheckpoint = "missing-checkpoint"
 	// FindingUnsignedTail: records follow the last checkpoint.
 	FindingUnsignedTail = "unsigned-tail"
@@ -294,6 +301,14 @@ func (au *auditor) finish() *Integrity {
 	}
 	n := au.tree.Size()
 	switch {
+	case au.out.Checkpoints == 0 && au.a.Require:
+		// Each turn/end's checkpoint is missing: the configuration
+		// requires them.
+		if !slices.ContainsFunc(au.out.Findings, func(f Finding) bool { return f.Kind == FindingMissingCheckpoint }) {
+			au.find(FindingMissingCheckpoint, -1, "the configuration requires checkpoints, the log holds none")
+		}
+		au.find(FindingUnsigned, -1, "the log holds no checkpoint")
+		au.out.After = n
 	case au.out.Checkpoints == 0:
 		// Not a checkpoint missing after each turn: none at all.
 		au.out.Findings = slices.DeleteFunc(au.out.Findings, func(f Finding) bool { return f.Kind == FindingMissingCheckpoint })

@@ -22,10 +22,15 @@ import (
 	"github.com/vigil-run/vigil/session/memory"
 )
 
-// signingWorld is a manager that signs with the returned key's signer,
-// under strict invariants and an approvals policy that asks for every
-// read_file; audit holds the key's verifier.
+// signingWorld is a manager on a memory store that signs with the
+// returned key's signer, under strict invariants and an approvals policy
+// that asks for every read_file; audit holds the key's verifier.
 func signingWorld(t *testing.T) (c *bus.Context, mgr *live.Manager, signer note.Signer, audit *invariants.Audit) {
+	return signingWorldOn(t, memory.New())
+}
+
+// signingWorldOn is signingWorld on store.
+func signingWorldOn(t *testing.T, store session.Store) (c *bus.Context, mgr *live.Manager, signer note.Signer, audit *invariants.Audit) {
 	skey, vkey, err := note.GenerateKey(rand.Reader, "vigil-audit-test")
 	require.NoError(t, err)
 	signer, err = note.NewSigner(skey)
@@ -38,7 +43,7 @@ func signingWorld(t *testing.T) (c *bus.Context, mgr *live.Manager, signer note.
 	_, err = c.Plugin(invariants.New(), &invariants.Config{})
 	require.NoError(t, err)
 	var tick int64
-	mgr = live.NewManager(c, memory.New(), live.WithSigner(signer), live.WithClock(func() time.Time {
+	mgr = live.NewManager(c, store, live.WithSigner(signer), live.WithClock(func() time.Time {
 		tick++
 		return time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC).Add(time.Duration(tick) * time.Millisecond)
 	}))
@@ -74,8 +79,14 @@ func audited(t *testing.T, data []byte, audit *invariants.Audit) *invariants.Int
 // checkpoints verified under the parent's origin; a fork without a root
 // (as written before forks bound their prefix) verifies, not bound.
 func TestAnEditedForkPrefixBreaksItsHeadersRoot(t *testing.T) {
-	ctx := context.Background()
 	c, mgr, signer, audit := signingWorld(t)
+	checkForkForgery(t, c, mgr, signer, audit, func(_ *testing.T, data []byte) []byte { return data })
+}
+
+// checkForkForgery forks a session of mgr and edits the fork's prefix;
+// stored is as for checkDeciderForgery.
+func checkForkForgery(t *testing.T, c *bus.Context, mgr *live.Manager, signer note.Signer, audit *invariants.Audit, stored func(t *testing.T, data []byte) []byte) {
+	ctx := context.Background()
 	parent, err := mgr.Create(ctx)
 	require.NoError(t, err)
 	a := scriptedAgent(t, c, scripted.Reply{Text: "one"}, scripted.Reply{Text: "two"})
@@ -90,13 +101,13 @@ func TestAnEditedForkPrefixBreaksItsHeadersRoot(t *testing.T) {
 	require.NoError(t, fork.Close(ctx))
 	info, records := fork.Info(), fork.Records()
 
-	in := audited(t, forge(info, records).jsonl(t), audit)
+	in := audited(t, stored(t, forge(info, records).jsonl(t)), audit)
 	assert.Empty(t, in.Findings, "the untouched fork")
 	assert.Equal(t, "bound", in.Fork)
 
 	f := forge(info, records)
 	f.edit(session.TypeUserMessage, 0, func(m map[string]any) { m["content"] = "something else" })
-	in = audited(t, f.jsonl(t), audit)
+	in = audited(t, stored(t, f.jsonl(t)), audit)
 	assert.Contains(t, kinds(in), invariants.FindingEdgeMismatch)
 
 	// An old fork: no root in its header, its own checkpoints signed over
@@ -117,7 +128,7 @@ func TestAnEditedForkPrefixBreaksItsHeadersRoot(t *testing.T) {
 		require.NoError(t, err)
 		f.specs[i].ev = session.CheckpointEvent(msg)
 	}
-	in = audited(t, f.jsonl(t), audit)
+	in = audited(t, stored(t, f.jsonl(t)), audit)
 	assert.Empty(t, in.Findings)
 	assert.Equal(t, "not bound", in.Fork)
 }
@@ -126,8 +137,15 @@ func TestAnEditedForkPrefixBreaksItsHeadersRoot(t *testing.T) {
 // as it is logged, so changing its by (who allowed the call) breaks a
 // checkpoint, even while the turn still waits to resume.
 func TestAnApprovalsDeciderIsUnderASignedRoot(t *testing.T) {
-	ctx := context.Background()
 	c, mgr, _, audit := signingWorld(t)
+	checkDeciderForgery(t, c, mgr, audit, func(_ *testing.T, data []byte) []byte { return data })
+}
+
+// checkDeciderForgery runs the decided turn on mgr and forges its
+// decision's by; stored puts a log into mgr's store as a forger would
+// and returns what the store then loads (see checkForgeries).
+func checkDeciderForgery(t *testing.T, c *bus.Context, mgr *live.Manager, audit *invariants.Audit, stored func(t *testing.T, data []byte) []byte) {
+	ctx := context.Background()
 	sess, err := mgr.Create(ctx)
 	require.NoError(t, err)
 	a := scriptedAgent(t, c, scripted.Reply{ToolCalls: []scripted.ToolCall{{Name: "read_file", Arguments: map[string]any{"path": "a"}}}}, scripted.Reply{Text: "done"})
@@ -138,7 +156,7 @@ func TestAnApprovalsDeciderIsUnderASignedRoot(t *testing.T) {
 	info, records := sess.Info(), sess.Records()
 	require.Equal(t, session.TypeCheckpoint, records[len(records)-1].Type(), "the decision is signed at once")
 
-	in := audited(t, forge(info, records).jsonl(t), audit)
+	in := audited(t, stored(t, forge(info, records).jsonl(t)), audit)
 	assert.Empty(t, in.Findings)
 	assert.Zero(t, in.After)
 
@@ -147,7 +165,7 @@ func TestAnApprovalsDeciderIsUnderASignedRoot(t *testing.T) {
 		require.Equal(t, "ann", m["by"])
 		m["by"] = "mallory"
 	})
-	data := f.jsonl(t)
+	data := stored(t, f.jsonl(t))
 	require.True(t, strings.Contains(string(data), `"by":"mallory"`))
 	in = audited(t, data, audit)
 	assert.Contains(t, kinds(in), invariants.FindingCheckpointMismatch)

@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,15 +19,19 @@ import (
 	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	"github.com/vigil-run/vigil/session"
+	jsonlstore "github.com/vigil-run/vigil/session/jsonl"
 	"github.com/vigil-run/vigil/session/live"
 	"github.com/vigil-run/vigil/session/memory"
 )
 
-// signedSession runs two turns (a tool call, then an answer; then an
-// answer) on a manager that signs with signer, and returns the log's
-// header and records and each turn's receipt, on store (a memory store
-// when nil).
-func signedSession(t *testing.T, signer note.Signer, store session.Store) (session.Info, []session.Record, []string) {
+// signedSession runs a turn per prompt (two when none is given: a tool
+// call, then an answer; then an answer; any later turn an answer) on a
+// manager that signs with signer, and returns the log's header and
+// records and each turn's receipt, on store (a memory store when nil).
+func signedSession(t *testing.T, signer note.Signer, store session.Store, prompts ...string) (session.Info, []session.Record, []string) {
+	if len(prompts) == 0 {
+		prompts = []string{"read a", "thanks"}
+	}
 	if store == nil {
 		store = memory.New()
 	}
@@ -44,12 +50,12 @@ func signedSession(t *testing.T, signer note.Signer, store session.Store) (sessi
 	require.NoError(t, err)
 	prov, err := scripted.New(scripted.Config{Script: []scripted.Reply{
 		{ToolCalls: []scripted.ToolCall{{Name: "read_file", Arguments: map[string]any{"path": "a"}}}},
-		{Text: "the file says a"}, {Text: "bye"},
+		{Text: "the file says a"}, {Text: "bye"}, {Text: "ok"},
 	}})
 	require.NoError(t, err)
 	a := agentloop.New(c, agentloop.Config{Model: "m-1"}, agentloop.WithProvider(prov), agentloop.WithTools(echoTool("read_file")))
 	var receipts []string
-	for _, prompt := range []string{"read a", "thanks"} {
+	for _, prompt := range prompts {
 		res, err := a.Run(ctx, sess, prompt)
 		require.NoError(t, err)
 		require.NotEmpty(t, res.Checkpoint, "the turn's receipt")
@@ -137,50 +143,53 @@ func kinds(in *invariants.Integrity) []string {
 	return out
 }
 
-// TestForgeriesAreFoundWithThePublicKey: each edit of a signed log that
-// keeps it consistent (verify finds nothing) is a named finding of
-// verify --key, or of --anchor with the last turn's receipt.
-func TestForgeriesAreFoundWithThePublicKey(t *testing.T) {
-	skey, vkey, err := note.GenerateKey(rand.Reader, "vigil-audit-test")
-	require.NoError(t, err)
-	signer, err := note.NewSigner(skey)
-	require.NoError(t, err)
-	verifier, err := note.NewVerifier(vkey)
-	require.NoError(t, err)
-	info, records, receipts := signedSession(t, signer, nil)
+// forgery is one edit of a signed log, as a forger without the key
+// makes it, and the finding that names it.
+type forgery struct {
+	name   string
+	forge  func(t *testing.T, f *forged) []byte
+	anchor bool // verified against the last turn's receipt
+	// finding is what verify --key names; when anchor, with the receipt.
+	finding string
+}
 
-	otherKey, _, err := note.GenerateKey(rand.Reader, "forger")
-	require.NoError(t, err)
-	otherSigner, err := note.NewSigner(otherKey)
-	require.NoError(t, err)
-
-	// resign replaces every checkpoint with one the forger signs over the
-	// forged log, as a forger without the key can.
-	resign := func(t *testing.T, f *forged) []byte {
-		var tree session.MerkleTree
-		for i := range f.specs {
-			if f.specs[i].ev.Type == session.TypeCheckpoint {
-				pre := f.jsonl(t)
-				tree = session.MerkleTree{}
-				lines := bytes.SplitAfter(pre, []byte("\n"))[1 : i+1]
-				for _, l := range lines {
-					tree.Add(l)
-				}
-				c := session.Checkpoint{Origin: session.CheckpointOrigin(f.info.ID), Size: int64(i), Root: tree.Root(), Header: session.HeaderHashOf(f.info)}
-				msg, err := session.SignCheckpoint(c, otherSigner)
-				require.NoError(t, err)
-				f.specs[i].ev = session.CheckpointEvent(msg)
-			}
+// resign replaces every checkpoint with one signer signs over the forged
+// log, as a forger with a key of their own can.
+func resign(t *testing.T, f *forged, signer note.Signer) []byte {
+	for i := range f.specs {
+		if f.specs[i].ev.Type != session.TypeCheckpoint {
+			continue
 		}
-		return f.jsonl(t)
+		var tree session.MerkleTree
+		for _, l := range bytes.SplitAfter(f.jsonl(t), []byte("\n"))[1 : i+1] {
+			tree.Add(l)
+		}
+		c := session.Checkpoint{Origin: session.CheckpointOrigin(f.info.ID), Size: int64(i), Root: tree.Root(), Header: session.HeaderHashOf(f.info)}
+		msg, err := session.SignCheckpoint(c, signer)
+		require.NoError(t, err)
+		f.specs[i].ev = session.CheckpointEvent(msg)
 	}
+	return f.jsonl(t)
+}
 
-	cases := []struct {
-		name    string
-		forge   func(t *testing.T, f *forged) []byte
-		anchor  bool // verified against the last turn's receipt
-		finding string
-	}{
+// dropTurn deletes turn n (its records and the checkpoint after its
+// turn/end) and renumbers what follows: seqs, the seqs records cite and
+// the later turns' numbers, so the log reads as if turn n never was.
+func (f *forged) dropTurn(n int) {
+	from := find(f.specs, session.TypeTurnStart, n-1)
+	to := find(f.specs, session.TypeTurnStart, n)
+	for i := to; i < len(f.specs); i++ {
+		if f.specs[i].ev.Turn > 0 {
+			f.specs[i].ev.Turn--
+		}
+	}
+	f.delete(from, to)
+}
+
+// forgeries are the edits of a signed three-turn session (a tool
+// call and its answer; then two answers), each keeping the log consistent.
+func forgeries(other note.Signer) []forgery {
+	return []forgery{
 		{"a tool result changed, digests recomputed", func(t *testing.T, f *forged) []byte {
 			f.edit(session.TypeToolResult, 0, func(m map[string]any) { m["content"] = "the file says b" })
 			return f.jsonl(t)
@@ -201,15 +210,29 @@ func TestForgeriesAreFoundWithThePublicKey(t *testing.T) {
 			f.info.By = "mallory"
 			return f.jsonl(t)
 		}, false, invariants.FindingCheckpointMismatch},
+		{"the session's creation time moved", func(t *testing.T, f *forged) []byte {
+			f.info.Created = f.info.Created.Add(-24 * time.Hour)
+			return f.jsonl(t)
+		}, false, invariants.FindingCheckpointMismatch},
+		{"the times of the second turn on moved an hour later", func(t *testing.T, f *forged) []byte {
+			for i := find(f.specs, session.TypeTurnStart, 1); i < len(f.times); i++ {
+				f.times[i] = f.times[i].Add(time.Hour)
+			}
+			return f.jsonl(t)
+		}, false, invariants.FindingCheckpointMismatch},
+		{"a middle turn dropped, seqs and turns renumbered, digests recomputed", func(t *testing.T, f *forged) []byte {
+			f.dropTurn(2)
+			return f.jsonl(t)
+		}, false, invariants.FindingCheckpointMismatch},
 		{"a fabricated turn appended with consistent digests", func(t *testing.T, f *forged) []byte {
-			start := find(f.specs, session.TypeTurnStart, 1)
+			start := lastIndex(f.specs, session.TypeTurnStart)
 			end := lastIndex(f.specs, session.TypeTurnEnd)
 			turn := append([]spec(nil), f.specs[start:end+1]...)
 			// The copy's seqs, and the seqs it cites, follow the log.
 			shift := int64(len(f.specs) - start)
 			for i := range turn {
 				turn[i].seq += shift
-				turn[i].ev.Turn = 3
+				turn[i].ev.Turn++
 				src := make([]int64, len(turn[i].ev.Sources))
 				for j, x := range turn[i].ev.Sources {
 					src[j] = x + shift
@@ -230,34 +253,63 @@ func TestForgeriesAreFoundWithThePublicKey(t *testing.T) {
 		}, false, invariants.FindingUnsigned},
 		{"a tool result changed and re-signed with another key", func(t *testing.T, f *forged) []byte {
 			f.edit(session.TypeToolResult, 0, func(m map[string]any) { m["content"] = "the file says b" })
-			return resign(t, f)
+			return resign(t, f, other)
 		}, false, invariants.FindingKeyMismatch},
 		{"the last turn deleted", func(t *testing.T, f *forged) []byte {
-			f.delete(find(f.specs, session.TypeTurnStart, 1), len(f.specs))
+			f.delete(lastIndex(f.specs, session.TypeTurnStart), len(f.specs))
 			return f.jsonl(t)
 		}, true, invariants.FindingBrokenAnchor},
 		{"rewritten and re-signed, held to the receipt", func(t *testing.T, f *forged) []byte {
 			f.edit(session.TypeUserMessage, 1, func(m map[string]any) { m["content"] = "no thanks" })
-			return resign(t, f)
+			return resign(t, f, other)
 		}, true, invariants.FindingBrokenAnchor},
 	}
-	audit := &invariants.Audit{Verifiers: note.VerifierList(verifier)}
-	rep, err := invariants.VerifyAudited(bytes.NewReader(forge(info, records).jsonl(t)), audit)
+}
+
+// testKeys returns the auditor's key (its signer and an audit with its
+// verifier) and a forger's signer.
+func testKeys(t *testing.T) (signer note.Signer, audit *invariants.Audit, forger note.Signer) {
+	skey, vkey, err := note.GenerateKey(rand.Reader, "vigil-audit-test")
+	require.NoError(t, err)
+	signer, err = note.NewSigner(skey)
+	require.NoError(t, err)
+	verifier, err := note.NewVerifier(vkey)
+	require.NoError(t, err)
+	otherKey, _, err := note.GenerateKey(rand.Reader, "forger")
+	require.NoError(t, err)
+	forger, err = note.NewSigner(otherKey)
+	require.NoError(t, err)
+	return signer, &invariants.Audit{Verifiers: note.VerifierList(verifier)}, forger
+}
+
+// forgeryPrompts are the three turns of the sessions the suite forges.
+var forgeryPrompts = []string{"read a", "thanks", "bye"}
+
+// checkForgeries runs every forgery of the session on a store: stored
+// puts a forged log into it as a forger would (a file written, rows
+// rewritten) and returns the log the store then loads, exported. Each
+// forgery is consistent (verify alone finds nothing) and named by
+// verify --key, or by --anchor with the last turn's receipt.
+func checkForgeries(t *testing.T, info session.Info, records []session.Record, receipts []string, audit *invariants.Audit, forger note.Signer, stored func(t *testing.T, data []byte) []byte) {
+	untouched := forge(info, records).jsonl(t)
+	rep, err := invariants.VerifyAudited(bytes.NewReader(stored(t, untouched)), audit)
 	require.NoError(t, err)
 	require.Empty(t, rep.Violations)
 	require.Empty(t, rep.Integrity.Findings, "the untouched log")
 	assert.Equal(t, int64(len(records)-1), rep.Integrity.Covered)
 	assert.Equal(t, []string{"vigil-audit-test"}, rep.Integrity.Keys)
 
-	for _, tc := range cases {
+	last := receipts[len(receipts)-1]
+	for _, tc := range forgeries(forger) {
 		t.Run(tc.name, func(t *testing.T) {
-			data := tc.forge(t, forge(info, records))
+			data := stored(t, tc.forge(t, forge(info, records)))
+			require.NotEqual(t, untouched, data, "the forgery changed the log")
 			plain, err := invariants.Verify(bytes.NewReader(data))
 			require.NoError(t, err)
 			require.Empty(t, plain.Violations, "the forgery is consistent: verify alone finds nothing")
 			a := audit
 			if tc.anchor {
-				a = &invariants.Audit{Verifiers: audit.Verifiers, Anchors: [][]byte{[]byte(receipts[1])}}
+				a = &invariants.Audit{Verifiers: audit.Verifiers, Anchors: [][]byte{[]byte(last)}}
 			}
 			rep, err := invariants.VerifyAudited(bytes.NewReader(data), a)
 			require.NoError(t, err)
@@ -265,13 +317,44 @@ func TestForgeriesAreFoundWithThePublicKey(t *testing.T) {
 			assert.Equal(t, invariants.VerdictInvalid, rep.Verdict())
 		})
 	}
+}
 
-	t.Run("the untouched log extends both receipts", func(t *testing.T) {
-		a := &invariants.Audit{Verifiers: audit.Verifiers, Anchors: [][]byte{[]byte(receipts[0]), []byte(receipts[1])}}
+// exported renders a loaded log as JSONL.
+func exported(log *session.Log) []byte {
+	out := session.AppendHeaderLine(nil, log.Info)
+	for _, r := range log.Records {
+		out = r.AppendLine(out)
+	}
+	return out
+}
+
+// TestForgeriesAreFoundWithThePublicKey: each forgery of a signed log
+// kept by store/jsonl (the file rewritten) is a named finding of
+// verify --key (forgery_pg_test.go: the same on PostgreSQL).
+func TestForgeriesAreFoundWithThePublicKey(t *testing.T) {
+	signer, audit, forger := testKeys(t)
+	info, records, receipts := signedSession(t, signer, nil, forgeryPrompts...)
+	ctx := context.Background()
+	checkForgeries(t, info, records, receipts, audit, forger, func(t *testing.T, data []byte) []byte {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, info.ID+".jsonl"), data, 0o600))
+		store, err := jsonlstore.Open(dir)
+		require.NoError(t, err)
+		defer store.Close()
+		log, err := store.Load(ctx, info.ID)
+		require.NoError(t, err)
+		return exported(log)
+	})
+
+	t.Run("the untouched log extends every receipt", func(t *testing.T) {
+		a := &invariants.Audit{Verifiers: audit.Verifiers}
+		for _, r := range receipts {
+			a.Anchors = append(a.Anchors, []byte(r))
+		}
 		rep, err := invariants.VerifyAudited(bytes.NewReader(forge(info, records).jsonl(t)), a)
 		require.NoError(t, err)
 		assert.Empty(t, rep.Integrity.Findings)
-		assert.Equal(t, 2, rep.Integrity.Anchors)
+		assert.Equal(t, len(receipts), rep.Integrity.Anchors)
 	})
 	t.Run("an unsigned log verifies as before, reported unsigned", func(t *testing.T) {
 		rep, err := invariants.Verify(bytes.NewReader(sampleLog().jsonl("old")))

@@ -114,6 +114,10 @@ type Proven struct {
 	// root of the child's log (written before results bound their child):
 	// --tree checks them, but nothing signed pins the child's records.
 	DelegationsUnbound int `json:"delegations_unbound"`
+	// ForkChecked is set when the log is a fork checked against its
+	// parent's log (session.CheckFork: only `vigil verify --tree` reads
+	// the parent).
+	ForkChecked bool `json:"fork_checked,omitempty"`
 }
 
 // VerifyFile verifies the log stored at path. See [Verify].

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"strings"
@@ -29,7 +30,9 @@ func auditOf(keys, anchors []string) (*invariants.Audit, error) {
 		if err != nil {
 			return nil, usagef("--anchor: %v", err)
 		}
-		a.Anchors = append(a.Anchors, b)
+		// A note ends in one newline; a receipt saved by a tool that adds
+		// its own (jq -r, echo) has two.
+		a.Anchors = append(a.Anchors, append(bytes.TrimRight(b, "\r\n\t "), '\n'))
 	}
 	return a, nil
 }

@@ -28,9 +28,11 @@ the private key is written to FILE (mode 0600; an existing file is refused),
 the public key, for auditors, is printed on stdout. NAME names the key in
 every signature and in vigil verify's coverage line (vigil-audit-2026, say).
 
-A process signs its sessions' checkpoints when VIGIL_SIGNING_KEY_FILE names
-the file (or VIGIL_SIGNING_KEY holds the key itself). An auditor checks a
-log with vigil verify --key PUBKEY.`,
+A process signs its sessions' checkpoints when its store's signing.key_file
+in plugins.yaml names the file, or else VIGIL_SIGNING_KEY_FILE does (or
+VIGIL_SIGNING_KEY holds the key itself); signing.require: true makes a log
+without checkpoints a missing-checkpoint finding of vigil verify. An auditor
+checks a log with vigil verify --key PUBKEY.`,
 		Example: `  vigil keys generate vigil-audit-2026 --out ~/.vigil/signing.key > vigil-audit-2026.pub
   export VIGIL_SIGNING_KEY_FILE=~/.vigil/signing.key
   vigil verify --key "$(cat vigil-audit-2026.pub)" .vigil/sessions/*.jsonl`,

@@ -72,6 +72,9 @@ type forest struct {
 	// that does not decode), or that could not be read.
 	items []verifyItem
 	audit *invariants.Audit // checks each log's checkpoints; nil for none
+	// parents are the logs forks were forked from that no tree holds
+	// (loaded from the store), by id.
+	parents map[string]*session.Log
 }
 
 func (f *forest) add(id string, l *treeLog) {
@@ -85,7 +88,7 @@ func (f *forest) add(id string, l *treeLog) {
 // composition) or a log file or directory of them (the files given form
 // one set, and every tree among them is checked).
 func verifyTrees(ctx context.Context, e *env, cfg string, h **host, args []string, audit *invariants.Audit) ([]verifyItem, error) {
-	f := &forest{logs: map[string]*treeLog{}, audit: audit}
+	f := &forest{logs: map[string]*treeLog{}, audit: audit, parents: map[string]*session.Log{}}
 	var files []string
 	for _, arg := range args {
 		if _, err := os.Stat(arg); err == nil {
@@ -142,6 +145,17 @@ func (f *forest) loadStored(ctx context.Context, e *env, cfg string, h **host, i
 		return walkErr
 	}
 	f.roots = append(f.roots, id)
+	// A fork is checked against its parent's log, when the store still
+	// holds it (a fork outlives its parent).
+	if p := tree.Info.Parent; p != nil && p.Call == "" && f.logs[p.ID] == nil && f.parents[p.ID] == nil {
+		log, err := mgr.Store().Load(ctx, p.ID)
+		switch {
+		case err == nil:
+			f.parents[p.ID] = log
+		case !errors.Is(err, session.ErrNotFound):
+			return fmt.Errorf("%s: parent %s: %w", id, p.ID, err)
+		}
+	}
 	return nil
 }
 
@@ -239,10 +253,32 @@ func (f *forest) verify() []verifyItem {
 				rep.Violations = append(rep.Violations, invariants.Violation{Rule: rule, Session: de.Session, Seq: de.Seq, Index: -1, Message: fmt.Sprintf("child %s: %s", de.Child, de.Msg)})
 			}
 			rep.Proven.DelegationsChecked = checked
+			f.checkFork(l.log, rep)
 			out = append(out, verifyItem{label: l.label, rep: rep})
 		})
 	}
 	return out
+}
+
+// checkFork checks a fork against its parent's log, when the forest
+// holds it, reporting a disagreement as an edge-mismatch.
+func (f *forest) checkFork(fork *session.Log, rep *invariants.Report) {
+	p := fork.Info.Parent
+	if p == nil || p.Call != "" {
+		return
+	}
+	parent := f.parents[p.ID]
+	if l := f.logs[p.ID]; l != nil {
+		parent = l.log
+	}
+	if parent == nil {
+		return
+	}
+	rep.Proven.ForkChecked = true
+	if fe := session.CheckFork(fork, parent); fe != nil {
+		rep.Violations = append(rep.Violations, invariants.Violation{Rule: session.RuleEdgeMismatch, Session: fe.Fork, Seq: fe.Seq, Index: -1,
+			Message: fmt.Sprintf("parent %s: %s", fe.Parent, fe.Msg)})
+	}
 }
 
 // cmdReplayTree replays every session of the tree of id, parents first,

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/live"
@@ -49,9 +51,12 @@ vigil sessions tree) and checks each delegation (rule delegation): the
 parent's tool/result answers the call the child's header names and its
 content is the child's final assistant message; each child names a tool/call
 of the parent that no other child names; its first user message is the task
-that call passed. Its arguments are session ids (the tree in the store) or
-exported log files and directories of them (every tree among them, each log
-labelled with its file).
+that call passed. A fork is checked against its parent's log when it is at
+hand (in the store, or among the files): the root its header binds is the
+parent's tree at the seq it forked, and its inherited records are the
+parent's (rule edge-mismatch; fork_checked in --json). Its arguments are
+session ids (the tree in the store) or exported log files and directories
+of them (every tree among them, each log labelled with its file).
 
 --key checks every signed checkpoint (integrity/checkpoint) with the
 auditor's public key (as vigil keys generate printed it, or a file holding
@@ -63,7 +68,9 @@ hash state the log before it. One line per log then says what is covered:
 and each finding prints as FILE|ID: KIND [seq=N]: message, KIND one of
 unsigned, key-mismatch, bad-signature, checkpoint-mismatch,
 missing-checkpoint, unsigned-tail, broken-anchor; any finding makes the log
-invalid. --anchor FILE holds a checkpoint note kept elsewhere (a turn's
+invalid. When the composition's store sets signing.require (read for a
+session id, or for files with -c), a log with no checkpoint is also
+missing-checkpoint, and verify without --key is refused. --anchor FILE holds a checkpoint note kept elsewhere (a turn's
 receipt): the log must extend it, so a log cut back to an earlier checkpoint
 or rewritten and re-signed is found. Without --key a log is reported
 unsigned, or with its checkpoints unchecked.
@@ -145,9 +152,18 @@ func cmdVerify(ctx context.Context, e *env, cfg string, asJSON, tree bool, audit
 			_ = h.close()
 		}
 	}()
+	required, err := signingRequired(e, cfg, &h, args)
+	if err != nil {
+		return err
+	}
+	if required {
+		if audit == nil {
+			return usagef("the composition's store requires signed sessions (signing.require): verify needs --key")
+		}
+		audit.Require = true
+	}
 	var items []verifyItem
 	if tree {
-		var err error
 		if items, err = verifyTrees(ctx, e, cfg, &h, args, audit); err != nil {
 			return err
 		}
@@ -286,4 +302,29 @@ func joinSeqs(seqs []int64) string {
 		parts[i] = strconv.FormatInt(s, 10)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// signingRequired reports whether the composition's store requires
+// signed sessions (its signing.require), when verify reads the
+// composition: for a session id, or when -c names it. Log files alone,
+// without -c, are held to no composition.
+func signingRequired(e *env, cfg string, h **host, args []string) (bool, error) {
+	storedID := func(arg string) bool {
+		_, err := os.Stat(arg)
+		return err != nil && session.ValidID(arg)
+	}
+	if cfg == "" && !slices.ContainsFunc(args, storedID) {
+		return false, nil
+	}
+	if *h == nil {
+		var err error
+		if *h, err = openStoreHost(e, cfg); err != nil {
+			return false, err
+		}
+	}
+	signing, err := live.SigningService.Get((*h).rt.Context())
+	if errors.Is(err, bus.ErrServiceMissing) {
+		return false, nil
+	}
+	return signing.Require, err
 }

@@ -15,9 +15,11 @@ const closeTimeout = 10 * time.Second
 
 // Provide provides store (as live.StoreService) and a manager over it
 // (as live.Sessions), owned by c's fiber: the body of every store
-// plugin. On dispose the manager's sessions are closed first, then the
-// store, if it is an io.Closer.
-func Provide(c *bus.Context, store session.Store, opts ...live.ManagerOption) (*live.Manager, error) {
+// plugin. The manager signs with the key signing names (see [Signer]);
+// a signing setting is provided as live.SigningService. On dispose the
+// manager's sessions are closed first, then the store, if it is an
+// io.Closer.
+func Provide(c *bus.Context, store session.Store, signing live.Signing, opts ...live.ManagerOption) (*live.Manager, error) {
 	if cl, ok := store.(io.Closer); ok {
 		if err := c.Effect(func() func() {
 			return func() {
@@ -30,12 +32,19 @@ func Provide(c *bus.Context, store session.Store, opts ...live.ManagerOption) (*
 			return nil, err
 		}
 	}
-	signer, err := SignerFromEnv()
+	signer, err := Signer(signing)
 	if err != nil {
 		return nil, err
 	}
 	if signer != nil {
 		opts = append([]live.ManagerOption{live.WithSigner(signer)}, opts...)
+	} else if signing.Require {
+		c.Logger().Warn("signing.require is set but no signing key is: this process writes unsigned sessions", "set", "signing.key_file or "+SigningKeyFileEnv)
+	}
+	if signing != (live.Signing{}) {
+		if _, err := live.SigningService.Provide(c, signing); err != nil {
+			return nil, err
+		}
 	}
 	mgr := live.NewManager(c, store, opts...)
 	if err := c.Effect(func() func() {

@@ -1,10 +1,13 @@
 package jsonl
 
 import (
+	"errors"
+
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/plugins/internal/storeplugin"
 	"github.com/vigil-run/vigil/session"
 	jsonlstore "github.com/vigil-run/vigil/session/jsonl"
+	"github.com/vigil-run/vigil/session/live"
 )
 
 // Name is the registered name of the JSONL store plugin, as plugins.yaml
@@ -23,10 +26,15 @@ type Config struct {
 	// Retention deletes the sessions older than max_age (by their last
 	// record), run by vigil serve and vigil sessions prune.
 	Retention session.Retention `yaml:"retention"`
+	// Signing names the key that signs the sessions' checkpoints, and
+	// whether every session must be signed.
+	Signing live.Signing `yaml:"signing"`
 }
 
 // Validate checks the config.
-func (c *Config) Validate() error { return c.Retention.Validate() }
+func (c *Config) Validate() error {
+	return errors.Join(c.Retention.Validate(), storeplugin.ValidateSigning(c.Signing))
+}
 
 // Plugin is the store/jsonl plugin: one JSONL log file per session.
 // A Go program or test may apply it with bus.Context.Plugin.
@@ -39,7 +47,7 @@ var Plugin = bus.RegisterFunc(Name, "sessions as one JSONL log file each, in a d
 	if err != nil {
 		return err
 	}
-	if _, err = storeplugin.Provide(c, store); err != nil {
+	if _, err = storeplugin.Provide(c, store, cfg.Signing); err != nil {
 		return err
 	}
 	return storeplugin.ProvideRetention(c, cfg.Retention)

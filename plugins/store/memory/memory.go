@@ -3,6 +3,7 @@ package memory
 import (
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/plugins/internal/storeplugin"
+	"github.com/vigil-run/vigil/session/live"
 	memstore "github.com/vigil-run/vigil/session/memory"
 )
 
@@ -14,6 +15,6 @@ const Name = "store/memory"
 // as the plugin lives.
 // A Go program or test may apply it with bus.Context.Plugin.
 var Plugin = bus.RegisterFunc(Name, "sessions kept in memory (tests, demos)", func(c *bus.Context, _ struct{}) error {
-	_, err := storeplugin.Provide(c, memstore.New())
+	_, err := storeplugin.Provide(c, memstore.New(), live.Signing{})
 	return err
 })

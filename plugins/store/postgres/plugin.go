@@ -8,6 +8,7 @@ import (
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/plugins/internal/storeplugin"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/live"
 	pg "github.com/vigil-run/vigil/session/pgstore"
 )
 
@@ -36,6 +37,9 @@ type Config struct {
 	// Retention deletes the sessions older than max_age (by their last
 	// record), run by vigil serve and vigil sessions prune.
 	Retention session.Retention `yaml:"retention"`
+	// Signing names the key that signs the sessions' checkpoints, and
+	// whether every session must be signed.
+	Signing live.Signing `yaml:"signing"`
 }
 
 // Validate checks the config.
@@ -50,7 +54,7 @@ func (c *Config) Validate() error {
 	if c.MaxConns < 0 {
 		errs = append(errs, errors.New("max_conns must not be negative"))
 	}
-	errs = append(errs, c.Retention.Validate())
+	errs = append(errs, c.Retention.Validate(), storeplugin.ValidateSigning(c.Signing))
 	return errors.Join(errs...)
 }
 
@@ -79,7 +83,7 @@ var Plugin = bus.RegisterFunc(Name, "sessions in PostgreSQL, shared by many proc
 	if err != nil {
 		return err
 	}
-	if _, err = storeplugin.Provide(c, store); err != nil {
+	if _, err = storeplugin.Provide(c, store, cfg.Signing); err != nil {
 		return err
 	}
 	return storeplugin.ProvideRetention(c, cfg.Retention)
