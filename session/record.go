@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -347,7 +348,14 @@ func (r *record) build(seq int64, t time.Time, ev *Event, lines *lineSlab, rule 
 		}
 	}
 	line = append(line, '}', '\n')
-	r.line = lines.keep(line)
+	if rule.line != nil {
+		if !bytes.Equal(line, rule.line) {
+			return errNotCanonical
+		}
+		r.line = rule.line
+	} else {
+		r.line = lines.keep(line)
+	}
 	if r.op != opNone {
 		_, r.visible = project(r)
 	}
@@ -367,7 +375,7 @@ func (r *record) appendRaw(line []byte, k *kind, d []byte, rule textRule) ([]byt
 		return append(line, b.Bytes()...), nil
 	}
 	d = bytes.TrimSpace(d)
-	p, err := decodeCore(k, d, rule.compared)
+	p, err := decodeCore(k, d, rule.line != nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: seq %d %s: %w", ErrInvalidPayload, r.seq, r.typ, err)
 	}
@@ -412,17 +420,26 @@ func appendCoreData(line []byte, p any) ([]byte, bool, error) {
 }
 
 // decodeCore decodes the data of a core type, which must be an object;
-// own says data is canonical or will be compared with its canonical
-// encoding (see kind.decodeOwn).
+// own says data is part of a record's own line, canonical or compared
+// with its canonical encoding (see kind.decodeOwn), and never written:
+// it is read in place when it is in the canonical form (see
+// scanPayload).
 func decodeCore(k *kind, data []byte, own bool) (any, error) {
 	if len(data) == 0 || data[0] != '{' {
 		return nil, fmt.Errorf("data is not a JSON object")
 	}
-	if own {
-		return k.decodeOwn(data)
+	if !own {
+		return k.decode(data)
 	}
-	return k.decode(data)
+	if p, ok := scanPayload(k, data); ok {
+		return p, nil
+	}
+	return k.decodeOwn(data)
 }
+
+// errNotCanonical refuses a line that is not the encoding of the record
+// read from it (see textRule.line); DecodeRecord then finds out why.
+var errNotCanonical = errors.New("not in the canonical encoding")
 
 // checkPayload checks the fields a core payload cannot do without.
 func checkPayload(seq int64, typ string, p any) error {

@@ -35,6 +35,9 @@ type kind struct {
 	// an unknown field, a duplicate key or trailing data cannot survive
 	// that comparison, so refusing them again only costs a cold open.
 	decodeOwn func(data []byte) (any, error)
+	// scan reads the payload in its canonical form, in place (see
+	// scanPayload); nil for the payloads encoding/json encodes.
+	scan func(*payloadScan) any
 }
 
 func kindOf[T any](sc scope, surface bool) *kind {
