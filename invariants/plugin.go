@@ -91,6 +91,7 @@ func mount(c *bus.Context, mode string) error {
 	// llm/stream listener, whenever registered, runs before it.
 	bus.Veto.On(c, k.onDispatch, bus.Global)
 	live.Committed.On(c, k.onCommitted, bus.Global)
+	live.Loading.On(c, k.onLoading, bus.Global)
 	live.Created.On(c, k.onCreated, bus.Global)
 	agentloop.StatusEvent.On(c, k.onStatus, bus.Global)
 	return nil
@@ -156,9 +157,48 @@ func (k *checker) forget(st *sessionState) {
 	}
 }
 
-// onCreated replays seeded, forked and loaded sessions into a new trace.
+// onLoading checks a log as it is loaded: each record is checked and
+// applied to a new trace in the pass that decodes and folds it, with the
+// payload its decoder read, and the trace is kept for the session made of
+// the log (see opened). A log is checked once, never read again for it.
+func (k *checker) onLoading(ctx context.Context, l *live.Load) error {
+	p := newReplayer()
+	l.Each(p.add)
+	l.Opened(func(ctx context.Context, s *live.Session) error { return k.opened(ctx, s, p) })
+	return nil
+}
+
+// opened keeps the trace p built of s's log as it was loaded.
+func (k *checker) opened(ctx context.Context, s *live.Session, p *replayer) error {
+	k.mu.Lock()
+	if st, ok := k.sessions[s.ID()]; ok && st.sess == s {
+		// An append already rebuilt the trace from the session.
+		k.mu.Unlock()
+		return nil
+	}
+	t, v := p.t, p.v
+	if v == nil && t.next != int64(s.Len()) {
+		// Not the log p read (cannot happen: nothing else adds to a log
+		// being opened); read the session's.
+		t, v = replay(s.Records())
+	}
+	k.keepLocked(s, t)
+	k.mu.Unlock()
+	if v != nil {
+		v.Session = s.ID()
+		return k.refuse(ctx, v)
+	}
+	return nil
+}
+
+// onCreated replays seeded and forked sessions into a new trace; a
+// loaded session was checked as it was read (see onLoading).
 func (k *checker) onCreated(ctx context.Context, s *live.Session) error {
 	k.mu.Lock()
+	if st, ok := k.sessions[s.ID()]; ok && st.sess == s {
+		k.mu.Unlock()
+		return nil
+	}
 	t, v := replay(s.Records())
 	k.keepLocked(s, t)
 	k.mu.Unlock()

@@ -215,13 +215,33 @@ func (t *trace) countCalls(m *session.Message) {
 
 // replay builds a trace from a whole log, stopping at the first violation.
 func replay(records []session.Record) (*trace, *Violation) {
-	t := newTrace()
+	p := newReplayer()
 	for _, r := range records {
-		if v := t.validate(r); v != nil {
-			t.broken = true
-			return t, v
+		if p.add(r); p.v != nil {
+			break
 		}
-		t.apply(r)
 	}
-	return t, nil
+	return p.t, p.v
+}
+
+// replayer builds a trace from a log read record by record, in order,
+// up to its first violation, v.
+type replayer struct {
+	t *trace
+	v *Violation
+}
+
+func newReplayer() *replayer { return &replayer{t: newTrace()} }
+
+// add checks r and applies it to the trace, unless a violation came
+// before it.
+func (p *replayer) add(r session.Record) {
+	if p.v != nil {
+		return
+	}
+	if v := p.t.validate(r); v != nil {
+		p.t.broken, p.v = true, v
+		return
+	}
+	p.t.apply(r)
 }
