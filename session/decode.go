@@ -323,7 +323,8 @@ func parseRecordLine(line []byte) (seq int64, t time.Time, ev Event, err error) 
 
 // scanEnvelope reads a record line laid out as appendEnvelope writes it,
 // without a JSON decoder: the fields in their order, integers, a type
-// without escapes, a 24-byte time. ok is false for any other line (which
+// without escapes, a 24-byte time, up to "data": and a closing brace at
+// the end; ev.Data is left nil. ok is false for any other line (which
 // may still be canonical, or not a record at all: the slow path decides).
 // The caller checks that the record re-encodes to the line.
 func scanEnvelope(line []byte) (seq int64, t time.Time, ev Event, ok bool) {
@@ -343,7 +344,8 @@ func scanEnvelope(line []byte) (seq int64, t time.Time, ev Event, ok bool) {
 	if !p.optional(&ev) || !p.lit(`,"data":`) || len(p) < 2 || p[len(p)-1] != '}' {
 		return 0, t, ev, false
 	}
-	ev.Data = json.RawMessage(p[:len(p)-1])
+	// The data is left where it stands: the record reads it there (see
+	// textRule.line).
 	return seq, t, ev, true
 }
 
@@ -362,17 +364,36 @@ func (p *envelope) lit(s string) bool {
 
 // num reads a decimal integer.
 func (p *envelope) num() (int64, bool) {
-	b := *p
+	n, rest, ok := decimal(*p)
+	*p = rest
+	return n, ok
+}
+
+// decimal reads the decimal integer b starts with (a minus or not, then
+// digits), as strconv.ParseInt reads it, and returns the rest of b.
+func decimal(b []byte) (int64, []byte, bool) {
 	i := 0
-	if i < len(b) && b[i] == '-' {
+	if len(b) > 0 && b[0] == '-' {
 		i++
 	}
+	start := i
+	var n int64
 	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+		n = n*10 + int64(b[i]-'0')
 		i++
 	}
-	n, err := strconv.ParseInt(string(b[:i]), 10, 64)
-	*p = b[i:]
-	return n, err == nil
+	switch digits := i - start; {
+	case digits == 0:
+		return 0, b, false
+	case digits > 18:
+		// It may not fit: strconv says.
+		v, err := strconv.ParseInt(string(b[:i]), 10, 64)
+		return v, b[i:], err == nil
+	}
+	if start > 0 {
+		n = -n
+	}
+	return n, b[i:], true
 }
 
 // small reads a decimal integer that fits an int.
@@ -426,7 +447,24 @@ func parseTimeText(b []byte) (time.Time, bool) {
 	if !ok || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour > 23 || minute > 59 || sec > 59 {
 		return time.Time{}, false
 	}
-	return time.Date(year, time.Month(month), day, hour, minute, sec, ms*int(time.Millisecond), time.UTC), true
+	secs := daysSinceEpoch(year, month, day)*86400 + int64(hour*3600+minute*60+sec)
+	return time.UnixMilli(secs*1000 + int64(ms)).UTC(), true
+}
+
+// daysSinceEpoch returns the days from 1970-01-01 to a date of the
+// proleptic Gregorian calendar with a year from 0 to 9999 (the civil
+// days algorithm of H. Hinnant, which time.Date also computes, slower).
+func daysSinceEpoch(year, month, day int) int64 {
+	y := int64(year)
+	if month <= 2 {
+		y--
+	}
+	era := (y + 400) / 400 // y ≥ -1: the era counted from -400
+	yoe := y + 400 - era*400
+	m := int64(month+9) % 12 // March is 0
+	doy := (153*m+2)/5 + int64(day) - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return (era-1)*146097 + doe - 719468
 }
 
 // daysIn returns the number of days of month in year.

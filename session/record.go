@@ -309,32 +309,16 @@ func (r *record) build(seq int64, t time.Time, ev *Event, lines *lineSlab, rule 
 		return err
 	}
 	defer func() { *scratch = line }()
-	data := ev.Data
-	if data == nil && k != nil {
-		// No data is the zero payload, encoded as any other payload
-		// value: the decoder reads only what the encoder writes for it.
-		data = reflect.Zero(k.payload).Interface()
-	}
-	switch d := data.(type) {
-	case nil:
-		line = append(line, '{', '}')
-	case json.RawMessage:
-		line, err = r.appendRaw(line, k, d, rule)
-	case []byte:
-		line, err = r.appendRaw(line, k, d, rule)
-	default:
-		if k == nil {
-			line, err = marshalPayload(line, d)
-			if err != nil {
-				err = fmt.Errorf("%w: seq %d %s: %w", ErrInvalidPayload, seq, r.typ, err)
-			}
-			break
+	if rule.line != nil {
+		// A line read from a log: it must start with the envelope the
+		// record makes, and its data is read where it stands.
+		env := len(line)
+		if len(rule.line) < env+2 || !bytes.Equal(rule.line[:env], line) {
+			return errNotCanonical
 		}
-		p, ok := payloadValue(k, d)
-		if !ok {
-			return fmt.Errorf("%w: seq %d: %s data is %T, want %v", ErrInvalidPayload, seq, r.typ, d, k.payload)
-		}
-		line, err = r.appendCore(line, p, nil, rule)
+		line, err = r.appendRaw(line, k, rule.line[env:len(rule.line)-2], rule)
+	} else {
+		line, err = r.appendData(line, k, ev.Data, rule)
 	}
 	if err != nil {
 		return err
@@ -362,6 +346,36 @@ func (r *record) build(seq int64, t time.Time, ev *Event, lines *lineSlab, rule 
 	return nil
 }
 
+// appendData appends the data of an event, whichever form the caller gave
+// it in (see [Event]).
+func (r *record) appendData(line []byte, k *kind, data any, rule textRule) ([]byte, error) {
+	if data == nil && k != nil {
+		// No data is the zero payload, encoded as any other payload
+		// value: the decoder reads only what the encoder writes for it.
+		data = reflect.Zero(k.payload).Interface()
+	}
+	switch d := data.(type) {
+	case nil:
+		return append(line, '{', '}'), nil
+	case json.RawMessage:
+		return r.appendRaw(line, k, d, rule)
+	case []byte:
+		return r.appendRaw(line, k, d, rule)
+	}
+	if k == nil {
+		out, err := marshalPayload(line, data)
+		if err != nil {
+			return nil, fmt.Errorf("%w: seq %d %s: %w", ErrInvalidPayload, r.seq, r.typ, err)
+		}
+		return out, nil
+	}
+	p, ok := payloadValue(k, data)
+	if !ok {
+		return nil, fmt.Errorf("%w: seq %d: %s data is %T, want %v", ErrInvalidPayload, r.seq, r.typ, data, k.payload)
+	}
+	return r.appendCore(line, p, nil, rule)
+}
+
 // appendRaw appends caller-encoded data after checking it: plugin data
 // compacted, core data decoded and encoded again, so that the record's
 // bytes are what its payload holds (the canonical form [DecodeRecord]
@@ -387,7 +401,12 @@ func (r *record) appendRaw(line []byte, k *kind, d []byte, rule textRule) ([]byt
 // record's payload. from is the JSON p was decoded from, nil for a value.
 func (r *record) appendCore(line []byte, p any, from []byte, rule textRule) ([]byte, error) {
 	out, byHand, err := appendCoreData(line, p)
-	if err == nil {
+	// A payload encoded by hand holds strings only, which the encoder
+	// writes as valid UTF-8 whatever they hold, and which are read from
+	// valid UTF-8 (an invalid byte is read as U+FFFD): one read from a
+	// line it must encode to holds valid text already, or cannot encode
+	// to it.
+	if err == nil && !(byHand && rule.line != nil) {
 		if held, changed := rule.payload(p, out[r.dataOff:]); changed {
 			p = held
 			out, byHand, err = appendCoreData(out[:r.dataOff], p)

@@ -29,45 +29,50 @@ type payloadScan struct {
 	ok bool
 }
 
-// scanners are the readers of the payloads appendPayload encodes.
-var scanners = map[string]func(*payloadScan) any{
-	TypeTurnStart:        scanTurnStart,
-	TypeTurnEnd:          scanTurnEnd,
-	TypeStepStart:        func(s *payloadScan) any { s.empty(); return StepStart{} },
-	TypeEndSeed:          func(s *payloadScan) any { s.empty(); return EndSeed{} },
-	TypeStepEnd:          scanStepEnd,
-	TypeUserMessage:      scanUserMessage,
-	TypeRequestDigest:    scanDigest,
-	TypeRequestUsage:     scanUsagePayload,
-	TypeStepUsage:        scanUsagePayload,
-	TypeAssistantChunk:   scanAssistantChunk,
-	TypeAssistantMessage: scanAssistantMessage,
-	TypeToolCall:         func(s *payloadScan) any { return s.toolCall() },
-	TypeToolStart:        func(s *payloadScan) any { return ToolStart{ID: s.idOnly()} },
-	TypeToolResult:       scanToolResult,
-	TypeCompactionStart:  func(s *payloadScan) any { return Compaction{ID: s.idOnly()} },
-	TypeCompactionEnd:    func(s *payloadScan) any { return Compaction{ID: s.idOnly()} },
-	TypeApprovalRequest:  scanApprovalRequest,
-	TypeApprovalDecision: scanApprovalDecision,
-}
-
-func init() {
-	for typ, scan := range scanners {
-		coreKinds[typ].scan = scan
-	}
-}
-
 // scanPayload reads data, the payload of kind k in a record's own line,
 // in its canonical form. ok is false when it cannot: the caller decodes
-// it with encoding/json.
+// it with encoding/json. (The scanners are called directly, not from a
+// table, so that the scan is not allocated.)
 func scanPayload(k *kind, data []byte) (_ any, ok bool) {
-	scan := k.scan
-	if scan == nil {
-		return nil, false
-	}
 	s := payloadScan{b: data, ok: len(data) > 0 && data[0] == '{'}
 	s.b = s.b[min(1, len(s.b)):]
-	v := scan(&s)
+	var v any
+	switch k.name {
+	case TypeTurnStart:
+		v = scanTurnStart(&s)
+	case TypeTurnEnd:
+		v = scanTurnEnd(&s)
+	case TypeStepStart:
+		v = StepStart{}
+	case TypeEndSeed:
+		v = EndSeed{}
+	case TypeStepEnd:
+		v = scanStepEnd(&s)
+	case TypeUserMessage:
+		v = scanUserMessage(&s)
+	case TypeRequestDigest:
+		v = scanDigest(&s)
+	case TypeRequestUsage, TypeStepUsage:
+		v = s.usage()
+	case TypeAssistantChunk:
+		v = scanAssistantChunk(&s)
+	case TypeAssistantMessage:
+		v = scanAssistantMessage(&s)
+	case TypeToolCall:
+		v = s.toolCall()
+	case TypeToolStart:
+		v = ToolStart{ID: s.idOnly()}
+	case TypeToolResult:
+		v = scanToolResult(&s)
+	case TypeCompactionStart, TypeCompactionEnd:
+		v = Compaction{ID: s.idOnly()}
+	case TypeApprovalRequest:
+		v = scanApprovalRequest(&s)
+	case TypeApprovalDecision:
+		v = scanApprovalDecision(&s)
+	default:
+		return nil, false // encoded by encoding/json
+	}
 	if !s.ok || len(s.b) != 1 || s.b[0] != '}' {
 		return nil, false
 	}
@@ -107,9 +112,6 @@ func (s *payloadScan) need(k string) {
 		s.ok = false
 	}
 }
-
-// empty reads the rest of {}.
-func (s *payloadScan) empty() {}
 
 // str reads a string.
 func (s *payloadScan) str() string {
@@ -214,30 +216,13 @@ func unescape(b []byte) (rune, int) {
 	return 0, 0
 }
 
-// int reads a decimal integer of at most 18 digits (any int64 the
-// encoder writes longer is left to encoding/json).
+// int reads a decimal integer.
 func (s *payloadScan) int() int64 {
 	if !s.ok {
 		return 0
 	}
-	b := s.b
-	neg := len(b) > 0 && b[0] == '-'
-	if neg {
-		b = b[1:]
-	}
-	var n int64
-	i := 0
-	for ; i < len(b) && '0' <= b[i] && b[i] <= '9'; i++ {
-		n = n*10 + int64(b[i]-'0')
-	}
-	if i == 0 || i > 18 {
-		s.ok = false
-		return 0
-	}
-	s.b = b[i:]
-	if neg {
-		return -n
-	}
+	n, rest, ok := decimal(s.b)
+	s.b, s.ok = rest, ok
 	return n
 }
 
@@ -274,7 +259,7 @@ func (s *payloadScan) idOnly() string {
 	return s.str()
 }
 
-func scanTurnStart(s *payloadScan) any {
+func scanTurnStart(s *payloadScan) TurnStart {
 	var v TurnStart
 	if s.key(`"continues":`) {
 		v.Continues = int(s.int())
@@ -283,7 +268,7 @@ func scanTurnStart(s *payloadScan) any {
 	return v
 }
 
-func scanTurnEnd(s *payloadScan) any {
+func scanTurnEnd(s *payloadScan) TurnEnd {
 	var v TurnEnd
 	s.need(`"reason":`)
 	v.Reason = s.str()
@@ -291,7 +276,7 @@ func scanTurnEnd(s *payloadScan) any {
 	return v
 }
 
-func scanStepEnd(s *payloadScan) any {
+func scanStepEnd(s *payloadScan) StepEnd {
 	var v StepEnd
 	v.Finish = s.strField(`"finish":`)
 	if s.key(`"usage":`) {
@@ -313,9 +298,7 @@ func (s *payloadScan) usage() Usage {
 	return u
 }
 
-func scanUsagePayload(s *payloadScan) any { return s.usage() }
-
-func scanUserMessage(s *payloadScan) any {
+func scanUserMessage(s *payloadScan) UserMessage {
 	var v UserMessage
 	s.need(`"content":`)
 	v.Content = s.str()
@@ -323,7 +306,7 @@ func scanUserMessage(s *payloadScan) any {
 	return v
 }
 
-func scanDigest(s *payloadScan) any {
+func scanDigest(s *payloadScan) Digest {
 	var v Digest
 	s.need(`"sha256":`)
 	v.SHA256 = s.str()
@@ -332,7 +315,7 @@ func scanDigest(s *payloadScan) any {
 	return v
 }
 
-func scanAssistantChunk(s *payloadScan) any {
+func scanAssistantChunk(s *payloadScan) AssistantChunk {
 	var v AssistantChunk
 	v.Text = s.strField(`"text":`)
 	v.Reasoning = s.strField(`"reasoning":`)
@@ -362,7 +345,7 @@ func (s *payloadScan) toolCall() ToolCall {
 	return c
 }
 
-func scanAssistantMessage(s *payloadScan) any {
+func scanAssistantMessage(s *payloadScan) AssistantMessage {
 	var v AssistantMessage
 	v.Content = s.strField(`"content":`)
 	v.Reasoning = s.strField(`"reasoning":`)
@@ -381,7 +364,7 @@ func scanAssistantMessage(s *payloadScan) any {
 	return v
 }
 
-func scanToolResult(s *payloadScan) any {
+func scanToolResult(s *payloadScan) ToolResult {
 	var v ToolResult
 	s.need(`"id":`)
 	v.ID = s.str()
@@ -407,7 +390,7 @@ func scanToolResult(s *payloadScan) any {
 	return v
 }
 
-func scanApprovalRequest(s *payloadScan) any {
+func scanApprovalRequest(s *payloadScan) ApprovalRequest {
 	var v ApprovalRequest
 	v.ID = s.idOnly()
 	v.By = s.strField(`"by":`)
@@ -415,7 +398,7 @@ func scanApprovalRequest(s *payloadScan) any {
 	return v
 }
 
-func scanApprovalDecision(s *payloadScan) any {
+func scanApprovalDecision(s *payloadScan) ApprovalDecision {
 	var v ApprovalDecision
 	v.ID = s.idOnly()
 	s.need(`"allow":`)
