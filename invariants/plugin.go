@@ -164,42 +164,37 @@ func (k *checker) forget(st *sessionState) {
 func (k *checker) onLoading(ctx context.Context, l *live.Load) error {
 	p := newReplayer()
 	l.Each(p.add)
-	l.Opened(func(ctx context.Context, s *live.Session) error { return k.opened(ctx, s, p) })
-	return nil
-}
-
-// opened keeps the trace p built of s's log as it was loaded.
-func (k *checker) opened(ctx context.Context, s *live.Session, p *replayer) error {
-	k.mu.Lock()
-	if st, ok := k.sessions[s.ID()]; ok && st.sess == s {
-		// An append already rebuilt the trace from the session.
-		k.mu.Unlock()
-		return nil
-	}
-	t, v := p.t, p.v
-	if v == nil && t.next != int64(s.Len()) {
-		// Not the log p read (cannot happen: nothing else adds to a log
-		// being opened); read the session's.
-		t, v = replay(s.Records())
-	}
-	k.keepLocked(s, t)
-	k.mu.Unlock()
-	if v != nil {
-		v.Session = s.ID()
-		return k.refuse(ctx, v)
-	}
+	l.Opened(func(ctx context.Context, s *live.Session) error { return k.keepChecked(ctx, s, p) })
 	return nil
 }
 
 // onCreated replays seeded and forked sessions into a new trace; a
 // loaded session was checked as it was read (see onLoading).
 func (k *checker) onCreated(ctx context.Context, s *live.Session) error {
+	return k.keepChecked(ctx, s, nil)
+}
+
+// keepChecked keeps the trace of s and refuses its violation: the trace p
+// built as the log was loaded, or, for a session not loaded (p nil), one
+// replayed from its records now. A session whose trace an append
+// rebuilt already keeps that one.
+func (k *checker) keepChecked(ctx context.Context, s *live.Session, p *replayer) error {
 	k.mu.Lock()
 	if st, ok := k.sessions[s.ID()]; ok && st.sess == s {
 		k.mu.Unlock()
 		return nil
 	}
-	t, v := replay(s.Records())
+	var (
+		t *trace
+		v *Violation
+	)
+	if p != nil {
+		t, v = p.t, p.v
+	}
+	if p == nil || v == nil && t.next != int64(s.Len()) {
+		// Not loaded, or (which nothing does) added to after its load.
+		t, v = replay(s.Records())
+	}
 	k.keepLocked(s, t)
 	k.mu.Unlock()
 	if v != nil {
