@@ -25,3 +25,10 @@ func Replay(records []session.Record) *Violation {
 	_, v := replay(records)
 	return v
 }
+
+// NewReplayer, for the benchmarks, returns the reader a loaded log is
+// checked by, record by record (see onLoading), and its violation.
+func NewReplayer() (add func(session.Record), violation func() *Violation) {
+	p := newReplayer()
+	return p.add, func() *Violation { return p.v }
+}

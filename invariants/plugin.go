@@ -91,6 +91,7 @@ func mount(c *bus.Context, mode string) error {
 	// llm/stream listener, whenever registered, runs before it.
 	bus.Veto.On(c, k.onDispatch, bus.Global)
 	live.Committed.On(c, k.onCommitted, bus.Global)
+	live.Loading.On(c, k.onLoading, bus.Global)
 	live.Created.On(c, k.onCreated, bus.Global)
 	agentloop.StatusEvent.On(c, k.onStatus, bus.Global)
 	return nil
@@ -156,10 +157,44 @@ func (k *checker) forget(st *sessionState) {
 	}
 }
 
-// onCreated replays seeded, forked and loaded sessions into a new trace.
+// onLoading checks a log as it is loaded: each record is checked and
+// applied to a new trace in the pass that decodes and folds it, with the
+// payload its decoder read, and the trace is kept for the session made of
+// the log (see opened). A log is checked once, never read again for it.
+func (k *checker) onLoading(ctx context.Context, l *live.Load) error {
+	p := newReplayer()
+	l.Each(p.add)
+	l.Opened(func(ctx context.Context, s *live.Session) error { return k.keepChecked(ctx, s, p) })
+	return nil
+}
+
+// onCreated replays seeded and forked sessions into a new trace; a
+// loaded session was checked as it was read (see onLoading).
 func (k *checker) onCreated(ctx context.Context, s *live.Session) error {
+	return k.keepChecked(ctx, s, nil)
+}
+
+// keepChecked keeps the trace of s and refuses its violation: the trace p
+// built as the log was loaded, or, for a session not loaded (p nil), one
+// replayed from its records now. A session whose trace an append
+// rebuilt already keeps that one.
+func (k *checker) keepChecked(ctx context.Context, s *live.Session, p *replayer) error {
 	k.mu.Lock()
-	t, v := replay(s.Records())
+	if st, ok := k.sessions[s.ID()]; ok && st.sess == s {
+		k.mu.Unlock()
+		return nil
+	}
+	var (
+		t *trace
+		v *Violation
+	)
+	if p != nil {
+		t, v = p.t, p.v
+	}
+	if p == nil || v == nil && t.next != int64(s.Len()) {
+		// Not loaded, or (which nothing does) added to after its load.
+		t, v = replay(s.Records())
+	}
 	k.keepLocked(s, t)
 	k.mu.Unlock()
 	if v != nil {

@@ -94,11 +94,23 @@ var appendRules = []func(*trace, session.Record) *Violation{
 	toolReconcile,
 }
 
-// apply advances t past r, which passed validate.
+// apply advances t past r, which passed validate: the approval and
+// reconcile state, the turn and step bounds, the open step's calls, and
+// the plugin's own fold.
 func (t *trace) apply(r session.Record) {
 	t.next = r.Seq() + 1
 	t.appr.apply(&t.dec, r)
 	t.recon.apply(t, r)
+	t.applyBounds(r)
+	t.applyCalls(r)
+	if r.IsSurface() {
+		t.applySurface(r)
+	}
+}
+
+// applyBounds advances the open turn and step, and the latest request
+// header, past r.
+func (t *trace) applyBounds(r session.Record) {
 	switch r.Type() {
 	case session.TypeTurnStart:
 		t.turn, t.turnOpen, t.step = r.Turn(), true, 0
@@ -118,6 +130,14 @@ func (t *trace) apply(r session.Record) {
 		clear(t.chunks)
 		clear(t.cited)
 		clear(t.msgCalls)
+	}
+}
+
+// applyCalls advances what t knows of the tool calls past r: the open
+// step's chunks and the calls its messages make, and every call and
+// result of the session.
+func (t *trace) applyCalls(r session.Record) {
+	switch r.Type() {
 	case session.TypeAssistantChunk:
 		if c, err := payload[session.AssistantChunk](&t.dec, r); err == nil {
 			t.chunks[r.Seq()] = c
@@ -146,31 +166,34 @@ func (t *trace) apply(r session.Record) {
 			t.calls[res.ID] = ci
 		}
 	}
-	if r.IsSurface() {
-		sf := r.Surface()
-		if sf.Op == session.OpReplace {
-			i, j := t.position(sf.Start), t.position(sf.End)
-			if i >= 0 && j >= i {
-				t.surfRecs = slices.Replace(t.surfRecs, i, j+1, r)
-				msgs := make([]session.Message, 0, len(t.surfRecs))
-				for _, s := range t.surfRecs {
-					if m, ok := session.Project(s); ok {
-						msgs = append(msgs, m)
-					}
+}
+
+// applySurface advances the plugin's own fold past r, a surface record:
+// a replace that fits the fold rebuilds its messages, anything else is
+// appended.
+func (t *trace) applySurface(r session.Record) {
+	if sf := r.Surface(); sf.Op == session.OpReplace {
+		i, j := t.position(sf.Start), t.position(sf.End)
+		if i >= 0 && j >= i {
+			t.surfRecs = slices.Replace(t.surfRecs, i, j+1, r)
+			msgs := make([]session.Message, 0, len(t.surfRecs))
+			for _, s := range t.surfRecs {
+				if m, ok := session.Project(s); ok {
+					msgs = append(msgs, m)
 				}
-				t.msgs = msgs
-				t.surfCalls, t.orphan = map[string]int{}, false
-				for i := range msgs {
-					t.countCalls(&msgs[i])
-				}
-				return
 			}
+			t.msgs = msgs
+			t.surfCalls, t.orphan = map[string]int{}, false
+			for i := range msgs {
+				t.countCalls(&msgs[i])
+			}
+			return
 		}
-		t.surfRecs = append(grown(t.surfRecs), r)
-		if m, ok := session.Project(r); ok {
-			t.msgs = append(grown(t.msgs), m)
-			t.countCalls(&m)
-		}
+	}
+	t.surfRecs = append(grown(t.surfRecs), r)
+	if m, ok := session.Project(r); ok {
+		t.msgs = append(grown(t.msgs), m)
+		t.countCalls(&m)
 	}
 }
 
@@ -215,13 +238,33 @@ func (t *trace) countCalls(m *session.Message) {
 
 // replay builds a trace from a whole log, stopping at the first violation.
 func replay(records []session.Record) (*trace, *Violation) {
-	t := newTrace()
+	p := newReplayer()
 	for _, r := range records {
-		if v := t.validate(r); v != nil {
-			t.broken = true
-			return t, v
+		if p.add(r); p.v != nil {
+			break
 		}
-		t.apply(r)
 	}
-	return t, nil
+	return p.t, p.v
+}
+
+// replayer builds a trace from a log read record by record, in order,
+// up to its first violation, v.
+type replayer struct {
+	t *trace
+	v *Violation
+}
+
+func newReplayer() *replayer { return &replayer{t: newTrace()} }
+
+// add checks r and applies it to the trace, unless a violation came
+// before it.
+func (p *replayer) add(r session.Record) {
+	if p.v != nil {
+		return
+	}
+	if v := p.t.validate(r); v != nil {
+		p.t.broken, p.v = true, v
+		return
+	}
+	p.t.apply(r)
 }

@@ -47,15 +47,27 @@ func Decode(r io.Reader) (*Log, error) {
 }
 
 // DecodeBytes is [Decode] of a log held in memory.
-func DecodeBytes(data []byte) (*Log, error) { return decodeBytes(data, false) }
+func DecodeBytes(data []byte) (*Log, error) { return decodeBytes(data, false, nil) }
 
 // DecodeOwned is [DecodeBytes] of data the log takes over: each record's
 // line is the slice of data that holds it, so that a loaded log holds its
 // bytes once, and data must never be written afterwards (the result of
 // os.ReadFile, say).
-func DecodeOwned(data []byte) (*Log, error) { return decodeBytes(data, true) }
+func DecodeOwned(data []byte) (*Log, error) { return decodeBytes(data, true, nil) }
 
-func decodeBytes(data []byte, own bool) (*Log, error) {
+// DecodeOwnedEach is [DecodeOwned] that hands each record to each as soon
+// as it is decoded and validated, in order, before the next line is
+// read. A reader of every record's payload (the invariants check of an
+// opened log) reads them so in the decoder's pass, while the payload
+// decoded to validate the record is at hand ([DecodeData] returns it
+// without decoding), instead of decoding the log a second time. When
+// the decode then fails, each has seen the records before the defect:
+// the caller drops what it made of them.
+func DecodeOwnedEach(data []byte, each func(Record)) (*Log, error) {
+	return decodeBytes(data, true, each)
+}
+
+func decodeBytes(data []byte, own bool, each func(Record)) (*Log, error) {
 	if len(data) == 0 {
 		return nil, &CorruptError{Line: 1, Err: fmt.Errorf("%w: empty log", ErrMalformed)}
 	}
@@ -70,6 +82,7 @@ func decodeBytes(data []byte, own bool) (*Log, error) {
 	log := &Log{Info: info, Size: int64(nl + 1), Records: make([]Record, 0, bytes.Count(data, []byte{'\n'}))}
 	v := new(validator)
 	*v = newValidator(cap(log.Records))
+	var lines lineSlab // the lines' copies, when data is not the log's
 	rest := data[nl+1:]
 	for line := 2; len(rest) > 0; line++ {
 		nl := bytes.IndexByte(rest, '\n')
@@ -78,17 +91,19 @@ func decodeBytes(data []byte, own bool) (*Log, error) {
 			log.decoded, log.v = log.Records, v
 			return log, &CorruptError{Line: line, Err: fmt.Errorf("%w: %d bytes without a newline", ErrTornTail, len(rest))}
 		}
-		rec, err := DecodeRecord(rest[:nl])
+		text := rest[: nl+1 : nl+1]
+		if !own {
+			text = lines.keep(text)
+		}
+		rec, err := decodeLine(text)
 		if err == nil {
 			err = v.add(rec)
 		}
 		if err != nil {
 			return nil, lineError(line, err)
 		}
-		if own {
-			// The bytes are the record's line (DecodeRecord checked), and
-			// its newline follows.
-			rec.line = rest[: nl+1 : nl+1]
+		if each != nil {
+			each(rec)
 		}
 		rec.lean()
 		log.Records = append(log.Records, rec)
@@ -203,15 +218,31 @@ func DecodeHeader(line []byte) (Info, error) {
 // breaks a rule of the record alone is a [*RecordError] naming the
 // record.
 func DecodeRecord(line []byte) (Record, error) {
-	// Lines this package wrote take the fast path; any other is decoded
-	// field by field, which names what is wrong with it.
-	if seq, t, ev, ok := scanEnvelope(line); ok {
+	own := make([]byte, len(line)+1)
+	copy(own, line)
+	own[len(line)] = '\n'
+	return decodeLine(own)
+}
+
+// decodeLine is DecodeRecord of line followed by its newline, which the
+// record takes over as its line: line must never be written afterwards.
+func decodeLine(line []byte) (Record, error) {
+	text := line[:len(line)-1]
+	// Lines this package wrote take the fast path, which reads the line
+	// in place and keeps it if the record encodes to it; any other is
+	// decoded field by field, which names what is wrong with it.
+	if seq, t, ev, ok := scanEnvelope(text); ok {
 		r := new(record)
-		if err := r.build(seq, t, &ev, nil, textRule{compared: true}); err == nil && bytes.Equal(r.line[:len(r.line)-1], line) {
+		if r.build(seq, t, &ev, nil, textRule{line: line}) == nil {
 			return Record{r}, nil
 		}
 	}
-	return decodeRecordSlow(line)
+	rec, err := decodeRecordSlow(text)
+	if err == nil {
+		// The same bytes (checked), held once.
+		rec.line = line
+	}
+	return rec, err
 }
 
 // decodeRecordSlow is DecodeRecord of a line that is not canonical or
@@ -292,7 +323,8 @@ func parseRecordLine(line []byte) (seq int64, t time.Time, ev Event, err error) 
 
 // scanEnvelope reads a record line laid out as appendEnvelope writes it,
 // without a JSON decoder: the fields in their order, integers, a type
-// without escapes, a 24-byte time. ok is false for any other line (which
+// without escapes, a 24-byte time, up to "data": and a closing brace at
+// the end; ev.Data is left nil. ok is false for any other line (which
 // may still be canonical, or not a record at all: the slow path decides).
 // The caller checks that the record re-encodes to the line.
 func scanEnvelope(line []byte) (seq int64, t time.Time, ev Event, ok bool) {
@@ -312,7 +344,8 @@ func scanEnvelope(line []byte) (seq int64, t time.Time, ev Event, ok bool) {
 	if !p.optional(&ev) || !p.lit(`,"data":`) || len(p) < 2 || p[len(p)-1] != '}' {
 		return 0, t, ev, false
 	}
-	ev.Data = json.RawMessage(p[:len(p)-1])
+	// The data is left where it stands: the record reads it there (see
+	// textRule.line).
 	return seq, t, ev, true
 }
 
@@ -331,17 +364,36 @@ func (p *envelope) lit(s string) bool {
 
 // num reads a decimal integer.
 func (p *envelope) num() (int64, bool) {
-	b := *p
+	n, rest, ok := decimal(*p)
+	*p = rest
+	return n, ok
+}
+
+// decimal reads the decimal integer b starts with (a minus or not, then
+// digits), as strconv.ParseInt reads it, and returns the rest of b.
+func decimal(b []byte) (int64, []byte, bool) {
 	i := 0
-	if i < len(b) && b[i] == '-' {
+	if len(b) > 0 && b[0] == '-' {
 		i++
 	}
+	start := i
+	var n int64
 	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+		n = n*10 + int64(b[i]-'0')
 		i++
 	}
-	n, err := strconv.ParseInt(string(b[:i]), 10, 64)
-	*p = b[i:]
-	return n, err == nil
+	switch digits := i - start; {
+	case digits == 0:
+		return 0, b, false
+	case digits > 18:
+		// It may not fit: strconv says.
+		v, err := strconv.ParseInt(string(b[:i]), 10, 64)
+		return v, b[i:], err == nil
+	}
+	if start > 0 {
+		n = -n
+	}
+	return n, b[i:], true
 }
 
 // small reads a decimal integer that fits an int.
@@ -366,12 +418,67 @@ func (p *envelope) time() (time.Time, bool) {
 	if !p.lit(`","time":"`) || len(*p) < 25 || (*p)[24] != '"' {
 		return time.Time{}, false
 	}
-	t, err := time.Parse(timeLayout, string((*p)[:24]))
-	if err != nil {
-		return t, false
+	t, ok := parseTimeText((*p)[:24])
+	if ok {
+		*p = (*p)[25:]
 	}
-	*p = (*p)[25:]
-	return t, true
+	return t, ok
+}
+
+// parseTimeText is parseLogTime of the 24 bytes of a time in the log's
+// format (2006-01-02T15:04:05.000Z), read by hand: time.Parse was most of
+// the cost of reading an envelope. Like time.Parse, it refuses a field
+// out of its range (a 13th month, a 31st of April, a 60th second).
+func parseTimeText(b []byte) (time.Time, bool) {
+	if len(b) != 24 || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' || b[19] != '.' || b[23] != 'Z' {
+		return time.Time{}, false
+	}
+	ok := true
+	digits := func(i, j int) int {
+		n := 0
+		for _, c := range b[i:j] {
+			ok = ok && '0' <= c && c <= '9'
+			n = n*10 + int(c-'0')
+		}
+		return n
+	}
+	year, month, day := digits(0, 4), digits(5, 7), digits(8, 10)
+	hour, minute, sec, ms := digits(11, 13), digits(14, 16), digits(17, 19), digits(20, 23)
+	if !ok || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour > 23 || minute > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	secs := daysSinceEpoch(year, month, day)*86400 + int64(hour*3600+minute*60+sec)
+	return time.UnixMilli(secs*1000 + int64(ms)).UTC(), true
+}
+
+// daysSinceEpoch returns the days from 1970-01-01 to a date of the
+// proleptic Gregorian calendar with a year from 0 to 9999 (the civil
+// days algorithm of H. Hinnant, which time.Date also computes, slower).
+func daysSinceEpoch(year, month, day int) int64 {
+	y := int64(year)
+	if month <= 2 {
+		y--
+	}
+	era := (y + 400) / 400 // y ≥ -1: the era counted from -400
+	yoe := y + 400 - era*400
+	m := int64(month+9) % 12 // March is 0
+	doy := (153*m+2)/5 + int64(day) - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return (era-1)*146097 + doe - 719468
+}
+
+// daysIn returns the number of days of month in year.
+func daysIn(month, year int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
 }
 
 // optional reads the fields a record may leave out, those before its

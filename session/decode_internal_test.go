@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 )
@@ -79,4 +80,39 @@ func TestDecodeRecordFastPathAgreesWithFieldByField(t *testing.T) {
 			require.Equal(t, slow.ms, got.ms)
 		}
 	})
+}
+
+// TestDecodeOwnedEachHandsPayloadsAtHand: each record reaches the reader
+// of DecodeOwnedEach in order, as it is validated, with the payload its
+// decoder read (which a loaded log then drops for the records readers
+// seldom ask about, see lean): the reader decodes nothing again.
+func TestDecodeOwnedEachHandsPayloadsAtHand(t *testing.T) {
+	data := AppendHeaderLine(nil, Info{ID: "s1", Created: time.Unix(0, 0)})
+	for _, r := range scanSamples(t) {
+		data = appendAt(t, data, r)
+	}
+	var seen []Record
+	log, err := DecodeOwnedEach(data, func(r Record) {
+		assert.NotNil(t, r.payload, "%s", r)
+		seen = append(seen, r)
+	})
+	require.NoError(t, err)
+	assert.Equal(t, log.Records, seen)
+	leaned := 0
+	for _, r := range log.Records {
+		if r.payload == nil {
+			leaned++
+		}
+	}
+	assert.NotZero(t, leaned, "the loaded log keeps the payloads readers ask for only")
+}
+
+// appendAt appends the line of r renumbered as the next record of the
+// log data holds.
+func appendAt(t *testing.T, data []byte, r Record) []byte {
+	t.Helper()
+	seq := int64(bytes.Count(data, []byte{'\n'}) - 1)
+	n, err := NewRecord(seq, r.Time(), Event{Type: r.Type(), Turn: r.Turn(), Step: r.Step(), Data: r.Data()})
+	require.NoError(t, err)
+	return n.AppendLine(data)
 }

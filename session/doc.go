@@ -54,8 +54,11 @@
 // incrementally ([LogState] keeps the surface and projects it when
 // asked; [Project] is the per-record projection for a fold of one's own).
 // A loaded log holds each record's line once (a slice of the file's
-// bytes with [DecodeOwned]) and decodes the payload of a record that is
-// not on the surface, a header or an approval again when asked.
+// bytes with [DecodeOwned]), reads each payload in place (a string
+// without escapes points into the line), and decodes the payload of a
+// record that is not on the surface, a header or an approval again when
+// asked; a reader of every payload reads them in the decoder's pass
+// ([DecodeOwnedEach], [LoadEach]).
 // [DeriveHeader] gives the latest request header, and [RequestDigest] the
 // digest of a request that request/digest events record.
 //

@@ -35,6 +35,12 @@ func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		for i+8 <= len(s) && plainWord(s, i) {
+			i += 8
+		}
+		if i == len(s) {
+			break
+		}
 		if b := s[i]; b < utf8.RuneSelf {
 			if safeASCII[b] {
 				i++
@@ -80,6 +86,29 @@ func appendString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// plainWord reports whether the eight bytes of s from i are all written
+// as they are (see safeASCII): it tests them at once, as one word, so
+// that the long runs of plain text that most strings are cost a few
+// instructions per eight bytes.
+func plainWord(s string, i int) bool {
+	w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	// Each term has a high bit set where (and, for the borrows, only if
+	// somewhere) a byte is not ASCII, is below 0x20, or is one of the
+	// five characters escaped.
+	bad := w&highs | (w-0x20*ones)&^w&highs |
+		hasZeroByte(w^('"'*ones)) | hasZeroByte(w^('\\'*ones)) |
+		hasZeroByte(w^('<'*ones)) | hasZeroByte(w^('>'*ones)) | hasZeroByte(w^('&'*ones))
+	return bad == 0
+}
+
+// hasZeroByte is non-zero just when a byte of x is zero.
+func hasZeroByte(x uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	return (x - ones) &^ x & highs
 }
 
 // appendField appends `,"name":` (or `"name":` right after an opening

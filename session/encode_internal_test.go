@@ -1,9 +1,11 @@
 package session
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
@@ -117,4 +119,21 @@ func TestAppendTimeMatchesLayout(t *testing.T) {
 		want := `"` + tm.Format(timeLayout) + `"`
 		require.Equal(t, want, string(appendTime(nil, tm)))
 	})
+}
+
+// TestPlainWord: eight bytes are plain just when each is (safeASCII),
+// whichever byte is not, wherever it stands, whatever stands around it.
+func TestPlainWord(t *testing.T) {
+	for _, fill := range []byte{'a', ' ', '~', 0x7f} {
+		for pos := range 8 {
+			for b := range 256 {
+				w := bytes.Repeat([]byte{fill}, 8)
+				w[pos] = byte(b)
+				want := b < utf8.RuneSelf && safeASCII[b]
+				if got := plainWord(string(w), 0); got != want {
+					t.Fatalf("%q: plain %v, want %v", w, got, want)
+				}
+			}
+		}
+	}
 }

@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -308,32 +309,16 @@ func (r *record) build(seq int64, t time.Time, ev *Event, lines *lineSlab, rule 
 		return err
 	}
 	defer func() { *scratch = line }()
-	data := ev.Data
-	if data == nil && k != nil {
-		// No data is the zero payload, encoded as any other payload
-		// value: the decoder reads only what the encoder writes for it.
-		data = reflect.Zero(k.payload).Interface()
-	}
-	switch d := data.(type) {
-	case nil:
-		line = append(line, '{', '}')
-	case json.RawMessage:
-		line, err = r.appendRaw(line, k, d, rule)
-	case []byte:
-		line, err = r.appendRaw(line, k, d, rule)
-	default:
-		if k == nil {
-			line, err = marshalPayload(line, d)
-			if err != nil {
-				err = fmt.Errorf("%w: seq %d %s: %w", ErrInvalidPayload, seq, r.typ, err)
-			}
-			break
+	if rule.line != nil {
+		// A line read from a log: it must start with the envelope the
+		// record makes, and its data is read where it stands.
+		env := len(line)
+		if len(rule.line) < env+2 || !bytes.Equal(rule.line[:env], line) {
+			return errNotCanonical
 		}
-		p, ok := payloadValue(k, d)
-		if !ok {
-			return fmt.Errorf("%w: seq %d: %s data is %T, want %v", ErrInvalidPayload, seq, r.typ, d, k.payload)
-		}
-		line, err = r.appendCore(line, p, nil, rule)
+		line, err = r.appendRaw(line, k, rule.line[env:len(rule.line)-2], rule)
+	} else {
+		line, err = r.appendData(line, k, ev.Data, rule)
 	}
 	if err != nil {
 		return err
@@ -347,11 +332,48 @@ func (r *record) build(seq int64, t time.Time, ev *Event, lines *lineSlab, rule 
 		}
 	}
 	line = append(line, '}', '\n')
-	r.line = lines.keep(line)
+	if rule.line != nil {
+		if !bytes.Equal(line, rule.line) {
+			return errNotCanonical
+		}
+		r.line = rule.line
+	} else {
+		r.line = lines.keep(line)
+	}
 	if r.op != opNone {
 		_, r.visible = project(r)
 	}
 	return nil
+}
+
+// appendData appends the data of an event, whichever form the caller gave
+// it in (see [Event]).
+func (r *record) appendData(line []byte, k *kind, data any, rule textRule) ([]byte, error) {
+	if data == nil && k != nil {
+		// No data is the zero payload, encoded as any other payload
+		// value: the decoder reads only what the encoder writes for it.
+		data = reflect.Zero(k.payload).Interface()
+	}
+	switch d := data.(type) {
+	case nil:
+		return append(line, '{', '}'), nil
+	case json.RawMessage:
+		return r.appendRaw(line, k, d, rule)
+	case []byte:
+		return r.appendRaw(line, k, d, rule)
+	}
+	if k == nil {
+		out, err := marshalPayload(line, data)
+		if err != nil {
+			return nil, fmt.Errorf("%w: seq %d %s: %w", ErrInvalidPayload, r.seq, r.typ, err)
+		}
+		return out, nil
+	}
+	p, ok := payloadValue(k, data)
+	if !ok {
+		return nil, fmt.Errorf("%w: seq %d: %s data is %T, want %v", ErrInvalidPayload, r.seq, r.typ, data, k.payload)
+	}
+	return r.appendCore(line, p, nil, rule)
 }
 
 // appendRaw appends caller-encoded data after checking it: plugin data
@@ -367,7 +389,7 @@ func (r *record) appendRaw(line []byte, k *kind, d []byte, rule textRule) ([]byt
 		return append(line, b.Bytes()...), nil
 	}
 	d = bytes.TrimSpace(d)
-	p, err := decodeCore(k, d, rule.compared)
+	p, err := decodeCore(k, d, rule.line != nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: seq %d %s: %w", ErrInvalidPayload, r.seq, r.typ, err)
 	}
@@ -379,7 +401,12 @@ func (r *record) appendRaw(line []byte, k *kind, d []byte, rule textRule) ([]byt
 // record's payload. from is the JSON p was decoded from, nil for a value.
 func (r *record) appendCore(line []byte, p any, from []byte, rule textRule) ([]byte, error) {
 	out, byHand, err := appendCoreData(line, p)
-	if err == nil {
+	// A payload encoded by hand holds strings only, which the encoder
+	// writes as valid UTF-8 whatever they hold, and which are read from
+	// valid UTF-8 (an invalid byte is read as U+FFFD): one read from a
+	// line it must encode to holds valid text already, or cannot encode
+	// to it.
+	if err == nil && !(byHand && rule.line != nil) {
 		if held, changed := rule.payload(p, out[r.dataOff:]); changed {
 			p = held
 			out, byHand, err = appendCoreData(out[:r.dataOff], p)
@@ -412,17 +439,26 @@ func appendCoreData(line []byte, p any) ([]byte, bool, error) {
 }
 
 // decodeCore decodes the data of a core type, which must be an object;
-// own says data is canonical or will be compared with its canonical
-// encoding (see kind.decodeOwn).
+// own says data is part of a record's own line, canonical or compared
+// with its canonical encoding (see kind.decodeOwn), and never written:
+// it is read in place when it is in the canonical form (see
+// scanPayload).
 func decodeCore(k *kind, data []byte, own bool) (any, error) {
 	if len(data) == 0 || data[0] != '{' {
 		return nil, fmt.Errorf("data is not a JSON object")
 	}
-	if own {
-		return k.decodeOwn(data)
+	if !own {
+		return k.decode(data)
 	}
-	return k.decode(data)
+	if p, ok := scanPayload(k, data); ok {
+		return p, nil
+	}
+	return k.decodeOwn(data)
 }
+
+// errNotCanonical refuses a line that is not the encoding of the record
+// read from it (see textRule.line); DecodeRecord then finds out why.
+var errNotCanonical = errors.New("not in the canonical encoding")
 
 // checkPayload checks the fields a core payload cannot do without.
 func checkPayload(seq int64, typ string, p any) error {

@@ -37,6 +37,34 @@ type Store interface {
 	Fork(ctx context.Context, info Info, tail []Record) error
 }
 
+// EachLoader is implemented by stores that decode the logs they load
+// (session/jsonl, session/pgstore): LoadEach is Load that hands each
+// record to each in the decoder's pass, as [DecodeOwnedEach] does, so
+// that a reader of every payload does not decode the log again.
+type EachLoader interface {
+	LoadEach(ctx context.Context, id string, each func(Record)) (*Log, error)
+}
+
+// LoadEach returns the log of id from s and hands each of its records to
+// each, in order: in the decoder's pass when s is an [EachLoader], else
+// once Load returned (a store that keeps the records it was given, as
+// session/memory does, holds their payloads already). A nil each is
+// Load. When the load fails, each may have seen records of the log: the
+// caller drops what it made of them.
+func LoadEach(ctx context.Context, s Store, id string, each func(Record)) (*Log, error) {
+	if l, ok := s.(EachLoader); ok && each != nil {
+		return l.LoadEach(ctx, id, each)
+	}
+	log, err := s.Load(ctx, id)
+	if err != nil || each == nil {
+		return log, err
+	}
+	for _, r := range log.Records {
+		each(r)
+	}
+	return log, nil
+}
+
 // InfoReader is implemented by stores that can read a log's header
 // without its records: Info returns the header of id (an unknown id is
 // ErrNotFound), as Load would, at the cost of one line. Who may see a

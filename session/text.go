@@ -65,10 +65,12 @@ func appendValid(dst []byte, s string) []byte {
 // (see decodeLegacy).
 type textRule struct {
 	mark string
-	// compared says that the caller compares the line the record makes
-	// with the line it read, and takes the record only when they are
-	// equal: the payload is then decoded with kind.decodeOwn.
-	compared bool
+	// line, when set, is the line (with its newline) the record must
+	// make, read from a log: the record is refused unless it makes
+	// exactly these bytes, and holds them as its line, so they must
+	// never be written afterwards. Its payload is read in place (see
+	// scan_payload.go).
+	line []byte
 }
 
 // str returns the string a record holds for s.

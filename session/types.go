@@ -35,6 +35,7 @@ type kind struct {
 	// an unknown field, a duplicate key or trailing data cannot survive
 	// that comparison, so refusing them again only costs a cold open.
 	decodeOwn func(data []byte) (any, error)
+	name      string // the type's name
 }
 
 func kindOf[T any](sc scope, surface bool) *kind {
@@ -85,6 +86,12 @@ var coreKinds = map[string]*kind{
 	TypeApprovalRequest:  kindOf[ApprovalRequest](scopeStep, false),
 	TypeApprovalDecision: kindOf[ApprovalDecision](scopeStep, false),
 	TypeApprovalPolicy:   kindOf[ApprovalPolicy](scopeOptTurn, false),
+}
+
+func init() {
+	for name, k := range coreKinds {
+		k.name = name
+	}
 }
 
 // CoreTypes returns the names of the core event types, sorted: the

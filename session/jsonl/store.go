@@ -323,6 +323,12 @@ func (s *Store) Append(ctx context.Context, id string, next int64, records []ses
 // are written first, so the log is complete; when they cannot be (the
 // disk is full), the log is what the file holds.
 func (s *Store) Load(ctx context.Context, id string) (*session.Log, error) {
+	return s.LoadEach(ctx, id, nil)
+}
+
+// LoadEach implements [session.EachLoader]: Load that hands each record
+// to each as the file is decoded (see [session.DecodeOwnedEach]).
+func (s *Store) LoadEach(ctx context.Context, id string, each func(session.Record)) (*session.Log, error) {
 	if err := s.check(id); err != nil {
 		return nil, fmt.Errorf("jsonl: load: %w", err)
 	}
@@ -334,7 +340,7 @@ func (s *Store) Load(ctx context.Context, id string) (*session.Log, error) {
 		}
 		return nil, fmt.Errorf("jsonl: load %s: %w", id, err)
 	}
-	log, err := session.DecodeOwned(data)
+	log, err := session.DecodeOwnedEach(data, each)
 	if err != nil && !(errors.Is(err, session.ErrTornTail) && log != nil) {
 		return nil, fmt.Errorf("jsonl: load %s: %w", id, err)
 	}

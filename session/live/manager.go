@@ -163,7 +163,13 @@ func (m *Manager) Open(ctx context.Context, id string) (*Session, error) {
 	if !session.ValidID(id) {
 		return nil, fmt.Errorf("session: open: %w: %q", session.ErrInvalidID, id)
 	}
-	log, err := m.store.Load(ctx, id)
+	// The listeners that read every record read them in the decoder's
+	// pass (see Loading).
+	load := &Load{id: id}
+	if err := Loading.Emit(ctx, m.c, load); err != nil {
+		return nil, fmt.Errorf("session: open %s: loading: %w", id, err)
+	}
+	log, err := session.LoadEach(ctx, m.store, id, load.reader())
 	if err != nil {
 		return nil, fmt.Errorf("session: open %s: %w", id, err)
 	}
@@ -189,8 +195,9 @@ func (m *Manager) Open(ctx context.Context, id string) (*Session, error) {
 		if err := state.Extend(closers...); err != nil {
 			return nil, fmt.Errorf("session: open %s: repair: %w", id, err)
 		}
+		load.read(closers)
 	}
-	s, err := m.publishState(ctx, log.Info, state)
+	s, err := m.publishState(ctx, log.Info, state, load)
 	if err == nil && len(closers) > 0 {
 		// The repair ended a turn: it is signed as any turn's end.
 		if _, cerr := s.Checkpoint(ctx); cerr != nil {
@@ -308,19 +315,21 @@ func (m *Manager) publish(ctx context.Context, info session.Info, records []sess
 	if err != nil {
 		return nil, err
 	}
-	return m.publishSession(ctx, s)
+	return m.publishSession(ctx, s, nil)
 }
 
-// publishState is publish of a log already validated.
-func (m *Manager) publishState(ctx context.Context, info session.Info, state *session.LogState) (*Session, error) {
+// publishState is publish of a log already validated, loaded by load.
+func (m *Manager) publishState(ctx context.Context, info session.Info, state *session.LogState, load *Load) (*Session, error) {
 	s, err := newSessionOf(m, info, state)
 	if err != nil {
 		return nil, err
 	}
-	return m.publishSession(ctx, s)
+	return m.publishSession(ctx, s, load)
 }
 
-func (m *Manager) publishSession(ctx context.Context, s *Session) (*Session, error) {
+// publishSession adds s to Live, finishes its load (nil for a session
+// that was not loaded) and emits Created.
+func (m *Manager) publishSession(ctx context.Context, s *Session, load *Load) (*Session, error) {
 	info := s.info
 	m.mu.Lock()
 	if old, dup := m.live[info.ID]; dup && !old.isClosed() {
@@ -330,7 +339,11 @@ func (m *Manager) publishSession(ctx context.Context, s *Session) (*Session, err
 	}
 	m.live[info.ID] = s
 	m.mu.Unlock()
-	if err := Created.Emit(ctx, m.c, s); err != nil {
+	err := load.finish(ctx, s)
+	if err == nil {
+		err = Created.Emit(ctx, m.c, s)
+	}
+	if err != nil {
 		m.forget(s)
 		s.abort()
 		if r, ok := m.store.(session.Releaser); ok {

@@ -464,8 +464,14 @@ func (s *Store) refusal(ctx context.Context, id string, epoch, next int64, empty
 }
 
 // Load implements [session.Store]. The log is decoded and validated by
-// [session.DecodeBytes], exactly as the jsonl store's files are.
+// [session.DecodeOwned], exactly as the jsonl store's files are.
 func (s *Store) Load(ctx context.Context, id string) (*session.Log, error) {
+	return s.LoadEach(ctx, id, nil)
+}
+
+// LoadEach implements [session.EachLoader]: Load that hands each record
+// to each as the log is decoded (see [session.DecodeOwnedEach]).
+func (s *Store) LoadEach(ctx context.Context, id string, each func(session.Record)) (*session.Log, error) {
 	if err := checkID(id); err != nil {
 		return nil, fmt.Errorf("pgstore: load: %w", err)
 	}
@@ -473,7 +479,13 @@ func (s *Store) Load(ctx context.Context, id string) (*session.Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: load %s: %w", id, err)
 	}
-	log, err := session.DecodeBytes(data)
+	// The rows' bytes were copied into data, which is the log's now: its
+	// records hold their lines there, once. The buffer grew by doubling:
+	// a log kept open should not hold its spare room.
+	if cap(data)-len(data) > len(data)/8 {
+		data = bytes.Clone(data)
+	}
+	log, err := session.DecodeOwnedEach(data, each)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: load %s: %w", id, err)
 	}
