@@ -137,7 +137,7 @@ type sessionState struct {
 	busy   bool
 	headed bool     // this agent has logged or confirmed a header in the session
 	dig    digester // request digests of the session, incrementally
-	view   reqView  // the loop's fold of the session and the listeners' copy
+	view   reqView  // the loop's fold of the session and the header copies
 	ids    callIDs  // tool-call ids the session's log uses, incrementally
 }
 

@@ -196,7 +196,7 @@ func TestDeniedCallIsAnsweredApprovalDeniedAndTheModelSeesWhy(t *testing.T) {
 	assert.Equal(t, session.ReasonCompleted, res.Reason)
 	assert.Empty(t, ofType(sess.Records(), session.TypeToolStart), "a denied call never runs")
 	msgs := prov.last().Messages
-	tool := msgs[len(msgs)-1]
+	tool := msgs.At(msgs.Len() - 1)
 	assert.Equal(t, session.RoleTool, tool.Role)
 	assert.Equal(t, id, tool.ToolCallID)
 	assert.Equal(t, "error APPROVAL_DENIED: ann denied this call: not now", tool.Content)

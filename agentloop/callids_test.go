@@ -24,7 +24,7 @@ import (
 type reuser struct{ deltas []session.ChunkToolCall }
 
 func (r reuser) Stream(_ context.Context, req *agentloop.Request) (agentloop.Stream, error) {
-	if m := req.Messages; len(m) > 0 && m[len(m)-1].Role == session.RoleTool {
+	if m := req.Messages; m.Len() > 0 && m.At(m.Len()-1).Role == session.RoleTool {
 		return textStream("done"), nil
 	}
 	return func(yield func(agentloop.Chunk, error) bool) {
@@ -123,7 +123,7 @@ func TestRepeatedCallIDsAreMadeUniqueInTheLog(t *testing.T) {
 			reqs := rec.requests()
 			require.NotEmpty(t, reqs)
 			var asked, answered []string
-			for _, m := range reqs[len(reqs)-1].Messages {
+			for _, m := range reqs[len(reqs)-1].Messages.All() {
 				for _, c := range m.ToolCalls {
 					asked = append(asked, c.ID)
 				}

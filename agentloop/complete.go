@@ -111,8 +111,8 @@ func Complete(ctx context.Context, c *bus.Context, p Provider, sess *live.Sessio
 	g := guardProvider(p)
 	h := session.CloneHeader(o.Header)
 	fillHeader(&h, g)
-	built := Request{Session: sess.ID(), StepStart: -1, Header: h, Messages: msgs}
-	digest := session.RequestDigest(built.Header, built.Messages)
+	built := Request{Session: sess.ID(), StepStart: -1, Header: h, Messages: session.NewMessages(msgs)}
+	digest := session.RequestDigest(built.Header, msgs)
 	sources := append([]int64(nil), o.Sources...)
 	data := session.Oneshot{Purpose: o.Purpose, SHA256: digest, Messages: len(msgs), Instruction: o.Instruction}
 	if !session.HeaderEquals(h, session.Header{}) {

@@ -85,7 +85,7 @@ func TestContinueCarriesOnAnInterruptedTurn(t *testing.T) {
 	require.Len(t, reqs, 1)
 	msgs := reqs[0].Messages
 	require.NotEmpty(t, msgs)
-	last := msgs[len(msgs)-1]
+	last := msgs.At(msgs.Len() - 1)
 	assert.Equal(t, session.RoleTool, last.Role, "the model is asked again from the interrupted call's result")
 	assert.Contains(t, last.Content, session.CodeToolOutcomeUnknown)
 	assert.Len(t, ofType(sess.Records(), session.TypeUserMessage), 1, "a continuation adds no user message")

@@ -40,20 +40,33 @@
 // from — the loop's own fold of the session, fed with the records
 // appended since its last step — and its digest (session.RequestDigest)
 // is computed over them, encoding only the messages that are new. The
-// listeners' request carries a separate copy, kept from step to step,
-// which also grows only by the new messages. The innermost fallback
-// refuses, with [ErrRequestMutated], a request that a listener changed or
-// replaced (it proves the copy unwritten against a private byte-for-byte
-// snapshot, and compares it with the fold message by message only when
-// something was written), then logs request/digest and hands the request
-// over. A step costs what changed since the last one, not the length of
-// the conversation or of the log. Every provider
-// this package hands out ([ProviderService], [WithProvider]) is wrapped:
-// the wrapper refuses, with [ErrUnsealed], a request without a seal or
-// one that did not come through its own dispatch's fallback, and gives
-// the provider the sealed copy, which no listener holds. A listener that
-// answers a request itself (a short-circuit) hands nothing to a provider,
-// so no request/digest is logged for it.
+// messages are a read-only view of that fold ([session.Messages]): the
+// seal, every listener and the provider hold the same one, and none can
+// write it (the array is unexported; what At and All return has tool
+// calls of the caller's own), while the fold only ever appends past the
+// end of every view it made. So no copy of the conversation is made or
+// checked per step: the guarantee that nobody changed the messages holds
+// by construction. The header holds slices, so the listeners and the
+// provider each get a copy of their own. The innermost fallback refuses,
+// with [ErrRequestMutated], a request that a listener changed or replaced
+// (other messages put in place of the view are compared with the fold
+// message by message; the listeners' header with the seal's), then logs
+// request/digest and hands the request over. A step costs what changed
+// since the last one, not the length of the conversation or of the log.
+// Every provider this package hands out ([ProviderService],
+// [WithProvider]) is wrapped: the wrapper refuses, with [ErrUnsealed], a
+// request without a seal or one that did not come through its own
+// dispatch's fallback, and gives the provider the sealed request with a
+// header no listener holds. A listener that answers a request itself (a
+// short-circuit) hands nothing to a provider, so no request/digest is
+// logged for it.
+//
+// The boundary is Go's type system: reflect can read a view but not write
+// it, and only code that imports unsafe (or reaches memory some other way
+// the language does not check) could write the fold's messages, as it
+// could write the bytes of any string the loop holds. An in-process
+// plugin is trusted that far; a plugin that must not be is run out of
+// process (plugins/external), where it gets the messages over the wire.
 //
 // The one other way to a model is a declared one-shot ([Complete]): a
 // purpose, the records it shows the model and an instruction, under a

@@ -71,7 +71,7 @@ func TestCancelMidStreamKeepsDeliveredPrefix(t *testing.T) {
 	require.NoError(t, err)
 	reqs := rec.requests()
 	require.Len(t, reqs, 2)
-	assert.Equal(t, "Hello, wor", reqs[1].Messages[1].Content)
+	assert.Equal(t, "Hello, wor", reqs[1].Messages.At(1).Content)
 }
 
 func TestCancelDuringToolAbortsAfterLoggingResults(t *testing.T) {
@@ -209,11 +209,13 @@ func TestSealRefusesMutatedRequest(t *testing.T) {
 		mutate func(ctx context.Context, req *agentloop.Request, next func(context.Context, *agentloop.Request) (agentloop.Stream, error)) (agentloop.Stream, error)
 	}{
 		{"edits a message", func(ctx context.Context, req *agentloop.Request, next func(context.Context, *agentloop.Request) (agentloop.Stream, error)) (agentloop.Stream, error) {
-			req.Messages[0].Content = "something the log never saw"
+			ms := req.Messages.Clone() // the messages cannot be written: an edited copy replaces them
+			ms[0].Content = "something the log never saw"
+			req.Messages = session.NewMessages(ms)
 			return next(ctx, req)
 		}},
 		{"drops a message", func(ctx context.Context, req *agentloop.Request, next func(context.Context, *agentloop.Request) (agentloop.Stream, error)) (agentloop.Stream, error) {
-			req.Messages = req.Messages[:0]
+			req.Messages = session.NewMessages(req.Messages.Clone()[:req.Messages.Len()-1])
 			return next(ctx, req)
 		}},
 		{"edits the header", func(ctx context.Context, req *agentloop.Request, next func(context.Context, *agentloop.Request) (agentloop.Stream, error)) (agentloop.Stream, error) {
@@ -250,8 +252,10 @@ func TestSealRefusesMutatedRequest(t *testing.T) {
 func TestUnchangedRequestPassesTheSeal(t *testing.T) {
 	e := newEnv(t)
 	agentloop.LLMStream.On(e.c, func(ctx context.Context, req *agentloop.Request, next bus.Next[*agentloop.Request, agentloop.Stream]) (agentloop.Stream, error) {
-		// Reading, and writing back the same values, is not a mutation.
-		req.Messages[0].Content = string([]byte(req.Messages[0].Content))
+		// Reading, and putting back an equal copy, is not a mutation.
+		ms := req.Messages.Clone()
+		ms[0].Content = string([]byte(ms[0].Content))
+		req.Messages = session.NewMessages(ms)
 		return next(ctx, req)
 	})
 	rec := &recorder{}

@@ -17,10 +17,10 @@ import (
 )
 
 // vandal is a provider that keeps a deep copy of every request it is
-// handed and then writes that request in place, everywhere it can, as a
-// provider that trims, redacts or truncates its input might. When fail
-// says so, it then fails the call with a retryable error, so the loop
-// hands the same request again.
+// handed and then writes that request, everywhere it can, as a provider
+// that trims, redacts or truncates its input might. When fail says so,
+// it then fails the call with a retryable error, so the loop hands the
+// same request again.
 type vandal struct {
 	p    agentloop.Provider
 	fail func(call int) bool
@@ -32,7 +32,7 @@ type vandal struct {
 func (v *vandal) Stream(ctx context.Context, r *agentloop.Request) (agentloop.Stream, error) {
 	v.mu.Lock()
 	v.got = append(v.got, agentloop.Request{Session: r.Session, Turn: r.Turn, Step: r.Step, StepStart: r.StepStart,
-		Header: session.CloneHeader(r.Header), Messages: session.CloneMessages(r.Messages)})
+		Header: session.CloneHeader(r.Header), Messages: session.NewMessages(r.Messages.Clone())})
 	call := len(v.got)
 	v.mu.Unlock()
 	s, err := v.p.Stream(ctx, r)
@@ -49,11 +49,18 @@ func (v *vandal) received() []agentloop.Request {
 	return append([]agentloop.Request(nil), v.got...)
 }
 
-// vandalize trims r's messages in place (each moves one place down) and
-// then rewrites every part of r a provider can reach: contents, tool
-// calls, the header's strings, sampling, tool parameters byte by byte.
+// vandalize rewrites every part of r a provider can reach: the tool
+// calls of each message it reads (its own copies), its messages (which it
+// cannot write: it puts a trimmed, forged list in their place, each
+// message moved one place down), and in place the header's strings,
+// sampling and tool parameters byte by byte.
 func vandalize(r *agentloop.Request) {
-	ms := r.Messages
+	for _, m := range r.Messages.All() {
+		for j := range m.ToolCalls {
+			m.ToolCalls[j] = session.ToolCall{ID: forged, Name: forged, Arguments: forged}
+		}
+	}
+	ms := r.Messages.Clone()
 	if len(ms) > 1 {
 		copy(ms, ms[1:])
 	}
@@ -64,7 +71,7 @@ func vandalize(r *agentloop.Request) {
 			m.ToolCalls[j] = session.ToolCall{ID: forged, Name: forged, Arguments: forged}
 		}
 	}
-	r.Messages = ms[:len(ms)/2]
+	r.Messages = session.NewMessages(ms[:len(ms)/2])
 	h := &r.Header
 	h.System, h.Model = forged, forged
 	for i := range h.Tools {
@@ -83,9 +90,10 @@ func vandalize(r *agentloop.Request) {
 }
 
 // TestProviderWritesToItsRequestChangeNothing: the provider is handed a
-// request of its own, so whatever it writes into it — messages, tool
-// calls, the header, tool parameters, in place — reaches neither the next
-// request nor a digest, at a later step, a later turn or a retry of the
+// request of its own, with messages it cannot write and a header of its
+// own, so whatever it does to it — messages replaced, the tool calls it
+// reads, the header and tool parameters in place — reaches neither the
+// next request nor a digest, at a later step, a later turn or a retry of the
 // same step: every request it receives is the fold of the log and the
 // logged header, with the logged digest.
 func TestProviderWritesToItsRequestChangeNothing(t *testing.T) {
@@ -138,9 +146,9 @@ func TestProviderWritesToItsRequestChangeNothing(t *testing.T) {
 				}
 				msgs, err := session.DeriveMessages(before)
 				require.NoError(t, err)
-				assert.Equal(t, msgs, r.Messages, "request %d is the fold of the log", i)
+				assert.Equal(t, msgs, r.Messages.Clone(), "request %d is the fold of the log", i)
 				logged := decode[session.Digest](t, digests[d])
-				assert.Equal(t, logged.SHA256, session.RequestDigest(r.Header, r.Messages), "request %d has the logged digest", i)
+				assert.Equal(t, logged.SHA256, session.RequestDigest(r.Header, r.Messages.Clone()), "request %d has the logged digest", i)
 				assert.Equal(t, "be brief", r.Header.System)
 				assert.Equal(t, `{"type":"object"}`, string(r.Header.Tools[0].Parameters))
 				assert.Equal(t, []string{"END"}, r.Header.Stop)

@@ -46,7 +46,7 @@ func TestResumedSessionLogsResumeAndSendsFullHistory(t *testing.T) {
 	assert.Equal(t, []string{session.HeaderInitial, session.HeaderResume}, headers(t, sess))
 	reqs := rec.requests()
 	require.Len(t, reqs, 1)
-	assert.Equal(t, append(append([]session.Message(nil), before...), session.Message{Role: session.RoleUser, Content: "three"}), reqs[0].Messages)
+	assert.Equal(t, append(append([]session.Message(nil), before...), session.Message{Role: session.RoleUser, Content: "three"}), reqs[0].Messages.Clone())
 
 	// The same instance does not log it again.
 	_, err = second.Run(context.Background(), sess, "four")
@@ -70,7 +70,7 @@ func TestResumeAfterReopenFromTheStore(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{session.HeaderInitial, session.HeaderResume}, headers(t, reopened))
 	reqs := rec.requests()
-	assert.Len(t, reqs[1].Messages, 3)
+	assert.Equal(t, 3, reqs[1].Messages.Len())
 }
 
 func TestToolServiceChangeLogsHeaderChange(t *testing.T) {

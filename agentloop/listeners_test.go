@@ -3,6 +3,8 @@ package agentloop_test
 import (
 	"context"
 	"errors"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,44 +20,67 @@ import (
 
 const forged = "something the log never saw"
 
-// TestSealRefusesWritesToTheListenersCopyAtAnyStep: the listeners' copy
-// of the messages is kept from step to step and only its new messages
-// are copied, so what a listener writes into it must be refused whenever
-// and wherever it writes: into an early message or tool call at a later
-// step, or through a request kept from an earlier step, between steps.
-// An equal value written back is not a change. After a refusal the next
-// turn runs on a copy made again.
-func TestSealRefusesWritesToTheListenersCopyAtAnyStep(t *testing.T) {
+// TestListenerChangesAreRefusedOrReachNothingAtAnyStep: listeners are
+// handed a read-only view of the loop's fold, the same at every step, so
+// what a listener does to the request must either be refused (a request
+// whose messages it replaced with different ones, at a later step, for an
+// early message or tool call) or reach nothing (the tool calls of the
+// messages it reads are its own; a request kept from an earlier step is
+// not the next one; reflect cannot write the view). An equal copy put in
+// place is not a change.
+func TestListenerChangesAreRefusedOrReachNothingAtAnyStep(t *testing.T) {
 	const at = 3 // the turn whose request is written
 	for _, tc := range []struct {
 		name string
 		// during is called in the llm/stream dispatch of turn at; kept is
 		// the request of turn at-1.
-		during  func(req *agentloop.Request)
-		between func(kept *agentloop.Request)
+		during  func(t *testing.T, req *agentloop.Request)
+		between func(t *testing.T, kept *agentloop.Request)
 		refused bool
 	}{
-		{name: "an early message, at a later step", refused: true, during: func(req *agentloop.Request) {
-			req.Messages[0].Content = forged
+		{name: "an early message, at a later step", refused: true, during: func(_ *testing.T, req *agentloop.Request) {
+			req.Messages = edited(req.Messages, func(ms []session.Message) { ms[0].Content = forged })
 		}},
-		{name: "an early tool call, at a later step", refused: true, during: func(req *agentloop.Request) {
-			for i := range req.Messages {
-				if len(req.Messages[i].ToolCalls) > 0 {
-					req.Messages[i].ToolCalls[0].Arguments = `{"expression":"` + forged + `"}`
-					return
+		{name: "an early tool call, at a later step", refused: true, during: func(_ *testing.T, req *agentloop.Request) {
+			req.Messages = edited(req.Messages, func(ms []session.Message) {
+				i := slices.IndexFunc(ms, func(m session.Message) bool { return len(m.ToolCalls) > 0 })
+				ms[i].ToolCalls[0].Arguments = `{"expression":"` + forged + `"}`
+			})
+		}},
+		{name: "a whole early message, at a later step", refused: true, during: func(_ *testing.T, req *agentloop.Request) {
+			req.Messages = edited(req.Messages, func(ms []session.Message) { ms[1] = session.Message{Role: session.RoleUser, Content: forged} })
+		}},
+		{name: "the tool calls of the messages it reads", during: func(_ *testing.T, req *agentloop.Request) {
+			for _, m := range req.Messages.All() {
+				for i := range m.ToolCalls {
+					m.ToolCalls[i].Arguments = `{"expression":"` + forged + `"}`
 				}
 			}
 		}},
-		{name: "a whole early message, at a later step", refused: true, during: func(req *agentloop.Request) {
-			req.Messages[1] = session.Message{Role: session.RoleUser, Content: forged}
+		{name: "through a request kept from the step before", between: func(_ *testing.T, kept *agentloop.Request) {
+			for _, m := range kept.Messages.All() {
+				for i := range m.ToolCalls {
+					m.ToolCalls[i].Arguments = forged
+				}
+			}
+			kept.Messages = edited(kept.Messages, func(ms []session.Message) { ms[0].Content = forged })
 		}},
-		{name: "through a request kept from the step before", refused: true, between: func(kept *agentloop.Request) {
-			kept.Messages[0].Content = forged
+		{name: "through reflect", during: func(t *testing.T, req *agentloop.Request) {
+			// reflect reads the unexported array but cannot write it; only
+			// unsafe could (see agentloop's doc).
+			arr := reflect.ValueOf(&req.Messages).Elem().Field(0)
+			require.Equal(t, reflect.Slice, arr.Kind())
+			assert.False(t, arr.CanSet())
+			assert.False(t, arr.Index(0).FieldByName("Content").CanSet())
+			assert.Panics(t, func() { arr.Index(0).FieldByName("Content").SetString(forged) })
+			assert.Panics(t, func() { arr.Set(reflect.ValueOf([]session.Message{{Role: session.RoleUser, Content: forged}})) })
+			assert.Panics(t, func() { _ = arr.Interface() })
 		}},
-		{name: "equal values written back", during: func(req *agentloop.Request) {
-			req.Messages[0].Content = strings.Clone(req.Messages[0].Content)
-			m := &req.Messages[1]
-			m.ToolCalls = append([]session.ToolCall(nil), m.ToolCalls...)
+		{name: "an equal copy put in place", during: func(_ *testing.T, req *agentloop.Request) {
+			req.Messages = edited(req.Messages, func(ms []session.Message) {
+				ms[0].Content = strings.Clone(ms[0].Content)
+				ms[1].ToolCalls = append([]session.ToolCall(nil), ms[1].ToolCalls...)
+			})
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,7 +89,7 @@ func TestSealRefusesWritesToTheListenersCopyAtAnyStep(t *testing.T) {
 			var kept *agentloop.Request
 			agentloop.LLMStream.On(e.c, func(ctx context.Context, req *agentloop.Request, next bus.Next[*agentloop.Request, agentloop.Stream]) (agentloop.Stream, error) {
 				if turn == at && tc.during != nil {
-					tc.during(req)
+					tc.during(t, req)
 				}
 				kept = req
 				return next(ctx, req)
@@ -79,7 +104,7 @@ func TestSealRefusesWritesToTheListenersCopyAtAnyStep(t *testing.T) {
 			sess := e.session()
 			for turn = 1; turn <= at+1; turn++ {
 				if turn == at && tc.between != nil {
-					tc.between(kept)
+					tc.between(t, kept)
 				}
 				res, err := a.Run(context.Background(), sess, "What is 21 times two?")
 				if turn == at && tc.refused {
@@ -100,7 +125,7 @@ func TestSealRefusesWritesToTheListenersCopyAtAnyStep(t *testing.T) {
 			}
 			require.Len(t, reqs, want, "the refused request never reaches the provider")
 			for _, r := range reqs {
-				for _, m := range r.Messages {
+				for _, m := range r.Messages.All() {
 					assert.NotContains(t, m.Content, forged)
 					for _, c := range m.ToolCalls {
 						assert.NotContains(t, c.Arguments, forged)
@@ -110,4 +135,12 @@ func TestSealRefusesWritesToTheListenersCopyAtAnyStep(t *testing.T) {
 			verifyLog(t, sess.Info(), sess.Records())
 		})
 	}
+}
+
+// edited returns a copy of msgs changed by edit: a listener cannot write
+// the messages it is handed, only put others in their place.
+func edited(msgs session.Messages, edit func([]session.Message)) session.Messages {
+	ms := msgs.Clone()
+	edit(ms)
+	return session.NewMessages(ms)
 }

@@ -105,14 +105,14 @@ func TestRequestIsHeaderPlusFoldBeforeStepStart(t *testing.T) {
 		assert.Equal(t, session.TypeStepStart, recs[req.StepStart].Type())
 		want, err := session.DeriveMessages(recs[:req.StepStart])
 		require.NoError(t, err)
-		assert.Equal(t, want, req.Messages, "request %d", i)
+		assert.Equal(t, want, req.Messages.Clone(), "request %d", i)
 		h, ok := session.DeriveHeader(recs[:req.StepStart+2])
 		require.True(t, ok)
 		assert.True(t, session.HeaderEquals(h, req.Header))
 		d := decode[session.Digest](t, digests[i])
-		assert.Equal(t, session.RequestDigest(req.Header, req.Messages), d.SHA256)
+		assert.Equal(t, session.RequestDigest(req.Header, req.Messages.Clone()), d.SHA256)
 		assert.Equal(t, req.Digest(), d.SHA256)
-		assert.Equal(t, len(req.Messages), d.Messages)
+		assert.Equal(t, req.Messages.Len(), d.Messages)
 	}
 	// The header is logged once: nothing changed between the steps.
 	assert.Len(t, ofType(recs, session.TypeRequestHeader), 1)
@@ -187,8 +187,8 @@ func TestPrepareRunsBeforeTurnStart(t *testing.T) {
 	assert.NotSame(t, rec, got.Provider, "the prepare event carries the wrapped provider")
 	reqs := rec.requests()
 	require.Len(t, reqs, 1)
-	require.Len(t, reqs[0].Messages, 2)
-	assert.Equal(t, "context", reqs[0].Messages[0].Content)
+	require.Equal(t, 2, reqs[0].Messages.Len())
+	assert.Equal(t, "context", reqs[0].Messages.At(0).Content)
 	assert.Equal(t, session.TypeUserMessage, sess.Records()[0].Type())
 }
 
@@ -224,7 +224,7 @@ func TestCompleteSendsADeclaredOneShotAndLogsIt(t *testing.T) {
 	msgs := []session.Message{{Role: session.RoleUser, Content: "a long story"}, {Role: session.RoleUser, Content: "summarize"}}
 	reqs := rec.requests()
 	require.Len(t, reqs, 1)
-	assert.Equal(t, msgs, reqs[0].Messages)
+	assert.Equal(t, msgs, reqs[0].Messages.Clone())
 	assert.Equal(t, hdr, reqs[0].Header)
 
 	recs := sess.Records()

@@ -20,7 +20,7 @@ import (
 type splitter struct{}
 
 func (splitter) Stream(_ context.Context, req *agentloop.Request) (agentloop.Stream, error) {
-	if m := req.Messages; len(m) > 0 && m[len(m)-1].Role == session.RoleTool {
+	if m := req.Messages; m.Len() > 0 && m.At(m.Len()-1).Role == session.RoleTool {
 		return textStream("caf\xc3", "\xa9 \xff"), nil
 	}
 	return func(yield func(agentloop.Chunk, error) bool) {

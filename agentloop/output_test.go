@@ -72,7 +72,7 @@ func TestOutputIsTheLastStepsAnswer(t *testing.T) {
 	assert.Equal(t, `{"ok":false}`, res.Content)
 	reqs := rec.requests()
 	require.Len(t, reqs, 3)
-	last := reqs[2].Messages[len(reqs[2].Messages)-1]
+	last := reqs[2].Messages.At(reqs[2].Messages.Len() - 1)
 	assert.Equal(t, session.RoleUser, last.Role)
 	assert.Contains(t, last.Content, "the answer is empty")
 	for _, r := range reqs {

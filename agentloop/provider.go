@@ -26,7 +26,10 @@ type Request struct {
 	// messages are the fold of every event before it.
 	StepStart int64
 	Header    session.Header
-	Messages  []session.Message
+	// Messages are read-only (see [session.Messages]): the loop shares
+	// them with every listener and the provider, none of which can write
+	// them.
+	Messages session.Messages
 
 	seal *seal // minted by this package only
 }
@@ -77,9 +80,12 @@ type Stream = iter.Seq2[Chunk, error]
 // step's request reaches the implementation only through the llm/stream
 // fallback of its own dispatch, unchanged since it was sealed, and a
 // one-shot only through [Complete]. The implementation receives the
-// request as sealed, in a copy of its own that no listener holds: it may
-// write it freely (trim, redact), and nothing it writes reaches the next
-// request, the log or a digest.
+// request as sealed, in a Request of its own: its messages are a
+// read-only view ([session.Messages]) that the loop and the listeners
+// hold too and nobody can write, and its header is a copy no listener
+// holds, which it may write freely. It builds what it sends from them
+// (trimmed, redacted) in memory of its own; nothing it does reaches the
+// next request, the log or a digest.
 type Provider interface {
 	Stream(ctx context.Context, req *Request) (Stream, error)
 }

@@ -28,22 +28,24 @@ func (r *Request) Digest() string {
 // was minted for.
 //
 // It owns what it compares with: built is the request as the loop built
-// it, with a header and messages no one outside the package holds (for a
-// step, the loop's own fold of the log; the request the listeners see
-// carries a separate copy, see reqView), and the digest was computed over
-// exactly that. The guard hands the provider a copy of built of its own,
-// never the one listeners hold nor built itself, so nothing a listener
-// does to its copy — at any time — reaches the provider, and nothing the
-// provider does to its copy reaches anything the loop keeps.
+// it, and the digest was computed over exactly that. Its messages are a
+// read-only view ([session.Messages]; for a step, of the loop's own fold
+// of the log), which the listeners' request and the provider's carry too:
+// nobody holding a view can write what it shows, so sharing it is safe.
+// Its header is one no one outside the package holds; the listeners and
+// the provider each get a copy of their own (see handedHeaders), so
+// nothing a listener does to its header — at any time — reaches the
+// provider, and nothing the provider does to its header reaches anything
+// the loop keeps.
 type seal struct {
 	req     *Request // the request it was minted for; any other is unsealed
 	purpose string   // a one-shot's purpose; "" for a step
 	built   Request  // owned: the request as built
 	digest  string
-	// out holds the listeners' copy of a step's messages, which the
+	// hdrs holds the listeners' copy of a step's header, which the
 	// request carries, and the provider's (nil for a one-shot, whose
-	// copies are made whole).
-	out *handouts
+	// copies are made afresh).
+	hdrs *handedHeaders
 
 	// log appends the request's record (request/digest of a step,
 	// request/oneshot of a one-shot); it runs once, when the request is
@@ -58,21 +60,19 @@ type seal struct {
 	armed atomic.Bool
 }
 
-// handoff is the request the guard gives the provider: a copy of the
-// request as built that the provider may write freely, still sealed
-// (providers may read LoopBuilt and Digest). For a step it is the
-// provider's copy kept between steps, proven unwritten since the last
-// handoff or made again (see handedCopy.renew); a one-shot's is made
-// whole.
+// handoff is the request the guard gives the provider: the request as
+// built, still sealed (providers may read LoopBuilt and Digest), with a
+// header of the provider's own, which it may write freely. Its messages
+// are the sealed view, which nobody can write. For a step the header is
+// the provider's copy kept between steps, copied again when it no longer
+// equals the sealed one (see handedHeaders.renew); a one-shot's is made
+// afresh.
 func (s *seal) handoff() *Request {
 	out := s.built
-	if s.out != nil {
-		p := &s.out.prov
-		p.renew(&s.built.Header, s.built.Messages)
-		n := len(p.msgs)
-		out.Header, out.Messages = p.header, p.msgs[:n:n]
+	if s.hdrs != nil {
+		out.Header = *s.hdrs.renew(&s.built.Header)
 	} else {
-		out.Header, out.Messages = session.CloneHeader(out.Header), session.CloneMessages(out.Messages)
+		out.Header = session.CloneHeader(out.Header)
 	}
 	out.seal = s
 	return &out
@@ -163,21 +163,16 @@ func (s *seal) differs(r *Request) string {
 		return "seal"
 	}
 	b := &s.built
-	switch {
-	case r.Session != b.Session, r.Turn != b.Turn, r.Step != b.Step, r.StepStart != b.StepStart:
+	if r.Session != b.Session || r.Turn != b.Turn || r.Step != b.Step || r.StepStart != b.StepStart {
 		return "step"
-	case len(r.Messages) != len(b.Messages):
-		return "messages"
 	}
-	// The listeners' copy, untouched since it was copied from what the
-	// seal owns, is equal to it; otherwise (something was written, maybe
-	// an equal value) the messages are compared.
-	if s.out == nil || !s.out.lis.unwritten(r.Messages) {
-		for i := range r.Messages {
-			if !r.Messages[i].Equal(&b.Messages[i]) {
-				return fmt.Sprintf("message %d", i)
-			}
+	// The listeners' request carries the sealed view itself unless a
+	// listener put another there: then it is compared message by message.
+	if i := r.Messages.Diff(b.Messages); i >= 0 {
+		if r.Messages.Len() != b.Messages.Len() {
+			return "messages"
 		}
+		return fmt.Sprintf("message %d", i)
 	}
 	return headerDiffers(&r.Header, &b.Header)
 }
@@ -219,25 +214,20 @@ func short(d string) string {
 }
 
 // mint seals a request as built: the returned request, for the listeners,
-// carries out.lis's messages and header (the view's copies of built's,
-// which the caller keeps nowhere else reachable from built; nil: deep
-// copies are made), the provider is handed out.prov's, and the seal keeps
-// built itself, which the caller must not hand out. log appends the
-// request's record when it is first handed to the provider.
-func mint(built Request, out *handouts, purpose, digest string, log func() error) *Request {
+// carries built's messages (a read-only view) and hdrs.lis as its header
+// (nil: a copy is made), the provider is handed hdrs.prov, and the seal
+// keeps built itself, whose header the caller must not hand out. log
+// appends the request's record when it is first handed to the provider.
+func mint(built Request, hdrs *handedHeaders, purpose, digest string, log func() error) *Request {
 	built.seal = nil
-	var (
-		msgs []session.Message
-		h    session.Header
-	)
-	if out != nil {
-		n := len(out.lis.msgs)
-		msgs, h = out.lis.msgs[:n:n], out.lis.header
+	h := built.Header
+	if hdrs != nil {
+		h = hdrs.lis
 	} else {
-		msgs, h = session.CloneMessages(built.Messages), session.CloneHeader(built.Header)
+		h = session.CloneHeader(h)
 	}
 	r := &Request{Session: built.Session, Turn: built.Turn, Step: built.Step, StepStart: built.StepStart,
-		Header: h, Messages: msgs}
-	r.seal = &seal{req: r, purpose: purpose, built: built, digest: digest, log: log, out: out}
+		Header: h, Messages: built.Messages}
+	r.seal = &seal{req: r, purpose: purpose, built: built, digest: digest, log: log, hdrs: hdrs}
 	return r
 }

@@ -211,7 +211,7 @@ func TestContinueRetriesAnIdempotentCallWithItsKey(t *testing.T) {
 	reqs := rec.requests()
 	require.Len(t, reqs, 1)
 	msgs := reqs[0].Messages
-	assert.Contains(t, msgs[len(msgs)-1].Content, "paid", "the model is shown the retry's outcome")
+	assert.Contains(t, msgs.At(msgs.Len()-1).Content, "paid", "the model is shown the retry's outcome")
 	r.verify(t)
 }
 
@@ -230,7 +230,7 @@ func TestContinueLeavesANonIdempotentCallUnknown(t *testing.T) {
 	assert.Empty(t, ofType(r.sess.Records(), session.TypeToolRetry))
 	assert.Empty(t, ofType(r.sess.Records(), session.TypeToolReconcile))
 	msgs := rec.requests()[0].Messages
-	assert.Contains(t, msgs[len(msgs)-1].Content, session.CodeToolOutcomeUnknown)
+	assert.Contains(t, msgs.At(msgs.Len()-1).Content, session.CodeToolOutcomeUnknown)
 	r.verify(t)
 }
 

@@ -123,19 +123,20 @@ func (t *turn) openStep(n int) (session.Record, error) {
 //
 // The fold and the header read here are the loop's own: the seal keeps
 // them, computes the digest over them and compares the request with
-// them; listeners and the provider get the view's copies.
+// them; listeners and the provider get a read-only view of the fold and
+// copies of the header.
 // request/digest is logged by the fallback, once the request passed the
 // check and is handed to the provider, so a refused step leaves no
 // digest.
 func (t *turn) buildRequest(n int, start session.Record, want session.Header) (*Request, error) {
-	fold, handed, same := t.view.request()
+	fold, view, same := t.view.request()
 	logged, err := t.logHeader(want)
 	if err != nil {
 		return nil, err
 	}
 	digest := t.dig.digestFrom(logged, fold, same)
-	built := Request{Session: t.sess.ID(), Turn: t.n, Step: n, StepStart: start.Seq(), Header: logged, Messages: fold}
-	return mint(built, handed, "", digest, func() error {
+	built := Request{Session: t.sess.ID(), Turn: t.n, Step: n, StepStart: start.Seq(), Header: logged, Messages: view}
+	return mint(built, &t.view.hdrs, "", digest, func() error {
 		_, err := t.append(session.Event{Type: session.TypeRequestDigest, Step: n, Data: session.Digest{SHA256: digest, Messages: len(fold)}})
 		return err
 	}), nil
@@ -196,8 +197,8 @@ func (t *turn) streamStep(ctx context.Context, n int, prov Provider, req *Reques
 		err = req.seal.logErr // request/digest could not be logged
 	}
 	if err != nil || streamErr != nil {
-		// A refusal may have been a write to the listeners' copy (or by
-		// the provider to what it was handed): build both again.
+		// A refusal may have been a write to the listeners' header (or by
+		// the provider to its own): build the view and the digest again.
 		*t.view, *t.dig = reqView{}, digester{}
 	}
 	if err != nil {

@@ -13,22 +13,20 @@ import (
 // length of the conversation or of the log.
 //
 // fold is the loop's own fold of the log (a session.Fold fed with the
-// records the loop has not folded yet): the messages a seal owns. Nothing
-// outside the package can reach it, and the loop never writes it: a
-// fold's messages are never written once made (see [session.Fold]). out
-// holds the copies the listeners and the provider are handed (see
-// handouts). All only grow between replaces, so a step copies only the
-// new messages into each; the seal's check of the listeners' copy (in
-// sealedFallback) is what proves a listener wrote nothing, and the
-// handoff's check of the provider's (handedCopy.renew) that the provider
-// did not. After a refused or failed dispatch the view is dropped and
-// built again.
+// records the loop has not folded yet): the messages a seal owns. A
+// request carries a read-only view of it ([session.Fold.View]), shared by
+// the seal, the listeners and the provider, none of which can write it;
+// and the fold never writes a message it made (see [session.Fold]). So
+// the view is handed out as it is, without a copy and without a check
+// that nobody wrote it. hdrs holds the copies of the header the
+// listeners and the provider are handed (see handedHeaders). After a
+// refused or failed dispatch the view is dropped and built again.
 type reqView struct {
 	n    int            // records folded: seqs 0..n-1
 	last session.Record // record n-1, to tell that the log is another
 	fold session.Fold
 
-	out handouts // each of fold.Messages()[:len(out.lis.msgs)]
+	hdrs handedHeaders
 	// same is how many leading messages of the fold are unchanged since
 	// the last request (see digester.digestFrom); spliced says a replace
 	// was folded since.
@@ -37,7 +35,7 @@ type reqView struct {
 
 	// hdrRec is the latest request/header record the view saw; hdr is
 	// its header (owned, for the seal), derived once per record (hdrOf),
-	// and out's headers the listeners' and the provider's copies of it.
+	// and hdrs the listeners' and the provider's copies of it.
 	hdrRec, hdrOf session.Record
 	hdr           session.Header
 
@@ -90,18 +88,16 @@ func since(dst []session.Record, sess *live.Session, n int, last session.Record,
 	return tail, ok
 }
 
-// request returns the fold (owned: for the seal), the copies of it to
-// hand out, and how many leading messages are unchanged since the
-// previous request.
-func (v *reqView) request() (own []session.Message, out *handouts, same int) {
-	own = v.fold.Messages()
-	if v.spliced || len(v.out.lis.msgs) > len(own) {
-		v.out, v.same, v.spliced, v.hdrOf = handouts{}, 0, false, session.Record{}
+// request returns the fold (owned: for the seal and the digest), the
+// read-only view of it to hand out, and how many leading messages are
+// unchanged since the previous request.
+func (v *reqView) request() (own []session.Message, view session.Messages, same int) {
+	own, view = v.fold.Messages(), v.fold.View()
+	if v.spliced || v.same > len(own) {
+		v.same, v.spliced = 0, false
 	}
-	v.out.lis.add(own[len(v.out.lis.msgs):])
-	v.out.prov.add(own[len(v.out.prov.msgs):])
 	same, v.same = v.same, len(own)
-	return own, &v.out, same
+	return own, view, same
 }
 
 // sawHeader notes r, a request/header record the loop appended after the
@@ -110,7 +106,7 @@ func (v *reqView) sawHeader(r session.Record) { v.hdrRec = r }
 
 // header returns the latest logged request header the view saw, as
 // [live.Session.Header] would: the seal's own copy, made once per header
-// record, like the copies in out. The seal compares the listeners' copy
+// record, like the copies in hdrs. The seal compares the listeners' copy
 // with its own at every request, and a refusal drops the view; the
 // handoff renews the provider's when it differs: so the copies are kept
 // from step to step.
@@ -120,8 +116,7 @@ func (v *reqView) header() (session.Header, bool) {
 	}
 	if v.hdrOf != v.hdrRec {
 		v.hdr, _ = session.DeriveHeader([]session.Record{v.hdrRec})
-		v.out.lis.header = session.CloneHeader(v.hdr)
-		v.out.prov.header = session.CloneHeader(v.hdr)
+		v.hdrs = handedHeaders{lis: session.CloneHeader(v.hdr), prov: session.CloneHeader(v.hdr)}
 		v.hdrOf = v.hdrRec
 	}
 	return v.hdr, true

@@ -24,7 +24,7 @@ func benchRequest(tb testing.TB, messages int) ([]session.Record, *agentloop.Req
 	b.add(session.Event{Type: session.TypeUserMessage, Turn: b.turn, Data: session.UserMessage{Content: "one more question"}})
 	msgs := session.CloneMessages(b.fold.Messages())
 	start := b.add(session.Event{Type: session.TypeStepStart, Turn: b.turn, Step: 1, Data: session.StepStart{}})
-	req := &agentloop.Request{Session: "bench", Turn: b.turn, Step: 1, StepStart: start.Seq(), Header: session.CloneHeader(b.header), Messages: msgs}
+	req := &agentloop.Request{Session: "bench", Turn: b.turn, Step: 1, StepStart: start.Seq(), Header: session.CloneHeader(b.header), Messages: session.NewMessages(msgs)}
 	if v := invariants.CheckRequest(b.records, req); v != nil {
 		tb.Fatalf("benchmark request does not pass: %s", v)
 	}
@@ -69,7 +69,7 @@ func BenchmarkCheckRequestJSONBaseline(b *testing.B) {
 				y, _ := json.Marshal(struct {
 					H session.Header
 					M []session.Message
-				}{req.Header, req.Messages})
+				}{req.Header, req.Messages.Clone()})
 				if !bytes.Equal(x, y) {
 					b.Fatal("differs")
 				}

@@ -25,12 +25,12 @@
 //     fold is the plugin's own derivation, kept incrementally from the
 //     records it saw committed (its trace projects each surface record
 //     with the pure per-record projection, session.Project, and snapshots
-//     the messages at each step/start). A request whose messages are the
-//     array the plugin passed at the previous step, grown, is compared
-//     from where that comparison ended (agentloop's seal refuses any
-//     request whose listeners' copy was written since it was made), so a
-//     check costs what the step added, not the request's length nor the
-//     log's; a request the trace cannot place is checked
+//     the messages at each step/start). A request whose messages share
+//     their array with the view the plugin passed at the previous step
+//     (session.Messages.SharedPrefix: views cannot be written) is
+//     compared from where that comparison ended, so a check costs what
+//     the step added, not the request's length nor the log's; a request
+//     the trace cannot place is checked
 //     against a fold of the whole log ([CheckRequest]). Only
 //     loop-built requests are checked at runtime; a one-shot's request is
 //     made of its log by agentloop (its cited records' projections and its

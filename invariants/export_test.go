@@ -15,7 +15,7 @@ func CompareRequest(want []session.Message, header session.Header, req *agentloo
 	if v := requestHeader(header, true, req.Header); v != nil {
 		return v
 	}
-	return orphanedToolResult(req.Messages)
+	return orphanedToolResult(req.Messages.Clone())
 }
 
 // Replay, for the benchmarks, runs the append rules over a whole log as

@@ -314,7 +314,7 @@ func (k *checker) checkRequest(ctx context.Context, req *agentloop.Request) erro
 // comparing a request with it reads two arrays in order, where projecting
 // each surface record again would chase a pointer per message. A request
 // that equals the fold has an orphaned tool result just when the fold
-// has one (orphan), which is found only then.
+// has one (orphan), which is found only then, in the fold.
 func checkAgainst(fold []session.Message, h session.Header, headed, orphan bool, req *agentloop.Request, from int) *Violation {
 	if v := requestReconstructionFrom(fold, req.Messages, from); v != nil {
 		return v
@@ -325,7 +325,7 @@ func checkAgainst(fold []session.Message, h session.Header, headed, orphan bool,
 	if !orphan {
 		return nil
 	}
-	return orphanedToolResult(req.Messages)
+	return orphanedToolResult(fold) // the request equals it
 }
 
 // onStatus checks agent status transitions.
@@ -360,14 +360,17 @@ func CheckRequest(records []session.Record, req *agentloop.Request) *Violation {
 	if err != nil {
 		return &Violation{Rule: RuleRequestReconstruction, Seq: -1, Index: -1, Message: fmt.Sprintf("the log does not fold: %v", err)}
 	}
-	if !equal {
-		want, _, _, _ := session.DeriveRequest(records, int(req.StepStart))
-		if v := requestReconstruction(want, sent); v != nil {
+	var fold []session.Message // what the request equals
+	if equal {
+		fold = sent.Clone()
+	} else {
+		fold, _, _, _ = session.DeriveRequest(records, int(req.StepStart))
+		if v := requestReconstruction(fold, sent); v != nil {
 			return v
 		}
 	}
 	if v := requestHeader(h, ok, req.Header); v != nil {
 		return v
 	}
-	return orphanedToolResult(sent)
+	return orphanedToolResult(fold)
 }

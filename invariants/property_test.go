@@ -237,7 +237,7 @@ func TestPropertyCheckRequestMatchesFreshFold(t *testing.T) {
 			require.True(rt, ok)
 			require.Equal(rt, want, again, "DeriveRequest folds like DeriveMessages")
 			require.True(rt, session.HeaderEquals(b.header, h))
-			req := &agentloop.Request{Session: "gen", Turn: r.Turn(), Step: r.Step(), StepStart: r.Seq(), Header: b.header, Messages: session.CloneMessages(want)}
+			req := &agentloop.Request{Session: "gen", Turn: r.Turn(), Step: r.Step(), StepStart: r.Seq(), Header: b.header, Messages: session.NewMessages(session.CloneMessages(want))}
 			if v := invariants.CheckRequest(b.records, req); v != nil {
 				rt.Fatalf("step at seq %d: %s", r.Seq(), v)
 			}
@@ -251,7 +251,7 @@ func TestPropertyCheckRequestMatchesFreshFold(t *testing.T) {
 			} else {
 				bad[k].Content += "?"
 			}
-			req.Messages = bad
+			req.Messages = session.NewMessages(bad)
 			v := invariants.CheckRequest(b.records, req)
 			require.NotNil(rt, v, "a changed request at seq %d passed", r.Seq())
 			require.Equal(rt, invariants.RuleRequestReconstruction, v.Rule)

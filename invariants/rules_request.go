@@ -10,29 +10,29 @@ import (
 // requestReconstruction: the request's messages equal, position by
 // position, the fresh fold of the log prefix before the in-flight step's
 // step/start. It allocates nothing unless it finds a divergence.
-func requestReconstruction(expected, actual []session.Message) *Violation {
+func requestReconstruction(expected []session.Message, actual session.Messages) *Violation {
 	return requestReconstructionFrom(expected, actual, 0)
 }
 
 // requestReconstructionFrom is requestReconstruction for messages whose
 // first from positions are known equal (see checkedPrefix).
-func requestReconstructionFrom(expected, actual []session.Message, from int) *Violation {
-	n := min(len(expected), len(actual))
+func requestReconstructionFrom(expected []session.Message, actual session.Messages, from int) *Violation {
+	n := min(len(expected), actual.Len())
 	for i := from; i < n; i++ {
-		if !expected[i].Equal(&actual[i]) {
+		if !actual.EqualAt(i, &expected[i]) {
 			return &Violation{Rule: RuleRequestReconstruction, Seq: -1, Index: i,
 				Message:  fmt.Sprintf("message %d differs from the fold of the log", i),
-				Expected: excerpt(expected, i), Actual: excerpt(actual, i)}
+				Expected: excerpt(expected, i), Actual: excerpt(actual.Clone(), i)}
 		}
 	}
-	if len(expected) != len(actual) {
+	if len(expected) != actual.Len() {
 		what := "drops"
-		if len(actual) > len(expected) {
+		if actual.Len() > len(expected) {
 			what = "adds"
 		}
 		return &Violation{Rule: RuleRequestReconstruction, Seq: -1, Index: n,
-			Message:  fmt.Sprintf("request %s messages: %d sent, the log folds to %d", what, len(actual), len(expected)),
-			Expected: excerpt(expected, n), Actual: excerpt(actual, n)}
+			Message:  fmt.Sprintf("request %s messages: %d sent, the log folds to %d", what, actual.Len(), len(expected)),
+			Expected: excerpt(expected, n), Actual: excerpt(actual.Clone(), n)}
 	}
 	return nil
 }

@@ -201,7 +201,8 @@ func (v *visitor) deleted(ctx context.Context, base *view, d int64, res *sendRes
 	n := len(kept)
 	return sess, func(r *agentloop.Request) {
 		// This turn's messages follow what the forged log folds to.
-		r.Messages = append(session.CloneMessages(own), r.Messages[min(n, len(r.Messages)):]...)
+		sent := r.Messages.Clone()
+		r.Messages = session.NewMessages(append(own, sent[min(n, len(sent)):]...))
 	}, nil
 }
 
@@ -311,8 +312,10 @@ func (e *edit) apply() (func(*agentloop.Request), string, error) {
 			return nil, "", fmt.Errorf("%w: message index %d", errInvalid, i)
 		}
 		return func(r *agentloop.Request) {
-			if i < len(r.Messages) {
-				r.Messages[i].Content = content
+			if i < r.Messages.Len() {
+				ms := r.Messages.Clone()
+				ms[i].Content = content
+				r.Messages = session.NewMessages(ms)
 			}
 		}, fmt.Sprintf("message %d of the request edited on its way to the model, bypassing the log", i), nil
 	case targetSystem:
@@ -326,7 +329,7 @@ func (e *edit) apply() (func(*agentloop.Request), string, error) {
 // viewOf copies a request.
 func viewOf(r *agentloop.Request) *requestView {
 	return &requestView{Turn: r.Turn, Step: r.Step, StepStart: r.StepStart,
-		Header: session.CloneHeader(r.Header), Messages: session.CloneMessages(r.Messages)}
+		Header: session.CloneHeader(r.Header), Messages: r.Messages.Clone()}
 }
 
 // compare marks sent against the fold and header it must equal, in the

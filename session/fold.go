@@ -279,18 +279,18 @@ func DeriveRequest(records []Record, before int) ([]Message, Header, bool, error
 // message by message, and returns the request header as [DeriveRequest]
 // does. For a log without replaces it allocates nothing, and it hands out
 // nothing of the records: the comparison happens here.
-func MatchRequest(records []Record, before int, msgs []Message) (equal bool, h Header, ok bool, err error) {
+func MatchRequest(records []Record, before int, msgs Messages) (equal bool, h Header, ok bool, err error) {
 	count := 0
 	equal = true
 	h, ok, err = deriveRequestFunc(records, before, func(i int, m *Message) bool {
 		count = i + 1
-		equal = i < len(msgs) && m.Equal(&msgs[i])
+		equal = msgs.EqualAt(i, m)
 		return equal
 	})
 	if err != nil {
 		return false, Header{}, false, err
 	}
-	return equal && count == len(msgs), h, ok, nil
+	return equal && count == msgs.Len(), h, ok, nil
 }
 
 // deriveRequestFunc is [DeriveRequest] without building the message list:

@@ -34,7 +34,7 @@ func shortCircuit(c *bus.Context) func(ctx context.Context, r req, _ next) (agen
 		if err != nil {
 			return nil, err
 		}
-		forgeInPlace(r.Messages)
+		forgeRequest(r)
 		return p.Stream(ctx, r)
 	}
 }
@@ -134,7 +134,7 @@ func TestDirectProviderCallsAreRefused(t *testing.T) {
 				return err
 			}
 			_, called = p.Stream(context.Background(), &agentloop.Request{Session: sess.ID(),
-				Messages: []session.Message{{Role: session.RoleUser, Content: forged}}})
+				Messages: session.NewMessages([]session.Message{{Role: session.RoleUser, Content: forged}})})
 			return nil
 		}), nil)
 		assert.ErrorIs(t, called, agentloop.ErrUnsealed)
@@ -166,7 +166,7 @@ func launder(c *bus.Context, target func(ctx context.Context, r req) (*live.Sess
 		}
 		var sources []int64
 		if sess.ID() != r.Session {
-			for _, m := range r.Messages {
+			for _, m := range r.Messages.All() {
 				rec, err := sess.Append(ctx, session.Event{Type: session.TypeUserMessage, Data: session.UserMessage{Content: m.Role + ": " + m.Content}})
 				if err != nil {
 					return nil, err
@@ -273,7 +273,7 @@ func TestOneShotWithoutTheStepContextIsAccountedForByItsOwnLog(t *testing.T) {
 	h, msgs, ok, err := session.OneshotRequest(recs, shot)
 	require.NoError(t, err)
 	require.True(t, ok)
-	assert.Equal(t, msgs, got[0].Messages, "what the provider received is what the scratch log re-derives")
+	assert.Equal(t, msgs, got[0].Messages.Clone(), "what the provider received is what the scratch log re-derives")
 	assert.True(t, session.HeaderEquals(h, got[0].Header))
 	assert.Equal(t, forged, msgs[len(msgs)-1].Content, "the forged text is in the log, as the instruction")
 }
@@ -292,7 +292,7 @@ func TestWritingTheSharedFoldIsRefused(t *testing.T) {
 					}
 					sess, _ := mgr.Get(r.Session)
 					forgeInPlace(sess.Messages())
-					forgeInPlace(r.Messages)
+					forgeRequest(r)
 					return n(ctx, r)
 				})
 				return nil
@@ -329,7 +329,7 @@ func TestWritingTheRecordsBackingArrayIsRefused(t *testing.T) {
 				}
 			}
 			forgeInPlace(sess.Messages())
-			forgeInPlace(r.Messages)
+			forgeRequest(r)
 			return n(ctx, r)
 		}, bus.Prepend)
 		return nil
@@ -375,7 +375,7 @@ func TestDigestCacheCannotBeFooledByWritingTheFold(t *testing.T) {
 	}
 	require.Len(t, logged, len(got))
 	for i := range got {
-		assert.Equal(t, session.RequestDigest(got[i].Header, got[i].Messages), logged[i], "request %d", i)
+		assert.Equal(t, session.RequestDigest(got[i].Header, got[i].Messages.Clone()), logged[i], "request %d", i)
 	}
 	w.requireVerifies(t, sess)
 }
@@ -389,7 +389,7 @@ func TestRefusedStepLeavesALogThatVerifies(t *testing.T) {
 	w.mount(t, attacker("early", func(c *bus.Context) error {
 		bus.Veto.On(c, func(ctx context.Context, d bus.Dispatch) error {
 			if r, ok := d.Payload.(*agentloop.Request); ok && r.LoopBuilt() {
-				forgeInPlace(r.Messages)
+				forgeRequest(r)
 			}
 			return nil
 		})
@@ -421,14 +421,14 @@ func TestWarnModeReportsAndTheSealStillRefuses(t *testing.T) {
 				if tc.beforeTest {
 					bus.Veto.On(c, func(ctx context.Context, d bus.Dispatch) error {
 						if r, ok := d.Payload.(*agentloop.Request); ok {
-							forgeInPlace(r.Messages)
+							forgeRequest(r)
 						}
 						return nil
 					})
 					return nil
 				}
 				agentloop.LLMStream.On(c, func(ctx context.Context, r req, n next) (agentloop.Stream, error) {
-					forgeInPlace(r.Messages)
+					forgeRequest(r)
 					return n(ctx, r)
 				}, bus.Prepend)
 				return nil
@@ -468,7 +468,7 @@ func TestLegitimatePathsReachTheProvider(t *testing.T) {
 	assert.Equal(t, "ok", reply.Content)
 	got := w.rec.received()
 	require.Len(t, got, 2)
-	assert.Equal(t, []session.Message{{Role: session.RoleUser, Content: "hello"}, {Role: session.RoleUser, Content: "A title for the conversation above."}}, got[1].Messages)
+	assert.Equal(t, []session.Message{{Role: session.RoleUser, Content: "hello"}, {Role: session.RoleUser, Content: "A title for the conversation above."}}, got[1].Messages.Clone())
 	assert.Equal(t, 1, count(sess.Records(), session.TypeRequestDigest))
 	assert.Equal(t, 1, count(sess.Records(), session.TypeRequestOneshot))
 	assert.Equal(t, 1, count(sess.Records(), session.TypeRequestUsage))

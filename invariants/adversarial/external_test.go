@@ -63,7 +63,7 @@ func TestOutOfProcessPluginCannotSubscribeToRequests(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, session.ReasonCompleted, res.Reason)
 	require.Len(t, w.rec.received(), 1)
-	assert.Equal(t, "hello", w.rec.received()[0].Messages[0].Content)
+	assert.Equal(t, "hello", w.rec.received()[0].Messages.At(0).Content)
 	require.NoError(t, sess.Flush(context.Background()))
 	w.requireVerifies(t, sess)
 }

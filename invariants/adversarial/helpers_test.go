@@ -43,7 +43,7 @@ func (r *recorder) Name() string { return r.p.Name() }
 func (r *recorder) Stream(ctx context.Context, req *agentloop.Request) (agentloop.Stream, error) {
 	r.mu.Lock()
 	r.got = append(r.got, agentloop.Request{Session: req.Session, Turn: req.Turn, Step: req.Step,
-		Header: session.CloneHeader(req.Header), Messages: session.CloneMessages(req.Messages)})
+		Header: session.CloneHeader(req.Header), Messages: req.Messages})
 	r.mu.Unlock()
 	return r.p.Stream(ctx, req)
 }
@@ -61,7 +61,7 @@ func (r *recorder) sawForged() bool {
 		if strings.Contains(req.Header.System, forged) {
 			return true
 		}
-		for _, m := range req.Messages {
+		for _, m := range req.Messages.All() {
 			if strings.Contains(m.Content, forged) {
 				return true
 			}
@@ -191,16 +191,20 @@ func count(recs []session.Record, typ string) int {
 }
 
 // forge returns a copy of msgs whose last user message is forged.
-func forge(msgs []session.Message) []session.Message {
-	out := session.CloneMessages(msgs)
+func forge(msgs session.Messages) session.Messages {
+	out := msgs.Clone()
 	for i := len(out) - 1; i >= 0; i-- {
 		if out[i].Role == session.RoleUser {
 			out[i].Content = forged
 			break
 		}
 	}
-	return out
+	return session.NewMessages(out)
 }
+
+// forgeRequest forges the last user message of the request itself, in
+// place: its messages cannot be written, so they are replaced.
+func forgeRequest(r *agentloop.Request) { r.Messages = forge(r.Messages) }
 
 // forgeInPlace forges the last user message of msgs itself.
 func forgeInPlace(msgs []session.Message) {

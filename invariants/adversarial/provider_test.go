@@ -17,17 +17,24 @@ import (
 )
 
 // trimmer is a provider that, once the recorder kept what it was handed,
-// trims and rewrites the request in place, as a third-party provider
-// that redacts or truncates its input might: each message moves one
-// place down, then contents, tool calls, the header's strings, sampling
-// and tool parameters (byte by byte) are forged.
+// trims and rewrites the request, as a third-party provider that redacts
+// or truncates its input might: its messages cannot be written, so it
+// writes the tool calls of every message it reads (its own copies) and
+// puts a trimmed, forged list in their place, with each message moved one
+// place down; then it forges the header's strings, sampling and tool
+// parameters (byte by byte) in place.
 type trimmer struct{ rec *recorder }
 
 func (p trimmer) Name() string { return "trimmer" }
 
 func (p trimmer) Stream(ctx context.Context, r *agentloop.Request) (agentloop.Stream, error) {
 	s, err := p.rec.Stream(ctx, r)
-	ms := r.Messages
+	for _, m := range r.Messages.All() {
+		for j := range m.ToolCalls {
+			m.ToolCalls[j].Arguments = forged
+		}
+	}
+	ms := r.Messages.Clone()
 	if len(ms) > 1 {
 		copy(ms, ms[1:])
 	}
@@ -37,6 +44,7 @@ func (p trimmer) Stream(ctx context.Context, r *agentloop.Request) (agentloop.St
 			ms[i].ToolCalls[j].Arguments = forged
 		}
 	}
+	r.Messages = session.NewMessages(ms)
 	h := &r.Header
 	h.System = forged
 	for i := range h.Tools {
@@ -64,9 +72,9 @@ func (echoTool) Execute(context.Context, json.RawMessage) (string, error) { retu
 // Door 5: the provider wrapper handed the provider the loop's own fold and
 // header, so a provider that edits its request in place changed what the
 // next step sent while the logged digest still stated the log's fold, and
-// neither the check, the seal nor verify noticed. The provider now gets a
-// copy of its own: every later request is the log's fold with the logged
-// digest.
+// neither the check, the seal nor verify noticed. The provider now gets
+// messages it cannot write and a header of its own: every later request
+// is the log's fold with the logged digest.
 func TestProviderWritingItsRequestChangesNothing(t *testing.T) {
 	for _, mode := range []string{invariants.ModeStrict, ""} {
 		t.Run("invariants="+mode, func(t *testing.T) {
@@ -122,6 +130,6 @@ func (w *world) requireLoggedDigests(t *testing.T, sess *live.Session) {
 	got := w.rec.received()
 	require.Len(t, logged, len(got))
 	for i, r := range got {
-		assert.Equal(t, logged[i], session.RequestDigest(r.Header, r.Messages), "request %d has the logged digest", i)
+		assert.Equal(t, logged[i], session.RequestDigest(r.Header, r.Messages.Clone()), "request %d has the logged digest", i)
 	}
 }

@@ -143,8 +143,8 @@ func TestCompactionReplacesOlderHistoryBetweenTurns(t *testing.T) {
 	}
 	require.Len(t, oneShots, 1)
 	shot := oneShots[0]
-	assert.Equal(t, append(surfaceBefore[:7:7], session.Message{Role: session.RoleUser, Content: compaction.DefaultPrompt}), shot.Messages)
-	assert.Equal(t, len(shot.Messages), oneshot.Messages)
+	assert.Equal(t, append(surfaceBefore[:7:7], session.Message{Role: session.RoleUser, Content: compaction.DefaultPrompt}), shot.Messages.Clone())
+	assert.Equal(t, shot.Messages.Len(), oneshot.Messages)
 	assert.True(t, session.HeaderEquals(loop[3].Header, shot.Header), "the turn's header")
 	assert.NotEmpty(t, shot.Header.Tools)
 	h, msgs, ok, err := session.OneshotRequest(recs, recs[before])
@@ -156,10 +156,10 @@ func TestCompactionReplacesOlderHistoryBetweenTurns(t *testing.T) {
 
 	// Turn 3's first request: the summary, the kept answer, the prompt.
 	req := loop[4]
-	require.Len(t, req.Messages, 3)
-	assert.Equal(t, m.Content, req.Messages[0].Content)
-	assert.Equal(t, surfaceBefore[7], req.Messages[1])
-	assert.Equal(t, "third", req.Messages[2].Content)
+	require.Equal(t, 3, req.Messages.Len())
+	assert.Equal(t, m.Content, req.Messages.At(0).Content)
+	assert.Equal(t, surfaceBefore[7], req.Messages.At(1))
+	assert.Equal(t, "third", req.Messages.At(2).Content)
 
 	// The originals stay in the log.
 	all, err := session.DeriveMessages(recs[:before])

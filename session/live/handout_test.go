@@ -35,7 +35,7 @@ func TestRecordsAndMessagesAreCopies(t *testing.T) {
 	fresh, err := session.DeriveMessages(s.Records())
 	require.NoError(t, err)
 	assert.Equal(t, want, fresh)
-	equal, _, _, err := session.MatchRequest(s.Records(), s.Len(), want)
+	equal, _, _, err := session.MatchRequest(s.Records(), s.Len(), session.NewMessages(want))
 	require.NoError(t, err)
 	assert.True(t, equal)
 

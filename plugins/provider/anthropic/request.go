@@ -75,7 +75,7 @@ type outputFormat struct {
 //
 // Reasoning is not sent back: thinking blocks are only accepted with the
 // signature the API issued, which the session log does not keep.
-func messages(msgs []session.Message) ([]sdk.MessageParam, error) {
+func messages(msgs session.Messages) ([]sdk.MessageParam, error) {
 	var out []sdk.MessageParam
 	add := func(user bool, blocks ...sdk.ContentBlockParamUnion) {
 		if len(blocks) == 0 {
@@ -93,7 +93,7 @@ func messages(msgs []session.Message) ([]sdk.MessageParam, error) {
 			out = append(out, sdk.NewAssistantMessage(blocks...))
 		}
 	}
-	for i, m := range msgs {
+	for i, m := range msgs.All() {
 		switch m.Role {
 		case session.RoleUser:
 			add(true, sdk.NewTextBlock(m.Content))

@@ -35,7 +35,7 @@ func ExampleNew() {
 		return
 	}
 	stream, err := p.Stream(context.Background(), &agentloop.Request{
-		Messages: []session.Message{{Role: session.RoleUser, Content: "Say hello."}},
+		Messages: session.NewMessages([]session.Message{{Role: session.RoleUser, Content: "Say hello."}}),
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -43,7 +43,7 @@ func simpleRequest() *agentloop.Request {
 	return &agentloop.Request{
 		Session: "01JDTESTSESSION",
 		Turn:    1, Step: 1,
-		Messages: []session.Message{{Role: session.RoleUser, Content: "What is the capital of France?"}},
+		Messages: session.NewMessages([]session.Message{{Role: session.RoleUser, Content: "What is the capital of France?"}}),
 	}
 }
 
@@ -70,7 +70,7 @@ func fullRequest() *agentloop.Request {
 			MaxTokens:   1024,
 			Stop:        []string{"\nUser:"},
 		},
-		Messages: []session.Message{
+		Messages: session.NewMessages([]session.Message{
 			{Role: session.RoleUser, Content: "Weather and time in Paris?"},
 			{Role: session.RoleAssistant, Reasoning: "Two tools, in parallel.", ToolCalls: []session.ToolCall{
 				{ID: "call_1", Name: "get_weather", Arguments: `{"city": "Paris", "unit": "c"}`},
@@ -80,6 +80,6 @@ func fullRequest() *agentloop.Request {
 			{Role: session.RoleTool, ToolCallID: "call_2", Name: "get_time", Content: "2026-11-29T21:21:24+01:00"},
 			{Role: session.RoleAssistant, Content: "It is 14°C with light rain; 21:21 local time."},
 			{Role: session.RoleUser, Content: "Thanks!"},
-		},
+		}),
 	}
 }

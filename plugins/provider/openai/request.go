@@ -59,12 +59,12 @@ func params(req *agentloop.Request, model string) (oai.ChatCompletionNewParams, 
 // whose tool-calling turns lack it. The field is not part of the OpenAI
 // schema, so it is sent only when there is reasoning, which OpenAI
 // itself never produces.
-func messages(system string, msgs []session.Message) ([]oai.ChatCompletionMessageParamUnion, error) {
-	out := make([]oai.ChatCompletionMessageParamUnion, 0, len(msgs)+1)
+func messages(system string, msgs session.Messages) ([]oai.ChatCompletionMessageParamUnion, error) {
+	out := make([]oai.ChatCompletionMessageParamUnion, 0, msgs.Len()+1)
 	if system != "" {
 		out = append(out, oai.SystemMessage(system))
 	}
-	for i, m := range msgs {
+	for i, m := range msgs.All() {
 		switch m.Role {
 		case session.RoleUser:
 			u := oai.ChatCompletionUserMessageParam{}

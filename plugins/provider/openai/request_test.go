@@ -139,7 +139,7 @@ func TestMessageMapping(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := messages(tt.system, tt.msgs)
+			got, err := messages(tt.system, session.NewMessages(tt.msgs))
 			require.NoError(t, err)
 			b, err := json.Marshal(got)
 			require.NoError(t, err)
@@ -149,7 +149,7 @@ func TestMessageMapping(t *testing.T) {
 }
 
 func TestMessageMappingRejectsUnknownRole(t *testing.T) {
-	_, err := messages("", []session.Message{{Role: "user", Content: "a"}, {Role: "developer", Content: "b"}})
+	_, err := messages("", session.NewMessages([]session.Message{{Role: "user", Content: "a"}, {Role: "developer", Content: "b"}}))
 	assert.ErrorContains(t, err, `message 1: unknown role "developer"`)
 }
 

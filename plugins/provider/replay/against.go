@@ -495,7 +495,7 @@ func (x *against) step(ctx context.Context, req *agentloop.Request) (*Divergence
 	}
 	if !ok || st == nil {
 		return &Divergence{Turn: req.Turn, Step: req.Step, Field: "request", Expected: "(the recording has no such step)",
-			Actual: fmt.Sprintf("a request of %d messages", len(req.Messages))}, nil
+			Actual: fmt.Sprintf("a request of %d messages", req.Messages.Len())}, nil
 	}
 	msgs, _, _, err := session.DeriveRequest(x.recs, at)
 	if err != nil {
@@ -529,7 +529,7 @@ func (x *against) oneshot(req *agentloop.Request) (*Divergence, func() (agentloo
 	shots := x.shotsBefore[turn]
 	if k >= len(shots) {
 		return &Divergence{Turn: turn, OneShot: req.Purpose(), Field: "request", Expected: "(the recording made no such request here)",
-			Actual: fmt.Sprintf("a request of %d messages", len(req.Messages))}, nil
+			Actual: fmt.Sprintf("a request of %d messages", req.Messages.Len())}, nil
 	}
 	if d := x.diffOneshot(x.recs[shots[k]], req); d != nil {
 		d.Turn, d.OneShot = turn, req.Purpose()
@@ -606,7 +606,7 @@ func (x *against) decide(ctx context.Context, sess *live.Session) bool {
 
 // diffRequest names the first part of the request built now (gh, gm)
 // that differs from the recorded one (wh, wm), or returns nil.
-func diffRequest(wh session.Header, wm []session.Message, gh session.Header, gm []session.Message) *Divergence {
+func diffRequest(wh session.Header, wm []session.Message, gh session.Header, gm session.Messages) *Divergence {
 	field := func(name string, want, got any) *Divergence {
 		return &Divergence{Field: "header." + name, Expected: render(want), Actual: render(got)}
 	}
@@ -632,21 +632,18 @@ func diffRequest(wh session.Header, wm []session.Message, gh session.Header, gm 
 	case !slices.Equal(wh.Stop, gh.Stop) && len(wh.Stop)+len(gh.Stop) > 0:
 		return field("stop", wh.Stop, gh.Stop)
 	}
-	for i := range max(len(wm), len(gm)) {
-		var want, got string
+	for i := range max(len(wm), gm.Len()) {
+		if i < len(wm) && gm.EqualAt(i, &wm[i]) {
+			continue
+		}
+		want, got := "(no message)", "(no message)"
 		if i < len(wm) {
 			want = render(wm[i])
-		} else {
-			want = "(no message)"
 		}
-		if i < len(gm) {
-			got = render(gm[i])
-		} else {
-			got = "(no message)"
+		if i < gm.Len() {
+			got = render(gm.At(i))
 		}
-		if i >= len(wm) || i >= len(gm) || !wm[i].Equal(&gm[i]) {
-			return &Divergence{Field: fmt.Sprintf("messages[%d]", i), Expected: want, Actual: got}
-		}
+		return &Divergence{Field: fmt.Sprintf("messages[%d]", i), Expected: want, Actual: got}
 	}
 	return nil
 }

@@ -18,15 +18,15 @@ func defaultReply(req *agentloop.Request) reply {
 	if !req.LoopBuilt() {
 		return reply{Reply: Reply{Text: oneShot(msgs)}}
 	}
-	if n := len(msgs); n > 0 && msgs[n-1].Role == session.RoleTool {
+	if n := msgs.Len(); n > 0 && msgs.At(n-1).Role == session.RoleTool {
 		// Answer from the tool results of the last step, as they are.
 		i := n - 1
-		for i > 0 && msgs[i-1].Role == session.RoleTool {
+		for i > 0 && msgs.At(i-1).Role == session.RoleTool {
 			i--
 		}
 		var parts []string
-		for _, m := range msgs[i:] {
-			parts = append(parts, describe(m))
+		for ; i < n; i++ {
+			parts = append(parts, describe(msgs.At(i)))
 		}
 		return reply{Reply: Reply{Text: strings.Join(parts, "\n")}}
 	}
@@ -85,9 +85,12 @@ const maxSummary = 300
 // oneShot answers a request the loop did not build (a summary, a title)
 // with the gist of the messages before its instruction (the last
 // message): each as "[role] content", white space collapsed, bounded.
-func oneShot(msgs []session.Message) string {
+func oneShot(msgs session.Messages) string {
 	var parts []string
-	for _, m := range msgs[:max(len(msgs)-1, 0)] {
+	for i, m := range msgs.All() {
+		if i == msgs.Len()-1 {
+			break
+		}
 		c := m.Content
 		for _, tc := range m.ToolCalls {
 			c += " " + tc.Name + " " + tc.Arguments

@@ -44,7 +44,7 @@ func text(chunks []agentloop.Chunk) (txt string, n int) {
 // package agentloop. Scripted replies ignore the mark.)
 func request(t *testing.T, msgs ...session.Message) *agentloop.Request {
 	t.Helper()
-	return &agentloop.Request{Turn: 2, Step: 1, Messages: msgs}
+	return &agentloop.Request{Turn: 2, Step: 1, Messages: session.NewMessages(msgs)}
 }
 
 func TestScriptStreamsRepliesInSeveralChunks(t *testing.T) {
@@ -170,17 +170,17 @@ func TestStreamStopsOnCancel(t *testing.T) {
 func TestDefaultScriptAnswersOneShotsWithTheGist(t *testing.T) {
 	p, err := scripted.New(scripted.Config{})
 	require.NoError(t, err)
-	chunks, err := collect(p.Stream(context.Background(), &agentloop.Request{Messages: []session.Message{
+	chunks, err := collect(p.Stream(context.Background(), &agentloop.Request{Messages: session.NewMessages([]session.Message{
 		{Role: "user", Content: "list   the\nfolder"},
 		{Role: "assistant", ToolCalls: []session.ToolCall{{ID: "c", Name: "list_dir", Arguments: `{"path":"."}`}}},
 		{Role: "tool", ToolCallID: "c", Name: "list_dir", Content: "a.txt"},
 		{Role: "user", Content: "Summarize the conversation above."},
-	}}))
+	})}))
 	require.NoError(t, err)
 	txt, _ := text(chunks)
 	assert.Equal(t, `In short: [user] list the folder [assistant] list_dir {"path":"."} [tool] a.txt`, txt)
 
-	chunks, err = collect(p.Stream(context.Background(), &agentloop.Request{Messages: []session.Message{{Role: "user", Content: "A title."}}}))
+	chunks, err = collect(p.Stream(context.Background(), &agentloop.Request{Messages: session.NewMessages([]session.Message{{Role: "user", Content: "A title."}})}))
 	require.NoError(t, err)
 	txt, _ = text(chunks)
 	assert.Equal(t, "Nothing to summarize.", txt)

@@ -1,8 +1,6 @@
 package scripted
 
 import (
-	"weak"
-
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/session"
 )
@@ -10,20 +8,19 @@ import (
 // inputSizes keeps, per session, the size of the last request's messages,
 // so that the input estimate of a step costs its new messages, not the
 // conversation: the stand-in model must not be what a benchmark of the
-// loop measures as it grows. A request whose messages are the array
-// counted before, grown, has the same messages in the counted part: the
-// loop hands providers its own fold, which only grows in place (see
-// agentloop.Request).
+// loop measures as it grows. A request whose messages share their array
+// with the view counted before has the same messages in the counted part
+// (see session.Messages.SharedPrefix): the loop hands providers a view of
+// its own fold, which only grows in place.
 type inputSizes struct {
 	bySession map[string]counted
 }
 
-// counted is how many bytes the first n messages of the array at base
+// counted is how many bytes the messages of the view base refers to
 // have. base is weak: the count never keeps a closed session's messages
 // alive, and a collected array matches nothing.
 type counted struct {
-	base  weak.Pointer[session.Message]
-	n     int
+	base  session.WeakMessages
 	bytes int
 }
 
@@ -36,21 +33,21 @@ const maxCounted = 1024
 func (s *inputSizes) size(req *agentloop.Request) int {
 	msgs := req.Messages
 	c := s.bySession[req.Session]
-	if len(msgs) == 0 || c.n > len(msgs) || c.base.Value() != &msgs[0] {
+	if c.base.SharedPrefix(msgs) < c.base.Len() {
 		c = counted{}
 	}
-	for i := c.n; i < len(msgs); i++ {
-		m := &msgs[i]
+	for i := c.base.Len(); i < msgs.Len(); i++ {
+		m := msgs.At(i)
 		c.bytes += len(m.Content)
 		for _, tc := range m.ToolCalls {
 			c.bytes += len(tc.Arguments)
 		}
 	}
-	if len(msgs) > 0 && req.Session != "" {
+	if msgs.Len() > 0 && req.Session != "" {
 		if s.bySession == nil || len(s.bySession) >= maxCounted {
 			s.bySession = map[string]counted{}
 		}
-		c.base, c.n = weak.Make(&msgs[0]), len(msgs)
+		c.base = msgs.Weak()
 		s.bySession[req.Session] = c
 	}
 	return len(req.Header.System) + c.bytes
