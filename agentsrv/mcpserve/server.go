@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 
 	"github.com/hashicorp/go-hclog"
@@ -20,7 +21,8 @@ type Options struct {
 	// Access says who calls and which sessions they may continue
 	// (default: Local{Name: "mcp"}).
 	Access Access
-	// Version is the server's version as clients are told it.
+	// Version is the server's version as clients are told it (default:
+	// the main module's).
 	Version string
 	// Logger logs calls that fail on the server's side (default:
 	// nothing).
@@ -35,6 +37,12 @@ func New(rt *vigil.Runtime, o Options) (*mcp.Server, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
+	}
+	if o.Version == "" {
+		o.Version = "(devel)"
+		if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+			o.Version = info.Main.Version
+		}
 	}
 	agents, err := agentsrv.Agents(rt)
 	if err != nil {
