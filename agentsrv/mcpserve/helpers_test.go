@@ -59,8 +59,13 @@ var waitCall = scripted.Reply{Text: "Waiting.", ToolCalls: []scripted.ToolCall{{
 // given, calc and wait as its tools, and a policy that asks before calc;
 // extra entries follow (another agent).
 func composition(script []scripted.Reply, extra ...config.Entry) vigil.Source {
+	return compositionOn(vigil.Plugin("store/memory", nil), script, extra...)
+}
+
+// compositionOn is composition on the store entry given.
+func compositionOn(store config.Entry, script []scripted.Reply, extra ...config.Entry) vigil.Source {
 	entries := []config.Entry{
-		vigil.Plugin("store/memory", nil),
+		store,
 		vigil.Plugin("provider/scripted", scripted.Config{Script: script, Repeat: true}),
 		vigil.Plugin("tools/calc", nil),
 		vigil.Plugin("test/wait", nil),

@@ -3,6 +3,7 @@ package mcpserve_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,7 +70,7 @@ func TestCallRunsATurnWithProgressAndReceipt(t *testing.T) {
 	assert.Equal(t, lastDigest(t, log.Records), r.RequestDigest)
 	assert.Equal(t, "tester", log.Info.By)
 	c.mu.Lock()
-	assert.NotEmpty(t, c.progress, "the chunks came as progress")
+	assert.Equal(t, "Hello there, friend.", strings.Join(c.progress, ""), "the chunks came as progress, before the answer")
 	c.mu.Unlock()
 
 	again := c.call(t, ctx, "agent", map[string]any{"task": "Again.", "session": r.Session})
