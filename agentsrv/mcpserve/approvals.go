@@ -150,6 +150,7 @@ func (h *handler) answered(ctx context.Context, req *mcp.CallToolRequest, caller
 // resumed it (another call still waits), the result is the suspension.
 func (h *handler) decide(ctx context.Context, id string, decisions []decision, p *progress) (*vigil.Result, error) {
 	var res *vigil.Result
+	p.session = id
 	for _, d := range decisions {
 		r, err := h.rt.Decide(ctx, vigil.DecideOptions{Session: id, Call: d.call, Decision: d.Decision, Wait: true, OnChunk: p.chunk(ctx)})
 		if r != nil || err != nil {

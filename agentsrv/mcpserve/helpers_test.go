@@ -91,6 +91,8 @@ type client struct {
 	*mcp.ClientSession
 	mu       sync.Mutex
 	progress []string
+	// sessions are the sessions the progress notifications named.
+	sessions []any
 }
 
 func connect(t *testing.T, rt *vigil.Runtime, version string, answer func(*mcp.ElicitRequest) *mcp.ElicitResult) *client {
@@ -106,6 +108,7 @@ func connect(t *testing.T, rt *vigil.Runtime, version string, answer func(*mcp.E
 	opts := &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 		c.mu.Lock()
 		c.progress = append(c.progress, req.Params.Message)
+		c.sessions = append(c.sessions, req.Params.Meta[mcpserve.SessionKey])
 		c.mu.Unlock()
 	}}
 	if answer != nil {

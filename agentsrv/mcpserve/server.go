@@ -92,7 +92,11 @@ func (h *handler) tool(a agentsrv.Agent) mcp.ToolHandler {
 		} else {
 			res, err = h.turn(ctx, a, req, caller, p)
 		}
-		return h.settle(ctx, req, caller, p, res, err)
+		out, err := h.settle(ctx, req, caller, p, res, err)
+		if err != nil {
+			h.log.Error("an MCP call failed", "tool", a.Tool.Name, "caller", caller.Name, "error", err)
+		}
+		return out, err
 	}
 }
 
@@ -112,6 +116,7 @@ func (h *handler) turn(ctx context.Context, a agentsrv.Agent, req *mcp.CallToolR
 			return nil, err
 		}
 	}
+	p.session = call.Session
 	return h.rt.Turn(ctx, vigil.TurnOptions{Session: call.Session, Prompt: call.Prompt, Agent: a.Entry, By: caller.Name, OnChunk: p.chunk(ctx)})
 }
 
@@ -183,11 +188,18 @@ var callersErrors = []error{agentsrv.ErrBadArguments, vigil.ErrNotFound, vigil.E
 	session.ErrInvalidDecision, errBadState, context.Canceled}
 
 // progress sends a call's chunks as progress notifications, when the
-// call gave a progress token.
+// call gave a progress token. Each names the session in its _meta
+// ([SessionKey]), so a client that cancels a call knows where its turn
+// was.
 type progress struct {
-	req *mcp.CallToolRequest
-	n   float64
+	req     *mcp.CallToolRequest
+	session string
+	n       float64
 }
+
+// SessionKey is the _meta key of the session a progress notification's
+// turn runs in.
+const SessionKey = "vigil/session"
 
 func newProgress(req *mcp.CallToolRequest) *progress { return &progress{req: req} }
 
@@ -207,6 +219,6 @@ func (p *progress) chunk(ctx context.Context) func(agentloop.Chunk) {
 		}
 		p.n++
 		// A client gone is told nothing more; the turn goes on and is logged.
-		_ = p.req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: p.n, Message: msg})
+		_ = p.req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{Meta: mcp.Meta{SessionKey: p.session}, ProgressToken: token, Progress: p.n, Message: msg})
 	}
 }

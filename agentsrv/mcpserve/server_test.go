@@ -71,6 +71,9 @@ func TestCallRunsATurnWithProgressAndReceipt(t *testing.T) {
 	assert.Equal(t, "tester", log.Info.By)
 	c.mu.Lock()
 	assert.Equal(t, "Hello there, friend.", strings.Join(c.progress, ""), "the chunks came as progress, before the answer")
+	for _, s := range c.sessions {
+		assert.Equal(t, r.Session, s, "each progress notification names the session")
+	}
 	c.mu.Unlock()
 
 	again := c.call(t, ctx, "agent", map[string]any{"task": "Again.", "session": r.Session})
