@@ -151,3 +151,17 @@ func text(res *mcp.CallToolResult) string {
 	}
 	return out
 }
+
+// decidedBy names who logged each approval/decision of records.
+func decidedBy(t *testing.T, records []session.Record) []string {
+	t.Helper()
+	var by []string
+	for _, rec := range records {
+		if rec.Type() == session.TypeApprovalDecision {
+			d, err := session.DecodeData[session.ApprovalDecision](rec)
+			require.NoError(t, err)
+			by = append(by, d.By)
+		}
+	}
+	return by
+}

@@ -125,16 +125,7 @@ func TestApprovalIsAskedOfTheClient(t *testing.T) {
 			r := receipt(t, res)
 			log, err := rt.Session(context.Background(), r.Session)
 			require.NoError(t, err)
-			var by []string
-			for _, rec := range log.Records {
-				if rec.Type() == session.TypeApprovalDecision {
-					d, err := session.DecodeData[session.ApprovalDecision](rec)
-					require.NoError(t, err)
-					assert.True(t, d.Allow)
-					by = append(by, d.By)
-				}
-			}
-			assert.Equal(t, []string{"tester"}, by)
+			assert.Equal(t, []string{"tester"}, decidedBy(t, log.Records))
 			assert.Equal(t, session.TypeTurnEnd, log.Records[r.Seq].Type())
 		})
 	}

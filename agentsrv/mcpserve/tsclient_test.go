@@ -146,15 +146,7 @@ func checkClient(t *testing.T, rt *vigil.Runtime, got tsOutput, by string) {
 	assert.Contains(t, got.Approval.Asked[0], "calc")
 	approval, err := rt.Session(ctx, got.Approval.Receipt.Session)
 	require.NoError(t, err)
-	var decided []string
-	for _, rec := range approval.Records {
-		if rec.Type() == session.TypeApprovalDecision {
-			d, err := session.DecodeData[session.ApprovalDecision](rec)
-			require.NoError(t, err)
-			decided = append(decided, d.By)
-		}
-	}
-	assert.Equal(t, []string{by}, decided)
+	assert.Equal(t, []string{by}, decidedBy(t, approval.Records))
 	assert.Equal(t, session.TypeTurnEnd, approval.Records[got.Approval.Receipt.Seq].Type())
 
 	assert.Equal(t, "Hello again.", got.Again.Text)
