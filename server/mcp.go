@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,6 +25,10 @@ import (
 // OpenAPI document leaves it out.
 const routeMCP = "/mcp"
 
+// mcpSessionTimeout is how long an MCP session may pass without a
+// request before the server forgets it.
+const mcpSessionTimeout = 30 * time.Minute
+
 // principalExtra is the key of the principal in an MCP request's token
 // information.
 const principalExtra = "vigil/principal"
@@ -39,6 +44,9 @@ func (s *Server) mcpRoutes() ([]route, error) {
 		// The API's own Host check ran (it knows the allowed hosts).
 		DisableLocalhostProtection: true,
 		MaxRequestBodyBytes:        s.opts.MaxBody,
+		// A client that went away without ending its MCP session is
+		// forgotten; the clock stops while one of its requests runs.
+		SessionTimeout: mcpSessionTimeout,
 	})
 	if s.auth != nil {
 		// The SDK binds an MCP session to the user who opened it, and
