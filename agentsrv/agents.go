@@ -39,30 +39,38 @@ type Agent struct {
 // not make a turn.
 var ErrBadArguments = errors.New("agentsrv: bad arguments")
 
-// Agents lists the agents of rt's composition, in entry-id order. Two
-// agents offered under one name are an error: a client could not tell
-// them apart.
+// Agents lists the agents of rt's composition, in entry-id order. An
+// agent that cannot be offered — its name is no tool name (an entry id
+// with a dot), or another agent is offered under it, which a client
+// could not tell apart — is left out, and the error says why; the others
+// are returned with it.
 func Agents(rt *vigil.Runtime) ([]Agent, error) {
 	named, err := agentloop.AgentServices.Lookup(rt.Context())
 	if err != nil {
 		return nil, err
 	}
 	var out []Agent
-	seen := map[string]string{}
+	var errs []error
 	for _, n := range named {
-		entry := strings.TrimPrefix(n.Name, agentsPrefix)
-		a, err := agentOf(entry, n.Value.Config())
+		a, err := agentOf(strings.TrimPrefix(n.Name, agentsPrefix), n.Value.Config())
 		if err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
-		if other, dup := seen[a.Tool.Name]; dup {
-			return nil, fmt.Errorf("agentsrv: agents %s and %s are both offered as %q", other, entry, a.Tool.Name)
-		}
-		seen[a.Tool.Name] = entry
 		out = append(out, a)
 	}
 	slices.SortFunc(out, func(a, b Agent) int { return strings.Compare(a.Entry, b.Entry) })
-	return out, nil
+	byName := map[string][]string{}
+	for _, a := range out {
+		byName[a.Tool.Name] = append(byName[a.Tool.Name], a.Entry)
+	}
+	out = slices.DeleteFunc(out, func(a Agent) bool { return len(byName[a.Tool.Name]) > 1 })
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		if entries := byName[name]; len(entries) > 1 {
+			errs = append(errs, fmt.Errorf("agentsrv: agents %s are all offered as %q: none of them is", strings.Join(entries, ", "), name))
+		}
+	}
+	return out, errors.Join(errs...)
 }
 
 // agentOf is the agent of entry with config cfg as a client sees it.

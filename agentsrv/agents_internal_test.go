@@ -105,3 +105,9 @@ func FuzzCall(f *testing.F) {
 		}
 	})
 }
+
+// An agent whose entry id is no tool name cannot be offered.
+func TestAnEntryIDThatIsNoToolNameIsRefused(t *testing.T) {
+	_, err := agentOf("my.agent", agentloop.Config{})
+	require.ErrorIs(t, err, agentloop.ErrToolName)
+}

@@ -61,3 +61,25 @@ func TestReceiptOfATurnAndOfAnEarlierOne(t *testing.T) {
 	_, err = agentsrv.ReceiptOf(ctx, rt, &vigil.Result{Session: first.Session, Turn: 3})
 	assert.Error(t, err, "no receipt of a turn the session lacks")
 }
+
+// Agents offered under one name are left out, with an error naming
+// them; the others are offered.
+func TestAgentsUnderOneNameAreLeftOut(t *testing.T) {
+	ctx := context.Background()
+	summarizer := vigil.Plugin("agent", agentloop.Config{Delegation: agentloop.Delegation{AsTool: &agentloop.AsTool{Name: "helper"}}})
+	summarizer.ID = "summarizer"
+	helper := vigil.Plugin("agent", agentloop.Config{})
+	helper.ID = "helper"
+	main := vigil.Plugin("agent", agentloop.Config{Delegation: agentloop.Delegation{Tools: []agentloop.Ref{{Name: "helper"}}}})
+	rt, err := vigil.Open(ctx, vigil.Compose(
+		vigil.Plugin("store/memory", nil),
+		vigil.Plugin("provider/scripted", scripted.Config{}),
+		main, summarizer, helper,
+	))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, rt.Close()) })
+	agents, err := agentsrv.Agents(rt)
+	require.ErrorContains(t, err, `agents helper, summarizer are all offered as "helper"`)
+	require.Len(t, agents, 1)
+	assert.Equal(t, "agent", agents[0].Tool.Name)
+}

@@ -46,7 +46,10 @@ func New(rt *vigil.Runtime, o Options) (*mcp.Server, error) {
 	}
 	agents, err := agentsrv.Agents(rt)
 	if err != nil {
-		return nil, err
+		if agents == nil {
+			return nil, err
+		}
+		o.Logger.Warn("some agents are not offered over MCP", "error", err)
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "vigil", Version: o.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
