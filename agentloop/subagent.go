@@ -297,17 +297,28 @@ type delegate struct {
 }
 
 func newDelegate(a *Agent, t *AsTool) (*delegate, error) {
-	d := &delegate{a: a, spec: session.ToolSpec{Name: t.Name, Description: t.Description, Parameters: session.TaskParameters}}
+	spec, err := t.Spec()
+	if err != nil {
+		return nil, err
+	}
+	return &delegate{a: a, spec: spec}, nil
+}
+
+// Spec is the tool an agent is offered as: its name, description and
+// parameters ([session.TaskParameters] when the config gives none). A
+// protocol server offering the agent to clients offers the same tool.
+func (t *AsTool) Spec() (session.ToolSpec, error) {
+	spec := session.ToolSpec{Name: t.Name, Description: t.Description, Parameters: session.TaskParameters}
 	if t.Parameters != nil {
 		// Marshalled with sorted keys, never the bytes of the default:
 		// the user message is the arguments' JSON (session.DelegatedTask).
 		b, err := json.Marshal(t.Parameters)
 		if err != nil {
-			return nil, fmt.Errorf("agentloop: as_tool %s: parameters: %w", t.Name, err)
+			return session.ToolSpec{}, fmt.Errorf("agentloop: as_tool %s: parameters: %w", t.Name, err)
 		}
-		d.spec.Parameters = b
+		spec.Parameters = b
 	}
-	return d, nil
+	return spec, nil
 }
 
 func (d *delegate) Spec() session.ToolSpec { return d.spec }

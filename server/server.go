@@ -99,7 +99,11 @@ func New(rt *vigil.Runtime, o Options) (*Server, error) {
 	if tokens := adminTokens(o.Tokens); s.auth == nil && tokens.Len() > 0 {
 		s.auth = tokens
 	}
-	for _, rt := range s.routes() {
+	mcpRoutes, err := s.mcpRoutes()
+	if err != nil {
+		return nil, err
+	}
+	for _, rt := range append(s.routes(), mcpRoutes...) {
 		s.mux.Handle(rt.pattern, s.instrument(rt.pattern, rt.role, rt.h))
 	}
 	s.mux.HandleFunc("/", s.noRoute)

@@ -75,6 +75,7 @@ func newRootCmd(e *env) *cobra.Command {
 		newDenyCmd(e),
 		newReconcileCmd(e),
 		newServeCmd(e),
+		newMCPCmd(e),
 		newWorkerCmd(e),
 		newDemoCmd(e),
 		newPluginsCmd(e),
