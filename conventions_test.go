@@ -79,129 +79,153 @@ const modulePath = "github.com/vigil-run/vigil"
 func moduleKeys(t *testing.T) []key {
 	t.Helper()
 	fset := token.NewFileSet()
-	type file struct {
-		dir string
-		ast *ast.File
-	}
-	var files []file
+	var files []sourceFile
 	consts := map[string]map[string]string{} // directory → constant → value
 	for dir, paths := range goFiles(t) {
 		consts[dir] = map[string]string{}
 		for _, p := range paths {
 			f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
 			require.NoError(t, err)
-			files = append(files, file{dir, f})
-			for _, decl := range f.Decls {
-				gd, ok := decl.(*ast.GenDecl)
-				if !ok || gd.Tok != token.CONST {
-					continue
-				}
-				for _, spec := range gd.Specs {
-					vs := spec.(*ast.ValueSpec)
-					for i, n := range vs.Names {
-						if i < len(vs.Values) {
-							if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-								consts[dir][n.Name], _ = strconv.Unquote(lit.Value)
-							}
-						}
-					}
-				}
-			}
+			files = append(files, sourceFile{dir: dir, ast: f, imports: moduleImports(f)})
+			addStringConsts(consts[dir], f)
 		}
 	}
-
 	var keys []key
 	for _, f := range files {
-		// imports maps the names this file gives the module's packages to
-		// their directories.
-		imports := map[string]string{}
-		for _, spec := range f.ast.Imports {
-			path, _ := strconv.Unquote(spec.Path.Value)
-			rel, ok := strings.CutPrefix(path, modulePath+"/")
-			if !ok {
-				continue
-			}
-			name := filepath.Base(rel)
-			if spec.Name != nil {
-				name = spec.Name.Name
-			}
-			imports[name] = filepath.FromSlash(rel)
-		}
-
-		// value evaluates a name expression: its constant value, with
-		// whole set when every part of it is constant.
-		var value func(e ast.Expr) (s string, whole bool)
-		value = func(e ast.Expr) (string, bool) {
-			switch e := e.(type) {
-			case *ast.BasicLit:
-				if e.Kind == token.STRING {
-					s, err := strconv.Unquote(e.Value)
-					return s, err == nil
-				}
-			case *ast.Ident:
-				s, ok := consts[f.dir][e.Name]
-				return s, ok
-			case *ast.SelectorExpr:
-				if x, ok := e.X.(*ast.Ident); ok {
-					s, ok := consts[imports[x.Name]][e.Sel.Name]
-					return s, ok
-				}
-			case *ast.ParenExpr:
-				return value(e.X)
-			case *ast.BinaryExpr:
-				if e.Op == token.ADD {
-					l, ok := value(e.X)
-					if !ok {
-						return l, false
-					}
-					r, ok := value(e.Y)
-					return l + r, ok
-				}
-			}
-			return "", false
-		}
-
 		ast.Inspect(f.ast, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok || len(call.Args) != 1 {
-				return true
+			if k, ok := f.keyOf(n, consts, fset); ok {
+				keys = append(keys, k)
 			}
-			fun := call.Fun
-			switch x := fun.(type) {
-			case *ast.IndexExpr:
-				fun = x.X
-			case *ast.IndexListExpr:
-				fun = x.X
-			}
-			var name string
-			switch x := fun.(type) {
-			case *ast.SelectorExpr:
-				if id, ok := x.X.(*ast.Ident); ok && imports[id.Name] == "bus" {
-					name = x.Sel.Name
-				}
-			case *ast.Ident:
-				if f.dir == "bus" {
-					name = x.Name
-				}
-			}
-			kind, ok := keyFuncs[name]
-			if !ok {
-				return true
-			}
-			s, whole := value(call.Args[0])
-			if s == "" && !whole && f.dir == "bus" {
-				// The bus's own plumbing (ServiceSet.Key) names no key.
-				return true
-			}
-			if !whole || name == "NewServiceSet" {
-				s += "*"
-			}
-			keys = append(keys, key{name: s, kind: kind, pos: fset.Position(call.Pos()).String()})
 			return true
 		})
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].name < keys[j].name })
 	return keys
+}
+
+// sourceFile is a parsed file of the module, with the directories of the
+// module's packages it imports, by the names it gives them.
+type sourceFile struct {
+	dir     string
+	ast     *ast.File
+	imports map[string]string
+}
+
+// addStringConsts adds f's string constants with literal values to consts.
+func addStringConsts(consts map[string]string, f *ast.File) {
+	for _, decl := range f.Decls {
+		gd, ok := decl.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range gd.Specs {
+			vs := spec.(*ast.ValueSpec)
+			for i, n := range vs.Names {
+				if i >= len(vs.Values) {
+					continue
+				}
+				if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					consts[n.Name], _ = strconv.Unquote(lit.Value)
+				}
+			}
+		}
+	}
+}
+
+// moduleImports maps the names f gives the module's packages to their
+// directories.
+func moduleImports(f *ast.File) map[string]string {
+	imports := map[string]string{}
+	for _, spec := range f.Imports {
+		path, _ := strconv.Unquote(spec.Path.Value)
+		rel, ok := strings.CutPrefix(path, modulePath+"/")
+		if !ok {
+			continue
+		}
+		name := filepath.Base(rel)
+		if spec.Name != nil {
+			name = spec.Name.Name
+		}
+		imports[name] = filepath.FromSlash(rel)
+	}
+	return imports
+}
+
+// value evaluates a name expression of f: its constant value, with whole
+// set when every part of it is constant.
+func (f *sourceFile) value(e ast.Expr, consts map[string]map[string]string) (s string, whole bool) {
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		if e.Kind == token.STRING {
+			s, err := strconv.Unquote(e.Value)
+			return s, err == nil
+		}
+	case *ast.Ident:
+		s, ok := consts[f.dir][e.Name]
+		return s, ok
+	case *ast.SelectorExpr:
+		if x, ok := e.X.(*ast.Ident); ok {
+			s, ok := consts[f.imports[x.Name]][e.Sel.Name]
+			return s, ok
+		}
+	case *ast.ParenExpr:
+		return f.value(e.X, consts)
+	case *ast.BinaryExpr:
+		if e.Op == token.ADD {
+			l, ok := f.value(e.X, consts)
+			if !ok {
+				return l, false
+			}
+			r, ok := f.value(e.Y, consts)
+			return l + r, ok
+		}
+	}
+	return "", false
+}
+
+// busFunc returns the name of the bus function call calls, or "".
+func (f *sourceFile) busFunc(call *ast.CallExpr) string {
+	fun := call.Fun
+	switch x := fun.(type) {
+	case *ast.IndexExpr:
+		fun = x.X
+	case *ast.IndexListExpr:
+		fun = x.X
+	}
+	switch x := fun.(type) {
+	case *ast.SelectorExpr:
+		if id, ok := x.X.(*ast.Ident); ok && f.imports[id.Name] == "bus" {
+			return x.Sel.Name
+		}
+	case *ast.Ident:
+		if f.dir == "bus" {
+			return x.Name
+		}
+	}
+	return ""
+}
+
+// keyOf returns the key n creates, if n is a call of a bus function that
+// makes one.
+func (f *sourceFile) keyOf(n ast.Node, consts map[string]map[string]string, fset *token.FileSet) (key, bool) {
+	call, ok := n.(*ast.CallExpr)
+	if !ok || len(call.Args) != 1 {
+		return key{}, false
+	}
+	name := f.busFunc(call)
+	kind, ok := keyFuncs[name]
+	if !ok {
+		return key{}, false
+	}
+	s, whole := f.value(call.Args[0], consts)
+	if s == "" && !whole && f.dir == "bus" {
+		// The bus's own plumbing (ServiceSet.Key) names no key.
+		return key{}, false
+	}
+	if !whole || name == "NewServiceSet" {
+		s += "*"
+	}
+	return key{name: s, kind: kind, pos: fset.Position(call.Pos()).String()}, true
 }
 
 func TestEveryBusKeyFollowsTheNamingConvention(t *testing.T) {

@@ -46,49 +46,70 @@ func pluginRoot(p string) string {
 // allowed reports whether package p (a path inside the module) may import
 // package q of the module.
 func allowed(p, q string) bool {
-	in := func(pkgs ...string) bool {
-		for _, x := range pkgs {
-			if q == x || strings.HasSuffix(x, "/") && strings.HasPrefix(q, x) {
-				return true
-			}
-		}
-		return false
+	if ok, decided := coreAllows(p, q); decided {
+		return ok
 	}
-	// The core: layers 1 to 4, the stores among them.
-	core := []string{"bus", "session", "session/", "agentloop", "agentloop/ledger", "invariants"}
+	return outerAllows(p, q)
+}
+
+// core is layers 1 to 4, the stores among them.
+var core = []string{"bus", "session", "session/", "agentloop", "agentloop/ledger", "invariants"}
+
+// in reports whether q is one of pkgs, or inside one of those that end
+// in a slash.
+func in(q string, pkgs ...string) bool {
+	for _, x := range pkgs {
+		if q == x || strings.HasSuffix(x, "/") && strings.HasPrefix(q, x) {
+			return true
+		}
+	}
+	return false
+}
+
+// coreAllows decides for a package p of the core: decided is false when
+// p is not one.
+func coreAllows(p, q string) (ok, decided bool) {
 	switch {
 	case p == "bus" || strings.HasPrefix(p, "bus/"):
-		return strings.HasPrefix(q, "bus/")
+		return strings.HasPrefix(q, "bus/"), true
 	case p == "session/live", p == "session/sessiontest":
-		return in("bus", "session", "session/live")
+		return in(q, "bus", "session", "session/live"), true
 	case p == "session" || strings.HasPrefix(p, "session/"):
 		// The pure log, the stores and the approval engine: no bus, no
 		// live session, none of them another.
-		return in("session") || strings.HasPrefix(q, p+"/") || strings.HasPrefix(p, q+"/")
+		return in(q, "session") || strings.HasPrefix(q, p+"/") || strings.HasPrefix(p, q+"/"), true
 	case p == "agentloop":
-		return in("bus", "session", "session/approval", "session/live")
+		return in(q, "bus", "session", "session/approval", "session/live"), true
 	case p == "agentloop/ledger":
-		return in("session", "agentloop")
+		return in(q, "session", "agentloop"), true
 	case p == "invariants":
-		return in("bus", "session", "session/approval", "session/live", "agentloop")
+		return in(q, "bus", "session", "session/approval", "session/live", "agentloop"), true
+	}
+	return false, false
+}
+
+// outerAllows decides for the packages above the core: plugins, the
+// plugin wire, config, the face, and the linking layers.
+func outerAllows(p, q string) bool {
+	switch {
 	case p == "plugins/external/proto":
 		return false
 	case p == "plugins/external/sdk":
-		return in("plugins/external/proto", "session")
+		return in(q, "plugins/external/proto", "session")
 	case strings.HasPrefix(p, "examples/plugins/"):
-		return in("plugins/external/sdk", "plugins/external/proto", "session")
+		return in(q, "plugins/external/sdk", "plugins/external/proto", "session")
 	case strings.HasPrefix(p, "plugins/internal/"):
-		return in(core...) || in("plugins/internal/")
+		return in(q, core...) || in(q, "plugins/internal/")
 	case pluginRoot(p) != "":
 		// A plugin: the core, what plugins share, its own tree, and the
 		// wire a plugin process speaks; never another plugin.
-		return in(core...) || in("plugins/internal/") || pluginRoot(q) == pluginRoot(p) ||
-			(pluginRoot(p) == "plugins/external" && in("plugins/external/proto", "plugins/external/sdk"))
+		return in(q, core...) || in(q, "plugins/internal/") || pluginRoot(q) == pluginRoot(p) ||
+			(pluginRoot(p) == "plugins/external" && in(q, "plugins/external/proto", "plugins/external/sdk"))
 	case p == "config":
-		return in("bus")
+		return in(q, "bus")
 	case p == "":
 		// The face: the core and config, no plugin (the program picks).
-		return in(core...) || in("config")
+		return in(q, core...) || in(q, "config")
 	}
 	return true // the linking and composing layers and the programs
 }
