@@ -569,7 +569,9 @@ func (d *decoder) checkEnum(n *yaml.Node, v reflect.Value, enum []string) error 
 		}
 		return nil
 	}
-	if v.Kind() != reflect.String || slices.Contains(enum, v.String()) {
+	// "" is a field left to its default, as if not given (a ${VAR} set
+	// empty): the plugin's own check decides what it means.
+	if v.Kind() != reflect.String || v.String() == "" || slices.Contains(enum, v.String()) {
 		return nil
 	}
 	return d.errAt(n, ErrType, "cannot use %q here: one of %s%s", v.String(), strings.Join(enum, ", "), suggest(v.String(), enum))

@@ -22,34 +22,34 @@ type Config struct {
 	// is used as written, as os/exec does: a bare name is looked up on
 	// PATH, a relative path is relative to Dir (or, without Dir, to the
 	// working directory).
-	Command string `yaml:"command"`
+	Command string `yaml:"command" doc:"Starts the server as a subprocess spoken to over stdio. It is used as written, as os/exec does: a bare name is looked up on PATH, a relative path is relative to Dir (or, without Dir, to the working directory)."`
 	// Args are the command's arguments, handed over as written (the
 	// server decides what they mean).
-	Args []string `yaml:"args"`
+	Args []string `yaml:"args" doc:"The command's arguments, handed over as written (the server decides what they mean)."`
 	// Env adds to (or overrides) the host's environment for the command.
-	Env map[string]string `yaml:"env"`
+	Env map[string]string `yaml:"env" doc:"Adds to (or overrides) the host's environment for the command."`
 	// Dir is the command's working directory; empty is the host's. In
 	// plugins.yaml a relative dir is relative to the file's directory.
-	Dir string `yaml:"dir" vigil:"path"`
+	Dir string `yaml:"dir" vigil:"path" doc:"The command's working directory; empty is the host's. In plugins.yaml a relative dir is relative to the file's directory."`
 
 	// URL is the endpoint of a server spoken to over streamable HTTP.
-	URL string `yaml:"url"`
+	URL string `yaml:"url" doc:"The endpoint of a server spoken to over streamable HTTP."`
 	// Headers are sent with every HTTP request (for example an
 	// Authorization header, from "${VAR}").
-	Headers map[string]string `yaml:"headers"`
+	Headers map[string]string `yaml:"headers" doc:"Sent with every HTTP request (for example an Authorization header, from '${VAR}')."`
 
 	// Include, when not empty, keeps only the tools whose server name
 	// matches one of these path.Match patterns.
-	Include []string `yaml:"include"`
+	Include []string `yaml:"include" doc:"When not empty, keeps only the tools whose server name matches one of these path.Match patterns."`
 	// Exclude drops the tools whose server name matches one of these
 	// path.Match patterns (after Include).
-	Exclude []string `yaml:"exclude"`
+	Exclude []string `yaml:"exclude" doc:"Drops the tools whose server name matches one of these path.Match patterns (after Include)."`
 	// Prefix is put before every tool name the model sees, so that two
 	// servers with a tool of the same name can be mounted together.
-	Prefix string `yaml:"prefix"`
+	Prefix string `yaml:"prefix" doc:"Put before every tool name the model sees, so that two servers with a tool of the same name can be mounted together."`
 	// Timeout bounds each request to the server: the handshake, a tools
 	// listing, a tool call. Zero means DefaultTimeout.
-	Timeout time.Duration `yaml:"timeout"`
+	Timeout time.Duration `yaml:"timeout" doc:"Bounds each request to the server: the handshake, a tools listing, a tool call. Zero means DefaultTimeout."`
 }
 
 // Validate checks the config.
