@@ -376,6 +376,11 @@ func (d *decoder) plugin(n *yaml.Node, e Entry, nameNode, cfgNode *yaml.Node) (E
 	if v, ok := cfg.(interface{ SetEntryID(string) }); ok {
 		v.SetEntryID(e.ID)
 	}
+	// One with a default relative to the file (tools/mcp's roots) learns
+	// its folder; Parse has none.
+	if v, ok := cfg.(interface{ SetFolder(string) }); ok && d.dir != "" {
+		v.SetFolder(d.dir)
+	}
 	if v, ok := cfg.(interface{ Validate() error }); ok && !e.Disabled {
 		if err := v.Validate(); err != nil {
 			return e, &Error{File: d.file, Line: at.Line, Col: at.Column, Msg: fmt.Sprintf("%s: %v", e.Name, err), Err: fmt.Errorf("%w: %w", ErrInvalid, err)}

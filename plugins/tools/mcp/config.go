@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"path/filepath"
 	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // DefaultTimeout bounds each request to the server when Config.Timeout is
@@ -50,6 +53,38 @@ type Config struct {
 	// Timeout bounds each request to the server: the handshake, a tools
 	// listing, a tool call. Zero means DefaultTimeout.
 	Timeout time.Duration `yaml:"timeout" doc:"Bounds each request to the server: the handshake, a tools listing, a tool call. Zero means DefaultTimeout."`
+	// Roots are the folders the server is told it may work in (MCP
+	// roots). Unset, it is the folder of plugins.yaml; an empty list
+	// offers none, and then the client does not advertise the roots
+	// capability at all (nor does it for a composition built in Go
+	// without roots: it has no folder).
+	Roots []string `yaml:"roots" vigil:"path" doc:"Folders offered to the server as MCP roots. Default: the folder of plugins.yaml; [] offers none, and the client then does not advertise roots."`
+
+	// folder is the directory of the plugins.yaml the config was loaded
+	// from ("" for one built in Go), the default root.
+	folder string
+}
+
+// SetFolder tells the config the directory of the file it was loaded
+// from; the config loader calls it.
+func (c *Config) SetFolder(dir string) { c.folder = dir }
+
+// roots returns the roots offered to the server, as file URIs.
+func (c *Config) roots() ([]*mcpsdk.Root, error) {
+	dirs := c.Roots
+	if dirs == nil && c.folder != "" {
+		dirs = []string{c.folder}
+	}
+	out := make([]*mcpsdk.Root, 0, len(dirs))
+	for _, d := range dirs {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return nil, fmt.Errorf("root %q: %w", d, err)
+		}
+		u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
+		out = append(out, &mcpsdk.Root{URI: u.String(), Name: filepath.Base(abs)})
+	}
+	return out, nil
 }
 
 // Validate checks the config.
