@@ -665,7 +665,7 @@ func (s *Store) Flush(ctx context.Context, id string) error {
 		return fmt.Errorf("pgstore: flush %s: %w", id, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("pgstore: flush %s: %w", id, session.ErrNotFound)
+		return session.NotFound(id)
 	}
 	return nil
 }
