@@ -69,7 +69,7 @@ type DecideOptions struct {
 // covers (approval.Cover).
 func (r *Runtime) Decide(ctx context.Context, o DecideOptions) (*Result, error) {
 	if o.Session == "" {
-		return nil, fmt.Errorf("vigil: decide: %w: no session id", ErrNotFound)
+		return nil, fmt.Errorf("decide: %w: no session id", ErrNotFound)
 	}
 	var res *Result
 	err := r.underLease(ctx, o.Session, o.Wait, "", func(sess *live.Session) error {
@@ -99,7 +99,7 @@ var ErrAbandoned = errors.New("vigil: the suspended turn was cancelled")
 // suspended is session.ErrNotSuspended.
 func (r *Runtime) Abandon(ctx context.Context, id, by string) (*Result, error) {
 	if id == "" {
-		return nil, fmt.Errorf("vigil: abandon: %w: no session id", ErrNotFound)
+		return nil, fmt.Errorf("abandon: %w: no session id", ErrNotFound)
 	}
 	var res *Result
 	err := r.underLease(ctx, id, false, "", func(sess *live.Session) error {
@@ -132,7 +132,7 @@ func decideAndResume(ctx context.Context, agent *agentloop.Agent, sess *live.Ses
 	if in.Abandon {
 		s := session.Suspended(sess.Records())
 		if s == nil {
-			return nil, fmt.Errorf("vigil: abandon %s: %w", sess.ID(), session.ErrNotSuspended)
+			return nil, fmt.Errorf("abandon %s: %w", sess.ID(), session.ErrNotSuspended)
 		}
 		calls = calls[:0]
 		for _, c := range s.Undecided() {
@@ -162,7 +162,7 @@ func decideAndResume(ctx context.Context, agent *agentloop.Agent, sess *live.Ses
 // one with calls still undecided agentloop.ErrNotReady.
 func (r *Runtime) Resume(ctx context.Context, id string, onChunk func(agentloop.Chunk)) (*Result, error) {
 	if id == "" {
-		return nil, fmt.Errorf("vigil: resume: %w: no session id", ErrNotFound)
+		return nil, fmt.Errorf("resume: %w: no session id", ErrNotFound)
 	}
 	var res *Result
 	err := r.underLease(ctx, id, false, "", func(sess *live.Session) error {

@@ -48,7 +48,7 @@ type DeleteOptions struct {
 // with o.By.
 func (r *Runtime) DeleteSession(ctx context.Context, id string, o DeleteOptions) ([]string, error) {
 	if !session.ValidID(id) {
-		return nil, fmt.Errorf("vigil: delete: %w: %q", session.ErrInvalidID, id)
+		return nil, fmt.Errorf("delete: %w: %q", session.ErrInvalidID, id)
 	}
 	mgr, err := r.Manager()
 	if err != nil {
@@ -57,7 +57,7 @@ func (r *Runtime) DeleteSession(ctx context.Context, id string, o DeleteOptions)
 	st := mgr.Store()
 	del, ok := st.(session.Deleter)
 	if !ok {
-		return nil, fmt.Errorf("vigil: delete %s: the store (%T) cannot delete sessions", id, st)
+		return nil, fmt.Errorf("delete %s: the store (%T) cannot delete sessions", id, st)
 	}
 	tree, err := session.LoadTree(ctx, st, id)
 	if err != nil {
@@ -73,7 +73,7 @@ func (r *Runtime) DeleteSession(ctx context.Context, id string, o DeleteOptions)
 			// Stops a worker's turn on it, here or elsewhere; nothing new
 			// is claimed.
 			if _, err := q.Cancel(ctx, info.ID); err != nil && !errors.Is(err, session.ErrNotFound) {
-				return nil, fmt.Errorf("vigil: delete %s: %w", info.ID, err)
+				return nil, fmt.Errorf("delete %s: %w", info.ID, err)
 			}
 		}
 	}

@@ -111,7 +111,7 @@ func (r *Runtime) QueueAbandon(ctx context.Context, id, by string) (session.Job,
 		return session.Job{}, nil, err
 	}
 	if pending == nil {
-		return session.Job{}, nil, fmt.Errorf("vigil: abandon %s: %w", id, session.ErrNotSuspended)
+		return session.Job{}, nil, fmt.Errorf("abandon %s: %w", id, session.ErrNotSuspended)
 	}
 	var calls []string
 	for _, c := range pending.Undecided() {
@@ -150,7 +150,7 @@ func (r *Runtime) abandoning(ctx context.Context, id string) error {
 	for _, j := range jobs {
 		var in jobInput
 		if j.Kind == JobDecide && json.Unmarshal(j.Input, &in) == nil && in.Abandon {
-			return fmt.Errorf("vigil: session %s: its suspended turn is being cancelled (job %s): %w", id, j.ID, session.ErrDuplicateJob)
+			return fmt.Errorf("session %s: its suspended turn is being cancelled (job %s): %w", id, j.ID, session.ErrDuplicateJob)
 		}
 	}
 	return nil

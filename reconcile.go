@@ -52,15 +52,15 @@ func (o Reconciliation) record() session.ToolReconcile {
 // one reconcile: the second is told who won.
 func (r *Runtime) Reconcile(ctx context.Context, sessionID, callID string, out Reconciliation) error {
 	if sessionID == "" {
-		return fmt.Errorf("vigil: reconcile: %w: no session id", ErrNotFound)
+		return fmt.Errorf("reconcile: %w: no session id", ErrNotFound)
 	}
 	return r.underLease(ctx, sessionID, out.Wait, "", func(sess *live.Session) error {
 		ev, err := session.CheckReconcile(sess.Records(), callID, out.record())
 		if err != nil {
-			return fmt.Errorf("vigil: reconcile %s of session %s: %w", callID, sessionID, err)
+			return fmt.Errorf("reconcile %s of session %s: %w", callID, sessionID, err)
 		}
 		if _, err := sess.Append(ctx, ev); err != nil {
-			return fmt.Errorf("vigil: reconcile %s of session %s: %w", callID, sessionID, err)
+			return fmt.Errorf("reconcile %s of session %s: %w", callID, sessionID, err)
 		}
 		return sess.Flush(ctx)
 	})

@@ -25,14 +25,14 @@ func (r *Runtime) agentOf(ctx context.Context, sess *live.Session) (*agentloop.A
 	}
 	parent, err := mgr.Store().Load(ctx, p.ID)
 	if err != nil {
-		return nil, fmt.Errorf("vigil: the parent of session %s: %w", sess.ID(), err)
+		return nil, fmt.Errorf("the parent of session %s: %w", sess.ID(), err)
 	}
 	if p.Seq < 0 || p.Seq >= int64(len(parent.Records)) || parent.Records[p.Seq].Type() != session.TypeToolCall {
-		return nil, fmt.Errorf("vigil: session %s names seq %d of %s, which is no tool call", sess.ID(), p.Seq, p.ID)
+		return nil, fmt.Errorf("session %s names seq %d of %s, which is no tool call", sess.ID(), p.Seq, p.ID)
 	}
 	call, err := session.DecodeData[session.ToolCall](parent.Records[p.Seq])
 	if err != nil {
-		return nil, fmt.Errorf("vigil: session %s: its parent's call: %w", sess.ID(), err)
+		return nil, fmt.Errorf("session %s: its parent's call: %w", sess.ID(), err)
 	}
 	named, err := agentloop.AgentServices.Lookup(r.root.Context())
 	if err != nil {

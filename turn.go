@@ -63,7 +63,7 @@ func (r *Runtime) Turn(ctx context.Context, t TurnOptions) (*Result, error) {
 		case t.Prompt != "":
 			return nil, errors.New("vigil: a continuation takes no prompt")
 		case t.Session == "":
-			return nil, fmt.Errorf("vigil: a continuation needs a session: %w", ErrNothingToContinue)
+			return nil, fmt.Errorf("a continuation needs a session: %w", ErrNothingToContinue)
 		}
 	}
 	agent, err := r.AgentNamed(t.Agent)

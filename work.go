@@ -218,7 +218,7 @@ func (r *Runtime) runJob(ctx context.Context, rj *runningJob) (*Result, error) {
 	job := c.Job()
 	var in jobInput
 	if err := json.Unmarshal(job.Input, &in); err != nil {
-		return nil, fmt.Errorf("vigil: job %s: input: %w", job.ID, err)
+		return nil, fmt.Errorf("job %s: input: %w", job.ID, err)
 	}
 	mgr, err := r.Manager()
 	if err != nil {
@@ -268,7 +268,7 @@ func (r *Runtime) perform(ctx context.Context, agent *agentloop.Agent, sess *liv
 	case JobDecide:
 		return decideAndResume(ctx, agent, sess, in)
 	}
-	return nil, fmt.Errorf("vigil: unknown job kind %q", kind)
+	return nil, fmt.Errorf("unknown job kind %q", kind)
 }
 
 // carryOn takes up a job an earlier worker got going, from what its log

@@ -36,25 +36,25 @@ const DefaultToolGrace = 3 * time.Second
 // temperature, max_tokens, stop) go into the request header.
 type Config struct {
 	// System is the system prompt.
-	System string `yaml:"system"`
+	System string `yaml:"system" doc:"The system prompt."`
 	// Model names the model; empty lets the provider choose its default.
-	Model string `yaml:"model"`
+	Model string `yaml:"model" doc:"Names the model; empty lets the provider choose its default."`
 	// MaxSteps bounds the steps of one turn (default 8). A turn whose last
 	// allowed step still asked for tools ends with reason max-steps.
-	MaxSteps int `yaml:"max_steps"`
+	MaxSteps int `yaml:"max_steps" doc:"Bounds the steps of one turn (default 8). A turn whose last allowed step still asked for tools ends with reason max-steps."`
 	// Temperature, when set, is sent with every request.
-	Temperature *float64 `yaml:"temperature"`
+	Temperature *float64 `yaml:"temperature" doc:"When set, is sent with every request."`
 	// MaxTokens, when positive, bounds each reply.
-	MaxTokens int `yaml:"max_tokens"`
+	MaxTokens int `yaml:"max_tokens" doc:"When positive, bounds each reply."`
 	// Stop lists stop sequences.
-	Stop []string `yaml:"stop"`
+	Stop []string `yaml:"stop" doc:"Lists stop sequences."`
 	// MaxAttempts bounds how often one step's request is sent when the
 	// provider fails with a retryable error before any chunk (default 4).
-	MaxAttempts int `yaml:"max_attempts"`
+	MaxAttempts int `yaml:"max_attempts" doc:"Bounds how often one step's request is sent when the provider fails with a retryable error before any chunk (default 4)."`
 	// ToolGrace is how long a cancelled turn waits for a running tool to
 	// return before it abandons the call with a TOOL_ABANDONED result
 	// (default 3s).
-	ToolGrace time.Duration `yaml:"tool_grace"`
+	ToolGrace time.Duration `yaml:"tool_grace" doc:"How long a cancelled turn waits for a running tool to return before it abandons the call with a TOOL_ABANDONED result (default 3s)."`
 	// OutputSchema, when set, is a JSON Schema the final answer of every
 	// turn must match. It goes into the request header (output_schema),
 	// so providers ask for it with their structured-output modes; an
@@ -62,7 +62,7 @@ type Config struct {
 	// user/message of origin output-validation, and then ends the turn
 	// with an [*OutputError]. The schema must compile (draft 2020-12
 	// unless it names its $schema) and refer to nothing outside itself.
-	OutputSchema map[string]any `yaml:"output_schema"`
+	OutputSchema map[string]any `yaml:"output_schema" doc:"When set, is a JSON Schema the final answer of every turn must match. It goes into the request header (output_schema), so providers ask for it with their structured-output modes; an answer that does not match gets one retry, with the problems as a user/message of origin output-validation, and then ends the turn with an [*OutputError]. The schema must compile (draft 2020-12 unless it names its $schema) and refer to nothing outside itself."`
 	// Delegation composes several agents (subagent.go).
 	Delegation `yaml:",inline"`
 }

@@ -2,16 +2,18 @@ package config
 
 import (
 	"encoding"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
+	"go.yaml.in/yaml/v4"
 )
 
 // decoder decodes YAML nodes into Go values strictly, reporting every
@@ -32,6 +34,31 @@ type decoder struct {
 	aliasDepth int
 	expanded   int
 	sizes      map[*yaml.Node]int
+
+	// problems are the file's errors found so far: the walk goes on past
+	// a mistake, so one run reports them all (see keep).
+	problems []*Error
+}
+
+// result is the error of a walk that returned err: err itself when it
+// stopped the walk, else every problem kept on the way (nil for none).
+func (d *decoder) result(err error) error {
+	if err != nil {
+		return err
+	}
+	return problems(d.problems)
+}
+
+// keep records err, a problem at a position, and returns nil so that the
+// walk goes on to the next value; any other error (and an input too
+// large to walk further) is returned to stop it.
+func (d *decoder) keep(err error) error {
+	var ce *Error
+	if err == nil || !errors.As(err, &ce) || errors.Is(err, ErrTooLarge) {
+		return err
+	}
+	d.problems = append(d.problems, ce)
+	return nil
 }
 
 func (d *decoder) errAt(n *yaml.Node, sentinel error, format string, args ...any) error {
@@ -233,7 +260,7 @@ func (d *decoder) decodeSlice(n *yaml.Node, v reflect.Value) error {
 	}
 	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
 	for i, c := range n.Content {
-		if err := d.decode(c, s.Index(i)); err != nil {
+		if err := d.keep(d.decode(c, s.Index(i))); err != nil {
 			return err
 		}
 	}
@@ -248,12 +275,13 @@ func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value) error {
 	m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := reflect.New(v.Type().Key()).Elem()
-		if err := d.decode(n.Content[i], k); err != nil {
-			return err
-		}
 		e := reflect.New(v.Type().Elem()).Elem()
-		if err := d.decode(n.Content[i+1], e); err != nil {
-			return err
+		kerr := d.keep(d.decode(n.Content[i], k))
+		if kerr == nil {
+			kerr = d.keep(d.decode(n.Content[i+1], e))
+		}
+		if kerr != nil {
+			return kerr
 		}
 		m.SetMapIndex(k, e)
 	}
@@ -418,6 +446,9 @@ type fieldInfo struct {
 	// path marks a file or directory name (`vigil:"path"`): a relative
 	// value resolves against the file's directory (see resolve).
 	path bool
+	// enum is the closed set of values a string field takes
+	// (`enum:"a,b"`): the decoder refuses others and the schema lists it.
+	enum []string
 }
 
 func structFields(t reflect.Type) []fieldInfo {
@@ -443,7 +474,11 @@ func structFields(t reflect.Type) []fieldInfo {
 			name = strings.ToLower(f.Name)
 		}
 		vt := f.Tag.Get("vigil")
-		out = append(out, fieldInfo{key: name, index: []int{i}, required: hasOpt(vt, "required"), path: hasOpt(vt, "path")})
+		fi := fieldInfo{key: name, index: []int{i}, required: hasOpt(vt, "required"), path: hasOpt(vt, "path")}
+		if e := f.Tag.Get("enum"); e != "" {
+			fi.enum = strings.Split(e, ",")
+		}
+		out = append(out, fi)
 	}
 	return out
 }
@@ -464,49 +499,82 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value) error {
 	fields := structFields(v.Type())
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, val := n.Content[i], n.Content[i+1]
-		var fi *fieldInfo
-		for j := range fields {
-			if fields[j].key == k.Value {
-				fi = &fields[j]
-				break
-			}
-		}
-		if fi == nil {
-			keys := make([]string, len(fields))
-			for j, f := range fields {
-				keys[j] = f.key
-			}
-			msg := fmt.Sprintf("unknown key %q", k.Value)
-			if s := closest(k.Value, keys); s != "" {
-				msg += fmt.Sprintf(" (did you mean %q?)", s)
-			}
-			return d.errAt(k, ErrUnknownKey, "%s", msg)
-		}
-		if seen[fi.key] {
-			return d.errAt(k, ErrType, "key %q given twice", k.Value)
-		}
-		seen[fi.key] = true
-		fv := v.FieldByIndex(fi.index)
-		if fi.path && !isStrings(fv.Type()) {
-			// A plugin's mistake, not the file's: say so rather than
-			// resolve inside a value that holds more than names.
-			return d.errAt(k, ErrType, "key %q is marked as a path but %s holds no string", k.Value, fv.Type())
-		}
-		outer := d.path
-		d.path = fi.path
-		err := d.decode(val, fv)
-		d.path = outer
-		if err != nil {
+		if err := d.keep(d.structField(n.Content[i], n.Content[i+1], v, fields, seen)); err != nil {
 			return err
 		}
 	}
 	for _, f := range fields {
 		if f.required && !seen[f.key] {
-			return d.errAt(n, ErrMissingKey, "missing required key %q", f.key)
+			if err := d.keep(d.errAt(n, ErrMissingKey, "missing required key %q", f.key)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// structField decodes the value val of key k into its field of v, a
+// struct with the given fields; seen holds the keys given so far.
+func (d *decoder) structField(k, val *yaml.Node, v reflect.Value, fields []fieldInfo, seen map[string]bool) error {
+	var fi *fieldInfo
+	for j := range fields {
+		if fields[j].key == k.Value {
+			fi = &fields[j]
+			break
+		}
+	}
+	if fi == nil {
+		keys := make([]string, len(fields))
+		for j, f := range fields {
+			keys[j] = f.key
+		}
+		return d.errAt(k, ErrUnknownKey, "unknown key %q%s", k.Value, suggest(k.Value, keys))
+	}
+	if seen[fi.key] {
+		return d.errAt(k, ErrType, "key %q given twice", k.Value)
+	}
+	seen[fi.key] = true
+	fv := v.FieldByIndex(fi.index)
+	if fi.path && !isStrings(fv.Type()) {
+		// A plugin's mistake, not the file's: say so rather than
+		// resolve inside a value that holds more than names.
+		return d.errAt(k, ErrType, "key %q is marked as a path but %s holds no string", k.Value, fv.Type())
+	}
+	outer := d.path
+	d.path = fi.path
+	defer func() { d.path = outer }()
+	if err := d.decode(val, fv); err != nil {
+		return err
+	}
+	return d.checkEnum(val, fv, fi.enum)
+}
+
+// checkEnum refuses a value of v, decoded from n, outside the closed set
+// enum (none: any value); v is a string, or a list of them.
+func (d *decoder) checkEnum(n *yaml.Node, v reflect.Value, enum []string) error {
+	if len(enum) == 0 {
+		return nil
+	}
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return nil
+		}
+		v = v.Elem()
+	}
+	if v.Kind() == reflect.Slice {
+		for i := 0; i < v.Len() && i < len(n.Content); i++ {
+			if err := d.keep(d.checkEnum(n.Content[i], v.Index(i), enum)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// "" is a field left to its default, as if not given (a ${VAR} set
+	// empty): the plugin's own check decides what it means.
+	if v.Kind() != reflect.String || v.String() == "" || slices.Contains(enum, v.String()) {
+		return nil
+	}
+	return d.errAt(n, ErrType, "cannot use %q here: one of %s%s", v.String(), strings.Join(enum, ", "), suggest(v.String(), enum))
 }
 
 // isStrings reports whether t is a string, or a slice or pointer of

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.yaml.in/yaml/v3"
+	"go.yaml.in/yaml/v4"
 )
 
 // upper is a value decoded by its own UnmarshalText.
@@ -76,7 +76,7 @@ func TestDecodeKinds(t *testing.T) {
 			require.NoError(t, yaml.Unmarshal([]byte(tc.yaml), &doc))
 			d := &decoder{file: "f.yaml", lookup: func(name string) (string, bool) { return "x", name == "X" }}
 			var got kinds
-			err := d.decode(&doc, reflect.ValueOf(&got).Elem())
+			err := d.result(d.decode(&doc, reflect.ValueOf(&got).Elem()))
 			if tc.err != "" {
 				require.EqualError(t, err, tc.err)
 				return

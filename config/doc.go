@@ -16,10 +16,15 @@
 // Decoding is strict: an unknown key, an unknown plugin name (the error
 // suggests the closest registered one), a value of the wrong type, a
 // missing required key and an unset ${VAR} are errors that start with
-// file:line:col. A config struct marks required keys with the struct tag
-// `vigil:"required"` and may validate itself with a Validate() error method,
-// called here so that its error names the entry's position (the bus calls
-// it again when the plugin is applied, however it is applied).
+// file:line:col. The decoder goes on past a mistake: a file with several
+// gets them all in one error ([Errors], each an [*Error]); a plugin's
+// Validate runs only on a config that decoded whole. A config struct
+// marks required keys with the struct tag `vigil:"required"`, a closed set
+// of values with `enum:"a,b"` (refused otherwise, and an enum in
+// [Schema]) and describes a key for editors with `doc:"…"`; it may
+// validate itself with a Validate() error method, called here so that
+// its error names the entry's position (the bus calls it again when the
+// plugin is applied, however it is applied).
 //
 // # Paths
 //
@@ -47,7 +52,7 @@
 // A file larger than [MaxFileSize] (1 MiB) is refused, and so is one whose
 // aliases (*name) would expand to more than [MaxAliasNodes] (10,000) YAML
 // nodes, nested aliases included, or an alias inside its own anchor's
-// value: the decoder walks yaml.Node trees itself, where yaml.v3's own
+// value: the decoder walks yaml.Node trees itself, where the YAML library's own
 // alias limit does not apply. The limits hold on every load, hot reloads
 // included, with file:line:col like every other error.
 //

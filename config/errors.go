@@ -1,8 +1,11 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // Sentinel errors for callers that branch on the kind of problem.
@@ -33,3 +36,40 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// Errors is every problem of a file, in the order of the file, when it
+// has more than one: one run reports them all. errors.Is and errors.As
+// see each of them.
+type Errors []*Error
+
+func (es Errors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (es Errors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
+
+// problems is the error of a file with the given problems: nil for
+// none, the *Error itself for one, else Errors in the file's order.
+func problems(ps []*Error) error {
+	switch len(ps) {
+	case 0:
+		return nil
+	case 1:
+		return ps[0]
+	}
+	es := Errors(slices.Clone(ps))
+	slices.SortStableFunc(es, func(a, b *Error) int {
+		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
+	})
+	return es
+}

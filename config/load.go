@@ -10,9 +10,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"strconv"
 
-	"go.yaml.in/yaml/v3"
+	"go.yaml.in/yaml/v4"
 
 	"github.com/vigil-run/vigil/bus"
 )
@@ -125,17 +124,21 @@ func parse(name, dir string, data []byte, lookup func(string) (string, bool), on
 	for i := 0; i+1 < len(top.Content); i += 2 {
 		k, v := top.Content[i], top.Content[i+1]
 		if k.Value != "plugins" {
-			msg := fmt.Sprintf("unknown key %q", k.Value)
-			if closest(k.Value, []string{"plugins"}) != "" {
-				msg += ` (did you mean "plugins"?)`
+			if err := d.keep(d.errAt(k, ErrUnknownKey, "unknown key %q%s", k.Value, suggest(k.Value, []string{"plugins"}))); err != nil {
+				return nil, err
 			}
-			return nil, d.errAt(k, ErrUnknownKey, "%s", msg)
+			continue
 		}
 		entries, err := d.entries(v)
-		if err != nil {
+		if err := d.keep(err); err != nil {
 			return nil, err
 		}
 		f.Entries = entries
+	}
+	if err := problems(d.problems); err != nil {
+		// The peers of a file with mistakes would be checked against
+		// entries that are not what the file means.
+		return nil, err
 	}
 	if err := CheckPeers(f.Entries); err != nil {
 		var ce *Error
@@ -200,19 +203,30 @@ func CheckPeers(entries []Entry) error {
 	return nil
 }
 
-var yamlLine = regexp.MustCompile(`line (\d+)(?:, column (\d+))?: (.*)`)
-
+// syntaxError is the error of a file the YAML parser refuses, at the
+// position of the problem itself (an indentation mistake is on its own
+// line, not where its block began, which the message names).
 func syntaxError(name string, err error) error {
 	line, col, msg := 1, 1, err.Error()
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		if m[2] != "" {
-			col, _ = strconv.Atoi(m[2])
+	var le *yaml.LoadError
+	if errors.As(err, &le) {
+		msg = le.Message
+		if le.Mark.Line > 0 {
+			line, col = le.Mark.Line, max(le.Mark.Column, 1)
 		}
-		msg = m[3]
+		if c := le.ContextMark; le.ContextMsg != "" && c.Line > 0 && c != le.Mark {
+			msg += fmt.Sprintf(" (%s from %d:%d)", le.ContextMsg, c.Line, c.Column)
+		}
+		if indentation.MatchString(le.Message) {
+			msg += "; check this line's indentation against the lines above"
+		}
 	}
 	return &Error{File: name, Line: line, Col: col, Msg: "YAML syntax: " + msg, Err: ErrSyntax}
 }
+
+// indentation matches the parser's messages that a line indented too
+// little or too much gives.
+var indentation = regexp.MustCompile(`expected key|expected '-' indicator|mapping values are not allowed`)
 
 // entries decodes a list of plugin entries.
 func (d *decoder) entries(n *yaml.Node) ([]Entry, error) {
@@ -226,11 +240,15 @@ func (d *decoder) entries(n *yaml.Node) ([]Entry, error) {
 	ids := map[string]*yaml.Node{}
 	for _, en := range n.Content {
 		e, err := d.entry(en)
-		if err != nil {
+		if err := d.keep(err); err != nil {
 			return nil, err
 		}
-		if prev, ok := ids[e.ID]; ok {
-			return nil, d.errAt(en, ErrDuplicateID, "duplicate id %q (first at line %d); give one entry an id", e.ID, prev.Line)
+		if prev, ok := ids[e.ID]; ok && e.ID != "" {
+			err = d.errAt(en, ErrDuplicateID, "duplicate id %q (first at line %d); give one entry an id", e.ID, prev.Line)
+			if err := d.keep(err); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		ids[e.ID] = en
 		out = append(out, e)
@@ -245,9 +263,14 @@ func (d *decoder) entry(n *yaml.Node) (Entry, error) {
 	if n.Kind != yaml.MappingNode {
 		return e, d.errAt(n, ErrType, "expected a plugin entry (a mapping with a name), got %s", describe(n))
 	}
+	before := len(d.problems)
 	nameNode, cfgNode, err := d.entryKeys(n, &e)
 	if err != nil {
 		return e, err
+	}
+	if len(d.problems) > before && (nameNode == nil || e.Name == "") {
+		// A misspelt name key is reported once, with its suggestion.
+		return e, nil
 	}
 	if d.only != nil && e.Name != GroupName && !d.only(e.Name) {
 		e.Disabled = true
@@ -286,13 +309,9 @@ func (d *decoder) entryKeys(n *yaml.Node, e *Entry) (nameNode, cfgNode *yaml.Nod
 		case "config":
 			cfgNode = v
 		default:
-			msg := fmt.Sprintf("unknown key %q", k.Value)
-			if s := closest(k.Value, entryKeys); s != "" {
-				msg += fmt.Sprintf(" (did you mean %q?)", s)
-			}
-			err = d.errAt(k, ErrUnknownKey, "%s", msg)
+			err = d.errAt(k, ErrUnknownKey, "unknown key %q%s", k.Value, suggest(k.Value, entryKeys))
 		}
-		if err != nil {
+		if err := d.keep(err); err != nil {
 			return nameNode, cfgNode, err
 		}
 	}
@@ -330,11 +349,7 @@ func (d *decoder) group(e Entry, cfgNode *yaml.Node) (Entry, error) {
 func (d *decoder) plugin(n *yaml.Node, e Entry, nameNode, cfgNode *yaml.Node) (Entry, error) {
 	m, ok := bus.LookupModule(e.Name)
 	if !ok {
-		msg := fmt.Sprintf("unknown plugin %q", e.Name)
-		if s := closest(e.Name, moduleNames()); s != "" {
-			msg += fmt.Sprintf(" (did you mean %q?)", s)
-		}
-		return e, d.errAt(nameNode, ErrUnknownPlugin, "%s", msg)
+		return e, d.errAt(nameNode, ErrUnknownPlugin, "unknown plugin %q%s", e.Name, suggest(e.Name, moduleNames()))
 	}
 	if m.Config == nil {
 		if cfgNode != nil && !(cfgNode.Kind == yaml.ScalarNode && cfgNode.Tag == "!!null") {
@@ -348,12 +363,23 @@ func (d *decoder) plugin(n *yaml.Node, e Entry, nameNode, cfgNode *yaml.Node) (E
 	if at == nil {
 		at = &yaml.Node{Kind: yaml.MappingNode, Line: n.Line, Column: n.Column}
 	}
+	before := len(d.problems)
 	if err := d.decode(at, reflect.ValueOf(cfg).Elem()); err != nil {
 		return e, err
+	}
+	if len(d.problems) > before {
+		// Validating a config decoded in part would report what the
+		// file does not say.
+		return e, nil
 	}
 	// A config that wants to name its entry in errors learns its id.
 	if v, ok := cfg.(interface{ SetEntryID(string) }); ok {
 		v.SetEntryID(e.ID)
+	}
+	// One with a default relative to the file (tools/mcp's roots) learns
+	// its folder; Parse has none.
+	if v, ok := cfg.(interface{ SetFolder(string) }); ok && d.dir != "" {
+		v.SetFolder(d.dir)
 	}
 	if v, ok := cfg.(interface{ Validate() error }); ok && !e.Disabled {
 		if err := v.Validate(); err != nil {

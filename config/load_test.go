@@ -28,7 +28,7 @@ type testConfig struct {
 	Timeout time.Duration `yaml:"timeout"`
 	Tags    []string      `yaml:"tags"`
 	Nested  struct {
-		Mode string `yaml:"mode"`
+		Mode string `yaml:"mode" enum:"fast,slow"`
 	} `yaml:"nested"`
 }
 
@@ -131,4 +131,17 @@ func summarize(f *config.File, err error) string {
 	}
 	walk(f.Entries, "")
 	return b.String()
+}
+
+// Each problem of a file with several stays what callers branch on.
+func TestEveryProblemIsSeenByErrorsIsAndAs(t *testing.T) {
+	_, err := config.Parse("plugins.yaml", []byte("plugins:\n  - name: test/walkr\n  - name: test/walker\n    config: {root: ., depth: x}\n"), nil)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, config.ErrUnknownPlugin)
+	assert.ErrorIs(t, err, config.ErrType)
+	var es config.Errors
+	require.ErrorAs(t, err, &es)
+	require.Len(t, es, 2)
+	assert.Equal(t, 2, es[0].Line)
+	assert.Equal(t, 4, es[1].Line)
 }

@@ -1,5 +1,16 @@
 package config
 
+import "fmt"
+
+// suggest is the hint an error about s gives: the candidate nearest to
+// s, as " (did you mean "x"?)", or "" when none is near.
+func suggest(s string, candidates []string) string {
+	if c := closest(s, candidates); c != "" {
+		return fmt.Sprintf(" (did you mean %q?)", c)
+	}
+	return ""
+}
+
 // closest returns the candidate nearest to s by edit distance, if it is
 // near enough to be a likely typo; otherwise "".
 func closest(s string, candidates []string) string {

@@ -23,7 +23,7 @@ const (
 // Config is the plugin's config.
 type Config struct {
 	// Mode is strict (the default), warn or off.
-	Mode string `yaml:"mode" doc:"strict (default): refuse; warn: report only; off: register nothing"`
+	Mode string `yaml:"mode" enum:"strict,warn,off" doc:"strict (default): refuse; warn: report only; off: register nothing"`
 }
 
 // Validate checks the mode.

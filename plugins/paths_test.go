@@ -84,6 +84,9 @@ func TestEveryPathFieldResolvesAgainstTheFile(t *testing.T) {
 			assert.Equal(t, "./server", c.Command, "the command is opaque")
 			assert.Equal(t, []string{"serve", "./data"}, c.Args, "args are opaque")
 		}},
+		{"tools/mcp.roots", "{ command: ./server, roots: [., data] }", func(t *testing.T, dir string, cfg any) {
+			assert.Equal(t, []string{dir, filepath.Join(dir, "data")}, cfg.(*mcp.Config).Roots)
+		}},
 	}
 	var want []string
 	for _, tc := range cases {

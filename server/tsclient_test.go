@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-run/vigil/internal/npmtest"
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	"github.com/vigil-run/vigil/server"
 )
@@ -26,21 +27,7 @@ const tsclientDir = "testdata/tsclient"
 // fails it.
 func npmTool(t *testing.T, name string) string {
 	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("node is missing in CI: %v", err)
-		}
-		t.Skipf("node is not installed: %v", err)
-	}
-	bin, err := filepath.Abs(filepath.Join(tsclientDir, "node_modules", ".bin", name))
-	require.NoError(t, err)
-	if _, err := os.Stat(bin); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is missing in CI: .ci/run must run npm ci in server/%s (%v)", name, tsclientDir, err)
-		}
-		t.Skipf("%s is not installed: run `npm ci` in server/%s (in CI this fails)", name, tsclientDir)
-	}
-	return bin
+	return npmtest.Tool(t, tsclientDir, filepath.Join(".bin", name))
 }
 
 // run runs a command in dir with a deadline and returns its output,

@@ -27,7 +27,7 @@ type Retention struct {
 	// MaxAge, when positive, is how long a session is kept after its last
 	// record (or, without records, its creation): an older session is
 	// deleted by the next prune. Zero keeps every session.
-	MaxAge time.Duration `yaml:"max_age" json:"max_age,omitempty"`
+	MaxAge time.Duration `yaml:"max_age" json:"max_age,omitempty" doc:"When positive, is how long a session is kept after its last record (or, without records, its creation): an older session is deleted by the next prune. Zero keeps every session."`
 }
 
 // Validate checks r.

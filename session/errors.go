@@ -133,3 +133,14 @@ type LockError struct {
 func (e *LockError) Error() string { return e.Err.Error() }
 
 func (e *LockError) Unwrap() error { return e.Err }
+
+// NotFound is the error of a store that holds no session id: its message
+// names the id once ("session X not found") where a wrapped ErrNotFound
+// would repeat the package at each layer; errors.Is(err, ErrNotFound)
+// holds.
+func NotFound(id string) error { return &notFoundError{id: id} }
+
+type notFoundError struct{ id string }
+
+func (e *notFoundError) Error() string        { return fmt.Sprintf("session %s not found", e.id) }
+func (e *notFoundError) Is(target error) bool { return target == ErrNotFound }

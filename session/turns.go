@@ -115,3 +115,18 @@ func (st *turnState) find(id string) int {
 	}
 	return -1
 }
+
+// Boundaries returns the seqs a log of records may be forked or seeded
+// at, in order: -1 (before the first record) and every seq after which
+// no turn is open.
+func Boundaries(records []Record) []int64 {
+	out := []int64{-1}
+	var st turnState
+	for i, r := range records {
+		st.add(r)
+		if st.turn == 0 {
+			out = append(out, int64(i))
+		}
+	}
+	return out
+}

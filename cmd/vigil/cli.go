@@ -107,11 +107,12 @@ func jsonFlag(cmd *cobra.Command, p *bool, what string) {
 	cmd.Flags().BoolVar(p, "json", false, "print "+what+" as JSON")
 }
 
-// exactArgs is cobra.ExactArgs with the messages of this CLI.
+// exactArgs is cobra.ExactArgs with the messages of this CLI. The
+// command is not named: report prefixes every message with it, once.
 func exactArgs(n int, what string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
+	return func(_ *cobra.Command, args []string) error {
 		if len(args) != n {
-			return fmt.Errorf("%s takes %s, got %d argument(s)", strings.TrimPrefix(cmd.CommandPath(), "vigil "), what, len(args))
+			return fmt.Errorf("takes %s, got %d argument(s)", what, len(args))
 		}
 		return nil
 	}

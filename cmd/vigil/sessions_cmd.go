@@ -114,11 +114,19 @@ usage, and the session's usage last; cost too when the budget entry of
 the composition prices the models used (prices: {MODEL: {input, output}},
 USD per million tokens). --json prints the log itself (JSONL, as export
 does).`,
-		Example:           "  vigil sessions show 01JD8XKQ4G0W6Q1Y3T5V7X9Z0A",
-		Args:              exactArgs(1, "1 argument (a session id)"),
+		Example:           "  vigil sessions show 01JD8XKQ4G0W6Q1Y3T5V7X9Z0A\n  vigil sessions show exported.jsonl",
+		Args:              exactArgs(1, "1 argument (a session id or a log file)"),
 		ValidArgsFunction: completeSessionIDs(e, false),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
-			log, err := loadStored(cmd.Context(), e, cfg, args[0])
+			var log *session.Log
+			var err error
+			if st, serr := os.Stat(args[0]); serr == nil && !st.IsDir() {
+				// A log file, as verify, replay and trace take one; a
+				// file never needs the composition.
+				log, err = traceLog(cmd.Context(), e, cfg, nil, args[0])
+			} else {
+				log, err = loadStored(cmd.Context(), e, cfg, args[0])
+			}
 			if err != nil {
 				return err
 			}

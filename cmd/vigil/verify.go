@@ -187,7 +187,9 @@ func cmdVerify(ctx context.Context, e *env, cfg string, asJSON, tree bool, audit
 			} else {
 				failed = true
 			}
-			fmt.Fprintf(e.stderr, "%s: %v\n", it.label, it.err)
+			// An error, prefixed as report prefixes the others; the
+			// label says which of the logs it is about.
+			fmt.Fprintf(e.stderr, "vigil verify: %s: %v\n", it.label, it.err)
 			reports = append(reports, verifyReport{Log: it.label, Verdict: verdictUnreadable, Verifier: verifier, Violations: []invariants.Violation{}, Error: it.err.Error()})
 			continue
 		}

@@ -19,22 +19,22 @@ const Name = "approvals"
 type Config struct {
 	// Default is the action for a call no rule matches: allow (when
 	// empty), deny or ask.
-	Default string `yaml:"default" doc:"allow (default), deny or ask: the action for calls no rule matches"`
+	Default string `yaml:"default" enum:"allow,deny,ask" doc:"allow (default), deny or ask: the action for calls no rule matches"`
 	// Rules are tried in order; the first that matches decides.
-	Rules []Rule `yaml:"rules"`
+	Rules []Rule `yaml:"rules" doc:"Tried in order; the first that matches decides."`
 }
 
 // Rule is one rule of the policy.
 type Rule struct {
 	// Tool is a path.Match glob on the tool name.
-	Tool string `yaml:"tool" vigil:"required"`
+	Tool string `yaml:"tool" vigil:"required" doc:"A path.Match glob on the tool name."`
 	// Arguments, when set, is a regular expression (RE2, unanchored) the
 	// call's JSON arguments must match.
-	Arguments string `yaml:"arguments"`
+	Arguments string `yaml:"arguments" doc:"When set, is a regular expression (RE2, unanchored) the call's JSON arguments must match."`
 	// Action is allow, deny or ask.
-	Action string `yaml:"action" vigil:"required"`
+	Action string `yaml:"action" vigil:"required" enum:"allow,deny,ask" doc:"Allow, deny or ask."`
 	// Reason is shown to the person asked, or to the model for a denial.
-	Reason string `yaml:"reason"`
+	Reason string `yaml:"reason" doc:"Shown to the person asked, or to the model for a denial."`
 }
 
 // Policy returns the policy c describes, as approval/policy logs it.

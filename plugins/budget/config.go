@@ -17,16 +17,16 @@ const DefaultMaxRepeats = 3
 // Config is the plugin's config. A zero limit is no limit.
 type Config struct {
 	// Session limits what the whole session (every turn of its log) may spend.
-	Session Limits `yaml:"session"`
+	Session Limits `yaml:"session" doc:"Limits what the whole session (every turn of its log) may spend."`
 	// Turn limits what one turn may spend, and how long it may run.
-	Turn TurnLimits `yaml:"turn"`
+	Turn TurnLimits `yaml:"turn" doc:"Limits what one turn may spend, and how long it may run."`
 	// MaxRepeats: a turn that called the same tool with byte-identical
 	// arguments this many times ends before its next request (default 3;
 	// -1: no limit).
 	MaxRepeats int `yaml:"max_repeats" doc:"identical tool calls a turn may make before it ends (default 3, -1: no limit)"`
 	// Prices gives each model's price, by the model name the request
 	// header names; `vigil sessions show` reads it too, for cost.
-	Prices map[string]Price `yaml:"prices"`
+	Prices map[string]Price `yaml:"prices" doc:"Gives each model's price, by the model name the request header names; 'vigil sessions show' reads it too, for cost."`
 }
 
 // Limits are token and cost limits.

@@ -40,13 +40,13 @@ const SummaryPrefix = "Summary of the earlier conversation:\n\n"
 // Config is the plugin's config.
 type Config struct {
 	// MaxMessages: compact when the conversation has more messages.
-	MaxMessages int `yaml:"max_messages"`
+	MaxMessages int `yaml:"max_messages" doc:"Compact when the conversation has more messages."`
 	// MaxBytes: compact when the messages' content is larger.
-	MaxBytes int `yaml:"max_bytes"`
+	MaxBytes int `yaml:"max_bytes" doc:"Compact when the messages' content is larger."`
 	// Keep is how many of the most recent messages stay verbatim.
-	Keep int `yaml:"keep"`
+	Keep int `yaml:"keep" doc:"How many of the most recent messages stay verbatim."`
 	// Prompt replaces DefaultPrompt.
-	Prompt string `yaml:"prompt"`
+	Prompt string `yaml:"prompt" doc:"The instruction the summary is asked with; empty: the built-in one."`
 }
 
 // Validate checks the config.

@@ -52,7 +52,7 @@ type Config struct {
 	// Timeout does not make the start fail on a busy machine.
 	StartTimeout time.Duration `yaml:"start_timeout" doc:"bounds the start (default: the larger of timeout and 10s)"`
 	// Fail is FailClosed (the default) or FailOpen.
-	Fail string `yaml:"fail" doc:"closed (default): events the plugin validates are refused while it cannot be consulted (reloading, crashed); open: they pass"`
+	Fail string `yaml:"fail" enum:"closed,open" doc:"closed (default): events the plugin validates are refused while it cannot be consulted (reloading, crashed); open: they pass"`
 
 	// entryID is the plugins.yaml id of the entry, set by the config
 	// loader through SetEntryID; errors name it.

@@ -56,7 +56,7 @@ type ledgerEntry struct {
 func (s *Store) Record(ctx context.Context, id, key string, value []byte) ([]byte, error) {
 	v, err := s.record(ctx, id, key, value)
 	if err != nil {
-		return nil, fmt.Errorf("jsonl: ledger %s: %w", id, err)
+		return nil, fmt.Errorf("ledger %s: %w", id, err)
 	}
 	return v, nil
 }

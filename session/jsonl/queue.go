@@ -595,7 +595,7 @@ func (s *Store) Job(ctx context.Context, id string) (session.Job, error) {
 			return q.view(j), nil
 		}
 	}
-	return session.Job{}, fmt.Errorf("jsonl: job %s: %w", id, session.ErrNotFound)
+	return session.Job{}, fmt.Errorf("job %s: %w", id, session.ErrNotFound)
 }
 
 // Claim implements [session.Queue]. It takes the session's writer as

@@ -336,7 +336,7 @@ func (s *Store) LoadEach(ctx context.Context, id string, each func(session.Recor
 	data, err := os.ReadFile(s.Path(id))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("jsonl: load %s: %w", id, session.ErrNotFound)
+			return nil, session.NotFound(id)
 		}
 		return nil, fmt.Errorf("jsonl: load %s: %w", id, err)
 	}
@@ -364,7 +364,7 @@ func (s *Store) Info(ctx context.Context, id string) (session.Info, error) {
 	info, err := readHeader(s.Path(id))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return session.Info{}, fmt.Errorf("jsonl: info %s: %w", id, session.ErrNotFound)
+		return session.Info{}, session.NotFound(id)
 	case err != nil:
 		return session.Info{}, fmt.Errorf("jsonl: info %s: %w", id, err)
 	case info.ID != id:
@@ -467,7 +467,7 @@ func (s *Store) Flush(ctx context.Context, id string) error {
 	s.mu.Unlock()
 	if w == nil {
 		if _, err := os.Stat(s.Path(id)); err != nil {
-			return fmt.Errorf("jsonl: flush %s: %w", id, session.ErrNotFound)
+			return session.NotFound(id)
 		}
 		return nil
 	}

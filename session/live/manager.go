@@ -227,16 +227,16 @@ func (m *Manager) ForkBy(ctx context.Context, id string, at int64, by string) (*
 	} else {
 		log, err := m.store.Load(ctx, id)
 		if err != nil {
-			return nil, fmt.Errorf("session: fork %s: %w", id, err)
+			return nil, fmt.Errorf("fork %s: %w", id, err)
 		}
 		records, parent = log.Records, log.Info
 	}
 	if at < -1 || at >= int64(len(records)) {
-		return nil, fmt.Errorf("session: fork %s at %d: %w: the log has seqs 0..%d", id, at, session.ErrNotFound, len(records)-1)
+		return nil, fmt.Errorf("fork %s at %d: %w: the log has seqs 0..%d", id, at, session.ErrNotFound, len(records)-1)
 	}
 	prefix := records[:at+1]
 	if st := session.OpenTurn(prefix); st != 0 {
-		return nil, fmt.Errorf("session: fork %s at %d: %w (turn %d)", id, at, session.ErrOpenTurn, st)
+		return nil, fmt.Errorf("fork %s at %d: %w (turn %d); %s", id, at, session.ErrOpenTurn, st, nearBoundaries(records, at))
 	}
 	now := m.now()
 	info := session.Info{ID: m.newID(), Version: session.Version, Created: now, Tenant: parent.Tenant, By: by, Parent: &session.Parent{ID: id, Seq: at, Root: session.RootOf(prefix)}}
@@ -245,9 +245,21 @@ func (m *Manager) ForkBy(ctx context.Context, id string, at int64, by string) (*
 		return nil, err
 	}
 	if err := m.store.Fork(ctx, info, []session.Record{seed}); err != nil {
-		return nil, fmt.Errorf("session: fork %s at %d: %w", id, at, err)
+		return nil, fmt.Errorf("fork %s at %d: %w", id, at, err)
 	}
 	return m.publish(ctx, info, append(slices.Clone(prefix), seed))
+}
+
+// nearBoundaries names the valid fork boundaries nearest to at, the one
+// before it and the one after (if any), for an error that refuses at.
+func nearBoundaries(records []session.Record, at int64) string {
+	bs := session.Boundaries(records)
+	i, _ := slices.BinarySearch(bs, at)
+	before := bs[max(i-1, 0)]
+	if i >= len(bs) {
+		return fmt.Sprintf("the nearest boundary is %d (before the turn)", before)
+	}
+	return fmt.Sprintf("the nearest boundaries are %d (before the turn) and %d (after it)", before, bs[i])
 }
 
 // infoOf returns the header of session id: its live copy's, else the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/oklog/ulid/v2"
@@ -104,6 +105,9 @@ func TestForkRefusesBadBoundaries(t *testing.T) {
 	for _, at := range []int64{0, 1, 5, 11, 15} {
 		_, err := h.m.Fork(h.ctx, s.ID(), at)
 		require.ErrorIs(t, err, session.ErrOpenTurn, "at %d", at)
+		// Said once, with the boundaries a fork may use instead.
+		assert.Equal(t, 1, strings.Count(err.Error(), "fork"), err.Error())
+		assert.Contains(t, err.Error(), "the nearest boundaries are -1 (before the turn) and 16 (after it)")
 	}
 	_, err := h.m.Fork(h.ctx, s.ID(), 17)
 	require.ErrorIs(t, err, session.ErrNotFound)

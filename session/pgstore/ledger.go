@@ -51,7 +51,7 @@ func (s *Store) Record(ctx context.Context, id, key string, value []byte) ([]byt
 	var pe *pgconn.PgError
 	switch {
 	case errors.As(err, &pe) && pe.Code == "23503": // foreign_key_violation
-		return nil, fmt.Errorf("pgstore: ledger %s: %w", id, session.ErrNotFound)
+		return nil, session.NotFound(id)
 	case err != nil:
 		return nil, fmt.Errorf("pgstore: ledger %s: %w", id, err)
 	case tag.RowsAffected() == 1:
@@ -59,7 +59,7 @@ func (s *Store) Record(ctx context.Context, id, key string, value []byte) ([]byt
 	}
 	v, ok, err := s.Lookup(ctx, id, key)
 	if err == nil && !ok { // its session was deleted, with its entries, meanwhile
-		err = fmt.Errorf("pgstore: ledger %s: %w", id, session.ErrNotFound)
+		err = session.NotFound(id)
 	}
 	return v, err
 }
@@ -75,7 +75,7 @@ func (s *Store) Lookup(ctx context.Context, id, key string) ([]byte, bool, error
 		FROM vigil_sessions WHERE id = $1`, id, []byte(key))
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return nil, false, fmt.Errorf("pgstore: ledger %s: %w", id, session.ErrNotFound)
+		return nil, false, session.NotFound(id)
 	case err != nil:
 		return nil, false, fmt.Errorf("pgstore: ledger %s: %w", id, err)
 	case value == nil:

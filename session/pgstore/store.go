@@ -687,7 +687,7 @@ func (s *Store) Flush(ctx context.Context, id string) error {
 		return fmt.Errorf("pgstore: flush %s: %w", id, err)
 	}
 	if !exists {
-		return fmt.Errorf("pgstore: flush %s: %w", id, session.ErrNotFound)
+		return session.NotFound(id)
 	}
 	return nil
 }

@@ -26,10 +26,10 @@ type Config struct {
 	// service.
 	Session string `yaml:"session" doc:"the id of a stored session to replay"`
 	// Verify refuses requests whose digest differs from the recorded one.
-	Verify bool `yaml:"verify"`
+	Verify bool `yaml:"verify" doc:"Refuses requests whose digest differs from the recorded one."`
 	// Listen mounts the replay as a short-circuiting llm/stream listener
 	// instead of providing the provider service.
-	Listen bool `yaml:"listen"`
+	Listen bool `yaml:"listen" doc:"Mounts the replay as a short-circuiting llm/stream listener instead of providing the provider service."`
 }
 
 // Validate checks the config.

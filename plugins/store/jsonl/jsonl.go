@@ -22,13 +22,13 @@ type Config struct {
 	// Dir holds one <session id>.jsonl file per session; it is created
 	// when missing. Default .vigil/sessions. In plugins.yaml a relative
 	// dir is relative to the file's directory.
-	Dir string `yaml:"dir" vigil:"path"`
+	Dir string `yaml:"dir" vigil:"path" doc:"Holds one <session id>.jsonl file per session; it is created when missing. Default .vigil/sessions. In plugins.yaml a relative dir is relative to the file's directory."`
 	// Retention deletes the sessions older than max_age (by their last
 	// record), run by vigil serve and vigil sessions prune.
-	Retention session.Retention `yaml:"retention"`
+	Retention session.Retention `yaml:"retention" doc:"Deletes the sessions older than max_age (by their last record), run by vigil serve and vigil sessions prune."`
 	// Signing names the key that signs the sessions' checkpoints, and
 	// whether every session must be signed.
-	Signing live.Signing `yaml:"signing"`
+	Signing live.Signing `yaml:"signing" doc:"The key that signs the sessions' checkpoints, and whether every session must be signed."`
 }
 
 // Validate checks the config.

@@ -21,25 +21,25 @@ type Config struct {
 	// DSN locates the database: a libpq URL
 	// (postgres://user:password@host:5432/db?sslmode=require) or key=value
 	// string. Use ${VAR} to keep the password out of the file.
-	DSN string `yaml:"dsn" vigil:"required"`
+	DSN string `yaml:"dsn" vigil:"required" doc:"Locates the database: a libpq URL (postgres://user:password@host:5432/db?sslmode=require) or key=value string. Use ${VAR} to keep the password out of the file."`
 	// Schema keeps the tables in this PostgreSQL schema (created if
 	// missing). Default: the first schema of the search_path.
-	Schema string `yaml:"schema"`
+	Schema string `yaml:"schema" doc:"Keeps the tables in this PostgreSQL schema (created if missing). Default: the first schema of the search_path."`
 	// LeaseTTL is how long a turn lease lives without renewal: how long a
 	// session stays busy after the process running its turn died. Default
 	// 30s.
-	LeaseTTL time.Duration `yaml:"lease_ttl"`
+	LeaseTTL time.Duration `yaml:"lease_ttl" doc:"How long a turn lease lives without renewal: how long a session stays busy after the process running its turn died. Default 30s."`
 	// MaxConns bounds the pooled connections. Default 8.
-	MaxConns int `yaml:"max_conns"`
+	MaxConns int `yaml:"max_conns" doc:"Bounds the pooled connections. Default 8."`
 	// DurableAppends commits every append synchronously, not only those
 	// that end a step or a turn.
-	DurableAppends bool `yaml:"durable_appends"`
+	DurableAppends bool `yaml:"durable_appends" doc:"Commits every append synchronously, not only those that end a step or a turn."`
 	// Retention deletes the sessions older than max_age (by their last
 	// record), run by vigil serve and vigil sessions prune.
-	Retention session.Retention `yaml:"retention"`
+	Retention session.Retention `yaml:"retention" doc:"Deletes the sessions older than max_age (by their last record), run by vigil serve and vigil sessions prune."`
 	// Signing names the key that signs the sessions' checkpoints, and
 	// whether every session must be signed.
-	Signing live.Signing `yaml:"signing"`
+	Signing live.Signing `yaml:"signing" doc:"The key that signs the sessions' checkpoints, and whether every session must be signed."`
 }
 
 // Validate checks the config.

@@ -42,7 +42,7 @@ var ErrConfig = errors.New("telemetry/otel: invalid config")
 // OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_BSP_MAX_QUEUE_SIZE, …).
 type Config struct {
 	Endpoint string            `yaml:"endpoint" doc:"the collector: host:port, or a URL (http:// is insecure); default from OTEL_EXPORTER_OTLP_ENDPOINT, else localhost:4317 (grpc) or localhost:4318 (http)"`
-	Protocol string            `yaml:"protocol" doc:"grpc or http (OTLP/HTTP protobuf); default from OTEL_EXPORTER_OTLP_PROTOCOL, else grpc"`
+	Protocol string            `yaml:"protocol" enum:"grpc,http" doc:"grpc or http (OTLP/HTTP protobuf); default from OTEL_EXPORTER_OTLP_PROTOCOL, else grpc"`
 	Headers  map[string]string `yaml:"headers" doc:"sent with every export, e.g. an API key from a ${VAR}"`
 	Insecure bool              `yaml:"insecure" doc:"no TLS to a host:port endpoint"`
 	// Sampling is the ratio of turns traced live, by trace id (so every

@@ -15,9 +15,9 @@ const Name = "tools/fs"
 type Config struct {
 	// Root is the directory the tools are confined to. Default ".". In
 	// plugins.yaml a relative root is relative to the file's directory.
-	Root string `yaml:"root" vigil:"path"`
+	Root string `yaml:"root" vigil:"path" doc:"The directory the tools are confined to. Default '.'. In plugins.yaml a relative root is relative to the file's directory."`
 	// MaxBytes bounds what read_file returns. Default 64 KiB.
-	MaxBytes int `yaml:"max_bytes"`
+	MaxBytes int `yaml:"max_bytes" doc:"Bounds what read_file returns. Default 64 KiB."`
 }
 
 // ToolNames names the tools the plugin provides, so that the loader can

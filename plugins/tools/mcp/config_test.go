@@ -116,7 +116,7 @@ plugins:
 	require.NoError(t, comp.Err())
 
 	h := &host{t: t, root: root, c: root.Context()}
-	assert.Equal(t, []string{"local_echo", "local_getenv", "web_echo", "web_getenv"}, h.toolNames())
+	assert.Equal(t, []string{"local_echo", "local_getenv", "web_echo", "web_getenv", "web_roots"}, h.toolNames())
 	got, err := h.call("local_getenv", `{"name":"VIGIL_MCP_TEST"}`)
 	require.NoError(t, err)
 	assert.Equal(t, "local", got)

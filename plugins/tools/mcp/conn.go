@@ -223,7 +223,8 @@ func (cn *conn) watch() {
 	if detail != nil {
 		cause = fmt.Errorf("%w: %w", cause, detail)
 	}
-	cn.log.Error("server connection lost; tools withdrawn, plugin failed", "error", cause)
+	// Failing the fiber logs the cause, once, as every plugin failure is.
+	cn.log.Debug("server connection lost; tools withdrawn")
 	// Not on a goroutine the fiber's disposers wait for: Fail runs them.
 	cn.c.Fiber().Fail(cause)
 }

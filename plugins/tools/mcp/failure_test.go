@@ -5,6 +5,7 @@ package mcp_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -47,7 +48,17 @@ func TestKilledServerMidCallFailsThePluginNotTheHost(t *testing.T) {
 	require.ErrorIs(t, f.Err(), mcp.ErrServerExited)
 	assert.ErrorContains(t, f.Err(), "signal: killed")
 	assert.Empty(t, h.toolNames())
-	assert.Contains(t, h.logs.String(), "server connection lost")
+	// One error in the log, the plugin's failure with its cause; not a
+	// second one from the connection for the same event.
+	var errorLines []string
+	for _, l := range strings.Split(h.logs.String(), "\n") {
+		if strings.Contains(l, "[ERROR]") {
+			errorLines = append(errorLines, l)
+		}
+	}
+	require.Len(t, errorLines, 1, h.logs.String())
+	assert.Contains(t, errorLines[0], "plugin failed")
+	assert.Contains(t, errorLines[0], "signal: killed")
 	assert.False(t, alive(pid))
 
 	// The host goes on: the next turn runs without the tools, and says so

@@ -34,9 +34,15 @@ func apply(c *bus.Context, cfg Config) error {
 	stderr := &lineLogger{log: log}
 	cn := newConn(c, &cfg, log)
 	t := newTransport(ctx, &cfg, log, stderr, cn)
+	roots, err := cfg.roots()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "vigil", Version: version()}, &mcpsdk.ClientOptions{
 		ToolListChangedHandler: cn.onListChanged,
+		Capabilities:           capabilities(roots),
 	})
+	client.AddRoots(roots...) //nolint:staticcheck // roots are deprecated by SEP-2577, still what servers read
 	cctx, ccancel := context.WithTimeout(ctx, cfg.timeout())
 	cs, err := client.Connect(cctx, t, nil)
 	ccancel()
@@ -64,6 +70,17 @@ func apply(c *bus.Context, cfg Config) error {
 	log.Debug("connected", "tools", len(cn.tools))
 	cn.start(ctx)
 	return nil
+}
+
+// capabilities are what the client advertises: roots only when it has
+// some (a server would otherwise ask for an empty list, or take the
+// capability as leave to roam), and without list changes, since a
+// plugin's roots change only by a new connection.
+func capabilities(roots []*mcpsdk.Root) *mcpsdk.ClientCapabilities {
+	if len(roots) == 0 {
+		return &mcpsdk.ClientCapabilities{}
+	}
+	return &mcpsdk.ClientCapabilities{RootsV2: &mcpsdk.RootCapabilities{}}
 }
 
 // version is the client version announced to servers: the host's module

@@ -32,7 +32,7 @@ func TestPluginProvidesTheServersToolsUntilDisposed(t *testing.T) {
 			cfg := tr.config(t, "srv_")
 			h := newHost(t)
 			f := h.mcp(cfg)
-			assert.Equal(t, []string{"srv_add_tool", "srv_echo", "srv_fail", "srv_getenv", "srv_getwd", "srv_hang", "srv_image", "srv_key", "srv_remove_tool"}, h.toolNames())
+			assert.Equal(t, []string{"srv_add_tool", "srv_echo", "srv_fail", "srv_getenv", "srv_getwd", "srv_hang", "srv_image", "srv_key", "srv_remove_tool", "srv_roots"}, h.toolNames())
 
 			echo := h.tool("srv_echo")
 			spec := echo.Spec()
@@ -65,7 +65,7 @@ func TestIncludeAndExcludeSelectTools(t *testing.T) {
 		want             []string
 	}{
 		{"include", []string{"echo", "get*"}, nil, []string{"echo", "getenv", "getwd"}},
-		{"exclude", nil, []string{"*_tool", "admin_*", "hang", "image", "key"}, []string{"echo", "fail", "getenv", "getwd"}},
+		{"exclude", nil, []string{"*_tool", "admin_*", "hang", "image", "key", "roots"}, []string{"echo", "fail", "getenv", "getwd"}},
 		{"both", []string{"*e*"}, []string{"*_*", "getwd", "key"}, []string{"echo", "getenv", "image"}},
 		{"none match", []string{"nothing*"}, nil, nil},
 	}
@@ -251,7 +251,7 @@ func TestTwoServersWithTheSameToolsNeedPrefixes(t *testing.T) {
 	require.ErrorIs(t, err, bus.ErrServiceDuplicate)
 	assert.ErrorContains(t, err, "prefix")
 	assert.Equal(t, bus.StateFailed, f.State())
-	assert.Len(t, h.toolNames(), 9, "the failed apply withdrew what it provided")
+	assert.Len(t, h.toolNames(), 10, "the failed apply withdrew what it provided")
 
 	h.mcp(stdio("b_", ""))
 	assert.Contains(t, h.toolNames(), "b_echo")

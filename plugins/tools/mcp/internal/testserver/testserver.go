@@ -52,6 +52,8 @@ func text(s string) *mcp.CallToolResult {
 //   - image {}: a text part and a PNG of ImageSize bytes
 //   - getenv {name}: the server process's environment variable name
 //   - getwd {}: the server process's working directory
+//   - roots {}: whether the client advertised roots ("roots capability",
+//     "no roots capability")
 //   - add_tool {name}: adds a tool name that answers "<name> works"
 //   - remove_tool {name}: removes the tool name
 //
@@ -95,6 +97,13 @@ func New(opts Options) *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "getenv", Description: "Read an environment variable of the server."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in nameIn) (*mcp.CallToolResult, any, error) {
 			return text(os.Getenv(in.Name)), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "roots", Description: "Say whether the client advertised roots."},
+		func(_ context.Context, req *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, any, error) {
+			if req.Session.InitializeParams().Capabilities.RootsV2 == nil {
+				return text("no roots capability"), nil, nil
+			}
+			return text("roots capability"), nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "getwd", Description: "Print the server's working directory."},
 		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
