@@ -31,9 +31,10 @@ type Config struct {
 	LeaseTTL time.Duration `yaml:"lease_ttl" doc:"How long a turn lease lives without renewal: how long a session stays busy after the process running its turn died. Default 30s."`
 	// MaxConns bounds the pooled connections. Default 8.
 	MaxConns int `yaml:"max_conns" doc:"Bounds the pooled connections. Default 8."`
-	// DurableAppends commits every append synchronously, not only those
-	// that end a step or a turn.
-	DurableAppends bool `yaml:"durable_appends" doc:"Commits every append synchronously, not only those that end a step or a turn."`
+	// DurableAppends writes each event as it is appended, one synchronous
+	// commit each, rather than a turn's events in batches at its
+	// durability points.
+	DurableAppends bool `yaml:"durable_appends" doc:"Writes each event as it is appended, one synchronous commit each, rather than a turn's events in batches at its durability points."`
 	// Retention deletes the sessions older than max_age (by their last
 	// record), run by vigil serve and vigil sessions prune.
 	Retention session.Retention `yaml:"retention" doc:"Deletes the sessions older than max_age (by their last record), run by vigil serve and vigil sessions prune."`
