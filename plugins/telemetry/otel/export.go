@@ -53,7 +53,7 @@ func Export(ctx context.Context, cfg Config, logs ...Log) (int, error) {
 		return n, fmt.Errorf("telemetry/otel: export: %w", err)
 	}
 	if err := fe.get(); err != nil {
-		return n, fmt.Errorf("telemetry/otel: export to %s: %w", cfg.Endpoint, err)
+		return n, fmt.Errorf("telemetry/otel: export to %s: %w", cfg.Destination(), err)
 	}
 	return n, nil
 }

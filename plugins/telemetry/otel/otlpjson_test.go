@@ -32,14 +32,16 @@ func FuzzOTLPJSONRoundTrip(f *testing.F) {
 		if proto.Unmarshal(wire, &req) != nil || !wellFormedIDs(&req) {
 			t.Skip()
 		}
+		want, err := collectortest.AsCollectorSees(&req)
+		if err != nil {
+			t.Skip() // unknown fields the collector's stricter decoder refuses
+		}
 		out, err := otlpJSON(&req)
 		if err != nil {
 			t.Skip() // not valid UTF-8, which JSON cannot carry
 		}
 		got, err := collectortest.Decode(out)
 		require.NoError(t, err, "%s", out)
-		want, err := collectortest.AsCollectorSees(&req)
-		require.NoError(t, err)
 		require.True(t, proto.Equal(want, got), "want %v\n got %v", want, got)
 	})
 }
