@@ -36,8 +36,9 @@ there are none. The answer streams to stdout; the session id and its log's
 path, tool calls and waits go to stderr. -s continues a session instead of
 starting one; flags may come after the prompt. --continue (with -s and no
 prompt) carries on the session's last turn when it was interrupted (its
-process died mid-turn) or a budget ended it: the model is asked again from
-the log, which shows the interrupted tool calls' results.
+process died mid-turn), stopped (Ctrl-C: vigil run exits 130) or a budget
+ended it: the model is asked again from the log, which shows the
+interrupted tool calls' results.
 
 With several agents in the composition, --agent names the entry (its id) that
 runs the turn; without it, the only agent not offered to another as a tool.
@@ -60,7 +61,7 @@ is running a turn on is refused (exit 1, naming the holder) unless --wait.`,
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the turn's result as JSON instead of streaming the answer")
 	cmd.Flags().BoolVar(&o.wait, "wait", false, "wait for a turn another process runs on the session")
 	cmd.Flags().StringVar(&o.agent, "agent", "", "the id of the agent entry that runs the turn (default: the entry point)")
-	cmd.Flags().BoolVar(&o.cont, "continue", false, "continue the session's interrupted or budget-ended last turn (with -s, no prompt)")
+	cmd.Flags().BoolVar(&o.cont, "continue", false, "continue the session's interrupted, stopped or budget-ended last turn (with -s, no prompt)")
 	return cmd
 }
 
@@ -116,6 +117,9 @@ func cmdRun(ctx context.Context, e *env, o runOptions, args []string) error {
 			printPending(e.stderr, res.Session, s)
 		}
 		return suspendedError{err}
+	}
+	if interrupted(err) && res != nil && !o.asJSON {
+		fmt.Fprintf(e.stderr, "stopped; vigil run -s %s --continue carries the turn on\n", res.Session)
 	}
 	return turnError(res, err)
 }
