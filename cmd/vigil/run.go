@@ -97,13 +97,21 @@ func cmdRun(ctx context.Context, e *env, o runOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := h.rt.AgentNamed(o.agent); err != nil {
+	agent, err := h.rt.AgentNamed(o.agent)
+	if err != nil {
 		return usageError{err}
 	}
+	// An answer an output schema may refuse is not streamed: stdout gets
+	// the accepted answer only, once the turn has it (a refused one is
+	// shown on stderr, with the retry).
+	structured := len(agent.Config().OutputSchema) > 0
 	t := vigil.TurnOptions{Session: o.sid, Prompt: prompt, Continue: o.cont, Agent: o.agent}
-	res, err := rt.turnWith(ctx, e, t, o.wait, !o.asJSON, func(id string) {
+	res, err := rt.turnWith(ctx, e, t, o.wait, !o.asJSON && !structured, func(id string) {
 		fmt.Fprintf(e.stderr, "session %s%s\n", id, rt.logPath(id))
 	})
+	if structured && !o.asJSON && err == nil && res != nil && res.Reason == session.ReasonCompleted {
+		fmt.Fprintln(e.stdout, res.Content)
+	}
 	if o.asJSON && res != nil {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
