@@ -111,7 +111,7 @@ func cmdDecide(ctx context.Context, e *env, o decideOptions, allow bool, id stri
 		d.By = localUser()
 		fmt.Fprintf(e.stderr, "deciding as %s (the local user; --by names another)\n", d.By)
 	} else {
-		fmt.Fprintf(e.stderr, "deciding as %s (--by)\n", d.By)
+		fmt.Fprintf(e.stderr, "deciding as %s (--by)\n", termSafe(d.By))
 	}
 	if o.always {
 		d.Scope = session.ScopeSession

@@ -109,7 +109,7 @@ func report(e *env, cmd *cobra.Command, err error) int {
 	if errors.As(err, &silent) {
 		return silent.code
 	}
-	fmt.Fprintf(e.stderr, "%s: %v\n", name, err)
+	fmt.Fprintf(e.stderr, "%s: %s\n", name, termSafe(err.Error()))
 	code := exitCode(err)
 	if code == exitUsage && !errors.As(err, new(*configError)) {
 		fmt.Fprintf(e.stderr, "Run '%s --help' for usage.\n", name)

@@ -9,6 +9,7 @@ import (
 
 // printPending says what a suspended session waits for and how to decide.
 func printPending(w io.Writer, id string, s *session.Suspension) {
+	w = termWriter{w}
 	undecided := s.Undecided()
 	if len(undecided) == 0 {
 		fmt.Fprintf(w, "turn %d is decided and waits to resume: vigil approve %s resumes it\n", s.Turn, id)
@@ -28,6 +29,7 @@ func printPending(w io.Writer, id string, s *session.Suspension) {
 // printUnknown lists the calls whose outcome is unknown and how to
 // reconcile them; nothing when there are none.
 func printUnknown(w io.Writer, id string, calls []session.UnknownCall) {
+	w = termWriter{w}
 	if len(calls) == 0 {
 		return
 	}

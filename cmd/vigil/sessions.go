@@ -99,6 +99,7 @@ func printSessions(w io.Writer, rows []sessionRow, asJSON bool) error {
 // showSession renders a log readably: turns, steps, messages and tool
 // calls, one line each.
 func showSession(w io.Writer, info session.Info, records []session.Record, prices map[string]budget.Price) error {
+	w = termWriter{w}
 	acc := budget.Tally(records, prices)
 	turns := make(map[int]budget.Spent, len(acc.Turns))
 	for _, ts := range acc.Turns {
