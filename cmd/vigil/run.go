@@ -122,7 +122,7 @@ func cmdRun(ctx context.Context, e *env, o runOptions, args []string) error {
 	if s := suspensionOf(res); s != nil && errors.Is(err, vigil.ErrSuspended) {
 		// What waits, and how to decide, instead of the error's list.
 		if !o.asJSON {
-			printPending(e.stderr, res.Session, s)
+			printPending(e.stderr, res.Session, s, storeChildWaits(ctx, h.rt))
 		}
 		return suspendedError{err}
 	}
