@@ -110,7 +110,7 @@ func cmdRun(ctx context.Context, e *env, o runOptions, args []string) error {
 		fmt.Fprintf(e.stderr, "session %s%s\n", id, rt.logPath(id))
 	})
 	if structured && !o.asJSON && err == nil && res != nil && res.Reason == session.ReasonCompleted {
-		fmt.Fprintln(e.stdout, res.Content)
+		h.status.text(res.Content + "\n")
 	}
 	if o.asJSON && res != nil {
 		enc := json.NewEncoder(e.stdout)
