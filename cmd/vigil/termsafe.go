@@ -19,13 +19,11 @@ import (
 // the title or hide what follows. Output meant for a program (the answer
 // of vigil run on a pipe, --json) is not passed through it.
 func termSafe(s string) string {
-	i := strings.IndexFunc(s, unsafeRune)
-	if i < 0 {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, unsafeRune) {
 		return s
 	}
 	var b strings.Builder
-	b.WriteString(s[:i])
-	for i < len(s) {
+	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && size == 1:
@@ -41,13 +39,12 @@ func termSafe(s string) string {
 	return b.String()
 }
 
-// unsafeRune reports whether a terminal would act on r, or r stands for
-// a byte that is not UTF-8.
+// unsafeRune reports whether a terminal would act on r.
 func unsafeRune(r rune) bool {
 	switch {
 	case r == '\n' || r == '\t':
 		return false
-	case unicode.IsControl(r), r == utf8.RuneError:
+	case unicode.IsControl(r):
 		return true
 	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
 		return true
