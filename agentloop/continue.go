@@ -10,8 +10,8 @@ import (
 )
 
 // ErrNothingToContinue is matched by the refusal of [Agent.Continue] on a
-// session whose last turn did not end interrupted or budget (or that has
-// no turn):
+// session whose last turn did not end interrupted, aborted or budget (or
+// that has no turn):
 // there is no cut-short turn to carry on.
 var ErrNothingToContinue = errors.New("agentloop: nothing to continue")
 
@@ -29,8 +29,8 @@ func (e *NothingToContinueError) Error() string {
 	if e.Turn == 0 {
 		return fmt.Sprintf("session %s has no turn to continue", e.Session)
 	}
-	return fmt.Sprintf("nothing to continue in session %s: its last turn, %d, ended %s, not %s or %s",
-		e.Session, e.Turn, e.Reason, session.ReasonInterrupted, session.ReasonBudget)
+	return fmt.Sprintf("nothing to continue in session %s: its last turn, %d, ended %s, not %s",
+		e.Session, e.Turn, e.Reason, session.ContinuableReasons)
 }
 
 func (e *NothingToContinueError) Is(target error) bool { return target == ErrNothingToContinue }
@@ -46,7 +46,9 @@ func (e *NothingToContinueError) Is(target error) bool { return target == ErrNot
 // [ToolInvocation.Retry]), logging tool/retry before and tool/reconcile
 // after; the others stay unknown. A turn a limit ended
 // (reason budget, before a step's request) is continued the same way:
-// the model is asked for the answer it was refused. A session with an open
+// the model is asked for the answer it was refused; and one that was
+// cancelled (reason aborted: Ctrl-C, a cancelled job), whose calls were
+// answered when it stopped. A session with an open
 // turn is refused as Run refuses it; one whose last turn ended any other
 // way with a [*NothingToContinueError].
 func (a *Agent) Continue(ctx context.Context, sess *live.Session, opts ...RunOption) (*TurnResult, error) {
@@ -71,7 +73,8 @@ func (t *turn) continueTurn(ctx context.Context) (*TurnResult, error) {
 	return t.steps(ctx, 1)
 }
 
-// continuable refuses a session whose last turn did not end interrupted.
+// continuable refuses a session whose last turn cannot be continued
+// (see session.Continuable).
 func continuable(sess *live.Session) error {
 	for r := range sess.Backward() {
 		switch r.Type() {

@@ -150,8 +150,10 @@
 // opened (turn/end "interrupted"). [Agent.Continue] carries it on: it logs
 // turn/start {"continues": N} and no user message, and asks the model
 // again from the fold, which holds the interrupted calls'
-// TOOL_OUTCOME_UNKNOWN / TOOL_NOT_STARTED results. A session whose last
-// turn did not end interrupted is refused with [ErrNothingToContinue].
+// TOOL_OUTCOME_UNKNOWN / TOOL_NOT_STARTED results. A turn cancelled
+// (aborted) or ended by a limit (budget) is carried on the same way. A
+// session whose last turn ended otherwise is refused with
+// [ErrNothingToContinue].
 //
 // # Structured output
 //

@@ -53,7 +53,7 @@ func turnNesting(t *trace, r session.Record) *Violation {
 		case n != t.turn:
 			return violation(RuleTurnNesting, r.Seq(), "turn/start continues turn %d, which is not the latest turn (%d)", n, t.turn)
 		case !session.Continuable(t.lastEnd):
-			return violation(RuleTurnNesting, r.Seq(), "turn/start continues turn %d, which ended %s, not %s or %s", n, t.lastEnd, session.ReasonInterrupted, session.ReasonBudget)
+			return violation(RuleTurnNesting, r.Seq(), "turn/start continues turn %d, which ended %s, not %s", n, t.lastEnd, session.ContinuableReasons)
 		}
 	case session.TypeUserMessage:
 		if t.turnOpen && t.continuing && !loopFeedback(t, r) {

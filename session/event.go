@@ -52,11 +52,15 @@ const (
 
 // Continuable reports whether a turn that ended with reason may be
 // carried on by a continuation turn (turn/start {"continues": N}): it
-// was cut short before the model answered, by a crash (interrupted) or
-// by a limit (budget).
+// was cut short before the model answered, by a crash (interrupted), by
+// a cancel (aborted: Ctrl-C, a cancelled job) or by a limit (budget).
 func Continuable(reason string) bool {
-	return reason == ReasonInterrupted || reason == ReasonBudget
+	return reason == ReasonInterrupted || reason == ReasonAborted || reason == ReasonBudget
 }
+
+// ContinuableReasons names the reasons [Continuable] accepts, for the
+// messages that refuse a continuation.
+const ContinuableReasons = ReasonInterrupted + ", " + ReasonAborted + " or " + ReasonBudget
 
 // Reasons a request header is logged (request/header data.reason).
 const (

@@ -111,7 +111,7 @@ func cmdDecide(ctx context.Context, e *env, o decideOptions, allow bool, id stri
 		d.By = localUser()
 		fmt.Fprintf(e.stderr, "deciding as %s (the local user; --by names another)\n", d.By)
 	} else {
-		fmt.Fprintf(e.stderr, "deciding as %s (--by)\n", d.By)
+		fmt.Fprintf(e.stderr, "deciding as %s (--by)\n", termSafe(d.By))
 	}
 	if o.always {
 		d.Scope = session.ScopeSession
@@ -124,13 +124,17 @@ func cmdDecide(ctx context.Context, e *env, o decideOptions, allow bool, id stri
 		last := i == len(calls)-1
 		err := showDecided(e, h, id, func(v *turnView) (*vigil.Result, error) {
 			if c := pending.Find(call); c != nil {
-				fmt.Fprintf(e.stderr, "%s %s  %s %s\n", verb, call, c.Call.Name, oneLine(c.Call.Arguments, 100))
+				// What is decided, in full: the call, and under a
+				// delegation the sub-agent's calls the decision decides.
+				w := termWriter{e.stderr}
+				fmt.Fprintf(w, "%s %s  %s %s\n", verb, call, c.Call.Name, oneLine(c.Call.Arguments, -1))
+				printChildCalls(w, storeChildWaits(ctx, h.rt), id, *c, "  ")
 			}
 			res, err := h.rt.Decide(ctx, vigil.DecideOptions{Session: id, Call: call, Decision: d, Wait: o.wait, OnChunk: v.chunk})
 			if res == nil && err == nil && last {
 				// Calls of the step not named here still wait.
 				if s, perr := h.rt.Pending(ctx, id); perr == nil && s != nil {
-					printPending(e.stderr, id, s)
+					printPending(e.stderr, id, s, storeChildWaits(ctx, h.rt))
 				}
 				return nil, suspendedError{agentloop.ErrSuspended}
 			}
@@ -157,7 +161,7 @@ func showDecided(e *env, h *host, id string, fn func(*turnView) (*vigil.Result, 
 		return err
 	}
 	if s := suspensionOf(res); s != nil && errors.Is(err, vigil.ErrSuspended) {
-		printPending(e.stderr, id, s)
+		printPending(e.stderr, id, s, storeChildWaits(context.Background(), h.rt))
 		return suspendedError{err}
 	}
 	if res == nil && err == nil {

@@ -16,6 +16,7 @@ Exit codes:
   2  usage or configuration error
   3  the turn is suspended, waiting for a decision (vigil approve, vigil deny)
   4  not found: a session, a call, a file
+  130  stopped by Ctrl-C (vigil run -s ID --continue carries a stopped turn on)
 `
 
 // rootHelp ends the help of vigil itself, after the commands.

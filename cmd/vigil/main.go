@@ -22,6 +22,8 @@ const (
 	exitUsage     = 2 // usage or configuration errors
 	exitSuspended = 3 // a turn suspended, waiting for a decision (approvals)
 	exitNotFound  = 4 // a session, a call or a file that does not exist
+	// exitInterrupted: Ctrl-C stopped the command (128 + SIGINT).
+	exitInterrupted = 130
 )
 
 // usageError marks errors that exit with exitUsage.
@@ -85,12 +87,8 @@ func main() {
 func run(ctx context.Context, e *env, args []string) int {
 	root := newRootCmd(e)
 	if len(args) == 0 {
-		// No command: the usage on stderr, as a usage error.
-		root.InitDefaultHelpCmd()
-		root.InitDefaultCompletionCmd()
-		root.SetOut(e.stderr)
-		_ = root.Usage()
-		return exitUsage
+		// No command: the help, as gh and kubectl print it.
+		args = []string{"--help"}
 	}
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
@@ -111,7 +109,7 @@ func report(e *env, cmd *cobra.Command, err error) int {
 	if errors.As(err, &silent) {
 		return silent.code
 	}
-	fmt.Fprintf(e.stderr, "%s: %v\n", name, err)
+	fmt.Fprintf(e.stderr, "%s: %s\n", name, termSafe(err.Error()))
 	code := exitCode(err)
 	if code == exitUsage && !errors.As(err, new(*configError)) {
 		fmt.Fprintf(e.stderr, "Run '%s --help' for usage.\n", name)
@@ -138,6 +136,8 @@ func exitCode(err error) int {
 		return exitNotFound
 	case errors.Is(err, agentloop.ErrSuspended):
 		return exitSuspended
+	case interrupted(err):
+		return exitInterrupted
 	}
 	return exitFailed
 }

@@ -126,6 +126,7 @@ func (s *status) redrawLocked() {
 		s.eraseLocked()
 		return
 	}
+	line = termSafe(line)
 	if w := s.width(); w > 1 {
 		line = truncate(line, w-1) // a wrapped line cannot be erased with \r
 	}
@@ -164,7 +165,10 @@ func (s *status) text(t string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.shared {
+		// On a terminal, the answer cannot drive it; elsewhere it is
+		// written as the model gave it.
 		s.eraseLocked()
+		t = termSafe(t)
 	}
 	fmt.Fprint(s.stdout, t)
 	s.midLine = !strings.HasSuffix(t, "\n")
@@ -191,7 +195,7 @@ func (s *status) note(format string, args ...any) {
 	defer s.mu.Unlock()
 	s.eraseLocked()
 	s.endLineLocked()
-	fmt.Fprintf(s.stderr, format+"\n", args...)
+	fmt.Fprint(s.stderr, termSafe(fmt.Sprintf(format, args...))+"\n")
 	s.redrawLocked()
 }
 
@@ -209,9 +213,9 @@ func (w logWriter) Write(p []byte) (int, error) {
 	if s.shared {
 		s.endLineLocked()
 	}
-	n, err := s.stderr.Write(p)
+	_, err := io.WriteString(s.stderr, termSafe(string(p)))
 	s.redrawLocked()
-	return n, err
+	return len(p), err
 }
 
 // hold keeps the line erased (while a chat reads a line) or lets it be

@@ -36,8 +36,9 @@ there are none. The answer streams to stdout; the session id and its log's
 path, tool calls and waits go to stderr. -s continues a session instead of
 starting one; flags may come after the prompt. --continue (with -s and no
 prompt) carries on the session's last turn when it was interrupted (its
-process died mid-turn) or a budget ended it: the model is asked again from
-the log, which shows the interrupted tool calls' results.
+process died mid-turn), stopped (Ctrl-C: vigil run exits 130) or a budget
+ended it: the model is asked again from the log, which shows the
+interrupted tool calls' results.
 
 With several agents in the composition, --agent names the entry (its id) that
 runs the turn; without it, the only agent not offered to another as a tool.
@@ -60,7 +61,7 @@ is running a turn on is refused (exit 1, naming the holder) unless --wait.`,
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the turn's result as JSON instead of streaming the answer")
 	cmd.Flags().BoolVar(&o.wait, "wait", false, "wait for a turn another process runs on the session")
 	cmd.Flags().StringVar(&o.agent, "agent", "", "the id of the agent entry that runs the turn (default: the entry point)")
-	cmd.Flags().BoolVar(&o.cont, "continue", false, "continue the session's interrupted or budget-ended last turn (with -s, no prompt)")
+	cmd.Flags().BoolVar(&o.cont, "continue", false, "continue the session's interrupted, stopped or budget-ended last turn (with -s, no prompt)")
 	return cmd
 }
 
@@ -96,13 +97,21 @@ func cmdRun(ctx context.Context, e *env, o runOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := h.rt.AgentNamed(o.agent); err != nil {
+	agent, err := h.rt.AgentNamed(o.agent)
+	if err != nil {
 		return usageError{err}
 	}
+	// An answer an output schema may refuse is not streamed: stdout gets
+	// the accepted answer only, once the turn has it (a refused one is
+	// shown on stderr, with the retry).
+	structured := len(agent.Config().OutputSchema) > 0
 	t := vigil.TurnOptions{Session: o.sid, Prompt: prompt, Continue: o.cont, Agent: o.agent}
-	res, err := rt.turnWith(ctx, e, t, o.wait, !o.asJSON, func(id string) {
+	res, err := rt.turnWith(ctx, e, t, o.wait, !o.asJSON && !structured, func(id string) {
 		fmt.Fprintf(e.stderr, "session %s%s\n", id, rt.logPath(id))
 	})
+	if structured && !o.asJSON && err == nil && res != nil && res.Reason == session.ReasonCompleted {
+		h.status.text(res.Content + "\n")
+	}
 	if o.asJSON && res != nil {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
@@ -113,9 +122,12 @@ func cmdRun(ctx context.Context, e *env, o runOptions, args []string) error {
 	if s := suspensionOf(res); s != nil && errors.Is(err, vigil.ErrSuspended) {
 		// What waits, and how to decide, instead of the error's list.
 		if !o.asJSON {
-			printPending(e.stderr, res.Session, s)
+			printPending(e.stderr, res.Session, s, storeChildWaits(ctx, h.rt))
 		}
 		return suspendedError{err}
+	}
+	if interrupted(err) && res != nil && !o.asJSON {
+		fmt.Fprintf(e.stderr, "stopped; vigil run -s %s --continue carries the turn on\n", res.Session)
 	}
 	return turnError(res, err)
 }

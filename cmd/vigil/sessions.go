@@ -99,6 +99,7 @@ func printSessions(w io.Writer, rows []sessionRow, asJSON bool) error {
 // showSession renders a log readably: turns, steps, messages and tool
 // calls, one line each.
 func showSession(w io.Writer, info session.Info, records []session.Record, prices map[string]budget.Price) error {
+	w = termWriter{w}
 	acc := budget.Tally(records, prices)
 	turns := make(map[int]budget.Spent, len(acc.Turns))
 	for _, ts := range acc.Turns {
@@ -142,7 +143,7 @@ func showSession(w io.Writer, info session.Info, records []session.Record, price
 	}
 	fmt.Fprintln(w)
 	if s := session.Suspended(records); s != nil {
-		printPending(w, info.ID, s)
+		printPending(w, info.ID, s, nil)
 	}
 	printUnknown(w, info.ID, session.Unknown(records))
 	return nil
@@ -299,7 +300,8 @@ func describeApprovalRequest(r session.Record) string {
 	d, _ := session.DecodeData[session.ApprovalRequest](r)
 	s := fmt.Sprintf("approval asked for %s by %s", d.ID, d.By)
 	if d.Reason != "" {
-		s += ": " + oneLine(d.Reason, 80)
+		// Not cut: a delegation's names the sub-agent's calls waiting.
+		s += ": " + oneLine(d.Reason, -1)
 	}
 	return s
 }
@@ -328,9 +330,10 @@ func describeApprovalPolicy(r session.Record) string {
 	return fmt.Sprintf("approval policy of %s: %d rule(s), default %s", d.By, len(d.Rules), d.Default)
 }
 
+// oneLine puts s on one line, cut after n bytes (not cut when n < 0).
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
+	if n >= 0 && len(s) > n {
 		return s[:n] + "…"
 	}
 	return s

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -22,13 +23,21 @@ import (
 	"github.com/vigil-run/vigil/session/jsonl"
 )
 
-// holdingModel is an OpenAI-compatible server that streams the start of
-// an answer and then holds the response open until the client goes away:
-// a model still thinking when the signal comes.
+// holdingModel is an OpenAI-compatible server whose first answer streams
+// its start and then holds the response open until the client goes away
+// (a model still thinking when the signal comes); the later ones answer
+// "Done.".
 func holdingModel(t *testing.T) (url string, streaming <-chan struct{}) {
 	started := make(chan struct{}, 1)
+	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
+		if calls.Add(1) > 1 {
+			fmt.Fprint(w, `data: {"id":"c2","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Done."}}]}`+"\n\n")
+			fmt.Fprint(w, `data: {"id":"c2","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`+"\n\n")
+			fmt.Fprint(w, "data: [DONE]\n\n")
+			return
+		}
 		fmt.Fprint(w, `data: {"id":"c1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Thinking"}}]}`+"\n\n")
 		w.(http.Flusher).Flush()
 		select {
@@ -43,11 +52,14 @@ func holdingModel(t *testing.T) (url string, streaming <-chan struct{}) {
 
 // TestSignalsEndTheTurnAborted runs the real binary on a turn whose model
 // never finishes and stops it with each signal a user or a terminal
-// sends: the process exits 1, the turn is closed with reason aborted,
-// everything delivered is in the file, and `vigil verify` passes. Before,
-// SIGHUP killed the process (exit 129) with the turn open.
+// sends: the process exits 130 for Ctrl-C (SIGINT) and 1 for the others,
+// the turn is closed with reason aborted, everything delivered is in the
+// file, `vigil verify` passes, and `vigil run -s ID --continue` carries
+// the turn on. Before, SIGHUP killed the process (exit 129) with the turn
+// open, and Ctrl-C exited 1 leaving a turn --continue refused.
 func TestSignalsEndTheTurnAborted(t *testing.T) {
 	bin := buildVigil(t)
+	exits := map[syscall.Signal]int{syscall.SIGINT: exitInterrupted, syscall.SIGTERM: exitFailed, syscall.SIGHUP: exitFailed}
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
 			url, streaming := holdingModel(t)
@@ -90,7 +102,7 @@ func TestSignalsEndTheTurnAborted(t *testing.T) {
 			}
 			var ee *exec.ExitError
 			require.True(t, errors.As(err, &ee), "exit: %v\n%s", err, stderr.String())
-			assert.Equal(t, exitFailed, ee.ExitCode(), "%s\n%s", ee, stderr.String())
+			assert.Equal(t, exits[sig], ee.ExitCode(), "%s\n%s", ee, stderr.String())
 			assert.Contains(t, stderr.String(), "signal received")
 
 			st, err := jsonl.Open(filepath.Join(dir, "sessions"))
@@ -121,6 +133,17 @@ func TestSignalsEndTheTurnAborted(t *testing.T) {
 			verify.Dir = dir
 			out, err := verify.CombinedOutput()
 			assert.NoError(t, err, "vigil verify:\n%s", out)
+
+			if sig == syscall.SIGINT {
+				assert.Contains(t, stderr.String(), "vigil run -s "+infos[0].ID+" --continue carries the turn on")
+			}
+			cont := exec.Command(bin, "run", "-s", infos[0].ID, "--continue")
+			cont.Dir = dir
+			cont.Env = append(os.Environ(), "NO_COLOR=1")
+			contOut, contErr := &lineBuffer{}, &lineBuffer{}
+			cont.Stdout, cont.Stderr = contOut, contErr
+			require.NoError(t, cont.Run(), "vigil run --continue:\n%s", contErr.String())
+			assert.Equal(t, "Done.\n", contOut.String())
 		})
 	}
 }

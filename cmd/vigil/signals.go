@@ -34,7 +34,7 @@ func notifySignals(parent context.Context) (context.Context, *interrupts, func()
 				if in.deliver(sig) {
 					continue
 				}
-				cancel(errors.New(sig.String() + " signal received"))
+				cancel(signalError{sig})
 			case <-stopped:
 				return
 			}
@@ -45,6 +45,18 @@ func notifySignals(parent context.Context) (context.Context, *interrupts, func()
 		close(stopped)
 		cancel(nil)
 	}
+}
+
+// signalError is the cause a signal cancels the command with; Ctrl-C's
+// gives the command exit 130 (128 + SIGINT), as shells and gh do.
+type signalError struct{ sig os.Signal }
+
+func (e signalError) Error() string { return e.sig.String() + " signal received" }
+
+// interrupted reports whether err comes from Ctrl-C (SIGINT).
+func interrupted(err error) bool {
+	var se signalError
+	return errors.As(err, &se) && se.sig == os.Interrupt
 }
 
 // takeOver makes Ctrl-C call fn instead of cancelling the command, until

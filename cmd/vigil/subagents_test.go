@@ -221,10 +221,20 @@ func TestApprovingADelegationAcrossProcesses(t *testing.T) {
 	assert.Contains(t, stderr, `call_p  research {"task":"what do the notes say?"}  (sub-agent research: its session `)
 	assert.Contains(t, stderr, `waits for a decision on call_r (read_file`)
 	parent := sessionIDIn(t, stderr)
+	// The child's call, in full, where the person reads what to decide.
+	childCall := `: call_r  read_file {"path":"notes.txt"}  (approvals: files need a yes)`
+	assert.Regexp(t, `\n    ↳ in sub-agent session [0-9A-Z]{26}`+regexp.QuoteMeta(childCall), stderr)
+
+	shown, stderr, err := vigilIn(t, dir, "", "sessions", "show", parent)
+	require.NoError(t, err, stderr)
+	assert.Contains(t, shown, `waits for a decision on call_r (read_file {"path":"notes.txt"}: files need a yes)`, "not cut")
+	assert.Contains(t, shown, `(sub-agent research: its session `)
 
 	stdout, stderr, err := vigilIn(t, dir, "", "approve", parent, "--by", "ana")
 	require.NoError(t, err, stderr)
 	assert.Equal(t, "Plan: Notes: launch on friday\n", stdout)
+	assert.Contains(t, stderr, `allow call_p  research {"task":"what do the notes say?"}`)
+	assert.Regexp(t, `\n  ↳ in sub-agent session [0-9A-Z]{26}`+regexp.QuoteMeta(childCall), stderr, "the child's call is shown as it is decided")
 
 	_, stderr, err = vigilIn(t, dir, "", "verify", "--tree", parent)
 	require.NoError(t, err, stderr)

@@ -66,6 +66,11 @@ func cmdTrace(ctx context.Context, e *env, cfgPath, format string, args []string
 	if err != nil {
 		return err
 	}
+	if format == traceExport && !found {
+		// Said before the logs load: the user learns at once where the
+		// spans go, and how to get them without a collector.
+		fmt.Fprintf(e.stderr, "no telemetry/otel entry in the composition: exporting to %s (--format otlp-json prints the spans instead)\n", tcfg.Destination())
+	}
 	var h *host
 	defer func() {
 		if h != nil {
@@ -88,10 +93,11 @@ func cmdTrace(ctx context.Context, e *env, cfgPath, format string, args []string
 		_, err = e.stdout.Write(out)
 		return err
 	}
-	if !found {
-		fmt.Fprintf(e.stderr, "no telemetry/otel entry in the composition: exporting where OTEL_EXPORTER_OTLP_ENDPOINT says (default localhost:4317)\n")
-	}
+	st := newStatus(e)
+	end := st.begin(fmt.Sprintf("exporting %d session(s) to %s", len(logs), tcfg.Destination()))
 	n, err := otel.Export(ctx, tcfg, logs...)
+	end()
+	st.close()
 	if err != nil {
 		return err
 	}

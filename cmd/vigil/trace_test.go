@@ -16,9 +16,9 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/vigil-run/vigil/plugins/telemetry/otel/collectortest"
 	"github.com/vigil-run/vigil/plugins/telemetry/otel/receiver"
 )
 
@@ -103,9 +103,9 @@ func TestTraceRebuildsTheLiveTrace(t *testing.T) {
 
 	code, stdout, stderr := runVigil(t, "trace", "-c", cfg, "--format", "otlp-json", logs[0])
 	require.Equal(t, 0, code, stderr)
-	var req coltracepb.ExportTraceServiceRequest
-	require.NoError(t, protojson.Unmarshal([]byte(stdout), &req))
-	printed := spansOf(&req)
+	req, err := collectortest.Decode([]byte(stdout))
+	require.NoError(t, err, "the collector's own OTLP JSON decoder reads it")
+	printed := spansOf(req)
 	require.Len(t, printed, 5)
 	for i := range live {
 		assert.True(t, proto.Equal(live[i], printed[i]), "want %v\n got %v", live[i], printed[i])

@@ -26,6 +26,7 @@ type turnView struct {
 	sess   string
 
 	mu      sync.Mutex
+	answer  string            // the content of the latest assistant message
 	model   func()            // ends the wait for the model; nil when not waiting
 	names   map[string]string // tool name by call id
 	running map[string]func() // ends the task of a running call, by id
@@ -85,13 +86,29 @@ func (v *turnView) record(r session.Record) {
 			v.model = v.st.begin("waiting for the model")
 		}
 		v.mu.Unlock()
-	case session.TypeAssistantMessage, session.TypeStepEnd, session.TypeTurnEnd:
+	case session.TypeAssistantMessage:
+		v.endModel()
+		if m, err := session.DecodeData[session.AssistantMessage](r); err == nil {
+			v.mu.Lock()
+			v.answer = m.Content
+			v.mu.Unlock()
+		}
+	case session.TypeStepEnd, session.TypeTurnEnd:
 		v.endModel()
 	case session.TypeUserMessage:
-		// The loop's feedback on an answer the output schema refused: the
-		// streamed answer is followed by another, on a line of its own.
+		// The loop's feedback on an answer the output schema refused: a
+		// streamed answer is followed by another, on a line of its own; one
+		// not streamed (vigil run keeps stdout for the accepted answer) is
+		// shown here.
 		if m, err := session.DecodeData[session.UserMessage](r); err == nil && m.Origin == session.OriginOutputValidation {
-			v.st.note("↻ the answer does not match the output schema; asking the model again")
+			v.mu.Lock()
+			refused := v.answer
+			v.mu.Unlock()
+			if v.stream {
+				v.st.note("↻ the answer does not match the output schema; asking the model again")
+			} else {
+				v.st.note("↻ the answer does not match the output schema; asking the model again. The refused answer:\n%s", refused)
+			}
 		}
 	case session.TypeToolCall:
 		if c, err := session.DecodeData[session.ToolCall](r); err == nil {

@@ -89,6 +89,30 @@ func (c *Config) protocol() string {
 	return ProtocolGRPC
 }
 
+// Destination says where the spans of c go: the endpoint, else the one
+// the environment names (and which variable), else the exporters'
+// default; and over which protocol.
+func (c *Config) Destination() string {
+	proto := c.protocol()
+	endpoint, from := c.Endpoint, ""
+	if endpoint == "" {
+		for _, v := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
+			if endpoint = os.Getenv(v); endpoint != "" {
+				from = " (" + v + ")"
+				break
+			}
+		}
+	}
+	if endpoint == "" {
+		endpoint, from = "localhost:4317", " (the default)"
+		if proto == ProtocolHTTP {
+			endpoint = "localhost:4318"
+		}
+	}
+	name := map[string]string{ProtocolGRPC: "OTLP/gRPC", ProtocolHTTP: "OTLP/HTTP"}[proto]
+	return endpoint + from + " over " + name
+}
+
 func (c *Config) timeout() time.Duration {
 	if c.Timeout == 0 {
 		return DefaultTimeout

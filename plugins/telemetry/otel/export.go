@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/vigil-run/vigil/plugins/telemetry/otel/receiver"
 	"github.com/vigil-run/vigil/session"
@@ -54,14 +53,16 @@ func Export(ctx context.Context, cfg Config, logs ...Log) (int, error) {
 		return n, fmt.Errorf("telemetry/otel: export: %w", err)
 	}
 	if err := fe.get(); err != nil {
-		return n, fmt.Errorf("telemetry/otel: export to %s: %w", cfg.Endpoint, err)
+		return n, fmt.Errorf("telemetry/otel: export to %s: %w", cfg.Destination(), err)
 	}
 	return n, nil
 }
 
-// OTLPJSON returns what [Export] would send for logs as the protobuf JSON
-// mapping of one ExportTraceServiceRequest: the spans are exported over
-// OTLP/HTTP to a receiver in this process, and what it got is printed.
+// OTLPJSON returns what [Export] would send for logs as one
+// ExportTraceServiceRequest in the OTLP JSON encoding (hex ids, integer
+// enums), which a collector's OTLP/HTTP receiver accepts as it is: the
+// spans are exported over OTLP/HTTP to a receiver in this process, and
+// what it got is printed.
 func OTLPJSON(ctx context.Context, cfg Config, logs ...Log) ([]byte, error) {
 	var rcv receiver.Receiver
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -81,11 +82,11 @@ func OTLPJSON(ctx context.Context, cfg Config, logs ...Log) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(rcv.Traces())
+	out, err := otlpJSON(rcv.Traces())
 	if err != nil {
 		return nil, fmt.Errorf("telemetry/otel: otlp json: %w", err)
 	}
-	return append(out, '\n'), nil
+	return out, nil
 }
 
 // firstError keeps the first error of its exporter, for Export to return

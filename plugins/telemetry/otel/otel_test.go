@@ -26,7 +26,6 @@ import (
 	"google.golang.org/grpc"
 	grpccodes "google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/vigil-run/vigil/agentloop"
@@ -34,6 +33,7 @@ import (
 	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/plugins/provider/scripted"
 	"github.com/vigil-run/vigil/plugins/telemetry/otel"
+	"github.com/vigil-run/vigil/plugins/telemetry/otel/collectortest"
 	"github.com/vigil-run/vigil/plugins/telemetry/otel/receiver"
 	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/jsonl"
@@ -374,8 +374,13 @@ func TestRebuiltSpansAreTheLiveSpans(t *testing.T) {
 
 			out, err := otel.OTLPJSON(ctx, cfg, log)
 			require.NoError(t, err)
-			var req coltracepb.ExportTraceServiceRequest
-			require.NoError(t, protojson.Unmarshal(out, &req))
+			// The OTLP JSON encoding, as the collector reads it: its own
+			// decoder, and its OTLP/HTTP receiver.
+			req, err := collectortest.Decode(out)
+			require.NoError(t, err)
+			col := collectortest.Start(t)
+			require.NoError(t, col.PostJSON(ctx, out))
+			assert.Equal(t, 7, col.Sink.SpanCount())
 			var printed []*tracepb.Span
 			for _, rs := range req.ResourceSpans {
 				for _, ss := range rs.ScopeSpans {
