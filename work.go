@@ -275,6 +275,10 @@ func (r *Runtime) perform(ctx context.Context, agent *agentloop.Agent, sess *liv
 // shows (repaired on open): a turn cut short is continued, a suspended
 // step whose calls are all decided resumed; anything else had ended. by
 // names who posted the job's turn.
+//
+// A turn that ended aborted was stopped on purpose (a cancel, an
+// abandon): a person may continue it (vigil run --continue), but a worker
+// that takes up the job after the first one died does not undo the stop.
 func carryOn(ctx context.Context, agent *agentloop.Agent, sess *live.Session, by string) (*Result, error) {
 	if s := session.Suspended(sess.Records()); s != nil {
 		if !s.Ready() {
@@ -282,11 +286,32 @@ func carryOn(ctx context.Context, agent *agentloop.Agent, sess *live.Session, by
 		}
 		return agent.Resume(ctx, sess)
 	}
+	if lastTurnEnd(sess) == session.ReasonAborted {
+		return nil, nil
+	}
 	res, err := agent.Continue(ctx, sess, agentloop.By(by))
 	if errors.Is(err, agentloop.ErrNothingToContinue) {
 		return nil, nil
 	}
 	return res, err
+}
+
+// lastTurnEnd is the reason the session's last turn ended with, or ""
+// while it is open or has none.
+func lastTurnEnd(sess *live.Session) string {
+	for r := range sess.Backward() {
+		switch r.Type() {
+		case session.TypeTurnEnd:
+			end, err := session.DecodeData[session.TurnEnd](r)
+			if err != nil {
+				return ""
+			}
+			return end.Reason
+		case session.TypeTurnStart:
+			return ""
+		}
+	}
+	return ""
 }
 
 // outcomeOf is how a job that ran ended, for the queue to keep: done
