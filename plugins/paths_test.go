@@ -2,6 +2,7 @@ package plugins_test
 
 import (
 	"context"
+	"crypto/rand"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
@@ -18,6 +20,7 @@ import (
 	"github.com/vigil-run/vigil/plugins/external"
 	"github.com/vigil-run/vigil/plugins/provider/replay"
 	"github.com/vigil-run/vigil/plugins/store/jsonl"
+	pgplugin "github.com/vigil-run/vigil/plugins/store/postgres"
 	fstools "github.com/vigil-run/vigil/plugins/tools/fs"
 	"github.com/vigil-run/vigil/plugins/tools/mcp"
 	"github.com/vigil-run/vigil/session"
@@ -75,6 +78,12 @@ func TestEveryPathFieldResolvesAgainstTheFile(t *testing.T) {
 		{"store/jsonl.dir", "{ dir: .vigil/sessions }", func(t *testing.T, dir string, cfg any) {
 			assert.Equal(t, filepath.Join(dir, ".vigil", "sessions"), cfg.(*jsonl.Config).Dir)
 		}},
+		{"store/jsonl.signing.key_file", "{ signing: { key_file: keys/signing.key } }", func(t *testing.T, dir string, cfg any) {
+			assert.Equal(t, filepath.Join(dir, "keys", "signing.key"), cfg.(*jsonl.Config).Signing.KeyFile)
+		}},
+		{"store/postgres.signing.key_file", "{ dsn: postgres://localhost/x, signing: { key_file: keys/signing.key } }", func(t *testing.T, dir string, cfg any) {
+			assert.Equal(t, filepath.Join(dir, "keys", "signing.key"), cfg.(*pgplugin.Config).Signing.KeyFile)
+		}},
 		{"tools/fs.root", "{ root: . }", func(t *testing.T, dir string, cfg any) {
 			assert.Equal(t, dir, cfg.(*fstools.Config).Root)
 		}},
@@ -98,6 +107,9 @@ func TestEveryPathFieldResolvesAgainstTheFile(t *testing.T) {
 		t.Run(tc.field, func(t *testing.T) {
 			name, _, _ := strings.Cut(tc.field, ".")
 			dir := t.TempDir()
+			if strings.Contains(tc.field, ".signing.") {
+				writeSigningKey(t, dir) // the key file is read as the config is checked
+			}
 			path := filepath.Join(dir, "plugins.yaml")
 			require.NoError(t, os.WriteFile(path, []byte("plugins:\n  - name: "+name+"\n    config: "+tc.config+"\n"), 0o644))
 			f, err := config.Load(path)
@@ -106,6 +118,15 @@ func TestEveryPathFieldResolvesAgainstTheFile(t *testing.T) {
 			tc.check(t, dir, f.Entries[0].Config)
 		})
 	}
+}
+
+// writeSigningKey writes a checkpoint signing key at keys/signing.key in
+// dir, as `vigil keys generate` does.
+func writeSigningKey(t *testing.T, dir string) {
+	skey, _, err := note.GenerateKey(rand.Reader, "paths-test")
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "keys"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "keys", "signing.key"), []byte(skey+"\n"), 0o600))
 }
 
 // TestRelativeSessionDirLandsBesideTheFile runs a turn of a composition
