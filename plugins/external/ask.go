@@ -3,6 +3,7 @@ package external
 import (
 	"bytes"
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -148,7 +149,7 @@ func (l *listeners) validate(ctx context.Context, cm live.Commit) error {
 			l.cn.log.Warn("validation got no answer; the event passes (fail: open)", "type", cm.Record().Type(), "error", err)
 			return nil
 		}
-		return err
+		return l.unavailable(err, cm.Record())
 	}
 	switch {
 	case resp.GetAsk() && proposed:
@@ -160,6 +161,22 @@ func (l *listeners) validate(ctx context.Context, cm live.Commit) error {
 		return &VetoError{Plugin: l.name, Code: session.Excerpt(resp.GetCode(), maxCode), Reason: session.Excerpt(resp.GetReason(), maxReason)}
 	}
 	return nil
+}
+
+// unavailable is the refusal of rec whose validation failed with err:
+// when the process went away while it was asked (stopped for a reload,
+// or exited), the [*UnavailableError] the entry's gate gives the calls
+// that come after, so that a call racing a reload is refused as the next
+// one is; any other error as it is.
+func (l *listeners) unavailable(err error, rec session.Record) error {
+	if !errors.Is(err, ErrExited) {
+		return err
+	}
+	e := &UnavailableError{Entry: l.entry, Plugin: l.name, Type: rec.Type()}
+	if !l.cn.stopping.Load() {
+		e.Exit = exitString(l.cn.proc.exitErr())
+	}
+	return e
 }
 
 // A plugin's code and reason are quoted in errors, and so in the turn/end

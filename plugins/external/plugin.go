@@ -126,7 +126,11 @@ func (p *Plugin) Apply(c *bus.Context, config any) (err error) {
 		}
 	}
 
-	l := &listeners{cn: cn, name: name, open: cfg.failOpen()}
+	entry := cfg.entryID
+	if entry == "" {
+		entry = name
+	}
+	l := &listeners{cn: cn, name: name, entry: entry, open: cfg.failOpen()}
 	var vetoes typeSet
 	for _, sub := range desc.GetSubscriptions() {
 		if err := l.subscribe(c, sub); err != nil {
@@ -137,10 +141,6 @@ func (p *Plugin) Apply(c *bus.Context, config any) (err error) {
 		}
 	}
 
-	entry := cfg.entryID
-	if entry == "" {
-		entry = name
-	}
 	if err := p.validate(c, l, vetoes, &UnavailableError{Entry: entry, Plugin: name}); err != nil {
 		return err
 	}
@@ -228,9 +228,10 @@ func exitString(err error) string {
 
 // listeners maps a plugin's subscriptions to bus listeners.
 type listeners struct {
-	cn   *conn
-	name string
-	open bool // fail open: a validation that gets no answer lets the event through
+	cn    *conn
+	name  string
+	entry string // its plugins.yaml id
+	open  bool   // fail open: a validation that gets no answer lets the event through
 	// answers are the plugin's answers to the tool calls proposed to it.
 	answers answers
 }
