@@ -41,7 +41,7 @@ func TestReceiptOfATurnAndOfAnEarlierOne(t *testing.T) {
 
 	log, err := rt.Session(ctx, first.Session)
 	require.NoError(t, err)
-	var ends, digests []int64
+	var ends []int64
 	var shas []string
 	for _, rec := range log.Records {
 		switch rec.Type() {
@@ -50,7 +50,7 @@ func TestReceiptOfATurnAndOfAnEarlierOne(t *testing.T) {
 		case session.TypeRequestDigest:
 			d, err := session.DecodeData[session.Digest](rec)
 			require.NoError(t, err)
-			digests, shas = append(digests, rec.Seq()), append(shas, d.SHA256)
+			shas = append(shas, d.SHA256)
 		}
 	}
 	require.Len(t, ends, 2)

@@ -68,25 +68,9 @@ is running a turn on is refused (exit 1, naming the holder) unless --wait.`,
 // cmdRun runs one turn: the prompt from the arguments or stdin, the answer
 // streamed to stdout, the session id and log path to stderr.
 func cmdRun(ctx context.Context, e *env, o runOptions, args []string) error {
-	prompt := strings.Join(args, " ")
-	switch {
-	case o.cont && o.sid == "":
-		return usagef("--continue needs the session to continue (-s ID)")
-	case o.cont && prompt != "":
-		return usagef("--continue takes no prompt: the turn carries on from the log")
-	}
-	if prompt == "" && !o.cont {
-		if isTerminal(e.stdin) {
-			fmt.Fprintln(e.stderr, "reading the prompt from stdin (end it with Ctrl-D; or give it as arguments: vigil run \"…\")")
-		}
-		b, err := io.ReadAll(e.stdin)
-		if err != nil {
-			return fmt.Errorf("read prompt: %w", err)
-		}
-		prompt = strings.TrimSpace(string(b))
-	}
-	if prompt == "" && !o.cont {
-		return usagef("run needs a prompt (as arguments or on stdin)")
+	prompt, err := runPrompt(e, o, args)
+	if err != nil {
+		return err
 	}
 	h, err := openHost(e, o.cfg)
 	if err != nil {
@@ -112,6 +96,38 @@ func cmdRun(ctx context.Context, e *env, o runOptions, args []string) error {
 	if structured && !o.asJSON && err == nil && res != nil && res.Reason == session.ReasonCompleted {
 		h.status.text(res.Content + "\n")
 	}
+	return reportTurn(ctx, e, h, o, res, err)
+}
+
+// runPrompt is the prompt of vigil run: its arguments, else stdin; none
+// for --continue, which needs -s.
+func runPrompt(e *env, o runOptions, args []string) (string, error) {
+	prompt := strings.Join(args, " ")
+	switch {
+	case o.cont && o.sid == "":
+		return "", usagef("--continue needs the session to continue (-s ID)")
+	case o.cont && prompt != "":
+		return "", usagef("--continue takes no prompt: the turn carries on from the log")
+	case o.cont || prompt != "":
+		return prompt, nil
+	}
+	if isTerminal(e.stdin) {
+		fmt.Fprintln(e.stderr, "reading the prompt from stdin (end it with Ctrl-D; or give it as arguments: vigil run \"…\")")
+	}
+	b, err := io.ReadAll(e.stdin)
+	if err != nil {
+		return "", fmt.Errorf("read prompt: %w", err)
+	}
+	if prompt = strings.TrimSpace(string(b)); prompt == "" {
+		return "", usagef("run needs a prompt (as arguments or on stdin)")
+	}
+	return prompt, nil
+}
+
+// reportTurn ends vigil run: the result as JSON with --json, what waits
+// for a decision and how to give it, how to carry on a stopped turn, and
+// the exit the turn's end calls for.
+func reportTurn(ctx context.Context, e *env, h *host, o runOptions, res *agentloop.TurnResult, err error) error {
 	if o.asJSON && res != nil {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")

@@ -1,5 +1,7 @@
 package mcp
 
+//lint:file-ignore SA1019 MCP roots are deprecated by SEP-2577 but remain what servers read during the deprecation window (issue 33 item 11).
+
 import (
 	"errors"
 	"fmt"

@@ -1,5 +1,7 @@
 package mcp
 
+//lint:file-ignore SA1019 MCP roots are deprecated by SEP-2577 but remain what servers read during the deprecation window (issue 33 item 11).
+
 import (
 	"context"
 	"fmt"
@@ -42,7 +44,7 @@ func apply(c *bus.Context, cfg Config) error {
 		ToolListChangedHandler: cn.onListChanged,
 		Capabilities:           capabilities(roots),
 	})
-	client.AddRoots(roots...) //nolint:staticcheck // roots are deprecated by SEP-2577, still what servers read
+	client.AddRoots(roots...)
 	cctx, ccancel := context.WithTimeout(ctx, cfg.timeout())
 	cs, err := client.Connect(cctx, t, nil)
 	ccancel()

@@ -3,6 +3,8 @@
 // mcpserver command over stdio.
 package testserver
 
+//lint:file-ignore SA1019 MCP roots are deprecated by SEP-2577 but remain what servers read during the deprecation window (issue 33 item 11).
+
 import (
 	"context"
 	"errors"
