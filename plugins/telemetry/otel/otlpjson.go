@@ -16,8 +16,8 @@ import (
 // {key, value}), so a key of this name is always an id.
 var idKeys = map[string]bool{"traceId": true, "spanId": true, "parentSpanId": true}
 
-// otlpJSON encodes m as the OTLP specification's JSON encoding ("JSON
-// Protobuf Encoding" in opentelemetry-proto's specification.md), which is
+// otlpJSON encodes m as the OTLP specification's JSON encoding (its
+// "JSON Protobuf Encoding" section), which is
 // the protobuf JSON mapping with two exceptions the collector holds to:
 // trace and span ids are hex strings, not base64, and enum values are
 // integers, not names.
