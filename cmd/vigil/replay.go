@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -100,10 +101,16 @@ type replayReport struct {
 	Session   string         `json:"session,omitempty"`
 	Steps     []replayedStep `json:"steps"`
 	Identical bool           `json:"identical"`
-	// Errors: verify's violations of a refused log, or why the rerun
-	// stopped following its recording.
+	// Errors: why the log was refused, or why the rerun stopped
+	// following its recording.
 	Errors []string `json:"errors,omitempty"`
+	// Findings are verify's findings on a refused log, each once.
+	Findings []string `json:"findings,omitempty"`
 }
+
+// refusedForVerify is the error of a replay refused because its log
+// fails verify: its findings are listed once, after it.
+const refusedForVerify = "refused: the log fails verify"
 
 // cmdReplay replays each argument's log (see replayLog) and reports.
 func cmdReplay(ctx context.Context, e *env, cfg string, asJSON bool, args []string) error {
@@ -151,9 +158,7 @@ func cmdReplay(ctx context.Context, e *env, cfg string, asJSON bool, args []stri
 			}
 			fmt.Fprintf(e.stdout, "%s%s turn %d step %d  %s\n", prefix, mark, s.Turn, s.Step, s.Note)
 		}
-		for _, msg := range rep.Errors {
-			fmt.Fprintf(e.stdout, "%s✗ %s\n", prefix, msg)
-		}
+		printReplayErrors(e.stdout, prefix, rep)
 		same := 0
 		for _, s := range rep.Steps {
 			if s.Same {
@@ -180,6 +185,24 @@ func cmdReplay(ctx context.Context, e *env, cfg string, asJSON bool, args []stri
 	return nil
 }
 
+// printReplayErrors prints why a replay failed: each error on a line,
+// and a refused log's verify findings once, under its refusal.
+func printReplayErrors(w io.Writer, prefix string, rep *replayReport) {
+	for _, msg := range rep.Errors {
+		switch {
+		case msg != refusedForVerify:
+			fmt.Fprintf(w, "%s✗ %s\n", prefix, termSafe(msg))
+		case len(rep.Findings) == 1:
+			fmt.Fprintf(w, "%s✗ %s: %s\n", prefix, msg, termSafe(rep.Findings[0]))
+		default:
+			fmt.Fprintf(w, "%s✗ %s (%d findings):\n", prefix, msg, len(rep.Findings))
+			for _, f := range rep.Findings {
+				fmt.Fprintf(w, "%s    %s\n", prefix, termSafe(f))
+			}
+		}
+	}
+}
+
 // replayOne verifies and replays the log of arg: a file, or a session id
 // in the store of the composition (opened on first need).
 func replayOne(ctx context.Context, e *env, cfg string, h **host, arg string) (*replayReport, error) {
@@ -195,8 +218,9 @@ func replayOne(ctx context.Context, e *env, cfg string, h **host, arg string) (*
 	if len(vr.Violations) > 0 {
 		// Replay proves what a valid log's requests were; an invalid one
 		// has nothing to prove.
+		rep.Errors = []string{refusedForVerify}
 		for _, v := range vr.Violations {
-			rep.Errors = append(rep.Errors, "refused: the log fails verify: "+v.String())
+			rep.Findings = append(rep.Findings, v.String())
 		}
 		return rep, nil
 	}
