@@ -180,19 +180,23 @@ func TestAChangedPolicyIsLoggedInTheLiveSessions(t *testing.T) {
 }
 
 func TestAnInvalidPatternIsAConfigErrorWithItsPosition(t *testing.T) {
-	cases := []struct{ name, rule, want string }{
-		{"regexp", `{ tool: shell, arguments: "rm(", action: deny }`, "missing closing )"},
-		{"glob", `{ tool: "[a", action: deny }`, "syntax error in pattern"},
-		{"action", `{ tool: shell, action: maybe }`, `action "maybe"`},
+	cases := []struct {
+		name, rule, at, want string
+		is                   error
+	}{
+		{"regexp", `{ tool: shell, arguments: "rm(", action: deny }`, "plugins.yaml:4:7: approvals: ", "missing closing )", config.ErrInvalid},
+		{"glob", `{ tool: "[a", action: deny }`, "plugins.yaml:4:7: approvals: ", "syntax error in pattern", config.ErrInvalid},
+		// A closed set is checked as the file is decoded, at the value.
+		{"action", `{ tool: shell, action: maybe }`, "plugins.yaml:5:34: ", `"maybe" here: one of allow, deny, ask`, config.ErrType},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			yaml := "plugins:\n  - name: approvals\n    config:\n      rules:\n        - " + tc.rule + "\n"
 			_, err := config.Parse("plugins.yaml", []byte(yaml), nil)
 			require.Error(t, err)
-			assert.True(t, strings.HasPrefix(err.Error(), "plugins.yaml:4:7: approvals: "), err.Error())
+			assert.True(t, strings.HasPrefix(err.Error(), tc.at), err.Error())
 			assert.Contains(t, err.Error(), tc.want)
-			assert.ErrorIs(t, err, config.ErrInvalid)
+			assert.ErrorIs(t, err, tc.is)
 		})
 	}
 }
