@@ -36,12 +36,17 @@ func research(task string) scripted.ToolCall {
 // scripted model (the calls are sequential, so the script's order is the
 // calls' order), under strict invariants.
 func delegating(researcher agentloop.Config, script ...scripted.Reply) vigil.Source {
+	return delegatingOn(vigil.Plugin("store/memory", nil), researcher, script...)
+}
+
+// delegatingOn is delegating with the store entry store.
+func delegatingOn(store config.Entry, researcher agentloop.Config, script ...scripted.Reply) vigil.Source {
 	if researcher.AsTool == nil {
 		researcher.AsTool = &agentloop.AsTool{Name: "research", Description: "Research a question."}
 	}
 	researcher.System = "You research."
 	return vigil.Compose(
-		vigil.Plugin("store/memory", nil),
+		store,
 		vigil.Plugin("provider/scripted", scripted.Config{Script: script}),
 		config.Entry{ID: "researcher", Name: "agent", Config: researcher},
 		config.Entry{ID: "planner", Name: "agent", Config: agentloop.Config{System: "You plan.", Delegation: agentloop.Delegation{Tools: agentloop.Refs("research")}}},
