@@ -236,7 +236,7 @@ func (m *Manager) ForkBy(ctx context.Context, id string, at int64, by string) (*
 	}
 	prefix := records[:at+1]
 	if st := session.OpenTurn(prefix); st != 0 {
-		return nil, fmt.Errorf("fork %s at %d: %w (turn %d); %s", id, at, session.ErrOpenTurn, st, nearBoundaries(records, at))
+		return nil, &openTurnError{id: id, at: at, turn: st, near: nearBoundaries(records, at)}
 	}
 	now := m.now()
 	info := session.Info{ID: m.newID(), Version: session.Version, Created: now, Tenant: parent.Tenant, By: by, Parent: &session.Parent{ID: id, Seq: at, Root: session.RootOf(prefix)}}
@@ -249,6 +249,21 @@ func (m *Manager) ForkBy(ctx context.Context, id string, at int64, by string) (*
 	}
 	return m.publish(ctx, info, append(slices.Clone(prefix), seed))
 }
+
+// openTurnError refuses a fork at a seq inside an open turn, saying it
+// once and naming where a fork may be made. It is session.ErrOpenTurn.
+type openTurnError struct {
+	id   string
+	at   int64
+	turn int
+	near string
+}
+
+func (e *openTurnError) Error() string {
+	return fmt.Sprintf("seq %d of session %s is inside turn %d, not at a turn boundary where a fork can start; %s", e.at, e.id, e.turn, e.near)
+}
+
+func (e *openTurnError) Is(target error) bool { return target == session.ErrOpenTurn }
 
 // nearBoundaries names the valid fork boundaries nearest to at, the one
 // before it and the one after (if any), for an error that refuses at.
