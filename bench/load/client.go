@@ -80,6 +80,9 @@ type event struct {
 	Time time.Time `json:"time"`
 	Turn int       `json:"turn"`
 	Step int       `json:"step"`
+	// Ignorable records (a signed checkpoint after the last turn's end)
+	// may come before the turn starts.
+	Ignorable bool `json:"ignorable"`
 }
 
 // sseReader reads server-sent events: the data line of each event (the
@@ -300,7 +303,7 @@ func (a *api) turn(ctx context.Context, r *sessionRun, prompt string) error {
 		if ev.Seq != id || ev.Seq != r.last+1 {
 			return fmt.Errorf("session %s: event id %d seq %d after seq %d", r.ID, id, ev.Seq, r.last)
 		}
-		if res.FirstEvent == 0 {
+		if res.FirstEvent == 0 && !ev.Ignorable {
 			res.FirstEvent = time.Since(posted)
 			if ev.Type != "turn/start" {
 				return fmt.Errorf("session %s: the turn's first event is %s (seq %d)", r.ID, ev.Type, ev.Seq)
@@ -332,7 +335,8 @@ func (a *api) check(ctx context.Context, r *sessionRun) error {
 	if err := a.call(ctx, http.MethodGet, "/v1/sessions/"+r.ID+"/events", nil, &stored, http.StatusOK); err != nil {
 		return err
 	}
-	if err := sameLines(r.Lines, stored); err != nil {
+	after, err := sameLines(r.Lines, stored)
+	if err != nil {
 		return fmt.Errorf("session %s: %w", r.ID, err)
 	}
 	var v struct {
@@ -346,8 +350,8 @@ func (a *api) check(ctx context.Context, r *sessionRun) error {
 	if !v.OK {
 		return fmt.Errorf("session %s: verify: %d violation(s), first %s", r.ID, len(v.Violations), v.Violations[0])
 	}
-	if v.Events != len(r.Lines) {
-		return fmt.Errorf("session %s: verify counted %d events, the streams delivered %d", r.ID, v.Events, len(r.Lines))
+	if v.Events != len(r.Lines)+after {
+		return fmt.Errorf("session %s: verify counted %d events, the streams delivered %d (and %d ignorable after the last turn)", r.ID, v.Events, len(r.Lines), after)
 	}
 	return nil
 }
@@ -357,32 +361,37 @@ var errMismatch = errors.New("the streamed events differ from the stored log")
 
 // sameLines reports whether got, the streamed record lines in order, are
 // stored (JSONL, one record a line) byte for byte, with seqs 0, 1, 2, ….
-func sameLines(got [][]byte, stored []byte) error {
+// The stored log may go on past the last turn's end with ignorable
+// records (its signed checkpoint), which no turn's stream waits for:
+// after is how many.
+func sameLines(got [][]byte, stored []byte) (after int, err error) {
 	n := 0
 	for len(stored) > 0 {
 		nl := bytes.IndexByte(stored, '\n')
 		if nl < 0 {
-			return fmt.Errorf("%w: the stored log ends in a partial line", errMismatch)
+			return 0, fmt.Errorf("%w: the stored log ends in a partial line", errMismatch)
 		}
 		line := stored[:nl]
 		stored = stored[nl+1:]
-		if n >= len(got) {
-			return fmt.Errorf("%w: %d streamed, more stored (lost events)", errMismatch, len(got))
-		}
-		if !bytes.Equal(line, got[n]) {
-			return fmt.Errorf("%w: event %d: streamed %.80q, stored %.80q", errMismatch, n, got[n], line)
-		}
 		var ev event
 		if err := json.Unmarshal(line, &ev); err != nil {
-			return fmt.Errorf("event %d: %w", n, err)
+			return 0, fmt.Errorf("event %d: %w", n, err)
 		}
 		if ev.Seq != int64(n) {
-			return fmt.Errorf("%w: line %d has seq %d", errMismatch, n, ev.Seq)
+			return 0, fmt.Errorf("%w: line %d has seq %d", errMismatch, n, ev.Seq)
+		}
+		switch {
+		case n >= len(got) && ev.Ignorable:
+			after++
+		case n >= len(got):
+			return 0, fmt.Errorf("%w: %d streamed, more stored (lost events)", errMismatch, len(got))
+		case !bytes.Equal(line, got[n]):
+			return 0, fmt.Errorf("%w: event %d: streamed %.80q, stored %.80q", errMismatch, n, got[n], line)
 		}
 		n++
 	}
-	if n != len(got) {
-		return fmt.Errorf("%w: %d streamed, %d stored (duplicates)", errMismatch, len(got), n)
+	if n-after != len(got) {
+		return 0, fmt.Errorf("%w: %d streamed, %d stored (duplicates)", errMismatch, len(got), n)
 	}
-	return nil
+	return after, nil
 }

@@ -54,16 +54,22 @@ func TestSSEReader(t *testing.T) {
 
 func TestSameLines(t *testing.T) {
 	l0, l1 := `{"seq":0,"type":"turn/start"}`, `{"seq":1,"type":"turn/end"}`
+	cp := `{"seq":2,"type":"integrity/checkpoint","ignorable":true}`
 	stored := l0 + "\n" + l1 + "\n"
 	cases := []struct {
-		name string
-		got  []string
-		ok   bool
+		name   string
+		got    []string
+		stored string
+		after  int
+		ok     bool
 	}{
-		{"same", []string{l0, l1}, true},
-		{"lost", []string{l0}, false},
-		{"duplicate", []string{l0, l1, l1}, false},
-		{"different", []string{l0, `{"seq":1,"type":"turn/start"}`}, false},
+		{"same", []string{l0, l1}, stored, 0, true},
+		{"lost", []string{l0}, stored, 0, false},
+		{"duplicate", []string{l0, l1, l1}, stored, 0, false},
+		{"different", []string{l0, `{"seq":1,"type":"turn/start"}`}, stored, 0, false},
+		{"a checkpoint after the last turn", []string{l0, l1}, stored + cp + "\n", 1, true},
+		{"a checkpoint streamed too", []string{l0, l1, cp}, stored + cp + "\n", 0, true},
+		{"a lost event after a checkpoint", []string{l0}, l0 + "\n" + `{"seq":1,"type":"integrity/checkpoint","ignorable":true}` + "\n" + `{"seq":2,"type":"turn/end"}` + "\n", 0, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -71,15 +77,16 @@ func TestSameLines(t *testing.T) {
 			for _, l := range c.got {
 				got = append(got, []byte(l))
 			}
-			err := sameLines(got, []byte(stored))
+			after, err := sameLines(got, []byte(c.stored))
 			if c.ok {
 				assert.NoError(t, err)
+				assert.Equal(t, c.after, after)
 				return
 			}
 			assert.ErrorIs(t, err, errMismatch)
 		})
 	}
-	err := sameLines([][]byte{[]byte(l1)}, []byte(l1+"\n"))
+	_, err := sameLines([][]byte{[]byte(l1)}, []byte(l1+"\n"))
 	assert.True(t, errors.Is(err, errMismatch), "seqs must start at 0: %v", err)
 }
 
