@@ -386,7 +386,7 @@ func TestActionsRefuseWhatMakesNoSense(t *testing.T) {
 		require.Eventually(t, func() bool { v, ok := p.hub.records(ps.Session); return ok && len(v.records) == 2 }, 5*time.Second, time.Millisecond)
 		res := decodeBody[sendResult](t, post(t, p, "/api/send", sendRequest{Session: ps.Session}), http.StatusOK)
 		assert.Equal(t, stageFork, res.Stage)
-		assert.Contains(t, res.Error, session.ErrOpenTurn.Error())
+		assert.Contains(t, res.Error, "inside turn 1, not at a turn boundary", "a fork in an open turn is refused (session.ErrOpenTurn)")
 	})
 }
 
