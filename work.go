@@ -286,32 +286,14 @@ func carryOn(ctx context.Context, agent *agentloop.Agent, sess *live.Session, by
 		}
 		return agent.Resume(ctx, sess)
 	}
-	if lastTurnEnd(sess) == session.ReasonAborted {
-		return nil, nil
+	if _, reason, err := agentloop.LastTurn(sess); err != nil || reason == session.ReasonAborted {
+		return nil, err
 	}
 	res, err := agent.Continue(ctx, sess, agentloop.By(by))
 	if errors.Is(err, agentloop.ErrNothingToContinue) {
 		return nil, nil
 	}
 	return res, err
-}
-
-// lastTurnEnd is the reason the session's last turn ended with, or ""
-// while it is open or has none.
-func lastTurnEnd(sess *live.Session) string {
-	for r := range sess.Backward() {
-		switch r.Type() {
-		case session.TypeTurnEnd:
-			end, err := session.DecodeData[session.TurnEnd](r)
-			if err != nil {
-				return ""
-			}
-			return end.Reason
-		case session.TypeTurnStart:
-			return ""
-		}
-	}
-	return ""
 }
 
 // outcomeOf is how a job that ran ended, for the queue to keep: done

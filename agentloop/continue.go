@@ -76,21 +76,34 @@ func (t *turn) continueTurn(ctx context.Context) (*TurnResult, error) {
 // continuable refuses a session whose last turn cannot be continued
 // (see session.Continuable).
 func continuable(sess *live.Session) error {
+	turn, reason, err := LastTurn(sess)
+	switch {
+	case err != nil:
+		return err
+	case turn > 0 && reason == "":
+		// An open turn: the caller refused it already.
+		return fmt.Errorf("agentloop: turn %d of session %s: %w", turn, sess.ID(), session.ErrOpenTurn)
+	case turn > 0 && session.Continuable(reason):
+		return nil
+	}
+	return &NothingToContinueError{Session: sess.ID(), Turn: turn, Reason: reason}
+}
+
+// LastTurn returns sess's last turn and the reason it ended with, reading
+// the log from its end: reason is "" while that turn is open, and turn is
+// 0 when the session has none.
+func LastTurn(sess *live.Session) (turn int, reason string, err error) {
 	for r := range sess.Backward() {
 		switch r.Type() {
 		case session.TypeTurnEnd:
 			end, err := session.DecodeData[session.TurnEnd](r)
 			if err != nil {
-				return fmt.Errorf("agentloop: turn/end at seq %d: %w", r.Seq(), err)
+				return 0, "", fmt.Errorf("agentloop: turn/end at seq %d: %w", r.Seq(), err)
 			}
-			if session.Continuable(end.Reason) {
-				return nil
-			}
-			return &NothingToContinueError{Session: sess.ID(), Turn: r.Turn(), Reason: end.Reason}
+			return r.Turn(), end.Reason, nil
 		case session.TypeTurnStart:
-			// An open turn: the caller refused it already.
-			return fmt.Errorf("agentloop: turn %d of session %s: %w", r.Turn(), sess.ID(), session.ErrOpenTurn)
+			return r.Turn(), "", nil
 		}
 	}
-	return &NothingToContinueError{Session: sess.ID()}
+	return 0, "", nil
 }
