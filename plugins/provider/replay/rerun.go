@@ -906,8 +906,12 @@ func (x *rerun) maxSteps(i int) int {
 	for _, r := range x.recs {
 		most = max(most, r.Step()+1)
 	}
+	// A turn a limit ended before step n started ran under an instance
+	// whose step limit is n or more: the limit is asked before the step.
+	refused := map[int]int{}
 	for _, st := range session.BudgetStops(x.recs) {
 		most = max(most, st.Step+1)
+		refused[st.Turn] = st.Step
 	}
 	steps, least := 0, 1
 	for k := i; k < len(x.recs); k++ {
@@ -921,6 +925,7 @@ func (x *rerun) maxSteps(i int) int {
 				return most
 			}
 		case session.TypeTurnEnd:
+			least = max(least, refused[r.Turn()])
 			if e, err := session.DecodeData[session.TurnEnd](r); err == nil && e.Reason == session.ReasonMaxSteps && k > 0 {
 				if n := x.recs[k-1].Step(); n >= least {
 					return n
