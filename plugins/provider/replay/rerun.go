@@ -407,6 +407,10 @@ type rerun struct {
 	// inPlace: the agent logs denials in the model's call order, as the
 	// segment of the recording it reruns shows (see denialsInCallOrder).
 	inPlace bool
+	// cont is the recorded segment [cont[0], cont[1]) of the continuation
+	// being run, nil when none is: at its start, the tools offered are
+	// those of its retries (see retryTools).
+	cont *[2]int
 }
 
 func newRerun(c *bus.Context, rec *Recording, recs []session.Record, sess *live.Session) *rerun {
@@ -652,6 +656,8 @@ func (x *rerun) runSegment(ctx context.Context, i, stop, end int) error {
 	case first.Type() != session.TypeTurnStart:
 		_, err = x.agent.Resume(ctx, x.sess)
 	case continues(first) > 0:
+		x.cont = &[2]int{i, stop}
+		defer func() { x.cont = nil }()
 		_, err = x.agent.Continue(ctx, x.sess, agentloop.By(poster(first)))
 	default:
 		_, err = x.agent.Run(ctx, x.sess, prompt(x.recs, i), agentloop.By(poster(first)))
@@ -962,14 +968,30 @@ func (x *rerun) nextHeader() session.Header {
 }
 
 // tools is the agent's tool source: the tools of the next step's
-// recorded header, each answering with its recorded results.
+// recorded header, each answering with its recorded results (at a
+// continuation's start, as retryTools adjusts them).
 func (x *rerun) tools() ([]agentloop.Tool, error) {
 	h := x.nextHeader()
-	out := make([]agentloop.Tool, len(h.Tools))
-	for k, spec := range h.Tools {
+	specs := h.Tools
+	if x.cont != nil && x.betweenTurns() {
+		specs = x.retryTools(h, x.cont[0], x.cont[1])
+	}
+	out := make([]agentloop.Tool, len(specs))
+	for k, spec := range specs {
 		out[k] = &recordedTool{spec: spec, safe: x.safe[spec.Name], deferred: x.delegations[spec.Name]}
 	}
 	return out, nil
+}
+
+// betweenTurns reports whether the new log has no open turn: the loop
+// asks for tools there when it starts a turn.
+func (x *rerun) betweenTurns() bool {
+	for r := range x.sess.Backward() {
+		if r.Turn() > 0 {
+			return r.Type() == session.TypeTurnEnd
+		}
+	}
+	return true
 }
 
 // stepProvider serves each step the recorded stream of the same turn and

@@ -153,3 +153,112 @@ func ofTypeData[T any](t *testing.T, recs []session.Record, typ string) []T {
 	}
 	return out
 }
+
+// TestRunRetriesWhatTheRecordedContinuationRetried: which unknown calls a
+// continuation runs again depends on the tools it is offered when it
+// starts, which no record logs (the process may die before its first
+// step's request/header, and that header may differ). The rerun runs
+// again exactly the calls the recording shows retried: none when the
+// tool was gone by then though the last header offers it (rapid seed
+// 12659156690246245004), and the call when it was back though the last
+// header does not offer it.
+func TestRunRetriesWhatTheRecordedContinuationRetried(t *testing.T) {
+	pay := effectTool{name: "pay", idempotent: true, run: func(context.Context) (string, error) { return "paid", nil }}
+	for _, tc := range []struct {
+		name string
+		// turns record the session after turn 1, whose process died
+		// while pay ran.
+		turns   func(w *dyingWorld)
+		retries int
+	}{
+		{"the tool gone, and the process dead before the first request", func(w *dyingWorld) {
+			w.dies(session.TypeRequestHeader, w.cont()) // turn 2: no tools, no retry
+		}, 0},
+		{"the tool back after a continuation without it", func(w *dyingWorld) {
+			w.dies(session.TypeStepEnd, w.cont())          // turn 2: no tools, no retry, one step
+			w.dies(session.TypeToolReconcile, w.cont(pay)) // turn 3: pay again, retried
+		}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			w := newDyingWorld(t, scripted.Reply{ToolCalls: []scripted.ToolCall{{Name: "pay", Arguments: map[string]any{"amount": 1}}}}, scripted.Reply{Text: "thinking"})
+			w.dies(session.TypeToolResult, w.run("pay 1", pay)) // turn 1: pay's outcome unknown
+			tc.turns(w)
+			recs := w.sess.Records()
+			require.Len(t, ofTypeData[session.ToolRetry](t, recs, session.TypeToolRetry), tc.retries)
+
+			rep, err := invariants.Verify(bytes.NewReader(encodeRecords(recs)))
+			require.NoError(t, err)
+			require.Empty(t, rep.Violations)
+			again := newWorld(t, memory.New(), t.TempDir())
+			rr, err := replay.Run(ctx, again.c, again.mgr, recs)
+			require.NoError(t, err)
+			for _, err := range rr.Errors {
+				require.NotErrorIs(t, err, replay.ErrDiverged)
+			}
+			require.True(t, rr.Identical(), "%+v", rr.Steps)
+			got := rr.Session.Records()
+			require.Len(t, got, len(recs))
+			for i, r := range recs {
+				assert.Equal(t, r.Type(), got[i].Type(), "seq %d", i)
+				assert.Equal(t, string(r.Data()), string(got[i].Data()), "seq %d", i)
+			}
+		})
+	}
+}
+
+// dyingWorld records a session whose turns run in processes that die.
+type dyingWorld struct {
+	t    *testing.T
+	w    *world
+	sess *live.Session
+	prov agentloop.Provider
+}
+
+func newDyingWorld(t *testing.T, script ...scripted.Reply) *dyingWorld {
+	w := newWorld(t, memory.New(), t.TempDir())
+	prov, err := scripted.New(scripted.Config{Script: script})
+	require.NoError(t, err)
+	sess, err := w.mgr.Create(context.Background())
+	require.NoError(t, err)
+	return &dyingWorld{t: t, w: w, sess: sess, prov: prov}
+}
+
+func (d *dyingWorld) agent(tools ...agentloop.Tool) *agentloop.Agent {
+	a := agentloop.New(d.w.c, agentloop.Config{Model: "m1"}, agentloop.WithProvider(d.prov), agentloop.WithTools(tools...))
+	d.t.Cleanup(func() { _ = a.Close() })
+	return a
+}
+
+func (d *dyingWorld) run(prompt string, tools ...agentloop.Tool) func() error {
+	return func() error { _, err := d.agent(tools...).Run(context.Background(), d.sess, prompt); return err }
+}
+
+func (d *dyingWorld) cont(tools ...agentloop.Tool) func() error {
+	return func() error { _, err := d.agent(tools...).Continue(context.Background(), d.sess); return err }
+}
+
+// dies runs turn in a process that dies when it would log a record of
+// type typ, and closes the turn as repair does. A turn that logs no such
+// record ends the way it ends.
+func (d *dyingWorld) dies(typ string, turn func() error) {
+	d.t.Helper()
+	dead := false
+	undo := bus.Veto.On(d.w.c, func(_ context.Context, dp bus.Dispatch) error {
+		if cm, ok := dp.Payload.(live.Commit); ok && cm.Session() == d.sess && (dead || cm.Record().Type() == typ) {
+			dead = true
+			return errors.New("the process died")
+		}
+		return nil
+	})
+	err := turn()
+	undo()
+	if !dead {
+		require.NoError(d.t, err)
+		return
+	}
+	for _, ev := range session.Closers(d.sess.Records()) {
+		_, err := d.sess.Append(context.Background(), ev)
+		require.NoError(d.t, err)
+	}
+}
