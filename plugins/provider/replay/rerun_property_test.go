@@ -291,7 +291,7 @@ func interrupted(sess *live.Session) bool {
 	return false
 }
 
-func quietRoot(t *rapid.T) *bus.Root {
+func quietRoot() *bus.Root {
 	root := bus.New(bus.WithLogger(hclog.New(&hclog.LoggerOptions{Output: io.Discard})))
 	return root
 }
@@ -299,7 +299,7 @@ func quietRoot(t *rapid.T) *bus.Root {
 // genSession records one random session and returns its log.
 func genSession(t *rapid.T) []session.Record {
 	ctx := context.Background()
-	root := quietRoot(t)
+	root := quietRoot()
 	defer root.Dispose()
 	c := root.Context()
 	if _, err := c.Plugin(invariants.New(), &invariants.Config{Mode: invariants.ModeStrict}); err != nil {
@@ -458,39 +458,53 @@ func encodeRecords(recs []session.Record) []byte {
 func TestRunReplaysEveryValidSession(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		recs := genSession(t)
-		root := quietRoot(t)
+		root := quietRoot()
 		defer root.Dispose()
 		rr := rerunIdentically(t, root.Context(), recs)
-		// Determinism: the rerun logs the recorded events, the same data
-		// at the same seqs (the fork's session/end-seed aside).
-		// After it, a session-rule decision cites a seq one lower.
-		got := rr.Session.Records()
-		k, seeded := 0, false
-		for _, r := range recs {
-			if r.Type() == session.TypeEndSeed {
-				seeded = true
+		sameEvents(t, recs, rr.Session.Records())
+	})
+}
+
+// sameEvents checks the rerun's determinism: it logs the recorded events
+// recs, the same data in the same order (the fork's session/end-seed and
+// ignorable records aside, which it skips; after the seed, a
+// session-rule decision cites a seq one lower).
+func sameEvents(t fataler, recs, got []session.Record) {
+	t.Helper()
+	k, seeded := 0, false
+	for _, r := range recs {
+		if r.Ignorable() {
+			continue
+		}
+		if r.Type() == session.TypeEndSeed {
+			seeded = true
+			continue
+		}
+		if seeded && r.Type() == session.TypeApprovalDecision {
+			d, _ := session.DecodeData[session.ApprovalDecision](r)
+			if d.Cites > 0 && k < len(got) && got[k].Type() == r.Type() {
+				k++
 				continue
 			}
-			if seeded && r.Type() == session.TypeApprovalDecision {
-				d, _ := session.DecodeData[session.ApprovalDecision](r)
-				if d.Cites > 0 && k < len(got) && got[k].Type() == r.Type() {
-					k++
-					continue
-				}
-			}
-			if k >= len(got) {
-				t.Fatalf("the rerun stopped before seq %d\n%s", r.Seq(), dump(recs))
-			}
-			g := got[k]
-			k++
-			if g.Type() != r.Type() || g.Turn() != r.Turn() || g.Step() != r.Step() || (!bytes.Equal(g.Data(), r.Data()) && r.Type() != session.TypeRequestHeader) {
-				t.Fatalf("seq %d: recorded %s %s, replayed %s %s\n%s\nreplayed:\n%s", r.Seq(), r.Type(), r.Data(), g.Type(), g.Data(), dump(recs), dump(got))
-			}
 		}
-		if k != len(got) {
-			t.Fatalf("the rerun logged %d events, the recording %d", len(got), k)
+		if k >= len(got) {
+			t.Fatalf("the rerun stopped before seq %d\n%s", r.Seq(), dump(recs))
 		}
-	})
+		g := got[k]
+		k++
+		if g.Type() != r.Type() || g.Turn() != r.Turn() || g.Step() != r.Step() || (!bytes.Equal(g.Data(), r.Data()) && r.Type() != session.TypeRequestHeader) {
+			t.Fatalf("seq %d: recorded %s %s, replayed %s %s\n%s\nreplayed:\n%s", r.Seq(), r.Type(), r.Data(), g.Type(), g.Data(), dump(recs), dump(got))
+		}
+	}
+	if k != len(got) {
+		t.Fatalf("the rerun logged %d events, the recording %d", len(got), k)
+	}
+}
+
+// fataler is what the checks need of a *testing.T or a *rapid.T.
+type fataler interface {
+	Helper()
+	Fatalf(format string, args ...any)
 }
 
 // withIgnorable returns recs with ignorable plugin records inserted at
@@ -564,7 +578,7 @@ func withIgnorable(t *rapid.T, recs []session.Record) []session.Record {
 func TestRunReplaysEveryValidSessionWithIgnorableRecords(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		plain := genSession(t)
-		root := quietRoot(t)
+		root := quietRoot()
 		defer root.Dispose()
 		rr := rerunIdentically(t, root.Context(), withIgnorable(t, plain))
 		want := 0
@@ -582,7 +596,8 @@ func TestRunReplaysEveryValidSessionWithIgnorableRecords(t *testing.T) {
 // rerunIdentically checks that the log recs verifies, and runs it again
 // on c with the invariants plugin strict: it must follow the recording
 // and send every request it recorded.
-func rerunIdentically(t *rapid.T, c *bus.Context, recs []session.Record) *replay.Rerun {
+func rerunIdentically(t fataler, c *bus.Context, recs []session.Record) *replay.Rerun {
+	t.Helper()
 	rep, err := invariants.Verify(bytes.NewReader(encodeRecords(recs)))
 	if err != nil || len(rep.Violations) > 0 {
 		t.Fatalf("the log fails verify: %v %v\n%s", err, rep, dump(recs))
