@@ -22,6 +22,9 @@ import (
 //   - budget-refused-a-step-past-the-limit (seed 13601066015327027756):
 //     a turn a budget refused at step n ran under an instance allowing n
 //     steps or more.
+//   - resumed-by-another-process-without-a-header (seed 25679414): a
+//     turn's first step was the previous turn's instance's, and another
+//     process, of a lower step limit, resumed its suspended step.
 //   - ignorable-record-inside-a-turn: an ignorable record between a
 //     turn's records stopped the rerun (a rapid failfile once kept it,
 //     which the generator has since outgrown).

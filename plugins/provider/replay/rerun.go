@@ -545,6 +545,9 @@ func (x *rerun) entry(ctx context.Context, i int, out *Rerun) (int, error) {
 	end := turnEnd(x.recs, i)
 	stop := x.firstExternal(i, end)
 	split := x.resumedAt(i, stop)
+	if split < 0 {
+		split = x.handedAt(i, stop)
+	}
 	if split > 0 {
 		stop = split
 	}
@@ -772,28 +775,89 @@ func prompt(recs []session.Record, i int) string {
 // loop instance (it logged a header of reason initial or resume there),
 // configured from the header in force at the segment's first step.
 func (x *rerun) agentFor(i, stop int) error {
-	hdr, instance, err := x.segmentHeader(i, stop)
+	sg, err := x.segmentConfig(i, stop)
 	if err != nil {
 		return err
 	}
-	exact, least := x.stepLimits(i, stop)
-	cfg := agentloop.Config{System: hdr.System, Model: hdr.Model, Temperature: hdr.Temperature,
-		MaxTokens: x.uncapped(i, stop, hdr.MaxTokens), Stop: hdr.Stop, MaxSteps: exact, OutputSchema: schemaConfig(hdr.OutputSchema)}
-	inPlace := denialsInCallOrder(x.recs[i:stop], x.delegations)
-	if x.agent != nil && !instance && x.agentFits(cfg, hdr, inPlace, exact, least) {
+	if x.reuses(sg) {
 		return nil
 	}
+	cfg := sg.cfg
 	if cfg.MaxSteps == 0 {
-		cfg.MaxSteps = max(x.maxSteps(i), least)
+		cfg.MaxSteps = max(x.maxSteps(i), sg.least)
 	}
 	x.closeAgent()
-	x.cfg, x.schema, x.inPlace = cfg, hdr.OutputSchema, inPlace
+	x.cfg, x.schema, x.inPlace = cfg, sg.hdr.OutputSchema, sg.inPlace
 	opts := []agentloop.Option{agentloop.WithProvider(x.prov), agentloop.WithToolSource(x.tools), agentloop.WithName("replay")}
-	if inPlace {
+	if sg.inPlace {
 		opts = append(opts, agentloop.WithDenialsInCallOrder())
 	}
 	x.agent = agentloop.New(x.c, cfg, opts...)
 	return nil
+}
+
+// segment is the configuration the recorded records of a segment show
+// their agent had.
+type segment struct {
+	cfg agentloop.Config // MaxSteps: exact (0: unknown)
+	hdr *session.Header
+	// instance: its first request/header is of a new loop instance.
+	instance, inPlace bool
+	exact, least      int // see stepLimits
+}
+
+func (x *rerun) segmentConfig(i, stop int) (segment, error) {
+	hdr, instance, err := x.segmentHeader(i, stop)
+	if err != nil {
+		return segment{}, err
+	}
+	exact, least := x.stepLimits(i, stop)
+	cfg := agentloop.Config{System: hdr.System, Model: hdr.Model, Temperature: hdr.Temperature,
+		MaxTokens: x.uncapped(i, stop, hdr.MaxTokens), Stop: hdr.Stop, MaxSteps: exact, OutputSchema: schemaConfig(hdr.OutputSchema)}
+	return segment{cfg: cfg, hdr: hdr, instance: instance, inPlace: denialsInCallOrder(x.recs[i:stop], x.delegations), exact: exact, least: least}, nil
+}
+
+// reuses reports whether the current agent runs the segment sg.
+func (x *rerun) reuses(sg segment) bool {
+	return x.agent != nil && !sg.instance && x.agentFits(sg.cfg, sg.hdr, sg.inPlace, sg.exact, sg.least)
+}
+
+// handedAt finds, in the recorded records [i, stop), where another loop
+// instance took the turn over without a header: the segment's first
+// request is the current instance's (no header of a new one), yet that
+// instance cannot have run the whole segment (it ended at a step limit
+// the instance does not have, or ran more steps than it allows). The process died with a step's calls
+// decided (a session-scoped allow decides them as the loop asks), and
+// another resumed the step and started none, so it logged no header. It
+// returns where the first loop stopped: the last point after the
+// segment's last step/start where the step was suspended with every call
+// decided; or -1.
+func (x *rerun) handedAt(i, stop int) int {
+	if x.agent == nil {
+		return -1
+	}
+	last, requested := -1, false
+	for k := i; k < stop; k++ {
+		switch x.recs[k].Type() {
+		case session.TypeStepStart:
+			last = k
+		case session.TypeRequestDigest:
+			requested = true
+		}
+	}
+	if last < 0 || !requested {
+		return -1 // a new agent logs no header here either
+	}
+	sg, err := x.segmentConfig(i, stop)
+	if err != nil || sg.instance || x.reuses(sg) || !x.agentFits(sg.cfg, sg.hdr, sg.inPlace, 0, 0) {
+		return -1 // the same instance runs it, or another config than its limit
+	}
+	for p := stop - 1; p > last; p-- {
+		if s := session.Suspended(x.recs[:p]); s != nil && len(s.Undecided()) == 0 {
+			return p
+		}
+	}
+	return -1
 }
 
 // segmentHeader returns the header in force at the first step of the
