@@ -279,12 +279,16 @@ var errCrashed = errors.New("replay: the recorded process stopped here")
 // recorded decisions) by an agent whose config is the recorded request
 // header in force at the turn's first step, with a new agent wherever the
 // recording shows a new loop instance (a request/header of reason initial
-// or resume), so the loop logs its headers where the original did. At
+// or resume; or a turn that ended at a step limit its instance does not
+// have, which another process resumed at a suspended step and so logged
+// no header), so the loop logs its headers where the original did. At
 // each step the agent is offered the tools the recording's header had in
 // force at that step (a hot reload, an MCP tool-list change) and its
 // provider names itself as that header does; the model answers with the
 // recorded stream of the same turn and step, and each tool with its
-// recorded results in order. Events outside turns (a compaction, an
+// recorded results in order; a continuation is offered at its start the
+// tools that make it run again the calls the recording shows it retried
+// (tool/retry), and no other. Events outside turns (a compaction, an
 // approval policy) are copied, their sources and surface range
 // translated to the new log's seqs. A turn the recorded process died in
 // (closed by crash repair) is run up to where the recording stops, then
