@@ -46,7 +46,7 @@ func (c *JudgeConfig) check() error {
 	if c.Purpose == "" {
 		c.Purpose = "judge"
 	}
-	return c.Bar.check()
+	return c.Bar.Check()
 }
 
 // The judge's answer formats.
@@ -106,5 +106,5 @@ func (s judge) Score(ctx context.Context, p Pair) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("score: judge: %w", err)
 	}
-	return s.cfg.result(score, reason), nil
+	return s.cfg.Result(score, reason), nil
 }

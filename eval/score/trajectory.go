@@ -38,7 +38,7 @@ func (c *TrajectoryConfig) check() error {
 	default:
 		return keyError("partial", "%q is not none, prefix or lcs", c.Partial)
 	}
-	return c.Bar.check()
+	return c.Bar.Check()
 }
 
 type trajectory struct{ cfg TrajectoryConfig }
@@ -60,16 +60,16 @@ func (s trajectory) Score(_ context.Context, p Pair) (Result, error) {
 	}
 	longer := max(len(rec), len(cand))
 	if prefix == longer {
-		return s.cfg.result(1, fmt.Sprintf("the same %d tool calls in the same order", longer)), nil
+		return s.cfg.Result(1, fmt.Sprintf("the same %d tool calls in the same order", longer)), nil
 	}
 	reason := s.difference(rec, cand, prefix)
 	switch s.cfg.Partial {
 	case "prefix":
-		return s.cfg.result(float64(prefix)/float64(longer), reason), nil
+		return s.cfg.Result(float64(prefix)/float64(longer), reason), nil
 	case "lcs":
-		return s.cfg.result(float64(lcs(len(rec), len(cand), eq))/float64(longer), reason), nil
+		return s.cfg.Result(float64(lcs(len(rec), len(cand), eq))/float64(longer), reason), nil
 	}
-	return s.cfg.result(0, reason), nil
+	return s.cfg.Result(0, reason), nil
 }
 
 // difference says where the trajectories part, at call i.
