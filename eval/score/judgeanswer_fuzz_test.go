@@ -1,6 +1,9 @@
 package score_test
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"math"
 	"testing"
 
@@ -57,6 +60,36 @@ func FuzzJSONEqual(f *testing.F) {
 		}
 		if score.JSONEqual(a, b) != score.JSONEqual(b, a) {
 			t.Fatalf("not symmetric: %q %q", a, b)
+		}
+	})
+}
+
+// FuzzBuiltinConfigs: whatever a suite's config holds, a built-in
+// scorer's factory makes a scorer or refuses the config as a
+// *ConfigError (never panics); what it makes scores a pair.
+func FuzzBuiltinConfigs(f *testing.F) {
+	names := []string{"exact", "normalised", "json_schema", "regexp", "contains", "trajectory", "cost", "latency", "judge"}
+	for _, s := range []string{``, `null`, `{}`, `{"threshold":0.5}`, `{"pattern":"a+"}`, `{"texts":["a"]}`, `{"schema":{"type":"string"}}`,
+		`{"partial":"lcs"}`, `{"max_ratio":2,"max_delta":"1s"}`, `{"rubric":"r","format":"grade"}`, `{"form":"nfc"}`, `[`, `{"a":1}`} {
+		for i := range names {
+			f.Add(i, s)
+		}
+	}
+	ask := func(context.Context, string, []string, string) (string, error) {
+		return `{"score": 1, "reason": "r"}`, nil
+	}
+	f.Fuzz(func(t *testing.T, i int, raw string) {
+		name := names[uint(i)%uint(len(names))]
+		s, err := score.New(name, score.Env{Dir: t.TempDir(), Ask: ask}, json.RawMessage(raw))
+		if err != nil {
+			if !errors.Is(err, score.ErrConfig) {
+				t.Fatalf("%s: %q: not a config error: %v", name, raw, err)
+			}
+			return
+		}
+		r, err := s.Score(context.Background(), score.Pair{Recorded: score.Turn{Answer: "a"}, Candidate: score.Turn{Answer: "b"}})
+		if err == nil && (math.IsNaN(r.Score) || r.Score < 0 || r.Score > 1) {
+			t.Fatalf("%s: %q: score %v", name, raw, r.Score)
 		}
 	})
 }
