@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -113,7 +112,7 @@ func TestJudgeErrors(t *testing.T) {
 
 // gradingProvider answers a judge: 1 when the last shown answer equals
 // the one before it, else 0.2.
-type gradingProvider struct{ mu sync.Mutex }
+type gradingProvider struct{}
 
 func (p *gradingProvider) Stream(_ context.Context, req *agentloop.Request) (agentloop.Stream, error) {
 	msgs := req.Messages.Clone()
