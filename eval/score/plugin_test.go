@@ -165,3 +165,14 @@ func TestPluginScorerLeavesNoProcess(t *testing.T) {
 	require.NoError(t, s.(io.Closer).Close())
 	assert.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "Close stopped and reaped the process")
 }
+
+// TestCheckStopsWhatItStarts: checking a suite's plugin scorer starts
+// and configures the process, and stops it.
+func TestCheckStopsWhatItStarts(t *testing.T) {
+	bin := pluginBin(t, "unruly")
+	env := score.Env{Dir: filepath.Dir(bin)}
+	require.NoError(t, score.Check("plugin", env, json.RawMessage(`{"path": "unruly"}`)))
+	require.Error(t, score.Check("plugin", env, json.RawMessage(`{"path": "unruly", "config": {"bonus": -1}}`)))
+	require.ErrorIs(t, score.Check("exakt", env, nil), score.ErrUnknownScorer)
+	require.NoError(t, score.Check("exact", env, nil))
+}
