@@ -79,7 +79,7 @@ func newJudge(env Env, raw json.RawMessage) (Scorer, error) {
 // suite's author wrote, is spliced in; what the sessions hold is shown
 // as records before it.
 func (c JudgeConfig) instruction() string {
-	order := "the user's prompt, a reference answer recorded from a run that was accepted, then the candidate answer"
+	order := "the user's prompt, the reference answer (what the recorded session answered), then the candidate answer"
 	if c.NoReference {
 		order = "the user's prompt, then the candidate answer"
 	}
