@@ -9,6 +9,7 @@ import (
 	"io"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -72,6 +73,22 @@ func TestPluginScorerGetsTheWholePair(t *testing.T) {
 	r, err = s.Score(context.Background(), answers("a", "b"))
 	require.NoError(t, err)
 	assert.Equal(t, 0.25, r.Score, "the plugin got its config")
+
+	// The eval scores pairs at once: each call gets its own answer.
+	var wg sync.WaitGroup
+	results := make([]score.Result, 16)
+	errs := make([]error, len(results))
+	for i := range results {
+		wg.Go(func() {
+			a := fmt.Sprint(i % 2)
+			results[i], errs[i] = s.Score(context.Background(), answers("0", a))
+		})
+	}
+	wg.Wait()
+	for i := range results {
+		require.NoError(t, errs[i])
+		assert.Equal(t, map[bool]float64{true: 1, false: 0.25}[i%2 == 0], results[i].Score, "pair %d", i)
+	}
 }
 
 func TestPluginScorerFailures(t *testing.T) {
