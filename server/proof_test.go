@@ -55,9 +55,9 @@ func recordTurn(t *testing.T, src vigil.Source) string {
 	return id
 }
 
-// signingKey writes a new checkpoint signing key to a file and returns
+// checkpointKey writes a new checkpoint signing key to a file and returns
 // the file and the public key.
-func signingKey(t *testing.T, name string) (string, string) {
+func checkpointKey(t *testing.T, name string) (string, string) {
 	t.Helper()
 	skey, vkey, err := note.GenerateKey(rand.Reader, name)
 	require.NoError(t, err)
@@ -71,7 +71,7 @@ func signingKey(t *testing.T, name string) (string, string) {
 // under the logged header, and its digest is the one the log recorded.
 func TestAStepsRequestIsReDerivedFromTheLog(t *testing.T) {
 	dir := t.TempDir()
-	key, pub := signingKey(t, "proof-test")
+	key, pub := checkpointKey(t, "proof-test")
 	id := recordTurn(t, storedComposition(dir, "Be brief.", key))
 	a := newAPI(t, storedComposition(dir, "Be brief.", ""), server.Options{CheckpointKeys: []string{pub}})
 
@@ -118,11 +118,11 @@ func TestAStepsRequestIsReDerivedFromTheLog(t *testing.T) {
 	assert.True(t, strings.HasPrefix(c.Key, "proof-test+"), c.Key)
 
 	for path, code := range map[string]int{
-		"/steps/1/3/request":  http.StatusNotFound,
-		"/steps/2/1/request":  http.StatusNotFound,
-		"/steps/0/1/request":  http.StatusBadRequest,
-		"/steps/1/-1/request": http.StatusBadRequest,
-		"/steps/x/1/request":  http.StatusBadRequest,
+		"/steps/1/3/request":                    http.StatusNotFound,
+		"/steps/2/1/request":                    http.StatusNotFound,
+		"/steps/0/1/request":                    http.StatusBadRequest,
+		"/steps/1/-1/request":                   http.StatusBadRequest,
+		"/steps/x/1/request":                    http.StatusBadRequest,
 		"/steps/1/99999999999999999999/request": http.StatusBadRequest,
 	} {
 		got, body := a.do("GET", "/v1/sessions/"+id+path, "")
@@ -139,8 +139,8 @@ func TestAStepsRequestIsReDerivedFromTheLog(t *testing.T) {
 // verified, and covers nothing; without keys the server says unverified.
 func TestACheckpointIsVerifiedOnlyAgainstTheServersKeys(t *testing.T) {
 	dir := t.TempDir()
-	key, _ := signingKey(t, "theirs")
-	_, other := signingKey(t, "ours")
+	key, _ := checkpointKey(t, "theirs")
+	_, other := checkpointKey(t, "ours")
 	id := recordTurn(t, storedComposition(dir, "Be brief.", key))
 
 	a := newAPI(t, storedComposition(dir, "Be brief.", ""), server.Options{CheckpointKeys: []string{other}})
