@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/vigil-run/vigil"
 	"github.com/vigil-run/vigil/internal/hostcheck"
@@ -35,6 +36,7 @@ type serveOptions struct {
 	maxBody              int64
 	drain                time.Duration
 	approvalTTL          time.Duration
+	checkpointKeys       []string
 }
 
 func newServeCmd(e *env) *cobra.Command {
@@ -87,6 +89,7 @@ worker, as after a crash.`,
 	cmd.Flags().StringVar(&o.oidc.RolesClaim, "oidc-roles-claim", "roles", "the claim listing the principal's roles (a list, or a string separated by spaces or commas; a dotted name reaches a nested claim)")
 	cmd.Flags().StringArrayVar(&o.allowedHosts, "allowed-host", nil, "a Host header value served besides the bound address's (repeatable; host, or host:port), such as the name a proxy forwards")
 	cmd.Flags().StringArrayVar(&o.cors, "cors-origin", nil, "an origin browsers may call the API from (repeatable; * for any); none: no cross-origin calls")
+	cmd.Flags().StringArrayVar(&o.checkpointKeys, "checkpoint-key", nil, "check sessions' signed checkpoints with this public key (or a file holding it) when the API shows a step's request; repeatable")
 	cmd.Flags().Int64Var(&o.maxBody, "max-body", server.DefaultMaxBody, "the largest request body accepted, in bytes")
 	cmd.Flags().DurationVar(&o.drain, "drain", defaultDrain, "how long to wait for running turns on SIGTERM")
 	approvalTTLFlag(cmd, &o.approvalTTL)
@@ -171,6 +174,12 @@ func cmdServe(ctx context.Context, e *env, o serveOptions) (err error) {
 	if o.approvalTTL > 0 && o.workers == 0 {
 		return usagef("--approval-ttl is kept by the workers: with --workers 0, give it to 'vigil worker'")
 	}
+	var keys note.Verifiers
+	if len(o.checkpointKeys) > 0 {
+		if keys, err = verifiersOf(o.checkpointKeys); err != nil {
+			return err
+		}
+	}
 	auth, tokens, err := authenticator(ctx, e, o)
 	if err != nil {
 		return err
@@ -196,7 +205,7 @@ func cmdServe(ctx context.Context, e *env, o serveOptions) (err error) {
 		return err
 	}
 	srv, err := server.New(h.rt, server.Options{Auth: auth, Addr: ln.Addr().String(), AllowedHosts: allowedHosts(o.allowedHosts, o.addr, ln.Addr()),
-		CORSOrigins: o.cors, MaxBody: o.maxBody, Metrics: metrics, Logger: h.log.Named("server")})
+		CORSOrigins: o.cors, MaxBody: o.maxBody, Metrics: metrics, Logger: h.log.Named("server"), CheckpointKeys: keys})
 	if err != nil {
 		_ = ln.Close()
 		return err
