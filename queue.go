@@ -147,6 +147,16 @@ func JobBy(job session.Job) string {
 	return in.By
 }
 
+// JobAgent returns the entry id of the agent job runs with, as its input
+// says ([RunAgent]); "" is the session's.
+func JobAgent(job session.Job) string {
+	var in jobInput
+	if json.Unmarshal(job.Input, &in) != nil {
+		return ""
+	}
+	return in.Agent
+}
+
 // abandoning refuses a decision on session id while an abandon of its
 // turn is queued or running: that job denies every call still waiting.
 // (A decision queued in the instant before the abandon is, when its turn
