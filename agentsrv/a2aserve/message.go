@@ -75,7 +75,7 @@ func (h *handler) queue(ctx context.Context, caller agentsrv.Caller, msg *a2a.Me
 	if err != nil {
 		return taskRef{}, err
 	}
-	return taskRef{session: id, job: job.ID}, nil
+	return taskRef{session: id, job: job.ID, agent: h.agent.Entry}, nil
 }
 
 // admit admits session id for the caller of ctx: one it may not see is
@@ -135,17 +135,9 @@ func (h *handler) answer(ctx context.Context, ref taskRef, caller agentsrv.Calle
 		}
 		calls = calls[i : i+1]
 	}
-	q, err := h.s.rt.Queue()
-	if err != nil {
-		return err
-	}
-	job, err := q.Job(ctx, ref.job)
-	if err != nil {
-		return err
-	}
 	for _, c := range calls {
 		dec := vigil.Decision{Allow: d.allow, By: caller.Name, Reason: d.reason}
-		if _, _, err := h.s.rt.QueueDecision(ctx, ref.session, c.Call, dec, vigil.RunAgent(vigil.JobAgent(job))); err != nil {
+		if _, _, err := h.s.rt.QueueDecision(ctx, ref.session, c.Call, dec, vigil.RunAgent(ref.agent)); err != nil {
 			return fmt.Errorf("%w: call %s: %w", a2a.ErrInvalidParams, c.Call, err)
 		}
 	}

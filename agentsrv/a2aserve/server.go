@@ -226,6 +226,7 @@ func (h *handler) admitted(ctx context.Context, id a2a.TaskID) (taskRef, context
 	if err != nil {
 		return ref, ctx, agentsrv.Caller{}, err
 	}
+	ref.agent = h.agent.Entry
 	ctx, caller, err := h.s.access.Caller(ctx)
 	if err != nil {
 		return ref, ctx, caller, err

@@ -15,9 +15,11 @@ import (
 )
 
 // taskRef is what a task id names: the session (the task's context) and
-// the queued job that started its turn.
+// the queued job that started its turn; and the entry id of the agent
+// whose endpoint was asked (a task of another agent is none of its).
 type taskRef struct {
 	session, job string
+	agent        string
 }
 
 // id is the task's id: "<session>.<job>" (a session id has no dot).
@@ -61,7 +63,7 @@ func (s *Server) view(ctx context.Context, ref taskRef) (view, error) {
 		return view{}, err
 	}
 	job, err := q.Job(ctx, ref.job)
-	if errors.Is(err, session.ErrNotFound) || err == nil && (job.Session != ref.session || job.Kind != vigil.JobTurn) {
+	if errors.Is(err, session.ErrNotFound) || err == nil && (job.Session != ref.session || job.Kind != vigil.JobTurn || vigil.JobAgent(job) != ref.agent) {
 		return view{}, fmt.Errorf("%w: %s", a2a.ErrTaskNotFound, ref.id())
 	}
 	if err != nil {
