@@ -10,6 +10,7 @@ type SessionOption func(*sessionOptions)
 
 type sessionOptions struct {
 	tenant, by string
+	agent      string
 }
 
 // Tenant makes a new session belong to tenant (none: the default tenant,
@@ -24,6 +25,14 @@ func Tenant(tenant string) SessionOption {
 // the session's header, or on the turn's turn/start.
 func By(name string) SessionOption {
 	return func(o *sessionOptions) { o.by = name }
+}
+
+// RunAgent makes a queued turn, or the resumption a queued decision
+// starts, run with the agent of entry id entry ([Runtime.AgentNamed])
+// rather than the session's (the composition's entry point, or a child
+// session's own): what a protocol server that offers each agent queues.
+func RunAgent(entry string) SessionOption {
+	return func(o *sessionOptions) { o.agent = entry }
 }
 
 // errTenantOption refuses a [Tenant] where the tenant is not the caller's

@@ -27,7 +27,10 @@ const (
 type jobInput struct {
 	Prompt string `json:"prompt,omitempty"`
 	// By names who posted a turn (see [By]); a decision names its own.
-	By     string    `json:"by,omitempty"`
+	By string `json:"by,omitempty"`
+	// Agent is the entry id of the agent that runs the job (see
+	// [RunAgent]); "" is the session's.
+	Agent  string    `json:"agent,omitempty"`
 	Call   string    `json:"call,omitempty"`
 	Decide *Decision `json:"decision,omitempty"`
 	// Abandon: deny every call still undecided with Decide and end the
@@ -59,7 +62,12 @@ func (r *Runtime) QueueTurn(ctx context.Context, id, prompt string, opts ...Sess
 	if err != nil {
 		return session.Job{}, 0, err
 	}
-	return r.enqueue(ctx, id, JobTurn, "", jobInput{Prompt: prompt, By: o.by})
+	if o.agent != "" {
+		if _, err := r.AgentNamed(o.agent); err != nil {
+			return session.Job{}, 0, err
+		}
+	}
+	return r.enqueue(ctx, id, JobTurn, "", jobInput{Prompt: prompt, By: o.by, Agent: o.agent})
 }
 
 // QueueDecision queues a decision on call of suspended session id, as
@@ -69,14 +77,19 @@ func (r *Runtime) QueueTurn(ctx context.Context, id, prompt string, opts ...Sess
 // queue refuses a second decision on the call while one is queued,
 // running or done (session.ErrDuplicateJob), so that of two people
 // deciding at once, whatever the processes, one is told it lost.
-func (r *Runtime) QueueDecision(ctx context.Context, id, call string, d Decision) (session.Job, int, error) {
+// [RunAgent] names the agent that resumes the turn, as it ran it.
+func (r *Runtime) QueueDecision(ctx context.Context, id, call string, d Decision, opts ...SessionOption) (session.Job, int, error) {
+	o, err := sessionOpts(opts, false)
+	if err != nil {
+		return session.Job{}, 0, err
+	}
 	if err := r.checkDecision(ctx, id, call, d); err != nil {
 		return session.Job{}, 0, err
 	}
 	if err := r.abandoning(ctx, id); err != nil {
 		return session.Job{}, 0, err
 	}
-	return r.enqueue(ctx, id, JobDecide, call, jobInput{Call: call, Decide: &d})
+	return r.enqueue(ctx, id, JobDecide, call, jobInput{Call: call, Decide: &d, Agent: o.agent})
 }
 
 // checkDecision checks decision d on call of session id against the end
@@ -132,6 +145,16 @@ func JobBy(job session.Job) string {
 		return in.Decide.By
 	}
 	return in.By
+}
+
+// JobAgent returns the entry id of the agent job runs with, as its input
+// says ([RunAgent]); "" is the session's.
+func JobAgent(job session.Job) string {
+	var in jobInput
+	if json.Unmarshal(job.Input, &in) != nil {
+		return ""
+	}
+	return in.Agent
 }
 
 // abandoning refuses a decision on session id while an abandon of its

@@ -9,6 +9,15 @@ import (
 	"github.com/vigil-run/vigil/session/live"
 )
 
+// jobAgent is the agent a queued job runs with: the one its input names
+// (entry), else the session's.
+func (r *Runtime) jobAgent(ctx context.Context, sess *live.Session, entry string) (*agentloop.Agent, error) {
+	if entry != "" {
+		return r.AgentNamed(entry)
+	}
+	return r.agentOf(ctx, sess)
+}
+
 // agentOf is the agent that runs sess's turns: for a sub-agent's child
 // session, the agent offered as the tool its parent called; for any other
 // session, the composition's entry point. A decision on a child that

@@ -236,8 +236,8 @@ func (r *Runtime) runJob(ctx context.Context, rj *runningJob) (*Result, error) {
 		return nil, err
 	}
 	// A sub-agent's child session resumes with its own agent, as
-	// Runtime.Decide resumes it.
-	agent, err := r.agentOf(ctx, sess)
+	// Runtime.Decide resumes it; a job that names its agent, with it.
+	agent, err := r.jobAgent(ctx, sess, in.Agent)
 	if err != nil {
 		_ = done(context.WithoutCancel(ctx))
 		return nil, err

@@ -3,6 +3,7 @@ package agentsrv
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/vigil-run/vigil"
 	"github.com/vigil-run/vigil/session"
@@ -55,7 +56,7 @@ func ReceiptOf(ctx context.Context, rt *vigil.Runtime, res *vigil.Result) (Recei
 		records = log.Records
 	}
 	for _, rec := range records {
-		if rec.Turn() != res.Turn {
+		if rec.Turn() != res.Turn || rec.Type() == session.TypeCheckpoint {
 			continue
 		}
 		r.Seq = rec.Seq()
@@ -70,5 +71,37 @@ func ReceiptOf(ctx context.Context, rt *vigil.Runtime, res *vigil.Result) (Recei
 	if r.Seq < 0 {
 		return r, fmt.Errorf("agentsrv: receipt: session %s has no turn %d", res.Session, res.Turn)
 	}
+	if r.Checkpoint == "" {
+		r.Checkpoint = checkpointOf(records, r.Seq)
+	}
 	return r, nil
+}
+
+// checkpointOf is the note of the first signed checkpoint in records
+// that covers seq: the one the turn ended or suspended with, read from
+// the log by a process that did not run the turn (a worker did). "" when
+// none does (the log is not signed).
+func checkpointOf(records []session.Record, seq int64) string {
+	for _, rec := range records {
+		if rec.Seq() <= seq {
+			continue
+		}
+		msg, ok := session.CheckpointNote(rec)
+		if !ok {
+			continue
+		}
+		if c, err := session.ParseCheckpoint(noteText(string(msg))); err == nil && c.Size > seq {
+			return string(msg)
+		}
+	}
+	return ""
+}
+
+// noteText is the text of a signed note: what comes before the blank
+// line that starts its signatures.
+func noteText(msg string) string {
+	if i := strings.Index(msg, "\n\n"); i >= 0 {
+		return msg[:i+1]
+	}
+	return msg
 }

@@ -22,7 +22,7 @@ func TestEveryBuiltinPluginIsRegistered(t *testing.T) {
 	for _, name := range []string{
 		"agent", "invariants", "compaction",
 		"provider/scripted", "provider/replay", "provider/openai", "provider/anthropic",
-		"tools/fs", "tools/calc",
+		"tools/fs", "tools/calc", "tools/a2a",
 		"store/jsonl", "store/memory",
 		"telemetry/otel",
 	} {

@@ -30,6 +30,7 @@ import (
 	_ "github.com/vigil-run/vigil/plugins/store/memory"       // store/memory
 	_ "github.com/vigil-run/vigil/plugins/store/postgres"     // store/postgres
 	_ "github.com/vigil-run/vigil/plugins/telemetry/otel"     // telemetry/otel
+	_ "github.com/vigil-run/vigil/plugins/tools/a2a"          // tools/a2a
 	_ "github.com/vigil-run/vigil/plugins/tools/calc"         // tools/calc
 	_ "github.com/vigil-run/vigil/plugins/tools/fs"           // tools/fs
 	_ "github.com/vigil-run/vigil/plugins/tools/mcp"          // tools/mcp

@@ -9,6 +9,10 @@
 // Events are read from the store, so a client streaming a session sees
 // every event whichever worker appended it.
 //
+// The composition's agents are served over MCP at /mcp
+// (agentsrv/mcpserve) and over A2A at /a2a/{agent} (agentsrv/a2aserve:
+// a task is a queued turn too), behind the same gate.
+//
 // Every request is made by a [Principal]: the one a bearer token names,
 // through an [Authenticator] ([Tokens] from a token file, [OIDC] for an
 // issuer's JWTs, a [Chain] of both), or [LocalPrincipal] on a server

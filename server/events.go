@@ -18,10 +18,6 @@ import (
 // notice a client that went away.
 const heartbeat = 15 * time.Second
 
-// pollInterval is how often a store that cannot follow a log is read
-// again for a following stream.
-const pollInterval = 250 * time.Millisecond
-
 // handleEvents streams session id's events with seq > after (all of
 // them without after): as JSONL, one canonical record line each, ending at
 // the current tail unless follow=true; or, to a client that accepts
@@ -222,41 +218,10 @@ func (s *Server) writeRecords(ctx context.Context, w io.Writer, id string, from,
 	return fmt.Errorf("the events of %s ended before seq %d", id, end-1)
 }
 
-// follow streams session id's records from seq from on: through the
-// store's Follow when it has one, else by reading the log again.
+// follow streams session id's records from seq from on
+// ([vigil.Runtime.Follow]).
 func (s *Server) follow(ctx context.Context, id string, from int64) iter.Seq2[session.Record, error] {
-	mgr, err := s.rt.Manager()
-	if err != nil {
-		return func(yield func(session.Record, error) bool) { yield(session.Record{}, err) }
-	}
-	if f, ok := mgr.Store().(session.Follower); ok {
-		return f.Follow(ctx, id, from)
-	}
-	store := mgr.Store()
-	return func(yield func(session.Record, error) bool) {
-		t := time.NewTicker(pollInterval)
-		defer t.Stop()
-		for {
-			log, err := store.Load(ctx, id)
-			if err != nil {
-				if ctx.Err() == nil {
-					yield(session.Record{}, err)
-				}
-				return
-			}
-			for _, rec := range log.Records[min(from, int64(len(log.Records))):] {
-				if !yield(rec, nil) {
-					return
-				}
-				from = rec.Seq() + 1
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}
+	return s.rt.Follow(ctx, id, from)
 }
 
 // frame appends rec as the stream sends it: its canonical line, or a

@@ -107,7 +107,7 @@ func New(rt *vigil.Runtime, o Options) (*Server, error) {
 	if tokens := adminTokens(o.Tokens); s.auth == nil && tokens.Len() > 0 {
 		s.auth = tokens
 	}
-	mcpRoutes, err := s.mcpRoutes()
+	mcpRoutes, err := s.protocolRoutes()
 	if err != nil {
 		return nil, err
 	}

@@ -117,23 +117,14 @@ type Cancelled struct {
 // it aborted, by the path every decision takes.
 func (s *Server) handleCancel(_ http.ResponseWriter, r *http.Request) (int, any, error) {
 	id := admitted(r).ID
-	q, err := s.rt.Queue()
+	c, err := s.rt.CancelSession(r.Context(), id, PrincipalOf(r.Context()).Name)
 	if err != nil {
 		return 0, nil, err
 	}
-	n, err := q.Cancel(r.Context(), id)
-	if err != nil {
-		return 0, nil, err
-	}
-	out := Cancelled{Session: id, Cancelled: n}
-	job, denied, err := s.rt.QueueAbandon(r.Context(), id, PrincipalOf(r.Context()).Name)
-	switch {
-	case errors.Is(err, session.ErrNotSuspended):
-	case err != nil:
-		return 0, nil, err
-	default:
-		s.opts.Metrics.queued(r.Context(), job.Kind)
-		out.Job, out.Denied = job.ID, denied
+	out := Cancelled{Session: id, Cancelled: c.Cancelled}
+	if c.Abandon.ID != "" {
+		s.opts.Metrics.queued(r.Context(), c.Abandon.Kind)
+		out.Job, out.Denied = c.Abandon.ID, c.Denied
 	}
 	return http.StatusOK, out, nil
 }

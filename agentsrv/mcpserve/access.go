@@ -4,19 +4,12 @@ import (
 	"context"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/vigil-run/vigil/agentsrv"
 )
 
 // Caller is who makes a tool call.
-type Caller struct {
-	// Name is logged as who asked for the turn and who decided.
-	Name string
-	// Tenant is the tenant a new session is written with ("" for the
-	// default one).
-	Tenant string
-	// MayDecide says the caller may answer approvals: only then is it
-	// asked them.
-	MayDecide bool
-}
+type Caller = agentsrv.Caller
 
 // Access says who calls and what they may touch. The HTTP API gives its
 // own (its principals, roles and tenants); [Local] is a process's own

@@ -180,20 +180,12 @@ func (h *handler) suspended(ctx context.Context, id string) (*vigil.Result, erro
 }
 
 // Waiting is what a call's result says of a turn that waits for
-// approvals the client was not asked: its session and calls, to be
-// decided through the API or the CLI. It is in the result's _meta under
-// [WaitingKey], beside the receipt.
-type Waiting struct {
-	Session string        `json:"session"`
-	Calls   []WaitingCall `json:"calls"`
-}
+// approvals the client was not asked (see [agentsrv.Waiting]). It is in
+// the result's _meta under [WaitingKey], beside the receipt.
+type Waiting = agentsrv.Waiting
 
 // WaitingCall is a call that waits for a decision.
-type WaitingCall struct {
-	Call      string `json:"call"`
-	Tool      string `json:"tool"`
-	Arguments string `json:"arguments"`
-}
+type WaitingCall = agentsrv.WaitingCall
 
 // WaitingKey is the _meta key of [Waiting].
 const WaitingKey = "vigil/waiting"
@@ -205,12 +197,11 @@ func (h *handler) waiting(ctx context.Context, res *vigil.Result) (*mcp.CallTool
 	if err != nil {
 		return nil, err
 	}
-	w := Waiting{Session: res.Session}
+	w := agentsrv.WaitingOf(res.Session, res.Pending)
 	var b strings.Builder
 	fmt.Fprintf(&b, "The turn waits for approval in session %s. Decide each call through the API (POST /v1/sessions/%s/approvals/CALL with {\"allow\": true} or false) or with 'vigil approve %s CALL' / 'vigil deny %s CALL --reason TEXT'; the turn then goes on in the session:", res.Session, res.Session, res.Session, res.Session)
-	for _, c := range undecided(res) {
-		w.Calls = append(w.Calls, WaitingCall{Call: c.Call.ID, Tool: c.Call.Name, Arguments: c.Call.Arguments})
-		fmt.Fprintf(&b, "\n- call %s: %s %s", c.Call.ID, c.Call.Name, c.Call.Arguments)
+	for _, c := range w.Calls {
+		fmt.Fprintf(&b, "\n- call %s: %s %s", c.Call, c.Tool, c.Arguments)
 	}
 	return &mcp.CallToolResult{
 		Meta:    mcp.Meta{agentsrv.MetaKey: r, WaitingKey: w},

@@ -49,7 +49,9 @@ func newServeCmd(e *env) *cobra.Command {
 composition's store and run by workers: --workers of them in this process
 (the default, with the JSONL store: one process, no database), or, with
 --workers 0 and a store shared by several processes (store/postgres), by
-'vigil worker' processes on any machine.
+'vigil worker' processes on any machine. The composition's agents are also
+served over MCP at /mcp and over A2A at /a2a/AGENT (each agent's card at
+/a2a/AGENT/.well-known/agent-card.json), behind the same authentication.
 
 Every request is made by a principal (a name, a tenant, roles: viewer,
 user, approver, admin): the one a bearer token names in --token-file (lines
