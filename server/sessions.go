@@ -43,8 +43,8 @@ type Summary struct {
 	// LastActivity is the time of the log's last event (its creation for
 	// an empty log).
 	LastActivity time.Time `json:"last_activity"`
-	Pending []Pending `json:"pending,omitempty"`
-	Jobs    []JobInfo `json:"jobs,omitempty"`
+	Pending      []Pending `json:"pending,omitempty"`
+	Jobs         []JobInfo `json:"jobs,omitempty"`
 }
 
 // Pending is a tool call waiting for a decision (or decided, while the
