@@ -67,7 +67,7 @@ func newStack(t *testing.T) *stack {
 	rt, err := vigil.Open(context.Background(), src)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, rt.Close()) })
-	toks, err := server.NewTokens("", "alice acme admin "+aliceTok+"; bob globex admin "+bobTok)
+	toks, err := server.NewTokens("", "alice acme viewer,user,approver "+aliceTok+"; bob globex viewer,user,approver "+bobTok)
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -291,6 +291,11 @@ func TestBrowserUI(t *testing.T) {
 	assert.Contains(t, p.text("#timeline"), "Find the answer.", "the child's task")
 	p.check(axe, "subagent")
 
+	// The list at the end: the sessions, the fork and the sub-agent's.
+	p.go_("#/sessions")
+	p.until("the list's rows", `document.querySelectorAll('tr[data-session]').length >= 4`)
+	p.check(axe, "sessions")
+
 	// At phone width the list and the timeline fit the screen.
 	p.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
 	p.go_("#/sessions")
@@ -301,4 +306,60 @@ func TestBrowserUI(t *testing.T) {
 	p.until("the timeline at phone width", `!!document.querySelector('section[data-turn="2"] [data-type="turn/end"]')`)
 	assert.Equal(t, "true", p.eval(`String(document.documentElement.scrollWidth <= 390)`), "no sideways scrolling")
 	p.check(axe, "phone-timeline")
+}
+
+// TestBrowserProofViews opens a finished session's proofs: the steps,
+// a step's request with its digest matched, the replay report, the trace
+// waterfall and the usage per turn.
+func TestBrowserProofViews(t *testing.T) {
+	s := newStack(t)
+	var sum server.Summary
+	require.Equal(t, http.StatusCreated, s.call(aliceTok, "POST", "/v1/sessions", "", &sum))
+	id := sum.ID
+	if code := s.call(aliceTok, "GET", "/v1/sessions/"+id+"/steps", "", nil); code == http.StatusNotFound {
+		t.Skip("this server serves no step requests yet (GET /v1/sessions/{id}/steps: branch h/proofapi)")
+	}
+	axe := axeSource(t)
+	require.Equal(t, http.StatusAccepted, s.call(aliceTok, "POST", "/v1/sessions/"+id+"/turns", `{"prompt":"compute 6*7"}`, nil))
+	require.Eventually(t, func() bool {
+		var got struct {
+			Approvals []server.Approval `json:"approvals"`
+		}
+		s.call(aliceTok, "GET", "/v1/approvals", "", &got)
+		return len(got.Approvals) == 1
+	}, 20*time.Second, 50*time.Millisecond)
+	require.Equal(t, http.StatusAccepted, s.call(aliceTok, "POST", "/v1/sessions/"+id+"/approvals/call_1", `{"allow":true}`, nil))
+	require.Eventually(t, func() bool {
+		s.call(aliceTok, "GET", "/v1/sessions/"+id, "", &sum)
+		return sum.Status == server.StatusIdle && sum.Turns == 1
+	}, 20*time.Second, 50*time.Millisecond)
+	p := login(t, s, axe, aliceTok)
+
+	p.go_("#/sessions/" + id + "/steps")
+	p.until("the steps", `document.querySelectorAll('main tbody tr').length === 2`)
+	assert.Equal(t, 2, strings.Count(p.text("main tbody"), "✓"), "both steps' digests match")
+	p.check(axe, "steps")
+	p.do(chromedp.Click(chromedp.CSS(`main tbody a[href$="/steps/1/2"]`)))
+	p.until("step 1.2's request", `!!document.getElementById('digest')`)
+	assert.Contains(t, p.text("#digest"), "✓")
+	assert.Contains(t, p.text("#invariants"), "✓")
+	msgs := p.text("main")
+	assert.Contains(t, msgs, "compute 6*7", "the request holds the person's message")
+	assert.Contains(t, msgs, "Let me compute.", "the model's call")
+	assert.Contains(t, msgs, "42", "and the tool's result")
+	p.check(axe, "step-request")
+
+	p.go_("#/sessions/" + id + "/replay")
+	p.until("the replay report", `!!document.getElementById('replay')`)
+	assert.Contains(t, p.text("#replay"), "identical")
+	p.check(axe, "replay")
+
+	p.go_("#/sessions/" + id + "/trace")
+	p.until("the waterfall", `document.querySelectorAll('#waterfall .span-row').length >= 3`)
+	p.check(axe, "trace")
+
+	p.go_("#/sessions/" + id + "/usage")
+	p.until("the usage", `!!document.getElementById('usage')`)
+	assert.Contains(t, p.text("#usage tbody"), "240", "two steps of 120 input tokens")
+	p.check(axe, "usage")
 }

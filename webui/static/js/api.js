@@ -37,10 +37,10 @@ export async function api(method, path, body) {
   const headers = { 'Accept': 'application/json' };
   if (auth.token) headers['Authorization'] = 'Bearer ' + auth.token;
   const init = { method, headers, cache: 'no-store' };
-  if (body !== undefined) {
-    headers['Content-Type'] = 'application/json';
-    init.body = JSON.stringify(body);
-  }
+  // The API takes a POST only as JSON, even one without a body: that is
+  // what keeps a form of another site from posting to it.
+  if (method !== 'GET') headers['Content-Type'] = 'application/json';
+  if (body !== undefined) init.body = JSON.stringify(body);
   const res = await fetch(path, init);
   const text = await res.text();
   let data = null;

@@ -93,7 +93,7 @@ export async function approvalsView() {
         }
         if (stopped) return;
         list.replaceChildren(...cards);
-        count.textContent = approvals.length === 0 ? 'Nothing waits for a decision.' : `${approvals.length} calls wait for a decision.`;
+        count.textContent = approvals.length === 0 ? 'Nothing waits for a decision.' : approvals.length === 1 ? 'One call waits for a decision.' : `${approvals.length} calls wait for a decision.`;
       }
     } catch (err) {
       if (!stopped) notice(err.message);

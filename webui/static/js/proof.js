@@ -1,11 +1,10 @@
 // The proofs of a session: each step's request as re-derived from the log
-// (digest, invariants, checkpoint), a fork from it, the replay report,
+// (digest, invariants, checkpoint), the replay report,
 // the trace waterfall and the usage per turn. All of it is the API's
 // answer, shown; the page derives nothing.
 import { api, enc } from './api.js';
 import { h, mount, pretty, num, usd } from './dom.js';
 import { sessionHead } from './session.js';
-import { fork } from './timeline.js';
 
 function mark(ok, yes, no) {
   return h('span', { class: ok ? 'ok verdict' : 'bad verdict' }, ok ? '✓ ' + yes : '✗ ' + no);
@@ -61,17 +60,25 @@ export async function requestView(id, turn, step) {
             h('div', { class: 'id' }, 'recorded ', d.recorded || '—'), h('div', { class: 'id' }, 'derived ', d.derived || '—')),
           h('dt', {}, 'Invariants'), h('dd', { id: 'invariants' }, mark(inv.ok, 'hold', 'broken'),
             (inv.findings || []).length ? h('ul', {}, inv.findings.map((f) => h('li', {}, typeof f === 'string' ? f : JSON.stringify(f)))) : null),
-          h('dt', {}, 'Checkpoint'), h('dd', { id: 'checkpoint' }, !cp || !cp.signed ? 'the log is not signed'
-            : [mark(cp.covered && cp.verified, `covered by the signed checkpoint at seq ${cp.checkpoint_seq} (tree size ${cp.tree_size}, key ${cp.key})`,
-              cp.covered ? 'the checkpoint covering it does not verify' : 'no signed checkpoint covers it yet')]),
+          h('dt', {}, 'Checkpoint'), h('dd', { id: 'checkpoint' }, checkpoint(cp)),
           h('dt', {}, 'Seq'), h('dd', {}, r.seq)),
-        h('button', { type: 'button', id: 'fork-step', onclick: () => fork(id, r.seq) }, `Fork at seq ${r.seq}`)),
+        h('p', {}, 'A fork starts at a turn\'s boundary: ', h('a', { href: `#/sessions/${enc(id)}` }, 'fork from the timeline'), '.')),
       h('section', { 'aria-labelledby': 'header-h' }, h('h2', { id: 'header-h' }, 'Header'), h('pre', { tabindex: '0', 'aria-label': 'Request header' }, JSON.stringify(r.header, null, 2))),
       h('section', { 'aria-labelledby': 'messages-h' }, h('h2', { id: 'messages-h' }, `Messages (${(r.messages || []).length})`), (r.messages || []).map(message)),
     ];
   } catch (err) { body = failed(err, 'step requests'); }
   mount(head, body);
   return null;
+}
+
+// checkpoint says how a signed log's checkpoints cover the step: a
+// signature is checked only where the server holds the public keys.
+function checkpoint(cp) {
+  if (!cp || !cp.signed) return 'the log is not signed';
+  if (!cp.covered) return mark(false, '', 'no signed checkpoint covers this step yet');
+  const at = `the signed checkpoint at seq ${cp.checkpoint_seq} (tree size ${cp.tree_size}${cp.key ? ', key ' + cp.key : ''})`;
+  return cp.verified ? mark(true, 'covered by ' + at + ', whose signature verifies', '')
+    : h('span', {}, 'covered by ' + at + '; its signature is not checked here (the server holds no public key for it)');
 }
 
 function diffList(title, items) {
@@ -89,6 +96,8 @@ export async function replayView(id) {
     body = h('section', { class: 'card', id: 'replay' },
       h('p', {}, r.identical ? mark(true, `identical: all ${r.steps} steps re-derive the same requests`, '')
         : mark(false, '', dv ? `diverged at step ${dv.turn}.${dv.step} (seq ${dv.seq})` : 'diverged')),
+      dv && dv.field ? h('p', {}, 'First difference: ', h('code', {}, dv.field)) : null,
+      dv && dv.not_sent ? h('p', {}, 'No request was sent: ', dv.not_sent) : null,
       dv ? [h('p', {}, h('a', { href: `#/sessions/${enc(id)}/steps/${dv.turn}/${dv.step}` }, `Open step ${dv.turn}.${dv.step}'s request`)),
         diffList('Header differences', dv.header_diff), diffList('Message differences', dv.message_diff)] : null);
   } catch (err) { body = failed(err, 'replay reports'); }

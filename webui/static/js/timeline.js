@@ -52,6 +52,9 @@ function describe(rec, sessionID) {
       return [label('continuation'), ' runs ', h('code', {}, d.id), ' again with its idempotency key'];
     case 'tool/reconcile':
       return [label('reconciled'), ` ${d.id}${d.by ? ' by ' + d.by : ''}`, d.content ? h('pre', {}, d.content) : null];
+    case 'approval/policy':
+      return [`policy by ${d.by || '?'}: default ${d.default || 'allow'}`, h('ul', { class: 'rules' }, (d.rules || []).map((r) =>
+        h('li', {}, h('code', {}, r.tool), r.arguments ? [' matching ', h('code', {}, r.arguments)] : '', ` → ${r.action}`, r.reason ? ` (${r.reason})` : '')))];
     case 'tool/start':
       return h('code', { class: 'muted' }, d.id);
     default:
