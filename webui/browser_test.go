@@ -53,6 +53,15 @@ type stack struct {
 
 func newStack(t *testing.T) *stack {
 	t.Helper()
+	toks, err := server.NewTokens("", "alice acme viewer,user,approver "+aliceTok+"; bob globex viewer,user,approver "+bobTok)
+	require.NoError(t, err)
+	return newStackWith(t, toks, webui.Config{})
+}
+
+// newStackWith is newStack with auth as the authenticator and ui as the
+// UI's configuration.
+func newStackWith(t *testing.T, auth server.Authenticator, ui webui.Config) *stack {
+	t.Helper()
 	m, msrv := newModel(t)
 	src := vigil.Compose(
 		vigil.Plugin("store/memory", nil),
@@ -67,11 +76,9 @@ func newStack(t *testing.T) *stack {
 	rt, err := vigil.Open(context.Background(), src)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, rt.Close()) })
-	toks, err := server.NewTokens("", "alice acme viewer,user,approver "+aliceTok+"; bob globex viewer,user,approver "+bobTok)
-	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	s, err := server.New(rt, server.Options{Auth: toks, Addr: ln.Addr().String(), UI: webui.Handler(webui.Config{})})
+	s, err := server.New(rt, server.Options{Auth: auth, Addr: ln.Addr().String(), UI: webui.Handler(ui)})
 	require.NoError(t, err)
 	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: s}}
 	srv.Start()
