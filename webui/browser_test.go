@@ -214,8 +214,15 @@ func TestBrowserUI(t *testing.T) {
 	require.Equal(t, http.StatusCreated, s.call(bobTok, "POST", "/v1/sessions", "", &bobs))
 	p := login(t, s, axe, aliceTok)
 
-	// A new session, from the list; a turn streams into its timeline.
-	p.do(chromedp.Click(chromedp.CSS("#new-session")))
+	// A view takes the focus when it opens, so the keyboard goes on from
+	// its first control, with the focus shown; a new session is made from
+	// the keyboard alone.
+	p.do(chromedp.KeyEvent("\t"))
+	assert.Equal(t, "f-status", p.eval(`document.activeElement.id`))
+	p.do(chromedp.KeyEvent("\t"), chromedp.KeyEvent("\t"))
+	assert.Equal(t, "new-session", p.eval(`document.activeElement.id`))
+	assert.NotEqual(t, "none", p.eval(`getComputedStyle(document.activeElement).outlineStyle`), "the focus is visible")
+	p.do(chromedp.KeyEvent("\r"))
 	p.until("the new session's timeline", `location.hash.startsWith('#/sessions/') && document.getElementById('live') && document.getElementById('live').textContent === 'live'`)
 	id := strings.TrimPrefix(p.eval(`location.hash`), "#/sessions/")
 	p.do(chromedp.SendKeys(chromedp.CSS("#prompt"), "slow hello\r"))
