@@ -169,6 +169,12 @@ func TestEveryRouteAcrossTenantsAndRoles(t *testing.T) {
 		// An admitted delete is refused by its query, deleting nothing.
 		{"delete", "DELETE", s + "?tree=maybe", "", server.RoleUser, http.StatusBadRequest, server.CodeBadRequest, true},
 		{"fork", "POST", "/v1/sessions", `{"fork":{"session":"` + f.acme + `","at":-1}}`, server.RoleUser, http.StatusCreated, "", true},
+		{"steps", "GET", s + "/steps", "", server.RoleViewer, http.StatusOK, "", true},
+		{"step request", "GET", s + "/steps/1/1/request", "", server.RoleViewer, http.StatusOK, "", true},
+		{"forks", "POST", s + "/forks", `{"at":-1}`, server.RoleUser, http.StatusCreated, "", true},
+		{"trace", "GET", s + "/trace", "", server.RoleViewer, http.StatusOK, "", true},
+		{"usage", "GET", s + "/usage", "", server.RoleViewer, http.StatusOK, "", true},
+		{"replay", "GET", s + "/replay", "", server.RoleViewer, http.StatusOK, "", true},
 		{"metrics", "GET", "/metrics", "", server.RoleAdmin, http.StatusOK, "", false},
 	}
 	tokens := []string{"admin", "acme-viewer", "acme-user", "acme-approver", "acme-none",
@@ -215,6 +221,12 @@ func TestAnotherTenantsSessionIsNoSession(t *testing.T) {
 		{"POST", "/v1/sessions/ID/turns", `{"prompt":"x"}`},
 		{"DELETE", "/v1/sessions/ID", ""},
 		{"POST", "/v1/sessions", `{"fork":{"session":"ID","at":-1}}`},
+		{"GET", "/v1/sessions/ID/steps", ""},
+		{"GET", "/v1/sessions/ID/steps/1/1/request", ""},
+		{"POST", "/v1/sessions/ID/forks", `{"at":-1}`},
+		{"GET", "/v1/sessions/ID/trace", ""},
+		{"GET", "/v1/sessions/ID/usage", ""},
+		{"GET", "/v1/sessions/ID/replay", ""},
 	} {
 		theirs, body := f.do(c.method, strings.ReplaceAll(c.path, "ID", f.acme), strings.ReplaceAll(c.body, "ID", f.acme))
 		none, want := f.do(c.method, strings.ReplaceAll(c.path, "ID", nosuch), strings.ReplaceAll(c.body, "ID", nosuch))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/vigil-run/vigil"
 	"github.com/vigil-run/vigil/internal/hostcheck"
@@ -53,6 +54,11 @@ type Options struct {
 	// Verifies bounds the verifications run at once (default
 	// [DefaultVerifies]); more wait for their turn.
 	Verifies int
+	// CheckpointKeys are the public keys (as `vigil keys generate`
+	// prints them) a session's signed checkpoints are checked against
+	// when a step's request is shown; none: a checkpoint is reported
+	// signed but unverified.
+	CheckpointKeys []string
 	// Metrics, when set, counts requests and serves /metrics.
 	Metrics *Metrics
 	// Logger logs failed requests (default: nothing).
@@ -74,6 +80,10 @@ type Server struct {
 	handler http.Handler
 	// verifies holds a token per verification running (see Verifies).
 	verifies chan struct{}
+	// checkpointKeys are Options.CheckpointKeys, parsed.
+	checkpointKeys note.Verifiers
+	// replays holds a token while a replay runs: one at a time.
+	replays chan struct{}
 }
 
 // New returns the API of rt. Turns are queued in rt's store, which must
@@ -94,10 +104,14 @@ func New(rt *vigil.Runtime, o Options) (*Server, error) {
 	if o.Verifies <= 0 {
 		o.Verifies = DefaultVerifies
 	}
+	var err error
 	s := &Server{rt: rt, opts: o, log: o.Logger, mux: http.NewServeMux(), auth: o.Auth,
-		hosts: hostcheck.New(o.Addr, o.AllowedHosts), tickets: newTickets(), verifies: make(chan struct{}, o.Verifies)}
+		hosts: hostcheck.New(o.Addr, o.AllowedHosts), tickets: newTickets(), verifies: make(chan struct{}, o.Verifies), replays: make(chan struct{}, 1)}
 	if s.log == nil {
 		s.log = hclog.NewNullLogger()
+	}
+	if s.checkpointKeys, err = parseKeys(o.CheckpointKeys); err != nil {
+		return nil, err
 	}
 	if tokens := adminTokens(o.Tokens); s.auth == nil && tokens.Len() > 0 {
 		s.auth = tokens
@@ -162,6 +176,12 @@ func (s *Server) routes() []route {
 		{"POST /v1/sessions/{id}/reconcile/{call}", RoleApprover, s.reply(s.handleReconcile)},
 		{"POST /v1/sessions/{id}/cancel", RoleUser, s.reply(s.handleCancel)},
 		{"GET /v1/sessions/{id}/verify", RoleViewer, s.reply(s.handleVerify)},
+		{"GET /v1/sessions/{id}/steps", RoleViewer, s.reply(s.handleSteps)},
+		{"GET /v1/sessions/{id}/steps/{turn}/{step}/request", RoleViewer, s.reply(s.handleStepRequest)},
+		{"POST /v1/sessions/{id}/forks", RoleUser, s.reply(s.handleFork)},
+		{"GET /v1/sessions/{id}/trace", RoleViewer, s.reply(s.handleTrace)},
+		{"GET /v1/sessions/{id}/usage", RoleViewer, s.reply(s.handleUsage)},
+		{"GET /v1/sessions/{id}/replay", RoleViewer, s.reply(s.handleReplay)},
 		{"GET /v1/jobs/{id}", RoleViewer, s.reply(s.handleJob)},
 		{"GET /v1/approvals", RoleViewer, s.reply(s.handleApprovals)},
 	}...)

@@ -97,7 +97,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) (int, any,
 			// The source must be the caller's to see; the fork is in its
 			// tenant.
 			if _, err = s.sessionFor(r.Context(), f.Session); err == nil {
-				id, err = s.rt.Fork(r.Context(), f.Session, *f.At, vigil.By(p.Name))
+				id, err = s.fork(r, f.Session, *f.At)
 			}
 		}
 	} else {

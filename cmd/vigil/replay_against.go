@@ -1,21 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/bus"
 	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/plugins/provider/replay"
-	"github.com/vigil-run/vigil/session"
 	"github.com/vigil-run/vigil/session/live"
 	"github.com/vigil-run/vigil/session/memory"
 )
@@ -121,31 +118,14 @@ func againstOne(ctx context.Context, e *env, cfg string, h **host, c *bus.Contex
 	if err != nil {
 		return err
 	}
-	vr, err := invariants.Verify(bytes.NewReader(data))
+	lr, err := replay.AgainstLog(ctx, c, agent, data, replay.AgainstOptions{})
+	if lr != nil {
+		rep.Session, rep.Steps = lr.Session, lr.Steps
+	}
 	if err != nil {
 		return err
 	}
-	if len(vr.Violations) > 0 {
-		msgs := make([]string, len(vr.Violations))
-		for i, v := range vr.Violations {
-			msgs[i] = v.String()
-		}
-		return fmt.Errorf("refused: the log fails verify: %s", strings.Join(msgs, "; "))
-	}
-	log, err := session.Decode(bytes.NewReader(data))
-	if err != nil {
-		return err
-	}
-	rep.Session = log.Info.ID
-	rec, err := replay.FromRecords(log.Records)
-	if err != nil {
-		return err
-	}
-	rep.Steps = len(rec.Steps)
-	res, err := replay.Against(ctx, c, mgr, agent, log.Records, replay.AgainstOptions{})
-	if err != nil {
-		return err
-	}
+	res := lr.Result
 	rep.Identical, rep.Divergence = res.Identical, res.Divergence
 	if res.Divergence == nil || !liveRun {
 		return nil
@@ -167,12 +147,12 @@ func againstOne(ctx context.Context, e *env, cfg string, h **host, c *bus.Contex
 	// The fork lives on the composition's bus (its invariants check it),
 	// in the -c store.
 	at := int64(res.DivergedTurn) - 1
-	child, err := live.NewManager(c, stored.Store()).Fork(ctx, log.Info.ID, at)
+	child, err := live.NewManager(c, stored.Store()).Fork(ctx, lr.Session, at)
 	if err != nil {
 		return err
 	}
 	rep.Fork = child.ID()
-	lres, err := replay.Against(ctx, c, mgr, agent, log.Records, replay.AgainstOptions{Live: true, Session: child, From: res.DivergedTurn})
+	lres, err := replay.Against(ctx, c, mgr, agent, lr.Log.Records, replay.AgainstOptions{Live: true, Session: child, From: res.DivergedTurn})
 	if err != nil {
 		return err
 	}

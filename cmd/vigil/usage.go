@@ -31,22 +31,8 @@ func pricesOf(e *env, cfg string) (map[string]budget.Price, error) {
 }
 
 func findPrices(entries []config.Entry) map[string]budget.Price {
-	for _, ent := range entries {
-		if ent.Disabled {
-			continue
-		}
-		switch c := ent.Config.(type) {
-		case []config.Entry:
-			if p := findPrices(c); p != nil {
-				return p
-			}
-		case *budget.Config:
-			if ent.Name == budget.Name && c.Prices != nil {
-				return c.Prices
-			}
-		}
-	}
-	return nil
+	c, _ := config.Find(entries, budget.Name)
+	return budget.PricesOf(c)
 }
 
 // describeSpent renders usage and cost: "tokens in 6, out 10; $0.000012".

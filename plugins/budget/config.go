@@ -88,3 +88,18 @@ func (c *Config) maxRepeats() int {
 	}
 	return c.MaxRepeats
 }
+
+// PricesOf returns the price table of a budget entry's config (a Config
+// or a *Config, as a composition holds it), nil for anything else: what
+// a host prices a log's usage with ([Tally]), as the plugin does.
+func PricesOf(cfg any) map[string]Price {
+	switch c := cfg.(type) {
+	case *Config:
+		if c != nil {
+			return c.Prices
+		}
+	case Config:
+		return c.Prices
+	}
+	return nil
+}

@@ -232,7 +232,8 @@ func (m *Manager) ForkBy(ctx context.Context, id string, at int64, by string) (*
 		records, parent = log.Records, log.Info
 	}
 	if at < -1 || at >= int64(len(records)) {
-		return nil, fmt.Errorf("fork %s at %d: %w: the log has seqs 0..%d", id, at, session.ErrNotFound, len(records)-1)
+		bs := session.Boundaries(records)
+		return nil, fmt.Errorf("fork %s at %d: %w: the log has seqs 0..%d; the last boundary a fork can start at is %d", id, at, session.ErrNotFound, len(records)-1, bs[len(bs)-1])
 	}
 	prefix := records[:at+1]
 	if st := session.OpenTurn(prefix); st != 0 {
