@@ -22,8 +22,12 @@ const routes = [
 // stop ends what the current view runs (streams, polls) before the next.
 let stop = null;
 let approvalTimer = null;
+// generation tells a view that finished loading after the next route
+// began that it is stale: its streams and polls are stopped at once.
+let generation = 0;
 
 async function route() {
+  const gen = ++generation;
   if (stop) { stop(); stop = null; }
   notice('');
   const hash = location.hash || '#/sessions';
@@ -31,7 +35,7 @@ async function route() {
   document.getElementById('who').hidden = !signedIn;
   document.querySelector('nav[aria-label="Main"]').hidden = !signedIn;
   if (!signedIn || hash === '#/login') {
-    stop = await loginView();
+    await loginView();
     return;
   }
   const section = hash.split('/')[1] || 'sessions';
@@ -45,7 +49,9 @@ async function route() {
     if (m) {
       m[1] = m[1] && decodeURIComponent(m[1]);
       try {
-        stop = await view(m);
+        const stopView = await view(m);
+        if (gen === generation) stop = stopView;
+        else if (stopView) stopView();
       } catch (err) {
         notice(err.message);
       }
@@ -72,8 +78,10 @@ window.addEventListener('vigil:unauthorized', (e) => {
 
 window.addEventListener('vigil:login', () => {
   pollApprovals();
-  location.hash = '#/sessions';
-  route();
+  // A changed hash routes by itself (hashchange); routing twice would
+  // mount the view twice.
+  if (location.hash === '#/sessions') route();
+  else location.hash = '#/sessions';
 });
 
 document.getElementById('logout').addEventListener('click', () => {
@@ -86,7 +94,8 @@ window.addEventListener('hashchange', route);
 
 (async () => {
   try {
-    if (await finishOIDC()) location.hash = '#/sessions';
+    // The hash is set before the first route: no hashchange is pending.
+    if (await finishOIDC()) history.replaceState(null, '', location.pathname + '#/sessions');
   } catch (err) {
     notice('OpenID Connect login failed: ' + err.message);
   }

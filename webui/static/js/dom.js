@@ -25,7 +25,7 @@ function append(el, children) {
 // keyboard or screen-reader user lands on the new view.
 export function mount(...children) {
   const main = document.getElementById('main');
-  main.replaceChildren(...children.filter(Boolean));
+  main.replaceChildren(...children.flat(Infinity).filter(Boolean));
   const title = main.querySelector('h1');
   if (title) document.title = title.textContent + ' · Vigil';
   main.focus({ preventScroll: true });

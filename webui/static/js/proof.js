@@ -16,11 +16,16 @@ function failed(err, what) {
     ? `This server does not serve ${what}.` : err.message);
 }
 
+// stepList is the steps of a GET …/steps answer ({"steps": […]}).
+function stepList(body) {
+  return Array.isArray(body) ? body : body.steps || [];
+}
+
 export async function stepsView(id) {
   const { head } = await sessionHead(id, '/steps', 'Steps');
   let body;
   try {
-    const steps = await api('GET', `/v1/sessions/${enc(id)}/steps`);
+    const steps = stepList(await api('GET', `/v1/sessions/${enc(id)}/steps`));
     body = steps.length === 0 ? h('p', { class: 'muted' }, 'No step yet.') : h('div', { class: 'table-wrap' }, h('table', {},
       h('thead', {}, h('tr', {}, ['Step', 'Seq', 'Model', 'Finish', 'Digest'].map((t) => h('th', { scope: 'col' }, t)))),
       h('tbody', {}, steps.map((s) => h('tr', {},
@@ -47,7 +52,7 @@ export async function requestView(id, turn, step) {
     const d = r.digest || {}, inv = r.invariants || { ok: false, findings: [] }, cp = r.checkpoint;
     let nav = null;
     try {
-      const steps = await api('GET', `/v1/sessions/${enc(id)}/steps`);
+      const steps = stepList(await api('GET', `/v1/sessions/${enc(id)}/steps`));
       const i = steps.findIndex((s) => s.turn === turn && s.step === step);
       const link = (s, text) => s ? h('a', { href: `#/sessions/${enc(id)}/steps/${s.turn}/${s.step}` }, text) : null;
       nav = h('p', { class: 'row' }, link(steps[i - 1], '← previous step'), link(steps[i + 1], 'next step →'));
@@ -99,7 +104,8 @@ export async function replayView(id) {
       dv && dv.field ? h('p', {}, 'First difference: ', h('code', {}, dv.field)) : null,
       dv && dv.not_sent ? h('p', {}, 'No request was sent: ', dv.not_sent) : null,
       dv ? [h('p', {}, h('a', { href: `#/sessions/${enc(id)}/steps/${dv.turn}/${dv.step}` }, `Open step ${dv.turn}.${dv.step}'s request`)),
-        diffList('Header differences', dv.header_diff), diffList('Message differences', dv.message_diff)] : null);
+        diffList('Header differences', dv.header_diff), diffList('Message differences', dv.message_diff)] : null,
+      diffList('Errors', r.errors));
   } catch (err) { body = failed(err, 'replay reports'); }
   mount(head, body);
   return null;
@@ -124,13 +130,33 @@ export async function traceView(id) {
         depth.set(s.id, d);
         return d;
       };
-      body = h('div', { class: 'card waterfall', id: 'waterfall', role: 'list' }, spans.map((s) => {
+      // Tree order: each span under its parent, siblings by start.
+      const kids = new Map();
+      for (const s of spans) {
+        const p = s.parent && byID.has(s.parent) && s.parent !== s.id ? s.parent : '';
+        if (!kids.has(p)) kids.set(p, []);
+        kids.get(p).push(s);
+      }
+      const ordered = [], seen = new Set();
+      const walk = (p) => {
+        for (const s of (kids.get(p) || []).sort((a, b) => Date.parse(a.start) - Date.parse(b.start))) {
+          if (seen.has(s.id)) continue;
+          seen.add(s.id);
+          ordered.push(s);
+          walk(s.id);
+        }
+      };
+      walk('');
+      for (const s of spans) if (!seen.has(s.id)) ordered.push(s); // a cycle: shown flat
+      const kind = (s) => s.name.startsWith('execute_tool') ? 'tool' : s.name.startsWith('invoke_agent') ? 'turn' : '';
+      body = h('div', { class: 'card waterfall', id: 'waterfall', role: 'list' }, ordered.map((s) => {
         const a = Date.parse(s.start) - t0, b = Date.parse(s.end || s.start) - t0;
-        const bar = h('span', { class: s.kind || '' });
+        const bar = h('span', { class: kind(s) });
         bar.style.left = (100 * a / total).toFixed(2) + '%';
         bar.style.width = (100 * (b - a) / total).toFixed(2) + '%';
         const name = h('div', { class: 'span-name' }, s.name);
         name.style.paddingLeft = level(s) * 0.8 + 'rem';
+        if (s.error) name.append(' ', h('span', { class: 'bad' }, '✗ ' + s.error));
         return h('div', { class: 'span-row', role: 'listitem' }, name,
           h('div', { class: 'span-bar', role: 'img', 'aria-label': `${s.name}: from ${a} ms to ${b} ms` }, bar),
           h('div', { class: 'num' }, `${b - a} ms`));
@@ -152,7 +178,8 @@ export async function usageView(id) {
       bar.style.width = (100 * ((t.input || 0) + (t.output || 0)) / max).toFixed(1) + '%';
       return h('tr', {}, isTotal ? h('th', { scope: 'row' }, name) : h('td', {}, name),
         h('td', { class: 'num' }, t.steps === undefined ? '—' : num(t.steps)), h('td', { class: 'num' }, num(t.input)), h('td', { class: 'num' }, num(t.output)),
-        h('td', { class: 'num' }, usd(t.cost_usd)), h('td', {}, isTotal ? '' : bar));
+        h('td', { class: 'num' }, usd(t.cost_usd), (t.unpriced || []).length ? h('div', { class: 'muted' }, 'no price for ' + t.unpriced.join(', ')) : null),
+        h('td', {}, isTotal ? '' : bar));
     };
     body = h('div', { class: 'table-wrap' }, h('table', { id: 'usage' },
       h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Turn'), ['Steps', 'Input tokens', 'Output tokens', 'Cost'].map((t) => h('th', { scope: 'col', class: 'num' }, t)), h('th', { scope: 'col' }, 'Share'))),
