@@ -57,8 +57,8 @@ export async function sessionsView() {
       return [info.id, info.tenant, info.by, info.parent && info.parent.id].some((v) => v && v.toLowerCase().includes(q));
     });
     body.replaceChildren(...shown.map(({ info, sum, usage }) => h('tr', { 'data-session': info.id },
-      h('td', { 'data-label': 'Session' }, h('a', { class: 'id', href: '#/sessions/' + enc(info.id) }, info.id),
-        info.parent ? h('div', { class: 'muted' }, 'sub-agent of ', h('a', { class: 'id', href: '#/sessions/' + enc(info.parent.id) }, info.parent.id.slice(-8))) : null),
+      h('td', { 'data-label': 'Session' }, h('div', { class: 'cell' }, h('a', { class: 'id', href: '#/sessions/' + enc(info.id) }, info.id),
+        info.parent ? h('div', { class: 'muted' }, info.parent.call ? 'sub-agent of ' : 'fork of ', h('a', { class: 'id', href: '#/sessions/' + enc(info.parent.id) }, info.parent.id.slice(-8))) : null)),
       h('td', { 'data-label': 'Status' }, sum ? statusBadge(statusOf(sum)) : '—'),
       h('td', { 'data-label': 'Tenant' }, info.tenant),
       h('td', { 'data-label': 'Creator' }, info.by || '—'),
