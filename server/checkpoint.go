@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"golang.org/x/mod/sumdb/note"
 
@@ -88,17 +87,4 @@ func readNote(msg []byte) *note.Note {
 		return unknown.Note
 	}
 	return nil
-}
-
-// parseKeys parses public keys as `vigil keys generate` prints them.
-func parseKeys(keys []string) (note.Verifiers, error) {
-	var vs []note.Verifier
-	for i, k := range keys {
-		v, err := note.NewVerifier(strings.TrimSpace(k))
-		if err != nil {
-			return nil, fmt.Errorf("server: checkpoint key %d: %w", i+1, err)
-		}
-		vs = append(vs, v)
-	}
-	return note.VerifierList(vs...), nil
 }

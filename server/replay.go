@@ -59,16 +59,16 @@ type Divergence struct {
 
 func (s *Server) handleReplay(w http.ResponseWriter, r *http.Request) (int, any, error) {
 	info := admitted(r)
-	agent, err := s.rt.Agent()
-	if err != nil {
-		return 0, nil, err
-	}
 	select {
 	case s.replays <- struct{}{}:
 		defer func() { <-s.replays }()
 	default:
 		w.Header().Set("Retry-After", "5")
 		return 0, nil, apiError(http.StatusTooManyRequests, CodeBusy, "another replay is running on this server; try again shortly")
+	}
+	agent, err := s.rt.Agent()
+	if err != nil {
+		return 0, nil, err
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), replayTimeout)
 	defer cancel()

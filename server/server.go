@@ -54,11 +54,11 @@ type Options struct {
 	// Verifies bounds the verifications run at once (default
 	// [DefaultVerifies]); more wait for their turn.
 	Verifies int
-	// CheckpointKeys are the public keys (as `vigil keys generate`
-	// prints them) a session's signed checkpoints are checked against
-	// when a step's request is shown; none: a checkpoint is reported
-	// signed but unverified.
-	CheckpointKeys []string
+	// CheckpointKeys are the public keys a session's signed checkpoints
+	// are checked against when a step's request is shown (`vigil serve
+	// --checkpoint-key`); nil: a checkpoint is reported signed but
+	// unverified.
+	CheckpointKeys note.Verifiers
 	// Metrics, when set, counts requests and serves /metrics.
 	Metrics *Metrics
 	// Logger logs failed requests (default: nothing).
@@ -80,8 +80,6 @@ type Server struct {
 	handler http.Handler
 	// verifies holds a token per verification running (see Verifies).
 	verifies chan struct{}
-	// checkpointKeys are Options.CheckpointKeys, parsed.
-	checkpointKeys note.Verifiers
 	// replays holds a token while a replay runs: one at a time.
 	replays chan struct{}
 }
@@ -104,14 +102,10 @@ func New(rt *vigil.Runtime, o Options) (*Server, error) {
 	if o.Verifies <= 0 {
 		o.Verifies = DefaultVerifies
 	}
-	var err error
 	s := &Server{rt: rt, opts: o, log: o.Logger, mux: http.NewServeMux(), auth: o.Auth,
 		hosts: hostcheck.New(o.Addr, o.AllowedHosts), tickets: newTickets(), verifies: make(chan struct{}, o.Verifies), replays: make(chan struct{}, 1)}
 	if s.log == nil {
 		s.log = hclog.NewNullLogger()
-	}
-	if s.checkpointKeys, err = parseKeys(o.CheckpointKeys); err != nil {
-		return nil, err
 	}
 	if tokens := adminTokens(o.Tokens); s.auth == nil && tokens.Len() > 0 {
 		s.auth = tokens

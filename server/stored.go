@@ -47,8 +47,8 @@ func (s *Server) readStored(r *http.Request, info session.Info) (*stored, error)
 		return nil, err
 	}
 	var audit *invariants.Audit
-	if len(s.opts.CheckpointKeys) > 0 {
-		audit = &invariants.Audit{Verifiers: s.checkpointKeys}
+	if s.opts.CheckpointKeys != nil {
+		audit = &invariants.Audit{Verifiers: s.opts.CheckpointKeys}
 	}
 	rep, err := invariants.VerifyAudited(bytes.NewReader(data), audit)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/vigil-run/vigil"
 	"github.com/vigil-run/vigil/internal/hostcheck"
@@ -38,6 +39,7 @@ type serveOptions struct {
 	maxBody              int64
 	drain                time.Duration
 	approvalTTL          time.Duration
+	checkpointKeys       []string
 }
 
 func newServeCmd(e *env) *cobra.Command {
@@ -94,6 +96,7 @@ worker, as after a crash.`,
 	cmd.Flags().StringSliceVar(&o.oidcScopes, "oidc-scope", webui.DefaultScopes, "the scopes the web UI asks the issuer for (repeatable or comma-separated)")
 	cmd.Flags().StringArrayVar(&o.allowedHosts, "allowed-host", nil, "a Host header value served besides the bound address's (repeatable; host, or host:port), such as the name a proxy forwards")
 	cmd.Flags().StringArrayVar(&o.cors, "cors-origin", nil, "an origin browsers may call the API from (repeatable; * for any); none: no cross-origin calls")
+	cmd.Flags().StringArrayVar(&o.checkpointKeys, "checkpoint-key", nil, "check sessions' signed checkpoints with this public key (or a file holding it) when the API shows a step's request; repeatable")
 	cmd.Flags().Int64Var(&o.maxBody, "max-body", server.DefaultMaxBody, "the largest request body accepted, in bytes")
 	cmd.Flags().DurationVar(&o.drain, "drain", defaultDrain, "how long to wait for running turns on SIGTERM")
 	approvalTTLFlag(cmd, &o.approvalTTL)
@@ -191,6 +194,12 @@ func cmdServe(ctx context.Context, e *env, o serveOptions) (err error) {
 	if o.approvalTTL > 0 && o.workers == 0 {
 		return usagef("--approval-ttl is kept by the workers: with --workers 0, give it to 'vigil worker'")
 	}
+	var keys note.Verifiers
+	if len(o.checkpointKeys) > 0 {
+		if keys, err = verifiersOf(o.checkpointKeys); err != nil {
+			return err
+		}
+	}
 	auth, tokens, err := authenticator(ctx, e, o)
 	if err != nil {
 		return err
@@ -216,7 +225,8 @@ func cmdServe(ctx context.Context, e *env, o serveOptions) (err error) {
 		return err
 	}
 	srv, err := server.New(h.rt, server.Options{Auth: auth, Addr: ln.Addr().String(), AllowedHosts: allowedHosts(o.allowedHosts, o.addr, ln.Addr()),
-		CORSOrigins: o.cors, MaxBody: o.maxBody, Metrics: metrics, Logger: h.log.Named("server"), UI: webui.Handler(uiConfig(o))})
+		CORSOrigins: o.cors, MaxBody: o.maxBody, Metrics: metrics, Logger: h.log.Named("server"), CheckpointKeys: keys,
+		UI: webui.Handler(uiConfig(o))})
 	if err != nil {
 		_ = ln.Close()
 		return err
