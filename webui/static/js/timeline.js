@@ -142,7 +142,7 @@ class Timeline {
 
 export async function fork(id, at) {
   try {
-    const s = await api('POST', '/v1/sessions', { fork: { session: id, at } });
+    const s = await api('POST', `/v1/sessions/${enc(id)}/forks`, { at });
     notice(`Forked at seq ${at} into ${s.id}.`, 'info');
     location.hash = '#/sessions/' + enc(s.id);
   } catch (err) {
