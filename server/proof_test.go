@@ -324,3 +324,27 @@ func TestReplayAgainstTheServersComposition(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, infos, 1, "nor any session to the store")
 }
+
+// A fork made through the route is in its parent's tenant, by the
+// caller; an admin forking another tenant's session makes it there too.
+func TestAForkIsInItsParentsTenantByTheCaller(t *testing.T) {
+	f := newTenantFixture(t)
+	for _, tok := range []string{"acme-user", "admin"} {
+		f.auth = tokenOf(tok)
+		var fk server.ForkInfo
+		f.json(http.StatusCreated, "POST", "/v1/sessions/"+f.acme+"/forks", `{"at":-1}`, &fk)
+		assert.Equal(t, f.acme, fk.Parent)
+		var sum server.Summary
+		f.json(http.StatusOK, "GET", "/v1/sessions/"+fk.ID, "", &sum)
+		assert.Equal(t, "acme", sum.Tenant, tok)
+		assert.Equal(t, people[tok].Name, sum.By)
+	}
+	// The step the acme session is suspended in is shown, its digest
+	// matched, to its tenant's viewer.
+	f.auth = tokenOf("acme-viewer")
+	var req server.StepRequest
+	f.json(http.StatusOK, "GET", "/v1/sessions/"+f.acme+"/steps/1/1/request", "", &req)
+	assert.True(t, req.Digest.Match)
+	assert.False(t, req.Checkpoint.Signed)
+	assert.Equal(t, int64(-1), req.Checkpoint.CheckpointSeq)
+}
