@@ -48,6 +48,7 @@ const (
 type stack struct {
 	t     *testing.T
 	url   string
+	srv   *httptest.Server
 	model *model
 }
 
@@ -90,7 +91,7 @@ func newStackWith(t *testing.T, auth server.Authenticator, ui webui.Config) *sta
 		_ = rt.Work(ctx, vigil.WorkOptions{Worker: "test", Concurrency: 2})
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	return &stack{t: t, url: srv.URL, model: m}
+	return &stack{t: t, url: srv.URL, srv: srv, model: m}
 }
 
 // call sends an API request as the holder of tok and decodes the answer.
@@ -233,6 +234,13 @@ func TestBrowserUI(t *testing.T) {
 	assert.Contains(t, p.text(`section[data-turn="1"]`), "Thinking done: hello.")
 	assert.Contains(t, p.text(`section[data-turn="1"]`), "posted by alice")
 
+	// The stream drops (the server closes the connection): the page takes
+	// a new ticket and resumes after the last seq it holds, so the next
+	// turn's events arrive once each.
+	opens := p.eval(`document.getElementById('live').dataset.opens`)
+	s.srv.CloseClientConnections()
+	p.until("the stream resumed", `Number(document.getElementById('live').dataset.opens) > `+opens+` && document.getElementById('live').textContent === 'live'`)
+
 	// A call waits for a person; the inbox shows it whole, with its
 	// context; allowing it there lets the turn finish.
 	require.Equal(t, http.StatusAccepted, s.call(bobTok, "POST", "/v1/sessions/"+bobs.ID+"/turns", `{"prompt":"compute for bob"}`, nil))
@@ -256,6 +264,16 @@ func TestBrowserUI(t *testing.T) {
 	turn2 := p.text(`section[data-turn="2"]`)
 	assert.Contains(t, turn2, "allowed by alice — 6*7 is harmless", "the decision, attributed to the principal")
 	assert.Contains(t, turn2, "The tool said: 42")
+	seqs := p.eval(`[...document.querySelectorAll('#timeline li[data-seq]')].map((li) => li.dataset.seq).join(',')`)
+	// (Chunks fold into their message, so not every seq has a row.)
+	seen := map[string]bool{}
+	for _, seq := range strings.Split(seqs, ",") {
+		require.False(t, seen[seq], "seq %s twice across the resumed stream: %s", seq, seqs)
+		seen[seq] = true
+	}
+	var now server.Summary
+	require.Equal(t, http.StatusOK, s.call(aliceTok, "GET", "/v1/sessions/"+id, "", &now))
+	assert.True(t, seen[fmt.Sprint(now.Events-1)], "the last event arrived: %s", seqs)
 	p.check(axe, "timeline")
 
 	// Another tenant's sessions never appear: not in the list, and not to

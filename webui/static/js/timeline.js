@@ -188,6 +188,10 @@ export async function timelineView(id) {
       for (const k of dirty) tl.renderTurn(k);
       dirty.clear();
     });
-  }, (on) => { live.textContent = on ? 'live' : 'reconnecting…'; live.classList.toggle('on', on); });
+  }, (on) => {
+    live.textContent = on ? 'live' : 'reconnecting…';
+    live.classList.toggle('on', on);
+    if (on) live.dataset.opens = String(Number(live.dataset.opens || 0) + 1); // streams opened, resumes included
+  });
   return () => { stopStream(); cancelAnimationFrame(frame); };
 }
