@@ -112,6 +112,10 @@ func outerAllows(p, q string) bool {
 			(pluginRoot(p) == "plugins/external" && in(q, "plugins/external/proto", "plugins/external/sdk"))
 	case p == "config":
 		return in(q, "bus")
+	case p == "webui":
+		// The web UI's assets: a page that calls the API over HTTP like
+		// any client, so it needs no package of ours (server mounts it).
+		return false
 	case p == "":
 		// The face: the core and config, no plugin (the program picks).
 		return in(q, core...) || in(q, "config")

@@ -63,6 +63,9 @@ type Options struct {
 	Metrics *Metrics
 	// Logger logs failed requests (default: nothing).
 	Logger hclog.Logger
+	// UI, when set, is served under /ui/ (package webui): a page that
+	// calls this API with its user's credentials, so it needs none itself.
+	UI http.Handler
 }
 
 // Server is the HTTP API over a runtime. It is an http.Handler.
@@ -113,6 +116,9 @@ func New(rt *vigil.Runtime, o Options) (*Server, error) {
 	}
 	for _, rt := range append(s.routes(), mcpRoutes...) {
 		s.mux.Handle(rt.pattern, s.instrument(rt.pattern, rt.role, rt.h))
+	}
+	if o.UI != nil {
+		s.mux.Handle(routeUI, s.instrument(routeUI, open, o.UI.ServeHTTP))
 	}
 	s.mux.HandleFunc("/", s.noRoute)
 	s.handler = s.cors(s.mux)
@@ -174,6 +180,10 @@ func (s *Server) routes() []route {
 		{"GET /v1/approvals", RoleViewer, s.reply(s.handleApprovals)},
 	}...)
 }
+
+// routeUI serves the web UI's page and assets ([Options].UI): no API
+// route, so the OpenAPI document leaves it out.
+const routeUI = "GET /ui/"
 
 // routeEvents is the route of the event streams, which take a stream
 // ticket instead of a bearer token.

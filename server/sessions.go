@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"time"
 
@@ -35,9 +36,15 @@ type Summary struct {
 	// Events is the log's length: the seq the next event will have.
 	Events int `json:"events"`
 	// Turns is the number of the last turn (0: none yet).
-	Turns   int       `json:"turns"`
-	Pending []Pending `json:"pending,omitempty"`
-	Jobs    []JobInfo `json:"jobs,omitempty"`
+	Turns int `json:"turns"`
+	// Ended is how the last turn ended (its turn/end reason), empty while
+	// it is open or before the first.
+	Ended string `json:"ended,omitempty"`
+	// LastActivity is the time of the log's last event (its creation for
+	// an empty log).
+	LastActivity time.Time `json:"last_activity"`
+	Pending      []Pending `json:"pending,omitempty"`
+	Jobs         []JobInfo `json:"jobs,omitempty"`
 }
 
 // Pending is a tool call waiting for a decision (or decided, while the
@@ -159,12 +166,18 @@ func (s *Server) summary(r *http.Request, id string) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum := &Summary{SessionInfo: infoOf(log.Info), Status: StatusIdle, Events: int(log.Next)}
+	sum := &Summary{SessionInfo: infoOf(log.Info), Status: StatusIdle, Events: int(log.Next), LastActivity: log.Info.Created}
+	if n := len(log.Records); n > 0 {
+		sum.LastActivity = log.Records[n-1].Time()
+	}
 	open := false
 	for i := len(log.Records) - 1; i >= 0; i-- {
 		rec := log.Records[i]
 		if t := rec.Type(); t == session.TypeTurnStart || t == session.TypeTurnEnd {
 			sum.Turns, open = rec.Turn(), t == session.TypeTurnStart
+			if !open {
+				sum.Ended = turnEndReason(rec)
+			}
 			break
 		}
 	}
@@ -184,6 +197,15 @@ func (s *Server) summary(r *http.Request, id string) (*Summary, error) {
 		sum.Status = StatusSuspended
 	}
 	return sum, nil
+}
+
+// turnEndReason is the reason of a turn/end record ("" when it has none).
+func turnEndReason(rec session.Record) string {
+	var end struct {
+		Reason string `json:"reason"`
+	}
+	_ = json.Unmarshal(rec.Data(), &end) // a logged record decodes
+	return end.Reason
 }
 
 // statusFilter returns the ?status= of a listing: "" (every session),

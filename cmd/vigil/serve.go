@@ -18,6 +18,7 @@ import (
 	"github.com/vigil-run/vigil/internal/hostcheck"
 	"github.com/vigil-run/vigil/server"
 	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/webui"
 )
 
 // defaultServeAddr is loopback: beyond it the API needs tokens.
@@ -30,6 +31,8 @@ const defaultDrain = 30 * time.Second
 type serveOptions struct {
 	cfg, addr, tokenFile string
 	oidc                 server.OIDCConfig
+	oidcClientID         string
+	oidcScopes           []string
 	allowedHosts         []string
 	workers              int
 	cors                 []string
@@ -45,7 +48,9 @@ func newServeCmd(e *env) *cobra.Command {
 		Use:   "serve",
 		Short: "Serve the HTTP API: sessions, queued turns, event streams, approvals",
 		Long: `Serve Vigil's HTTP API (under /v1; its OpenAPI 3.1 description at
-/openapi.json) until SIGTERM or Ctrl-C. Turns posted to it are queued in the
+/openapi.json), and a web UI over it at /ui/ (sessions, approvals inbox,
+timelines, step requests, replay, traces, usage), until SIGTERM or
+Ctrl-C. Turns posted to it are queued in the
 composition's store and run by workers: --workers of them in this process
 (the default, with the JSONL store: one process, no database), or, with
 --workers 0 and a store shared by several processes (store/postgres), by
@@ -89,6 +94,8 @@ worker, as after a crash.`,
 	cmd.Flags().StringVar(&o.oidc.NameClaim, "oidc-name-claim", "sub", "the claim naming the principal (e.g. email)")
 	cmd.Flags().StringVar(&o.oidc.TenantClaim, "oidc-tenant-claim", "", "the claim giving the principal's tenant (none: every principal is in tenant default)")
 	cmd.Flags().StringVar(&o.oidc.RolesClaim, "oidc-roles-claim", "roles", "the claim listing the principal's roles (a list, or a string separated by spaces or commas; a dotted name reaches a nested claim)")
+	cmd.Flags().StringVar(&o.oidcClientID, "oidc-client-id", "", "the client ID the web UI logs in with at the issuer (a public client: authorization code with PKCE, no secret; default: --oidc-audience, which its ID tokens must name)")
+	cmd.Flags().StringSliceVar(&o.oidcScopes, "oidc-scope", webui.DefaultScopes, "the scopes the web UI asks the issuer for (repeatable or comma-separated)")
 	cmd.Flags().StringArrayVar(&o.allowedHosts, "allowed-host", nil, "a Host header value served besides the bound address's (repeatable; host, or host:port), such as the name a proxy forwards")
 	cmd.Flags().StringArrayVar(&o.cors, "cors-origin", nil, "an origin browsers may call the API from (repeatable; * for any); none: no cross-origin calls")
 	cmd.Flags().StringArrayVar(&o.checkpointKeys, "checkpoint-key", nil, "check sessions' signed checkpoints with this public key (or a file holding it) when the API shows a step's request; repeatable")
@@ -131,6 +138,19 @@ func authenticator(ctx context.Context, e *env, o serveOptions) (server.Authenti
 		return auths[0], tokens, nil
 	}
 	return server.Chain(auths...), tokens, nil
+}
+
+// uiConfig is what the web UI is told of the login: the issuer and the
+// client to log in with, when the API takes OpenID Connect tokens.
+func uiConfig(o serveOptions) webui.Config {
+	if o.oidc.Issuer == "" {
+		return webui.Config{}
+	}
+	client := o.oidcClientID
+	if client == "" {
+		client = o.oidc.Audience
+	}
+	return webui.Config{OIDC: &webui.OIDC{Issuer: o.oidc.Issuer, ClientID: client, Scopes: o.oidcScopes}}
 }
 
 // reloadOnHangup makes SIGHUP read the token file again; a file that
@@ -207,7 +227,8 @@ func cmdServe(ctx context.Context, e *env, o serveOptions) (err error) {
 		return err
 	}
 	srv, err := server.New(h.rt, server.Options{Auth: auth, Addr: ln.Addr().String(), AllowedHosts: allowedHosts(o.allowedHosts, o.addr, ln.Addr()),
-		CORSOrigins: o.cors, MaxBody: o.maxBody, Metrics: metrics, Logger: h.log.Named("server"), CheckpointKeys: keys})
+		CORSOrigins: o.cors, MaxBody: o.maxBody, Metrics: metrics, Logger: h.log.Named("server"), CheckpointKeys: keys,
+		UI: webui.Handler(uiConfig(o))})
 	if err != nil {
 		_ = ln.Close()
 		return err
@@ -235,7 +256,7 @@ func cmdServe(ctx context.Context, e *env, o serveOptions) (err error) {
 		keepRetention(retention, h.rt, h.log.Named("retention"), pruneEvery)
 	}()
 	defer func() { stopRetention(); <-pruned }() // before the runtime closes
-	e.notef("vigil serve: the API is at http://%s/v1 (%s)", ln.Addr(), workersNote(o.workers))
+	e.notef("vigil serve: the API is at http://%s/v1 (%s); the web UI at http://%s/ui/", ln.Addr(), workersNote(o.workers), ln.Addr())
 	select {
 	case err := <-served:
 		return err
