@@ -20,9 +20,10 @@ type TraceSpan struct {
 	// Kind is the OpenTelemetry span kind: internal, client, ….
 	Kind string `json:"kind"`
 	// Start and End are the times of the events that open and close the
-	// span (RFC 3339 with nanoseconds).
-	Start time.Time `json:"start"`
-	End   time.Time `json:"end"`
+	// span, in the log's own time format (RFC 3339 in UTC, exactly three
+	// fraction digits): the records' times are all a span has.
+	Start string `json:"start"`
+	End   string `json:"end"`
 	// Turn and Step number the span's turn and step (0 when it has none).
 	Turn int `json:"turn"`
 	Step int `json:"step"`
@@ -50,7 +51,7 @@ func (s *Server) handleTrace(_ http.ResponseWriter, r *http.Request) (int, any, 
 	out := Trace{Session: info.ID, Spans: make([]TraceSpan, 0, len(spans))}
 	for _, sp := range spans {
 		ts := TraceSpan{ID: sp.SpanID.String(), TraceID: sp.TraceID.String(), Name: sp.Name, Kind: sp.Kind.String(),
-			Start: sp.Start.UTC(), End: sp.End.UTC(), Attributes: make(map[string]any, len(sp.Attributes))}
+			Start: logTime(sp.Start), End: logTime(sp.End), Attributes: make(map[string]any, len(sp.Attributes))}
 		if sp.Parent.IsValid() {
 			ts.Parent = sp.Parent.String()
 		}
@@ -72,4 +73,10 @@ func (s *Server) handleTrace(_ http.ResponseWriter, r *http.Request) (int, any, 
 		out.Spans = append(out.Spans, ts)
 	}
 	return http.StatusOK, out, nil
+}
+
+// logTime formats t as the log writes its times, so a span's times have
+// the same shape as every other time the API answers.
+func logTime(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
