@@ -14,10 +14,10 @@ import (
 // session run under its lease in batches, at the points where the jsonl
 // store's writer fsyncs: a [Session.Flush] (the loop's before any tool
 // runs, a suspension's, the turn's end when the session is parked or
-// closed), a record that says a tool is about to run (see
-// precedesEffect), and a short timer, shorter once a record closed a
-// step. The
-// lease makes this session the log's only writer, so a batch is checked
+// closed), a record that says a tool is about to run or a turn's first
+// request (see precedesEffect: the request is only staged, on a
+// [session.Stager]), and a short timer, shorter once a record closed a
+// step. The lease makes this session the log's only writer, so a batch is checked
 // by the store exactly as its records one by one would be (the seq, the
 // lease's epoch), in one statement. Until written, a record is this
 // process's alone: no follower sees it, and nothing reports it durable.
@@ -28,7 +28,10 @@ type batch struct {
 	on    bool       // the session runs under its lease on a Batcher
 	recs  []session.Record
 	err   error // a write failed
-	timer *time.Timer
+	// staged: a write was staged (see [session.Stager]) and no durable
+	// write or flush has followed it.
+	staged bool
+	timer  *time.Timer
 	due   time.Time // when the timer writes; zero while nothing waits
 }
 
@@ -62,7 +65,7 @@ func (s *Session) startBatching() {
 func (s *Session) stopBatching(ctx context.Context) error {
 	s.batch.mu.Lock()
 	defer s.batch.mu.Unlock()
-	err := s.writeBatchLocked(ctx)
+	err := s.writeBatchLocked(ctx, true)
 	s.batch.on = false
 	if s.batch.timer != nil {
 		s.batch.timer.Stop()
@@ -70,21 +73,25 @@ func (s *Session) stopBatching(ctx context.Context) error {
 	return err
 }
 
-// precedesEffect reports whether rec is written at once: it says a tool
-// is about to run (tool/start, tool/retry), and a crash past the tool's
-// effect must never leave a log that says the call did not start (the
-// loop flushes before running its tools too; that flush then finds the
-// batch written); or it is the request of a turn's first step, so that a
-// worker that dies while the model answers leaves a turn to repair and
-// continue, not a job that looks never started.
-func precedesEffect(rec session.Record) bool {
+// precedesEffect reports whether rec is written at once, and whether
+// durably. It says a tool is about to run (tool/start, tool/retry): a
+// crash past the tool's effect must never leave a log that says the call
+// did not start (the loop flushes before running its tools too; that
+// flush then finds the batch written), so the batch is written durably.
+// Or it is the request of a turn's first step: a worker that dies or
+// stops while the model answers must leave a turn to repair and
+// continue, not a job that looks never started, so the batch is stored
+// before the model is called; but a lost request has no effect to
+// answer for, so a [session.Stager] stages it, and it becomes durable
+// with the turn's next durable write.
+func precedesEffect(rec session.Record) (now, durable bool) {
 	switch rec.Type() {
 	case session.TypeToolStart, session.TypeToolRetry:
-		return true
+		return true, true
 	case session.TypeRequestDigest:
-		return rec.Step() == 1
+		return rec.Step() == 1, false
 	}
-	return false
+	return false, false
 }
 
 // parkBatch ends the batching as the session is parked, its turn over
@@ -105,7 +112,7 @@ func (s *Session) parkBatch(ctx context.Context) (bool, error) {
 	}
 	d, ok := s.m.store.(session.Deferrer)
 	if !ok || b.err != nil || len(b.recs) == 0 {
-		return true, s.writeBatchLocked(ctx)
+		return true, s.writeBatchLocked(ctx, true)
 	}
 	err := d.AppendDeferred(ctx, s.info.ID, b.recs[0].Seq(), b.recs)
 	clear(b.recs)
@@ -114,6 +121,9 @@ func (s *Session) parkBatch(ctx context.Context) (bool, error) {
 	if err != nil {
 		b.err = err
 	}
+	// The lease's end writes them durably, or fails: what was staged
+	// before is durable then too.
+	b.staged = false
 	return true, err
 }
 
@@ -131,8 +141,11 @@ func (s *Session) handOver(ctx context.Context, rec session.Record) error {
 		return s.batch.err
 	}
 	s.batch.recs = append(s.batch.recs, rec)
-	if len(s.batch.recs) >= batchMax || precedesEffect(rec) {
-		return s.writeBatchLocked(ctx)
+	if now, durable := precedesEffect(rec); now {
+		return s.writeBatchLocked(ctx, durable)
+	}
+	if len(s.batch.recs) >= batchMax {
+		return s.writeBatchLocked(ctx, true)
 	}
 	delay := batchDelay
 	if session.ClosesStep(s.batch.recs[len(s.batch.recs)-1:]) {
@@ -163,37 +176,57 @@ func (s *Session) timedWrite() {
 	defer cancel()
 	s.batch.mu.Lock()
 	defer s.batch.mu.Unlock()
-	if err := s.writeBatchLocked(ctx); err != nil {
+	if err := s.writeBatchLocked(ctx, true); err != nil {
 		s.m.log.Warn("writing a session's batched records failed", "session", s.info.ID, "error", err)
 	}
 }
 
-// writeBatchLocked appends the batch to the store in one call.
-func (s *Session) writeBatchLocked(ctx context.Context) error {
+// writeBatchLocked appends the batch to the store in one call: durably,
+// or staged when not durable and the store stages (see
+// [session.Stager]). A durable write with nothing batched makes what was
+// staged durable (a flush of the store).
+func (s *Session) writeBatchLocked(ctx context.Context, durable bool) error {
 	b := &s.batch
 	if b.err != nil {
 		return b.err
 	}
 	b.due = time.Time{}
-	if len(b.recs) == 0 {
+	stager, stages := s.m.store.(session.Stager)
+	stage := !durable && stages
+	var err error
+	switch {
+	case len(b.recs) == 0 && durable && b.staged:
+		if f, ok := s.m.store.(session.Flusher); ok {
+			err = f.Flush(ctx, s.info.ID)
+		}
+	case len(b.recs) == 0:
 		return nil
+	case stage:
+		err = stager.AppendStaged(ctx, s.info.ID, b.recs[0].Seq(), b.recs)
+	default:
+		err = s.m.store.Append(ctx, s.info.ID, b.recs[0].Seq(), b.recs)
 	}
-	if err := s.m.store.Append(ctx, s.info.ID, b.recs[0].Seq(), b.recs); err != nil {
+	if err != nil && len(b.recs) == 0 {
+		b.err = fmt.Errorf("the staged records were not made durable: %w", err)
+	} else if err != nil {
 		b.err = fmt.Errorf("a batch of %d records from seq %d was not written: %w", len(b.recs), b.recs[0].Seq(), err)
+	}
+	if err != nil {
 		return b.err
 	}
+	b.staged = stage || b.staged && !durable
 	clear(b.recs)
 	b.recs = b.recs[:0]
 	return nil
 }
 
-// flushBatch writes the batch, reporting whether the session batches
-// (then what it wrote is durable: a Batcher's appends are).
+// flushBatch writes the batch durably (and with it what was staged),
+// reporting whether the session batches.
 func (s *Session) flushBatch(ctx context.Context) (bool, error) {
 	s.batch.mu.Lock()
 	defer s.batch.mu.Unlock()
 	if !s.batch.on {
 		return false, nil
 	}
-	return true, s.writeBatchLocked(ctx)
+	return true, s.writeBatchLocked(ctx, true)
 }

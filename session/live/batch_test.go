@@ -146,3 +146,63 @@ func TestAFailedBatchBreaksTheSession(t *testing.T) {
 	require.ErrorIs(t, done(h.ctx), boom)
 	assert.Zero(t, stored(t, store, sess.ID()))
 }
+
+// stager is a batcher that stages (see session.Stager): it records
+// which appends were staged and which flushes made them durable.
+type stager struct {
+	*batcher
+	staged, flushes int
+}
+
+func (s *stager) AppendStaged(ctx context.Context, id string, next int64, recs []session.Record) error {
+	if err := s.batcher.Append(ctx, id, next, recs); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.staged++
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *stager) Flush(ctx context.Context, id string) error {
+	s.mu.Lock()
+	s.flushes++
+	s.mu.Unlock()
+	return nil
+}
+
+// On a Stager a turn's first request is staged, not written durably: the
+// next durable write (the tool/start) makes it durable with it; a flush
+// with nothing batched after a staged write flushes the store, and one
+// after a durable write does not.
+func TestATurnsFirstRequestIsStaged(t *testing.T) {
+	live.SetBatchDelays(t, time.Hour, time.Hour)
+	store := &stager{batcher: &batcher{Store: memory.New()}}
+	h := newHarnessWith(t, store)
+	sess, done, err := live.OpenLeased(h.ctx, h.m, "", false)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, done(h.ctx)) }()
+	evs := sessiontest.TurnEvents(t, 0, 1)
+	var request, start int
+	for i, ev := range evs {
+		switch ev.Type {
+		case session.TypeRequestDigest:
+			request = i
+		case session.TypeToolStart:
+			start = i
+		}
+	}
+	h.appendAll(sess, evs[:request+1]...)
+	assert.Equal(t, []int{request + 1}, store.taken())
+	assert.Equal(t, 1, store.staged)
+	require.NoError(t, sess.Flush(h.ctx))
+	assert.Equal(t, 1, store.flushes, "the flush made the staged records durable")
+	require.NoError(t, sess.Flush(h.ctx))
+	assert.Equal(t, 1, store.flushes, "nothing staged since")
+
+	h.appendAll(sess, evs[request+1:start+1]...)
+	assert.Equal(t, []int{start - request}, store.taken(), "the tool/start is written at once")
+	assert.Equal(t, 1, store.staged, "and durably")
+	require.NoError(t, sess.Flush(h.ctx))
+	assert.Equal(t, 1, store.flushes, "which made the store durable")
+}

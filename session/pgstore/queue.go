@@ -591,7 +591,7 @@ func (c *claim) Finish(ctx context.Context, o session.Outcome) error {
 // epoch, and then, only if it went through, the job's move to
 // vigil_jobs_done and the lease's release, in one commit. $10 are the
 // lines, $11 the session, $12 the seq of the first.
-var finishSQL = `WITH ` + appendCTEs(11, 12, 10, 2, 9) + `,
+var finishSQL = `WITH ` + appendCTEs(11, 12, 10, 2, 9, false) + `,
 d AS (DELETE FROM vigil_jobs WHERE id = $1 AND epoch = $2 AND EXISTS (SELECT 1 FROM s) RETURNING *)` +
 	retireSQL(3) + releaseSQL(8, 9) + `
 SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM ins), (SELECT count(*) FROM r), (SELECT count(*) FROM lr),
