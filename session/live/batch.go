@@ -24,15 +24,15 @@ import (
 // A batch that fails to be written breaks the session: every later append
 // and flush fails with that error, and the log is opened afresh.
 type batch struct {
-	mu    sync.Mutex // serializes the writes; taken under appendMu, never the other way
-	on    bool       // the session runs under its lease on a Batcher
-	recs  []session.Record
-	err   error // a write failed
+	mu   sync.Mutex // serializes the writes; taken under appendMu, never the other way
+	on   bool       // the session runs under its lease on a Batcher
+	recs []session.Record
+	err  error // a write failed
 	// staged: a write was staged (see [session.Stager]) and no durable
 	// write or flush has followed it.
 	staged bool
 	timer  *time.Timer
-	due   time.Time // when the timer writes; zero while nothing waits
+	due    time.Time // when the timer writes; zero while nothing waits
 }
 
 var (

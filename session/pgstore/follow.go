@@ -110,8 +110,8 @@ type follower struct {
 	// staged: the last read found staged events past what it read (see
 	// stage.go); stale: await waited followStaged for them in vain.
 	staged, stale bool
-	failing time.Time // since when reads fail, zero while they work
-	pause   time.Duration
+	failing       time.Time // since when reads fail, zero while they work
+	pause         time.Duration
 }
 
 // reset records that a read worked.
