@@ -487,7 +487,7 @@ func (c *claim) Start(ctx context.Context, base int64) error {
 	// first append is durable, and that append's synchronous commit
 	// flushes the WAL past this one. Lost in a crash, it is set again,
 	// to the same length, by the next claim.
-	err := c.s.queryRow(ctx, []any{&stored}, `UPDATE vigil_jobs SET base = CASE WHEN base < 0 THEN $3 ELSE base END,
+	err := c.s.queryRow(ctx, []any{&stored}, asyncTag+`UPDATE vigil_jobs SET base = CASE WHEN base < 0 THEN $3 ELSE base END,
 			started = CASE WHEN base < 0 THEN clock_timestamp() ELSE started END
 		FROM (SELECT set_config('synchronous_commit', 'off', true)) cfg
 		WHERE id = $1 AND epoch = $2 AND NOT cancelled RETURNING base`, c.jid, c.epoch, base)

@@ -288,6 +288,12 @@ func lines(records []session.Record) [][]byte {
 	return out
 }
 
+// asyncTag starts the text of each statement that commits asynchronously
+// (its transaction sets synchronous_commit off), so that a reader of
+// pg_stat_statements (bench/load) can tell the synchronous commits from
+// the others: the comment is kept in the statement's text.
+const asyncTag = "/* vigil: asynchronous commit */ "
+
 // syncSetting is a CTE's expression that commits the statement's
 // transaction synchronously even on a server whose synchronous_commit is
 // off ('local' then): an event row visible to another process is durable,
@@ -314,7 +320,7 @@ SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM ins), (SELECT count(*) FR
 // stagedSQL is appendSQL committed asynchronously, without a
 // notification: the session's volatile column keeps the seq of the first
 // event not yet durable, and followers read up to it (see stage.go).
-var stagedSQL = `WITH ` + appendCTEs(1, 2, 3, 4, 5, true) + `
+var stagedSQL = asyncTag + `WITH ` + appendCTEs(1, 2, 3, 4, 5, true) + `
 SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM ins), (SELECT count(*) FROM n), (SELECT count(v) FROM cfg)`
 
 // appendCTEs are appendSQL's CTEs (cfg, s, ins, n), with the session id,
