@@ -70,9 +70,9 @@ func readPG(ctx context.Context, dsn string) (pgCounters, error) {
 
 // pgPerTurn is what the database did per turn between two readings.
 type pgPerTurn struct {
-	Connections float64       `json:"pg_connections_per_turn"`
-	Commits     float64       `json:"pg_commits_per_turn"`
-	Writes      float64       `json:"pg_writing_transactions_per_turn"`
+	Connections float64 `json:"pg_connections_per_turn"`
+	Commits     float64 `json:"pg_commits_per_turn"`
+	Writes      float64 `json:"pg_writing_transactions_per_turn"`
 	// SyncCommits are the writing transactions less the calls of the
 	// statements that commit asynchronously (session/pgstore tags their
 	// text, asyncTag): the commits that waited for a WAL flush.
