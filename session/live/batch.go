@@ -33,16 +33,19 @@ type batch struct {
 	staged bool
 	timer  *time.Timer
 	due    time.Time // when the timer writes; zero while nothing waits
+	closed time.Time // when a record of the batch first closed a step; zero if none
 }
 
 var (
 	// batchDelay bounds how long a record waits to be written.
 	batchDelay = 10 * time.Millisecond
 	// batchCloseDelay bounds it once a record closed a step (step/end,
-	// turn/end, session/end-seed): short, so that a follower sees a
-	// step's end at once, and long enough for the records that follow it
-	// at once (the last step's end is followed by the turn's) to share
-	// its commit.
+	// turn/end, session/end-seed) and nothing followed: short, so that a
+	// follower sees a step's end at once while the model thinks, and long
+	// enough for the records that follow it at once (the last step's end
+	// is followed by the turn's) to share its commit. When more records
+	// follow (a model that answers at once), the step's end waits up to
+	// batchDelay, so that the next step's end or the turn's shares it.
 	batchCloseDelay = 2 * time.Millisecond
 	// batchMax bounds the records a batch holds.
 	batchMax = 256
@@ -117,7 +120,7 @@ func (s *Session) parkBatch(ctx context.Context) (bool, error) {
 	err := d.AppendDeferred(ctx, s.info.ID, b.recs[0].Seq(), b.recs)
 	clear(b.recs)
 	b.recs = b.recs[:0]
-	b.due = time.Time{}
+	b.due, b.closed = time.Time{}, time.Time{}
 	if err != nil {
 		b.err = err
 	}
@@ -147,27 +150,37 @@ func (s *Session) handOver(ctx context.Context, rec session.Record) error {
 	if len(s.batch.recs) >= batchMax {
 		return s.writeBatchLocked(ctx, true)
 	}
-	delay := batchDelay
-	if session.ClosesStep(s.batch.recs[len(s.batch.recs)-1:]) {
-		delay = batchCloseDelay
+	now := time.Now()
+	switch {
+	case session.ClosesStep(s.batch.recs[len(s.batch.recs)-1:]):
+		if s.batch.closed.IsZero() {
+			s.batch.closed = now
+		}
+		s.armLocked(now, now.Add(batchCloseDelay), false)
+	case !s.batch.closed.IsZero():
+		// A step closed and the next one goes on at once (a model that
+		// answers at once): its end waits, batchDelay at most, to share
+		// a commit with what follows (the next step's, the turn's end).
+		s.armLocked(now, s.batch.closed.Add(batchDelay), true)
+	default:
+		s.armLocked(now, now.Add(batchDelay), false)
 	}
-	s.armLocked(delay)
 	return nil
 }
 
-// armLocked makes the timer write the batch within delay.
-func (s *Session) armLocked(delay time.Duration) {
+// armLocked makes the timer write the batch at due, or earlier if it
+// was to write earlier already, unless later.
+func (s *Session) armLocked(now, due time.Time, later bool) {
 	b := &s.batch
-	due := time.Now().Add(delay)
-	if !b.due.IsZero() && !b.due.After(due) {
+	if !b.due.IsZero() && !b.due.After(due) && !later {
 		return
 	}
 	b.due = due
 	if b.timer == nil {
-		b.timer = time.AfterFunc(delay, s.timedWrite)
+		b.timer = time.AfterFunc(due.Sub(now), s.timedWrite)
 		return
 	}
-	b.timer.Reset(delay)
+	b.timer.Reset(due.Sub(now))
 }
 
 // timedWrite is the timer's write of the batch.
@@ -215,6 +228,7 @@ func (s *Session) writeBatchLocked(ctx context.Context, durable bool) error {
 		return b.err
 	}
 	b.staged = stage || b.staged && !durable
+	b.closed = time.Time{}
 	clear(b.recs)
 	b.recs = b.recs[:0]
 	return nil

@@ -206,3 +206,33 @@ func TestATurnsFirstRequestIsStaged(t *testing.T) {
 	require.NoError(t, sess.Flush(h.ctx))
 	assert.Equal(t, 1, store.flushes, "which made the store durable")
 }
+
+// A step's end followed at once by more records (a model that answers at
+// once) is not written after the short delay: it waits for what follows,
+// batchDelay at most, to share its write.
+func TestAStepEndFollowedAtOnceWaits(t *testing.T) {
+	live.SetBatchDelays(t, time.Hour, time.Second)
+	store, h, sess, done := leasedOnBatcher(t)
+	defer func() { require.NoError(t, done(h.ctx)) }()
+	evs := sessiontest.TurnEvents(t, 0, 2)
+	end := -1
+	for i, ev := range evs {
+		if ev.Type == session.TypeStepEnd {
+			end = i
+			break
+		}
+	}
+	require.Positive(t, end)
+	require.Less(t, end+1, len(evs))
+	var start int
+	for i, ev := range evs[:end] {
+		if ev.Type == session.TypeToolStart {
+			start = i
+		}
+	}
+	h.appendAll(sess, evs[:end+2]...) // through the step's end and the next record
+	store.taken()
+	time.Sleep(1500 * time.Millisecond)
+	assert.Empty(t, store.taken(), "past the short delay, the step's end still waits")
+	assert.Equal(t, start+1, stored(t, store, sess.ID()))
+}
