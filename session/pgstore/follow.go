@@ -237,6 +237,8 @@ type fan struct {
 // topic is what a subscriber waits for: notifications of kind ('e' a
 // session grew, 'q' a job was enqueued, 'l' a lease was released, 'c' a
 // job was cancelled) about session id, or about any session when id is "".
+// A notification of kind 'r', a lease released on a session with jobs
+// queued, is both an 'l' and a 'q' one.
 type topic struct {
 	kind byte
 	id   string
@@ -273,36 +275,78 @@ func (s *Store) subscribe(topics ...topic) (wake <-chan struct{}, unsubscribe fu
 	return ch, func() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		claimer := false
 		for _, t := range topics {
+			claimer = claimer || t == claimers
 			delete(f.subs[t], ch)
 			if len(f.subs[t]) == 0 {
 				delete(f.subs, t)
 			}
 		}
+		select {
+		case <-ch:
+			if claimer {
+				f.signalOne(claimers) // a signal it did not take: hand it on
+			}
+		default:
+		}
 	}, nil
 }
 
+// claimers is the topic of the store's waiting claims: any job enqueued.
+var claimers = topic{'q', ""}
+
 // wake signals the subscribers of a notification of kind about id, or
-// every subscriber when all.
+// every subscriber when all. A notification that a job may be claimable
+// ('q', 'r') wakes one waiting claim of the store, not all: they would
+// all look for the one job, and one of them is enough (see signalOne).
 func (f *fan) wake(kind byte, id string, all bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	signal := func(subs map[chan struct{}]struct{}) {
-		for ch := range subs {
-			select {
-			case ch <- struct{}{}:
-			default: // already signalled, not yet read
-			}
-		}
-	}
 	if all {
 		for _, subs := range f.subs {
-			signal(subs)
+			signalAll(subs)
 		}
 		return
 	}
-	signal(f.subs[topic{kind, id}])
-	signal(f.subs[topic{kind, ""}])
+	switch kind {
+	case 'q':
+		signalAll(f.subs[topic{'q', id}])
+		f.signalOne(claimers)
+	case 'r':
+		// A lease released on a session with jobs queued: its lease's
+		// waiters and a claimer both.
+		signalAll(f.subs[topic{'l', id}])
+		signalAll(f.subs[topic{'l', ""}])
+		f.signalOne(claimers)
+	default:
+		signalAll(f.subs[topic{kind, id}])
+		signalAll(f.subs[topic{kind, ""}])
+	}
+}
+
+// signalAll signals each of subs.
+func signalAll(subs map[chan struct{}]struct{}) {
+	for ch := range subs {
+		select {
+		case ch <- struct{}{}:
+		default: // already signalled, not yet read
+		}
+	}
+}
+
+// signalOne signals one subscriber of t not signalled yet, if any. The
+// claims of a store are alike, so one that looks is enough; a claim that
+// leaves with a signal it did not take hands it on (see subscribe), so
+// none is lost to a claim that was busy claiming when signalled.
+func (f *fan) signalOne(t topic) {
+	for ch := range f.subs[t] {
+		select {
+		case ch <- struct{}{}:
+			return
+		default: // signalled already: it will look
+		}
+	}
 }
 
 // run keeps the fan's connection listening until the store closes.

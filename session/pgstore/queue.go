@@ -259,7 +259,7 @@ func (s *Store) Claim(ctx context.Context, worker string) (session.Claim, error)
 	}
 	// Subscribed before the first look, so that nothing enqueued or
 	// released after it goes unnoticed.
-	wake, unsubscribe, err := s.subscribe(topic{'q', ""}, topic{'l', ""})
+	wake, unsubscribe, err := s.subscribe(topic{'q', ""})
 	if err != nil {
 		return fail(err)
 	}
@@ -544,15 +544,24 @@ func (c *claim) end(ctx context.Context, op string, fn func() (released bool, er
 	return nil
 }
 
+// releaseKind is the SQL expression of the kind of a lease's release
+// notification on session sid: 'r' when the session has jobs queued
+// (other than job done, being finished), which claimers wait for, else
+// 'l', which only the lease's waiters do (see fan.wake): a turn's end
+// wakes no claimer of any process for nothing.
+func releaseKind(sid, done string) string {
+	return `CASE WHEN EXISTS (SELECT 1 FROM vigil_jobs rj WHERE rj.session_id = ` + sid + ` AND rj.id <> ` + done + `) THEN 'r' ELSE 'l' END`
+}
+
 // releaseSQL is a statement's tail (after retireSQL) that deletes the
-// lease of holder $h on the session of the job moved (CTE d) and notifies
-// its release: CTE lr, one row if it did.
+// lease of holder $h on the session of the job moved (CTE d, job $1) and
+// notifies its release: CTE lr, one row if it did.
 func releaseSQL(h, ch int) string {
 	return fmt.Sprintf(`, lr AS (
 		DELETE FROM vigil_leases l USING d WHERE l.session_id = d.session_id AND l.holder = $%d::text
 		RETURNING l.session_id
 	), ln AS (
-		SELECT pg_notify($%d::text, 'l 0 ' || lr.session_id) FROM lr
+		SELECT pg_notify($%d::text, `+releaseKind(`lr.session_id`, `$1`)+` || ' 0 ' || lr.session_id) FROM lr
 	)`, h, ch)
 }
 
