@@ -264,13 +264,20 @@ func (s *Store) Claim(ctx context.Context, worker string) (session.Claim, error)
 		return fail(err)
 	}
 	defer unsubscribe()
+	// Any cancel from before the claim commits on, so that the claim's
+	// watcher need not look at its job at once (see watch).
+	cancels, unsubscribeCancels, err := s.subscribe(topic{'c', ""})
+	if err != nil {
+		return fail(err)
+	}
+	defer unsubscribeCancels()
 	for {
 		c, wait, err := s.tryClaim(ctx, worker)
 		if err != nil {
 			return fail(err)
 		}
 		if c != nil {
-			if !s.watch(c) {
+			if !s.watch(c, cancels) {
 				// The store closed as the claim committed: hand it back.
 				_ = c.Release(context.WithoutCancel(ctx))
 				return fail(errPoolClosed)
@@ -400,9 +407,11 @@ type claim struct {
 // watch starts a goroutine that closes c.cancelled once the job is
 // cancelled (or gone: a cancel dropped it while its worker was away),
 // woken by the cancel's notification through the store's fan, until the
-// claim ends. It reports false, watching nothing, when the store is
-// closing.
-func (s *Store) watch(c *claim) bool {
+// claim ends. It looks at the job at once only if cancels, subscribed
+// before the claim committed, got a notification (of any session's
+// cancel): a cancel that came before its own subscription. It reports
+// false, watching nothing, when the store is closing.
+func (s *Store) watch(c *claim, cancels <-chan struct{}) bool {
 	sid := c.job.Session
 	ctx, stop := context.WithCancel(s.bg)
 	c.stop, c.watched = stop, make(chan struct{})
@@ -422,10 +431,19 @@ func (s *Store) watch(c *claim) bool {
 	}
 	s.watchers.Add(1)
 	s.mu.Unlock()
+	look := false
+	select {
+	case <-cancels:
+		look = true
+	default:
+	}
 	go func() {
 		defer s.watchers.Done()
 		defer close(c.watched)
 		defer unsubscribe()
+		if !look && s.sleep(ctx, wake, queuePoll) != nil {
+			return
+		}
 		for {
 			var cancelled bool
 			var epoch *int64
