@@ -119,6 +119,20 @@ type Batcher interface {
 	AppendsInBatches() bool
 }
 
+// Stager is implemented by Batchers that can store records before they
+// are durable, as the jsonl store's writes are before its fsync
+// (store/postgres: committed without waiting for the WAL's flush).
+// AppendStaged is Append, except that the records may not be durable when
+// it returns: they are visible to Load at once, a process that dies
+// leaves them stored, and they become durable with the session's next
+// Append or Flush (whatever process makes it). No follower is given them
+// before they are durable. A live session stages the records of a turn's
+// first request before the model is called, so that a worker that dies
+// or stops meanwhile leaves a turn to continue, at no synchronous commit.
+type Stager interface {
+	AppendStaged(ctx context.Context, id string, next int64, records []Record) error
+}
+
 // Deferrer is implemented by stores that can write a turn's last records
 // with the end of the lease they were appended under (store/postgres: a
 // queue claim's Finish writes them in its own statement, one commit for

@@ -21,7 +21,9 @@
 // only, not this client. With --store pg it also reports PostgreSQL's CPU
 // (--pg-data) and, from the deltas of pg_stat_database, pg_stat_wal and
 // pg_stat_statements (preloaded by .ci/postgres.sh), its statements,
-// commits and WAL flushes per turn (pgstats.go; the counters are read
+// commits, synchronous commits (the transactions that wrote, less the
+// statements session/pgstore tags as committing asynchronously) and WAL
+// flushes per turn (pgstats.go; the counters are read
 // after 11 s of quiet on each side of the turns, as backends report them
 // when idle). Every report gives the load average as the turns began and
 // ended.

@@ -70,9 +70,13 @@ func readPG(ctx context.Context, dsn string) (pgCounters, error) {
 
 // pgPerTurn is what the database did per turn between two readings.
 type pgPerTurn struct {
-	Connections float64       `json:"pg_connections_per_turn"`
-	Commits     float64       `json:"pg_commits_per_turn"`
-	Writes      float64       `json:"pg_writing_transactions_per_turn"`
+	Connections float64 `json:"pg_connections_per_turn"`
+	Commits     float64 `json:"pg_commits_per_turn"`
+	Writes      float64 `json:"pg_writing_transactions_per_turn"`
+	// SyncCommits are the writing transactions less the calls of the
+	// statements that commit asynchronously (session/pgstore tags their
+	// text, asyncTag): the commits that waited for a WAL flush.
+	SyncCommits float64       `json:"pg_synchronous_commits_per_turn,omitempty"`
 	WALFlushes  float64       `json:"pg_wal_flushes_per_turn"`
 	WALRecords  float64       `json:"pg_wal_records_per_turn"`
 	WALBytes    float64       `json:"pg_wal_bytes_per_turn"`
@@ -101,7 +105,7 @@ func (after pgCounters) perTurn(before pgCounters, turns int) pgPerTurn {
 	if after.statements == nil || before.statements == nil {
 		return out
 	}
-	var total int64
+	var total, async int64
 	for q, calls := range after.statements {
 		if ownQuery(q) {
 			continue
@@ -111,9 +115,13 @@ func (after pgCounters) perTurn(before pgCounters, turns int) pgPerTurn {
 			continue
 		}
 		total += d
+		if strings.Contains(q, asyncTag) {
+			async += d
+		}
 		out.Top = append(out.Top, pgStatement{Query: q, PerTurn: float64(d) / n})
 	}
 	out.Statements = float64(total) / n
+	out.SyncCommits = float64(after.xids-before.xids-async) / n
 	slices.SortFunc(out.Top, func(a, b pgStatement) int {
 		switch {
 		case a.PerTurn > b.PerTurn:
@@ -127,6 +135,9 @@ func (after pgCounters) perTurn(before pgCounters, turns int) pgPerTurn {
 	return out
 }
 
+// asyncTag marks the statements session/pgstore commits asynchronously.
+const asyncTag = "/* vigil: asynchronous commit */"
+
 // ownQuery reports whether q is one of readPG's.
 func ownQuery(q string) bool {
 	return strings.Contains(q, "pg_stat_") || strings.HasPrefix(q, "CREATE EXTENSION")
@@ -137,7 +148,7 @@ func (p pgPerTurn) print(w io.Writer) {
 	fmt.Fprintf(w, "  PostgreSQL per turn: %.2f commits (%.2f of transactions that wrote), %.2f WAL flushes, %.1f WAL records (%.0f bytes), %.2f connections opened",
 		p.Commits, p.Writes, p.WALFlushes, p.WALRecords, p.WALBytes, p.Connections)
 	if p.Statements > 0 {
-		fmt.Fprintf(w, ", %.1f statements; the most called:\n", p.Statements)
+		fmt.Fprintf(w, ", %.1f statements, %.2f synchronous commits (of writing transactions); the most called:\n", p.Statements, p.SyncCommits)
 		for _, s := range p.Top {
 			fmt.Fprintf(w, "    %6.2f  %s\n", s.PerTurn, oneLine(s.Query, 110))
 		}

@@ -146,3 +146,93 @@ func TestAFailedBatchBreaksTheSession(t *testing.T) {
 	require.ErrorIs(t, done(h.ctx), boom)
 	assert.Zero(t, stored(t, store, sess.ID()))
 }
+
+// stager is a batcher that stages (see session.Stager): it records
+// which appends were staged and which flushes made them durable.
+type stager struct {
+	*batcher
+	staged, flushes int
+}
+
+func (s *stager) AppendStaged(ctx context.Context, id string, next int64, recs []session.Record) error {
+	if err := s.batcher.Append(ctx, id, next, recs); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.staged++
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *stager) Flush(ctx context.Context, id string) error {
+	s.mu.Lock()
+	s.flushes++
+	s.mu.Unlock()
+	return nil
+}
+
+// On a Stager a turn's first request is staged, not written durably: the
+// next durable write (the tool/start) makes it durable with it; a flush
+// with nothing batched after a staged write flushes the store, and one
+// after a durable write does not.
+func TestATurnsFirstRequestIsStaged(t *testing.T) {
+	live.SetBatchDelays(t, time.Hour, time.Hour)
+	store := &stager{batcher: &batcher{Store: memory.New()}}
+	h := newHarnessWith(t, store)
+	sess, done, err := live.OpenLeased(h.ctx, h.m, "", false)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, done(h.ctx)) }()
+	evs := sessiontest.TurnEvents(t, 0, 1)
+	var request, start int
+	for i, ev := range evs {
+		switch ev.Type {
+		case session.TypeRequestDigest:
+			request = i
+		case session.TypeToolStart:
+			start = i
+		}
+	}
+	h.appendAll(sess, evs[:request+1]...)
+	assert.Equal(t, []int{request + 1}, store.taken())
+	assert.Equal(t, 1, store.staged)
+	require.NoError(t, sess.Flush(h.ctx))
+	assert.Equal(t, 1, store.flushes, "the flush made the staged records durable")
+	require.NoError(t, sess.Flush(h.ctx))
+	assert.Equal(t, 1, store.flushes, "nothing staged since")
+
+	h.appendAll(sess, evs[request+1:start+1]...)
+	assert.Equal(t, []int{start - request}, store.taken(), "the tool/start is written at once")
+	assert.Equal(t, 1, store.staged, "and durably")
+	require.NoError(t, sess.Flush(h.ctx))
+	assert.Equal(t, 1, store.flushes, "which made the store durable")
+}
+
+// A step's end followed at once by more records (a model that answers at
+// once) is not written after the short delay: it waits for what follows,
+// batchDelay at most, to share its write.
+func TestAStepEndFollowedAtOnceWaits(t *testing.T) {
+	live.SetBatchDelays(t, time.Hour, time.Second)
+	store, h, sess, done := leasedOnBatcher(t)
+	defer func() { require.NoError(t, done(h.ctx)) }()
+	evs := sessiontest.TurnEvents(t, 0, 2)
+	end := -1
+	for i, ev := range evs {
+		if ev.Type == session.TypeStepEnd {
+			end = i
+			break
+		}
+	}
+	require.Positive(t, end)
+	require.Less(t, end+1, len(evs))
+	var start int
+	for i, ev := range evs[:end] {
+		if ev.Type == session.TypeToolStart {
+			start = i
+		}
+	}
+	h.appendAll(sess, evs[:end+2]...) // through the step's end and the next record
+	store.taken()
+	time.Sleep(1500 * time.Millisecond)
+	assert.Empty(t, store.taken(), "past the short delay, the step's end still waits")
+	assert.Equal(t, start+1, stored(t, store, sess.ID()))
+}

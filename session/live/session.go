@@ -234,7 +234,7 @@ func (s *Session) Flush(ctx context.Context) error {
 	if batched, err := s.flushBatch(ctx); err != nil {
 		return fmt.Errorf("session %s: flush: %w", s.info.ID, err)
 	} else if batched {
-		return nil // a Batcher's appends are durable once made
+		return nil // written durably, and what was staged made durable (batch.go)
 	}
 	if f, ok := s.m.store.(session.Flusher); ok {
 		if err := f.Flush(ctx, s.info.ID); err != nil {

@@ -28,19 +28,27 @@
 // other gets ErrConflict and must reload.
 //
 // Every append commits synchronously (the server's synchronous_commit,
-// raised to 'local' where it is off), so an event row that any process
-// can read is durable, and a follower ([Store.Follow]) yields what it
-// reads at once; [Store.Flush] has nothing left to wait for. The store is
-// a [session.Batcher]: a live session run under its lease does not hand
+// raised to 'local' where it is off), but a staged one (below), so an
+// event row a follower ([Store.Follow]) reads up to the session's staged
+// events is durable, and it yields what it reads at once. The store is a
+// [session.Batcher]: a live session run under its lease does not hand
 // it one event at a time but the events between two durability points
 // (the points where the jsonl store fsyncs: a flush, as before a tool
-// runs, and a short timer, shorter after a step's end; and a turn's first
-// request, before the model is called), one append, one statement and
-// one commit; what it has not handed over is its own,
-// visible to nobody and reported durable to nobody. The store is a
+// runs, and a short timer, shorter after a step's end), one append, one
+// statement and one commit; what it has not handed over is its own,
+// visible to nobody and reported durable to nobody. It is a
+// [session.Stager]: a turn's first request, before the model is called,
+// is staged, committed without waiting for the WAL's flush, so that a
+// worker that dies or stops meanwhile leaves a turn to continue at no
+// synchronous commit; the session's next append (or a [Store.Flush])
+// makes it durable, and no follower is given it before (stage.go). The
+// store is a
 // [session.Deferrer] too: the last events of a turn run under a queue
 // claim are written by the claim's Finish, in its statement, so that the
 // turn's end, the job's outcome and the lease's release are one commit.
+// A turn with one tool call makes four synchronous commits: the enqueue,
+// the claim, the write before the tool runs, and the turn's end with the
+// job's finish.
 // [WithDurableAppends] turns the batches off: a live session appends
 // each event as it comes.
 //
@@ -99,8 +107,9 @@
 //
 // # Following a log
 //
-// Every append notifies (NOTIFY) a channel of the store's schema with the
-// session id and its new length, at its commit and in its statement: one
+// Every append but a staged one notifies (NOTIFY) a channel of the
+// store's schema with the session id and its new length, at its commit
+// and in its statement: one
 // notification per commit, riding a commit the turn makes anyway (a
 // claim's Finish with deferred events adds the lease's release to it).
 // PostgreSQL commits notifying transactions one at a time,

@@ -92,3 +92,11 @@ func SetFollowBatch(n int) (restore func()) {
 	followBatch = n
 	return func() { followBatch = old }
 }
+
+// SetFollowStaged sets how long a follower waits for staged events to be
+// made durable (see followStaged) until t ends.
+func SetFollowStaged(t testing.TB, d time.Duration) {
+	old := followStaged
+	followStaged = d
+	t.Cleanup(func() { followStaged = old })
+}

@@ -207,7 +207,9 @@ func TestSubscribersLookAgainWhenTheListenConnectionIsBack(t *testing.T) {
 				t.Cleanup(func() { _ = c.Finish(context.Background(), session.Outcome{}) })
 				return c.Cancelled()
 			},
-			idle:     "SELECT cancelled, epoch",
+			// The watcher waits from the claim's return on, without a
+			// first look: nothing was cancelled since the claim began.
+			idle:     "commit",
 			silently: `UPDATE %s.vigil_jobs SET cancelled = true`,
 		},
 		{

@@ -85,6 +85,16 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[ses
 				fail(why)
 				return
 			}
+			if f.stale {
+				// Staged events waited long enough: make them durable,
+				// since whoever staged them may be gone.
+				if _, err := f.s.makeDurable(ctx, f.id); err != nil {
+					if end, why := f.retry(ctx, err); end {
+						fail(why)
+						return
+					}
+				}
+			}
 		}
 	}
 }
@@ -96,24 +106,28 @@ type follower struct {
 	wake <-chan struct{}
 	next int64 // the seq to read from
 	// woken: a notification came, so the session may have been deleted.
-	woken   bool
-	failing time.Time // since when reads fail, zero while they work
-	pause   time.Duration
+	woken bool
+	// staged: the last read found staged events past what it read (see
+	// stage.go); stale: await waited followStaged for them in vain.
+	staged, stale bool
+	failing       time.Time // since when reads fail, zero while they work
+	pause         time.Duration
 }
 
 // reset records that a read worked.
 func (f *follower) reset() { f.failing, f.pause = time.Time{}, 50*time.Millisecond }
 
-// read reads the records from f.next on, a batch at most. Every row it reads is
-// durable, since every statement that writes events commits
-// synchronously (see syncSetting): a follower's copy is a prefix of the
-// log whatever crashes. Woken with nothing new, it checks the session
+// read reads the records from f.next on, a batch at most. Every row it
+// reads is durable: it reads up to the session's staged events (see
+// stage.go), and every other statement that writes events commits
+// synchronously (see syncSetting), so a follower's copy is a prefix of
+// the log whatever crashes. Woken with nothing new, it checks the session
 // still exists (errGone when it does not).
 func (f *follower) read(ctx context.Context) ([]session.Record, error) {
 	var recs []session.Record
 	exists := true
 	err := f.s.pool.with(ctx, func(c *pgx.Conn) (err error) {
-		recs, err = after(ctx, c, f.id, f.next)
+		recs, f.staged, err = after(ctx, c, f.id, f.next)
 		if err == nil && len(recs) == 0 && f.woken {
 			err = c.QueryRow(ctx, existsQuery, f.id).Scan(&exists)
 		}
@@ -155,9 +169,17 @@ func (f *follower) retry(ctx context.Context, err error) (bool, error) {
 	return false, nil
 }
 
-// await waits for the session to grow. It reports whether the follow
-// ends, and with what error (nil: quietly).
+// await waits for the session to grow, or, when staged events wait to
+// be durable, for followStaged at most (then f.stale). It reports whether
+// the follow ends, and with what error (nil: quietly).
 func (f *follower) await(ctx context.Context) (bool, error) {
+	var timeout <-chan time.Time
+	f.stale = false
+	if f.staged {
+		t := time.NewTimer(followStaged)
+		defer t.Stop()
+		timeout = t.C
+	}
 	select {
 	case <-ctx.Done():
 		return true, nil
@@ -166,8 +188,18 @@ func (f *follower) await(ctx context.Context) (bool, error) {
 	case <-f.wake:
 		f.woken = true
 		return false, nil
+	case <-timeout:
+		f.stale = true
+		return false, nil
 	}
 }
+
+// followStaged is how long a follower that found staged events waits for
+// the synchronous commit that makes them durable (their writer's next
+// step, or its turn's end) before it makes them durable itself: their
+// writer may be dead, and a reader waiting for them (a log read up to its
+// tail) would wait for its successor.
+var followStaged = time.Second
 
 // errGone is a followed session found deleted: the follow ends with
 // [session.ErrNotFound], without retrying.
@@ -205,6 +237,8 @@ type fan struct {
 // topic is what a subscriber waits for: notifications of kind ('e' a
 // session grew, 'q' a job was enqueued, 'l' a lease was released, 'c' a
 // job was cancelled) about session id, or about any session when id is "".
+// A notification of kind 'r', a lease released on a session with jobs
+// queued, is both an 'l' and a 'q' one.
 type topic struct {
 	kind byte
 	id   string
@@ -241,36 +275,78 @@ func (s *Store) subscribe(topics ...topic) (wake <-chan struct{}, unsubscribe fu
 	return ch, func() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		claimer := false
 		for _, t := range topics {
+			claimer = claimer || t == claimers
 			delete(f.subs[t], ch)
 			if len(f.subs[t]) == 0 {
 				delete(f.subs, t)
 			}
 		}
+		select {
+		case <-ch:
+			if claimer {
+				f.signalOne(claimers) // a signal it did not take: hand it on
+			}
+		default:
+		}
 	}, nil
 }
 
+// claimers is the topic of the store's waiting claims: any job enqueued.
+var claimers = topic{'q', ""}
+
 // wake signals the subscribers of a notification of kind about id, or
-// every subscriber when all.
+// every subscriber when all. A notification that a job may be claimable
+// ('q', 'r') wakes one waiting claim of the store, not all: they would
+// all look for the one job, and one of them is enough (see signalOne).
 func (f *fan) wake(kind byte, id string, all bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	signal := func(subs map[chan struct{}]struct{}) {
-		for ch := range subs {
-			select {
-			case ch <- struct{}{}:
-			default: // already signalled, not yet read
-			}
-		}
-	}
 	if all {
 		for _, subs := range f.subs {
-			signal(subs)
+			signalAll(subs)
 		}
 		return
 	}
-	signal(f.subs[topic{kind, id}])
-	signal(f.subs[topic{kind, ""}])
+	switch kind {
+	case 'q':
+		signalAll(f.subs[topic{'q', id}])
+		f.signalOne(claimers)
+	case 'r':
+		// A lease released on a session with jobs queued: its lease's
+		// waiters and a claimer both.
+		signalAll(f.subs[topic{'l', id}])
+		signalAll(f.subs[topic{'l', ""}])
+		f.signalOne(claimers)
+	default:
+		signalAll(f.subs[topic{kind, id}])
+		signalAll(f.subs[topic{kind, ""}])
+	}
+}
+
+// signalAll signals each of subs.
+func signalAll(subs map[chan struct{}]struct{}) {
+	for ch := range subs {
+		select {
+		case ch <- struct{}{}:
+		default: // already signalled, not yet read
+		}
+	}
+}
+
+// signalOne signals one subscriber of t not signalled yet, if any. The
+// claims of a store are alike, so one that looks is enough; a claim that
+// leaves with a signal it did not take hands it on (see subscribe), so
+// none is lost to a claim that was busy claiming when signalled.
+func (f *fan) signalOne(t topic) {
+	for ch := range f.subs[t] {
+		select {
+		case ch <- struct{}{}:
+			return
+		default: // signalled already: it will look
+		}
+	}
 }
 
 // run keeps the fan's connection listening until the store closes.
@@ -333,24 +409,41 @@ func (f *fan) listen(s *Store) (listened bool, err error) {
 // following a long log never holds the whole of it.
 var followBatch = 1000
 
-// after returns the records of id from seq next on, followBatch at most.
-func after(ctx context.Context, conn *pgx.Conn, id string, next int64) ([]session.Record, error) {
-	rows, err := conn.Query(ctx, `SELECT line FROM vigil_events WHERE session_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3`, id, next, followBatch)
+// afterQuery reads the durable events of session $1 from seq $2 on, $3
+// at most: up to its first staged one (see stage.go). Each row says
+// whether staged events follow; a session with none to read gives one
+// row without a line, a session unknown none.
+const afterQuery = `SELECT e.line, h.volatile IS NOT NULL FROM vigil_sessions h
+LEFT JOIN LATERAL (SELECT line, seq FROM vigil_events
+	WHERE session_id = $1 AND seq >= $2 AND seq < coalesce(h.volatile, h.next) ORDER BY seq LIMIT $3) e ON true
+WHERE h.id = $1 ORDER BY e.seq`
+
+// after returns the durable records of id from seq next on, followBatch
+// at most, and whether staged events follow them.
+func after(ctx context.Context, conn *pgx.Conn, id string, next int64) (out []session.Record, staged bool, err error) {
+	rows, err := conn.Query(ctx, afterQuery, id, next, followBatch)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer rows.Close()
-	var out []session.Record
 	for rows.Next() {
-		r, err := session.DecodeRecord(rows.RawValues()[0])
+		raw := rows.RawValues()
+		staged = isTrue(raw[1])
+		if raw[0] == nil {
+			continue // nothing to read
+		}
+		r, err := session.DecodeRecord(raw[0])
 		if err != nil {
-			return nil, &session.CorruptError{Line: int(next) + 2, Err: err}
+			return nil, false, &session.CorruptError{Line: int(next) + 2, Err: err}
 		}
 		if r.Seq() != next {
-			return nil, &session.CorruptError{Line: int(next) + 2, Err: fmt.Errorf("%w: seq %d, want %d", session.ErrSeqGap, r.Seq(), next)}
+			return nil, false, &session.CorruptError{Line: int(next) + 2, Err: fmt.Errorf("%w: seq %d, want %d", session.ErrSeqGap, r.Seq(), next)}
 		}
 		out = append(out, r)
 		next++
 	}
-	return out, rows.Err()
+	return out, staged, rows.Err()
 }
+
+// isTrue reads a raw bool column, in the binary format or the text one.
+func isTrue(raw []byte) bool { return len(raw) == 1 && (raw[0] == 1 || raw[0] == 't') }

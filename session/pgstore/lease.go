@@ -251,7 +251,11 @@ func (l *lease) renewOnce() (bool, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.ttl/3)
 	defer cancel()
-	tag, err := s.exec(ctx, `UPDATE vigil_leases SET expires = clock_timestamp() + $3 * interval '1 millisecond'
+	// Committed asynchronously: a renewal lost in a crash only makes the
+	// lease expire sooner, and a holder that lost it so is fenced by the
+	// epoch the next taker moves, which that claim commits durably.
+	tag, err := s.exec(ctx, asyncTag+`UPDATE vigil_leases SET expires = clock_timestamp() + $3 * interval '1 millisecond'
+		FROM (SELECT set_config('synchronous_commit', 'off', true)) cfg
 		WHERE session_id = $1 AND holder = $2`, l.id, l.token, s.ttl.Milliseconds())
 	if err != nil {
 		return false, err
@@ -299,7 +303,7 @@ func (l *lease) end(del bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_, err := s.exec(ctx, `WITH d AS (DELETE FROM vigil_leases WHERE session_id = $1 AND holder = $2 RETURNING 1)
-			SELECT pg_notify($3, 'l 0 ' || $1) FROM d`, l.id, l.token, s.channel)
+			SELECT pg_notify($3, `+releaseKind(`$1`, `0`)+` || ' 0 ' || $1) FROM d`, l.id, l.token, s.channel)
 		if err != nil {
 			s.log.Warn("releasing a turn lease failed; it will expire", "session", l.id, "error", err)
 		}

@@ -259,18 +259,25 @@ func (s *Store) Claim(ctx context.Context, worker string) (session.Claim, error)
 	}
 	// Subscribed before the first look, so that nothing enqueued or
 	// released after it goes unnoticed.
-	wake, unsubscribe, err := s.subscribe(topic{'q', ""}, topic{'l', ""})
+	wake, unsubscribe, err := s.subscribe(topic{'q', ""})
 	if err != nil {
 		return fail(err)
 	}
 	defer unsubscribe()
+	// Any cancel from before the claim commits on, so that the claim's
+	// watcher need not look at its job at once (see watch).
+	cancels, unsubscribeCancels, err := s.subscribe(topic{'c', ""})
+	if err != nil {
+		return fail(err)
+	}
+	defer unsubscribeCancels()
 	for {
 		c, wait, err := s.tryClaim(ctx, worker)
 		if err != nil {
 			return fail(err)
 		}
 		if c != nil {
-			if !s.watch(c) {
+			if !s.watch(c, cancels) {
 				// The store closed as the claim committed: hand it back.
 				_ = c.Release(context.WithoutCancel(ctx))
 				return fail(errPoolClosed)
@@ -400,9 +407,11 @@ type claim struct {
 // watch starts a goroutine that closes c.cancelled once the job is
 // cancelled (or gone: a cancel dropped it while its worker was away),
 // woken by the cancel's notification through the store's fan, until the
-// claim ends. It reports false, watching nothing, when the store is
-// closing.
-func (s *Store) watch(c *claim) bool {
+// claim ends. It looks at the job at once only if cancels, subscribed
+// before the claim committed, got a notification (of any session's
+// cancel): a cancel that came before its own subscription. It reports
+// false, watching nothing, when the store is closing.
+func (s *Store) watch(c *claim, cancels <-chan struct{}) bool {
 	sid := c.job.Session
 	ctx, stop := context.WithCancel(s.bg)
 	c.stop, c.watched = stop, make(chan struct{})
@@ -422,10 +431,19 @@ func (s *Store) watch(c *claim) bool {
 	}
 	s.watchers.Add(1)
 	s.mu.Unlock()
+	look := false
+	select {
+	case <-cancels:
+		look = true
+	default:
+	}
 	go func() {
 		defer s.watchers.Done()
 		defer close(c.watched)
 		defer unsubscribe()
+		if !look && s.sleep(ctx, wake, queuePoll) != nil {
+			return
+		}
 		for {
 			var cancelled bool
 			var epoch *int64
@@ -487,7 +505,7 @@ func (c *claim) Start(ctx context.Context, base int64) error {
 	// first append is durable, and that append's synchronous commit
 	// flushes the WAL past this one. Lost in a crash, it is set again,
 	// to the same length, by the next claim.
-	err := c.s.queryRow(ctx, []any{&stored}, `UPDATE vigil_jobs SET base = CASE WHEN base < 0 THEN $3 ELSE base END,
+	err := c.s.queryRow(ctx, []any{&stored}, asyncTag+`UPDATE vigil_jobs SET base = CASE WHEN base < 0 THEN $3 ELSE base END,
 			started = CASE WHEN base < 0 THEN clock_timestamp() ELSE started END
 		FROM (SELECT set_config('synchronous_commit', 'off', true)) cfg
 		WHERE id = $1 AND epoch = $2 AND NOT cancelled RETURNING base`, c.jid, c.epoch, base)
@@ -544,15 +562,24 @@ func (c *claim) end(ctx context.Context, op string, fn func() (released bool, er
 	return nil
 }
 
+// releaseKind is the SQL expression of the kind of a lease's release
+// notification on session sid: 'r' when the session has jobs queued
+// (other than job done, being finished), which claimers wait for, else
+// 'l', which only the lease's waiters do (see fan.wake): a turn's end
+// wakes no claimer of any process for nothing.
+func releaseKind(sid, done string) string {
+	return `CASE WHEN EXISTS (SELECT 1 FROM vigil_jobs rj WHERE rj.session_id = ` + sid + ` AND rj.id <> ` + done + `) THEN 'r' ELSE 'l' END`
+}
+
 // releaseSQL is a statement's tail (after retireSQL) that deletes the
-// lease of holder $h on the session of the job moved (CTE d) and notifies
-// its release: CTE lr, one row if it did.
+// lease of holder $h on the session of the job moved (CTE d, job $1) and
+// notifies its release: CTE lr, one row if it did.
 func releaseSQL(h, ch int) string {
 	return fmt.Sprintf(`, lr AS (
 		DELETE FROM vigil_leases l USING d WHERE l.session_id = d.session_id AND l.holder = $%d::text
 		RETURNING l.session_id
 	), ln AS (
-		SELECT pg_notify($%d::text, 'l 0 ' || lr.session_id) FROM lr
+		SELECT pg_notify($%d::text, `+releaseKind(`lr.session_id`, `$1`)+` || ' 0 ' || lr.session_id) FROM lr
 	)`, h, ch)
 }
 
@@ -591,7 +618,7 @@ func (c *claim) Finish(ctx context.Context, o session.Outcome) error {
 // epoch, and then, only if it went through, the job's move to
 // vigil_jobs_done and the lease's release, in one commit. $10 are the
 // lines, $11 the session, $12 the seq of the first.
-var finishSQL = `WITH ` + appendCTEs(11, 12, 10, 2, 9) + `,
+var finishSQL = `WITH ` + appendCTEs(11, 12, 10, 2, 9, false) + `,
 d AS (DELETE FROM vigil_jobs WHERE id = $1 AND epoch = $2 AND EXISTS (SELECT 1 FROM s) RETURNING *)` +
 	retireSQL(3) + releaseSQL(8, 9) + `
 SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM ins), (SELECT count(*) FROM r), (SELECT count(*) FROM lr),

@@ -88,6 +88,12 @@ var migrations = []string{
 	ledgerMigration,
 	// 5: a finished turn job's receipt.
 	`ALTER TABLE vigil_jobs_done ADD COLUMN checkpoint text; -- the signed checkpoint the turn ended with`,
+	// 6: staged appends (stage.go).
+	`-- The seq of the first event an append staged (committed without
+	-- waiting for the WAL's flush) and no synchronous commit has made
+	-- durable since; NULL when every event is durable. Followers read up
+	-- to it.
+	ALTER TABLE vigil_sessions ADD COLUMN volatile bigint;`,
 }
 
 // SchemaVersion is the version of the tables this package reads and

@@ -288,6 +288,12 @@ func lines(records []session.Record) [][]byte {
 	return out
 }
 
+// asyncTag starts the text of each statement that commits asynchronously
+// (its transaction sets synchronous_commit off), so that a reader of
+// pg_stat_statements (bench/load) can tell the synchronous commits from
+// the others: the comment is kept in the statement's text.
+const asyncTag = "/* vigil: asynchronous commit */ "
+
 // syncSetting is a CTE's expression that commits the statement's
 // transaction synchronously even on a server whose synchronous_commit is
 // off ('local' then): an event row visible to another process is durable,
@@ -301,21 +307,34 @@ const syncSetting = `set_config('synchronous_commit',
 // without a lease ($4 = 0), no holder has a live lease; the events are
 // inserted only if it moved, and then the session's followers are
 // notified, at the commit (the statement's one notification). The commit
-// is synchronous (syncSetting).
+// is synchronous (syncSetting), and so makes every event of the session
+// durable, those staged before too (stagedSQL): their commits precede it
+// in the WAL.
 //
 // The epoch is compared on the locked row: a lease taken concurrently
 // moves the epoch under the same row lock, so an append either commits
 // before the new holder's lease (which then loads it) or is fenced.
-var appendSQL = `WITH ` + appendCTEs(1, 2, 3, 4, 5) + `
+var appendSQL = `WITH ` + appendCTEs(1, 2, 3, 4, 5, false) + `
+SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM ins), (SELECT count(*) FROM n), (SELECT count(v) FROM cfg)`
+
+// stagedSQL is appendSQL committed asynchronously, without a
+// notification: the session's volatile column keeps the seq of the first
+// event not yet durable, and followers read up to it (see stage.go).
+var stagedSQL = asyncTag + `WITH ` + appendCTEs(1, 2, 3, 4, 5, true) + `
 SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM ins), (SELECT count(*) FROM n), (SELECT count(v) FROM cfg)`
 
 // appendCTEs are appendSQL's CTEs (cfg, s, ins, n), with the session id,
 // the seq expected, the lines, the epoch and the channel in the
-// parameters numbered so, for a statement that appends and does more.
-func appendCTEs(id, next, lines, epoch, channel int) string {
-	return fmt.Sprintf(`cfg AS (SELECT `+syncSetting+` AS v),
+// parameters numbered so, for a statement that appends and does more;
+// staged, stagedSQL's.
+func appendCTEs(id, next, lines, epoch, channel int, staged bool) string {
+	cfg, volatile, notify := syncSetting, `NULL`, `SELECT pg_notify($%[5]d::text, 'e ' || s.next || ' ' || $%[1]d) FROM s`
+	if staged {
+		cfg, volatile, notify = `set_config('synchronous_commit', 'off', true)`, `coalesce(volatile, next)`, `SELECT $%[5]d::text WHERE false`
+	}
+	return fmt.Sprintf(`cfg AS (SELECT `+cfg+` AS v),
 s AS (
-	UPDATE vigil_sessions SET next = next + cardinality($%[3]d::bytea[])
+	UPDATE vigil_sessions SET next = next + cardinality($%[3]d::bytea[]), volatile = `+volatile+`
 	WHERE id = $%[1]d AND next = $%[2]d
 	  AND CASE WHEN $%[4]d::bigint > 0 THEN epoch = $%[4]d
 	      ELSE NOT EXISTS (SELECT 1 FROM vigil_leases l
@@ -328,7 +347,7 @@ ins AS (
 	RETURNING 1
 ),
 n AS (
-	SELECT pg_notify($%[5]d::text, 'e ' || s.next || ' ' || $%[1]d) FROM s
+	`+notify+`
 )`, id, next, lines, epoch, channel)
 }
 
@@ -371,10 +390,15 @@ func (s *Store) AppendFenced(ctx context.Context, id string, epoch, next int64, 
 // write appends batch at next under the lease of epoch (0: none) in one
 // statement and one synchronous commit (appendSQL).
 func (s *Store) write(ctx context.Context, id string, epoch, next int64, batch [][]byte) error {
+	return s.writeWith(ctx, appendSQL, id, epoch, next, batch)
+}
+
+// writeWith is write by sql, appendSQL or stagedSQL.
+func (s *Store) writeWith(ctx context.Context, sql, id string, epoch, next int64, batch [][]byte) error {
 	var moved, inserted, notified, cfg int64
 	retried := false
 	err := s.pool.with(ctx, func(c *pgx.Conn) error {
-		return c.QueryRow(ctx, appendSQL, id, next, batch, epoch, s.channel).Scan(&moved, &inserted, &notified, &cfg)
+		return c.QueryRow(ctx, sql, id, next, batch, epoch, s.channel).Scan(&moved, &inserted, &notified, &cfg)
 	})
 	if err != nil && errors.Is(err, errConnLost) && ctx.Err() == nil {
 		// The connection broke (a backend killed, a server restarting):
@@ -382,7 +406,7 @@ func (s *Store) write(ctx context.Context, id string, epoch, next int64, batch [
 		// break; the seq check refuses it then, and the log shows it.
 		retried = true
 		err = s.queryRow(ctx, []any{&moved, &inserted, &notified, &cfg},
-			appendSQL, id, next, batch, epoch, s.channel)
+			sql, id, next, batch, epoch, s.channel)
 	}
 	if err != nil {
 		if isUniqueViolation(err) {
@@ -672,9 +696,9 @@ func (s *Store) Fork(ctx context.Context, info session.Info, tail []session.Reco
 
 // Flush implements [session.Flusher]: it returns once every append
 // committed so far, by any process, is durable. Every statement that
-// writes events commits synchronously (see syncSetting), so an append is
-// durable when it returns and nothing is left to wait for: Flush only
-// checks that the session exists.
+// writes events commits synchronously (see syncSetting), but for staged
+// ones (see stage.go): Flush writes the records deferred to this store's
+// claim, and makes what was staged durable.
 func (s *Store) Flush(ctx context.Context, id string) error {
 	if err := checkID(id); err != nil {
 		return fmt.Errorf("pgstore: flush: %w", err)
@@ -682,7 +706,7 @@ func (s *Store) Flush(ctx context.Context, id string) error {
 	if err := s.writeDeferred(ctx, id); err != nil {
 		return fmt.Errorf("pgstore: flush %s: %w", id, err)
 	}
-	exists, err := s.exists(ctx, id)
+	exists, err := s.makeDurable(ctx, id)
 	if err != nil {
 		return fmt.Errorf("pgstore: flush %s: %w", id, err)
 	}
