@@ -48,7 +48,7 @@ type DeleteOptions struct {
 // with o.By.
 func (r *Runtime) DeleteSession(ctx context.Context, id string, o DeleteOptions) ([]string, error) {
 	if !session.ValidID(id) {
-		return nil, fmt.Errorf("delete: %w: %q", session.ErrInvalidID, id)
+		return nil, session.InvalidID(id)
 	}
 	mgr, err := r.Manager()
 	if err != nil {

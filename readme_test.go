@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -66,6 +67,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-run/vigil/agentloop"
@@ -108,4 +110,34 @@ import (
 	out, err = run.CombinedOutput()
 	require.NoError(t, err, "the README's plugin test:\n%s", out)
 	require.Contains(t, string(out), "--- PASS: TestShout")
+}
+
+// TestTheREADMEFirstBuildAndTestCommandsAreTrue holds the Quick start's
+// words on the first build and the tests to the repository: the command
+// that shows the build's progress is there as given and builds the
+// command's package, .ci/postgres.sh exports the variable the PostgreSQL
+// tests read, and those tests say how to run them when they skip.
+func TestTheREADMEFirstBuildAndTestCommandsAreTrue(t *testing.T) {
+	data, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	readme := strings.Join(strings.Fields(string(data)), " ")
+	for _, want := range []string{
+		"`go build -v -o bin/vigil ./cmd/vigil`",
+		"`go install -v ./cmd/vigil`",
+		"skip without `VIGIL_TEST_POSTGRES_DSN`",
+		"`. .ci/postgres.sh`",
+		"CPU seconds",
+	} {
+		assert.Contains(t, readme, want)
+	}
+	script, err := os.ReadFile(".ci/postgres.sh")
+	require.NoError(t, err)
+	assert.Regexp(t, `(?m)^\s*export VIGIL_TEST_POSTGRES_DSN=`, string(script))
+	pgtest, err := os.ReadFile("session/pgstore/pgtest/pgtest.go")
+	require.NoError(t, err)
+	assert.Contains(t, string(pgtest), `EnvDSN = "VIGIL_TEST_POSTGRES_DSN"`)
+	assert.Contains(t, string(pgtest), "`. .ci/postgres.sh` starts a throw-away server")
+	if _, err := os.Stat("cmd/vigil/main.go"); err != nil {
+		t.Fatalf("README builds ./cmd/vigil: %v", err)
+	}
 }

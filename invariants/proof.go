@@ -103,13 +103,13 @@ func ProveTurnAt(r io.Reader, turn int, at int64) (*TurnProof, error) {
 	}
 	info, err := session.DecodeHeader(head)
 	if err != nil {
-		return nil, fmt.Errorf("prove: header: %w", err)
+		return nil, &session.CorruptError{Line: 1, Err: err}
 	}
 	first, last := int64(-1), int64(-1)
 	recs := make([]session.Record, len(lines))
 	for seq, line := range lines {
 		if recs[seq], err = session.DecodeRecord(line); err != nil {
-			return nil, fmt.Errorf("prove: seq %d: %w", seq, err)
+			return nil, &session.CorruptError{Line: seq + 2, Err: err}
 		}
 		if recs[seq].Turn() == turn && !recs[seq].Ignorable() {
 			if first < 0 {
@@ -177,7 +177,7 @@ func storedHashes(lines [][]byte) (tlog.HashReaderFunc, error) {
 		out := make([]tlog.Hash, len(idx))
 		for i, x := range idx {
 			if x < 0 || x >= int64(len(all)) {
-				return nil, fmt.Errorf("prove: stored hash %d not made", x)
+				return nil, fmt.Errorf("stored hash %d not made", x)
 			}
 			out[i] = all[x]
 		}
@@ -208,7 +208,7 @@ func readLines(r io.Reader) (head []byte, lines [][]byte, _ error) {
 		return nil, nil, err
 	}
 	if head == nil {
-		return nil, nil, fmt.Errorf("prove: %w: empty log", session.ErrMalformed)
+		return nil, nil, &session.CorruptError{Line: 1, Err: fmt.Errorf("%w: empty log", session.ErrMalformed)}
 	}
 	return head, lines, nil
 }

@@ -223,7 +223,9 @@ func TestForkAtASeq(t *testing.T) {
 			assert.Contains(t, e.Message, "nearest boundaries")
 		}
 		if strings.Contains(body, itoa(end+5)) {
-			assert.Contains(t, e.Message, "the last boundary a fork can start at is "+itoa(bs[len(bs)-1]))
+			assert.Contains(t, e.Message, "is past the end of session "+id)
+			assert.Contains(t, e.Message, "a fork can start at a turn boundary")
+			assert.Contains(t, e.Message, itoa(bs[len(bs)-1]))
 		}
 	}
 }

@@ -81,8 +81,9 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string {
-	// The package's sentinels begin with "session: ": said once.
-	return fmt.Sprintf("session: line %d: %s", e.Line, strings.TrimPrefix(e.Err.Error(), "session: "))
+	// Without the package's "session: ": the caller names the log, and
+	// the line is what this error adds.
+	return fmt.Sprintf("line %d: %s", e.Line, strings.TrimPrefix(e.Err.Error(), "session: "))
 }
 
 func (e *CorruptError) Unwrap() error { return e.Err }
@@ -144,3 +145,54 @@ type notFoundError struct{ id string }
 
 func (e *notFoundError) Error() string        { return fmt.Sprintf("session %s not found", e.id) }
 func (e *notFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// InvalidID is the error of an id that is not a session id: its message
+// says so once (`"x.jsonl" is not a session id`); errors.Is(err,
+// ErrInvalidID) holds.
+func InvalidID(id string) error { return &invalidIDError{id: id} }
+
+type invalidIDError struct{ id string }
+
+func (e *invalidIDError) Error() string        { return fmt.Sprintf("%q is not a session id", e.id) }
+func (e *invalidIDError) Is(target error) bool { return target == ErrInvalidID }
+
+// StoreError is the error of a store's operation op on session id (id
+// may be empty: an operation on the whole store), saying each thing once:
+// "jsonl: load 01ABC: line 3: seq gap" rather than "jsonl: load 01ABC:
+// session: line 3: session: seq gap". A bare [ErrNotFound], or the
+// [NotFound] of id, is returned as NotFound(id): "session 01ABC not
+// found", whatever the store and operation. It is nil for a nil err, and
+// unwraps to err: errors.Is and errors.As see err's chain unchanged.
+func StoreError(store, op, id string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if id != "" && (err == ErrNotFound || err.Error() == NotFound(id).Error() && errors.Is(err, ErrNotFound)) {
+		return NotFound(id)
+	}
+	if _, ok := err.(*invalidIDError); ok {
+		return err // it names the id and what is wrong with it
+	}
+	return &storeError{store: store, op: op, id: id, err: err}
+}
+
+type storeError struct {
+	store, op, id string
+	err           error
+}
+
+func (e *storeError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.store)
+	b.WriteString(": ")
+	b.WriteString(e.op)
+	if e.id != "" {
+		b.WriteByte(' ')
+		b.WriteString(e.id)
+	}
+	b.WriteString(": ")
+	b.WriteString(strings.TrimPrefix(e.err.Error(), "session: "))
+	return b.String()
+}
+
+func (e *storeError) Unwrap() error { return e.err }

@@ -58,7 +58,7 @@ func BuildTree(infos []Info, id string) (*Tree, error) {
 		}
 	}
 	if root == nil {
-		return nil, fmt.Errorf("session: tree %s: %w", id, ErrNotFound)
+		return nil, NotFound(id)
 	}
 	seen := map[string]bool{}
 	var build func(in Info) *Tree

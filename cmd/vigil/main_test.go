@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -32,6 +33,10 @@ func TestScripts(t *testing.T) {
 		Setup: func(e *testscript.Env) error {
 			e.Setenv("VIGIL_SHOW_EXIT", "1")
 			e.Setenv("NO_COLOR", "1")
+			// The built-in composition's sessions stay in the script's
+			// folder: HOME is /no-home, which a run as root would create
+			// and share between scripts and runs.
+			e.Setenv("XDG_STATE_HOME", filepath.Join(e.WorkDir, ".state"))
 			return nil
 		},
 	})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 
@@ -48,21 +49,20 @@ when no checkpoint follows the turn (an unsigned log, or a turn still open).`,
 }
 
 func cmdProve(ctx context.Context, e *env, cfg, arg string, turn int, out string) error {
-	var data []byte
-	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
-		if data, err = os.ReadFile(arg); err != nil {
-			return fmt.Errorf("prove: %w", err)
+	var h *host
+	defer func() {
+		if h != nil {
+			_ = h.close()
 		}
-	} else {
-		if !session.ValidID(arg) {
-			return notFoundf("no such file or session id")
-		}
-		var h *host
-		if data, err = exportSession(ctx, e, cfg, &h, arg); err != nil {
-			return err
-		}
+	}()
+	data, err := readLog(ctx, e, cfg, &h, arg)
+	if err != nil {
+		return fmt.Errorf("%s: %w", arg, err)
 	}
 	p, err := invariants.ProveTurn(bytes.NewReader(data), turn)
+	if errors.Is(err, session.ErrCorrupt) {
+		return fmt.Errorf("%s: %w", arg, err) // which log the line is of
+	}
 	if invariants.ProofReason(err) == invariants.ProofNoTurn {
 		return notFoundError{err}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -138,7 +139,8 @@ func cmdReplay(ctx context.Context, e *env, cfg string, asJSON bool, args []stri
 			} else {
 				failed = true
 			}
-			fmt.Fprintf(e.stderr, "%s: %v\n", arg, err)
+			// Prefixed as report prefixes the others, as verify does.
+			fmt.Fprintf(e.stderr, "vigil replay: %s: %s\n", arg, termSafe(err.Error()))
 			reports = append(reports, replayReport{Log: arg, Steps: []replayedStep{}, Errors: []string{err.Error()}})
 			continue
 		}
@@ -241,15 +243,31 @@ func replayOne(ctx context.Context, e *env, cfg string, h **host, arg string) (*
 }
 
 // readLog returns the JSONL bytes of a log file, or of the log of a
-// session id in the store of the composition in cfg.
+// session id in the store of the composition in cfg (opened on first
+// need): the one reading of a FILE|ID argument, for verify, replay,
+// trace, prove and sessions show. An argument that is neither is "no such
+// file or session id" (exit 4); the caller names the argument.
 func readLog(ctx context.Context, e *env, cfg string, h **host, arg string) ([]byte, error) {
 	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
-		return os.ReadFile(arg)
+		data, err := os.ReadFile(arg)
+		if err != nil {
+			// The path is the argument the caller names.
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				return nil, pe.Err
+			}
+			return nil, err
+		}
+		return data, nil
 	}
 	if !session.ValidID(arg) {
 		return nil, notFoundf("no such file or session id")
 	}
-	return exportSession(ctx, e, cfg, h, arg)
+	data, err := exportSession(ctx, e, cfg, h, arg)
+	if errors.Is(err, session.ErrNotFound) {
+		return nil, notFoundf("no such file or session id")
+	}
+	return data, err
 }
 
 // replayLog runs every turn of orig again (see replay.Run) on a fresh

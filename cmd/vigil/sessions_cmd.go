@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -120,11 +121,16 @@ does).`,
 		RunE: action(func(cmd *cobra.Command, args []string) error {
 			var log *session.Log
 			var err error
-			if st, serr := os.Stat(args[0]); serr == nil && !st.IsDir() {
+			switch st, serr := os.Stat(args[0]); {
+			case serr == nil && !st.IsDir():
 				// A log file, as verify, replay and trace take one; a
 				// file never needs the composition.
-				log, err = traceLog(cmd.Context(), e, cfg, nil, args[0])
-			} else {
+				if log, err = traceLog(cmd.Context(), e, cfg, nil, args[0]); err != nil {
+					err = fmt.Errorf("%s: %w", args[0], err)
+				}
+			case !session.ValidID(args[0]):
+				err = notFoundf("%s: no such file or session id", args[0])
+			default:
 				log, err = loadStored(cmd.Context(), e, cfg, args[0])
 			}
 			if err != nil {
@@ -228,26 +234,34 @@ imported is, and the others fail the command (exit 1).`,
 		Args:    cobra.MaximumNArgs(1),
 		RunE: action(func(cmd *cobra.Command, args []string) error {
 			var in io.Reader = e.stdin
+			name := "stdin"
 			if len(args) == 1 && args[0] != "-" {
 				f, err := os.Open(args[0])
 				if err != nil {
 					return err
 				}
 				defer f.Close()
-				in = f
+				in, name = f, args[0]
 			}
 			mgr, done, err := sessionsManager(e, cfg, false)
 			if err != nil {
 				return err
 			}
 			defer done()
+			// An error names the input, as verify's names its file.
+			named := func(err error) error {
+				if errors.Is(err, session.ErrCorrupt) || errors.Is(err, session.ErrVersion) || errors.Is(err, session.ErrUnknownType) {
+					return fmt.Errorf("%s: %w", name, err)
+				}
+				return err
+			}
 			if !asJSON {
-				return sessionsImport(cmd.Context(), e, mgr, in)
+				return named(sessionsImport(cmd.Context(), e, mgr, in))
 			}
 			var ids bytes.Buffer
 			je := *e
 			je.stdout = &ids
-			err = sessionsImport(cmd.Context(), &je, mgr, in)
+			err = named(sessionsImport(cmd.Context(), &je, mgr, in))
 			if jerr := printJSON(e.stdout, nonNil(strings.Fields(ids.String()))); jerr != nil && err == nil {
 				err = jerr
 			}

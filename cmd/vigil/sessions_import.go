@@ -26,7 +26,7 @@ func sessionsImport(ctx context.Context, e *env, mgr *live.Manager, r io.Reader)
 	}
 	logs := splitLogs(data)
 	if len(logs) == 0 {
-		return usagef("sessions import: no session log on the input")
+		return usagef("no session log on the input")
 	}
 	store := mgr.Store()
 	var errs []error

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -108,18 +107,7 @@ func cmdTrace(ctx context.Context, e *env, cfgPath, format string, args []string
 // traceLog reads a log file, or the log of a session id in the store of
 // the composition (opened on first need).
 func traceLog(ctx context.Context, e *env, cfg string, h **host, arg string) (*session.Log, error) {
-	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
-		f, err := os.Open(arg)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		return session.Decode(f)
-	}
-	if !session.ValidID(arg) {
-		return nil, notFoundf("no such file or session id")
-	}
-	data, err := exportSession(ctx, e, cfg, h, arg)
+	data, err := readLog(ctx, e, cfg, h, arg)
 	if err != nil {
 		return nil, err
 	}

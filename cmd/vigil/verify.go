@@ -247,18 +247,7 @@ func cmdVerify(ctx context.Context, e *env, cfg string, asJSON, tree bool, audit
 // verifyOne verifies a log file, or the log of a session id in the store
 // of the composition (opened on first need).
 func verifyOne(ctx context.Context, e *env, cfg string, h **host, arg string, audit *invariants.Audit) (*invariants.Report, error) {
-	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
-		f, err := os.Open(arg)
-		if err != nil {
-			return nil, fmt.Errorf("verify: %w", err)
-		}
-		defer f.Close()
-		return invariants.VerifyAudited(f, audit)
-	}
-	if !session.ValidID(arg) {
-		return nil, notFoundf("no such file or session id")
-	}
-	data, err := exportSession(ctx, e, cfg, h, arg)
+	data, err := readLog(ctx, e, cfg, h, arg)
 	if err != nil {
 		return nil, err
 	}

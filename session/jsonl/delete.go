@@ -3,7 +3,6 @@ package jsonl
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"slices"
@@ -20,10 +19,10 @@ import (
 // ends. Anything else kept per session must go here too (sessionFiles).
 func (s *Store) Delete(ctx context.Context, id string) error {
 	if err := s.sessionExists(id); err != nil {
-		return fmt.Errorf("jsonl: delete %s: %w", id, err)
+		return session.StoreError("jsonl", "delete", id, err)
 	}
 	if err := s.forgetJobs(id); err != nil {
-		return fmt.Errorf("jsonl: delete %s: %w", id, err)
+		return session.StoreError("jsonl", "delete", id, err)
 	}
 	s.mu.Lock()
 	w := s.writers[id]
@@ -44,7 +43,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	// Followers read the file again, and find it gone.
 	s.note.appended(id)
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("jsonl: delete %s: %w", id, err)
+		return session.StoreError("jsonl", "delete", id, err)
 	}
 	return nil
 }

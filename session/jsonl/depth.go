@@ -2,7 +2,6 @@ package jsonl
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/vigil-run/vigil/session"
 )
@@ -11,12 +10,12 @@ import (
 func (s *Store) Depth(ctx context.Context) ([]session.JobCount, error) {
 	q, err := s.queue()
 	if err != nil {
-		return nil, fmt.Errorf("jsonl: depth: %w", err)
+		return nil, session.StoreError("jsonl", "depth", "", err)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if err := q.catchUp(); err != nil {
-		return nil, fmt.Errorf("jsonl: depth: %w", err)
+		return nil, session.StoreError("jsonl", "depth", "", err)
 	}
 	jobs := make([]session.Job, 0, len(q.jobs))
 	for _, j := range q.jobs {

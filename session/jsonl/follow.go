@@ -26,7 +26,7 @@ import (
 // descriptors nor thousands of timers.
 func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[session.Record, error] {
 	return func(yield func(session.Record, error) bool) {
-		fail := func(err error) { yield(session.Record{}, fmt.Errorf("jsonl: follow %s: %w", id, err)) }
+		fail := func(err error) { yield(session.Record{}, session.StoreError("jsonl", "follow", id, err)) }
 		if err := s.check(id); err != nil {
 			fail(err)
 			return

@@ -135,7 +135,7 @@ func appendLedger(path string, whole int64, line []byte, fresh bool) error {
 func (s *Store) Lookup(ctx context.Context, id, key string) ([]byte, bool, error) {
 	v, ok, err := s.lookup(ctx, id, key)
 	if err != nil {
-		return nil, false, fmt.Errorf("jsonl: ledger %s: %w", id, err)
+		return nil, false, session.StoreError("jsonl", "ledger", id, err)
 	}
 	return v, ok, nil
 }

@@ -3,7 +3,6 @@ package jsonl
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -18,7 +17,7 @@ func (s *Store) Ping(ctx context.Context) error {
 	closed := s.closed
 	s.mu.Unlock()
 	if closed {
-		return fmt.Errorf("jsonl: ping: %w", session.ErrClosed)
+		return session.StoreError("jsonl", "ping", "", session.ErrClosed)
 	}
 	d, err := os.Open(s.dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -32,7 +31,7 @@ func (s *Store) Ping(ctx context.Context) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("jsonl: ping: %w", err)
+		return session.StoreError("jsonl", "ping", "", err)
 	}
 	return nil
 }

@@ -519,11 +519,11 @@ func (s *Store) queue() (*jqueue, error) {
 // when it returns.
 func (s *Store) Enqueue(ctx context.Context, in session.Job) (session.Job, int, error) {
 	if err := s.sessionExists(in.Session); err != nil {
-		return session.Job{}, 0, fmt.Errorf("jsonl: enqueue %s: %w", in.Session, err)
+		return session.Job{}, 0, session.StoreError("jsonl", "enqueue", in.Session, err)
 	}
 	q, err := s.queue()
 	if err != nil {
-		return session.Job{}, 0, fmt.Errorf("jsonl: enqueue %s: %w", in.Session, err)
+		return session.Job{}, 0, session.StoreError("jsonl", "enqueue", in.Session, err)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -547,7 +547,7 @@ func (s *Store) Enqueue(ctx context.Context, in session.Job) (session.Job, int, 
 		return nil
 	})
 	if err != nil {
-		return session.Job{}, 0, fmt.Errorf("jsonl: enqueue %s: %w", in.Session, err)
+		return session.Job{}, 0, session.StoreError("jsonl", "enqueue", in.Session, err)
 	}
 	return out, ahead, nil
 }
@@ -556,12 +556,12 @@ func (s *Store) Enqueue(ctx context.Context, in session.Job) (session.Job, int, 
 func (s *Store) Jobs(ctx context.Context, id string) ([]session.Job, error) {
 	q, err := s.queue()
 	if err != nil {
-		return nil, fmt.Errorf("jsonl: jobs %s: %w", id, err)
+		return nil, session.StoreError("jsonl", "jobs", id, err)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if err := q.catchUp(); err != nil {
-		return nil, fmt.Errorf("jsonl: jobs %s: %w", id, err)
+		return nil, session.StoreError("jsonl", "jobs", id, err)
 	}
 	var out []session.Job
 	for _, j := range q.jobs {
@@ -576,12 +576,12 @@ func (s *Store) Jobs(ctx context.Context, id string) ([]session.Job, error) {
 func (s *Store) Job(ctx context.Context, id string) (session.Job, error) {
 	q, err := s.queue()
 	if err != nil {
-		return session.Job{}, fmt.Errorf("jsonl: job %s: %w", id, err)
+		return session.Job{}, session.StoreError("jsonl", "job "+id, "", err)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if err := q.catchUp(); err != nil {
-		return session.Job{}, fmt.Errorf("jsonl: job %s: %w", id, err)
+		return session.Job{}, session.StoreError("jsonl", "job "+id, "", err)
 	}
 	for _, list := range [][]*qjob{q.jobs, q.done} {
 		for _, j := range list {
@@ -604,17 +604,17 @@ func (s *Store) Job(ctx context.Context, id string) (session.Job, error) {
 func (s *Store) Claim(ctx context.Context, worker string) (session.Claim, error) {
 	q, err := s.queue()
 	if err != nil {
-		return nil, fmt.Errorf("jsonl: claim: %w", err)
+		return nil, session.StoreError("jsonl", "claim", "", err)
 	}
 	var poll *time.Timer
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("jsonl: claim: %w", err)
+			return nil, session.StoreError("jsonl", "claim", "", err)
 		}
 		wake := s.note.queueChanged()
 		c, err := q.tryClaim(worker)
 		if err != nil {
-			return nil, fmt.Errorf("jsonl: claim: %w", err)
+			return nil, session.StoreError("jsonl", "claim", "", err)
 		}
 		if c != nil {
 			return c, nil
@@ -736,16 +736,16 @@ func (q *jqueue) startWatch() {
 // Cancel implements [session.Queue].
 func (s *Store) Cancel(ctx context.Context, id string) (int, error) {
 	if err := s.sessionExists(id); err != nil {
-		return 0, fmt.Errorf("jsonl: cancel %s: %w", id, err)
+		return 0, session.StoreError("jsonl", "cancel", id, err)
 	}
 	q, err := s.queue()
 	if err != nil {
-		return 0, fmt.Errorf("jsonl: cancel %s: %w", id, err)
+		return 0, session.StoreError("jsonl", "cancel", id, err)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if err := q.catchUp(); err != nil {
-		return 0, fmt.Errorf("jsonl: cancel %s: %w", id, err)
+		return 0, session.StoreError("jsonl", "cancel", id, err)
 	}
 	if !slices.ContainsFunc(q.jobs, func(j *qjob) bool { return j.job.Session == id }) {
 		return 0, nil // nothing to write: no journal made for it
@@ -772,7 +772,7 @@ func (s *Store) Cancel(ctx context.Context, id string) (int, error) {
 		return q.write(ops...)
 	})
 	if err != nil {
-		return 0, fmt.Errorf("jsonl: cancel %s: %w", id, err)
+		return 0, session.StoreError("jsonl", "cancel", id, err)
 	}
 	return n, nil
 }
@@ -838,7 +838,7 @@ func (c *claim) Start(ctx context.Context, base int64) error {
 		return q.write(op{Op: "start", ID: j.job.ID, Base: &base, At: time.Now().UTC().Round(0)})
 	})
 	if err != nil {
-		return fmt.Errorf("jsonl: start %s: %w", c.job.ID, err)
+		return session.StoreError("jsonl", "start job "+c.job.ID, "", err)
 	}
 	return nil
 }
@@ -850,7 +850,7 @@ func (c *claim) Finish(ctx context.Context, o session.Outcome) error {
 		err = c.end("finish", &o)
 	}
 	if err != nil {
-		return fmt.Errorf("jsonl: finish %s: %w", c.job.ID, err)
+		return session.StoreError("jsonl", "finish job "+c.job.ID, "", err)
 	}
 	return nil
 }
@@ -859,7 +859,7 @@ func (c *claim) Finish(ctx context.Context, o session.Outcome) error {
 // dropped instead: the cancel was for it too.
 func (c *claim) Release(ctx context.Context) error {
 	if err := c.end("release", nil); err != nil {
-		return fmt.Errorf("jsonl: release %s: %w", c.job.ID, err)
+		return session.StoreError("jsonl", "release job "+c.job.ID, "", err)
 	}
 	return nil
 }

@@ -57,7 +57,7 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
 		return nil, fmt.Errorf("jsonl: open %s: not a directory", dir)
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("jsonl: open %s: %w", dir, err)
+		return nil, session.StoreError("jsonl", "open", dir, err)
 	}
 	s := &Store{dir: dir, interval: DefaultSyncInterval, writers: map[string]*writer{}}
 	for _, o := range opts {
@@ -132,13 +132,13 @@ func (s *Store) Path(id string) string { return filepath.Join(s.dir, id+ext) }
 // Create implements [session.Store].
 func (s *Store) Create(ctx context.Context, info session.Info) error {
 	if err := s.check(info.ID); err != nil {
-		return fmt.Errorf("jsonl: create: %w", err)
+		return session.StoreError("jsonl", "create", "", err)
 	}
 	if info.Version == 0 {
 		info.Version = session.Version
 	}
 	if err := s.install(info, session.AppendHeaderLine(nil, info), 0); err != nil {
-		return fmt.Errorf("jsonl: create %s: %w", info.ID, err)
+		return session.StoreError("jsonl", "create", info.ID, err)
 	}
 	return nil
 }
@@ -149,22 +149,22 @@ func (s *Store) Fork(ctx context.Context, info session.Info, tail []session.Reco
 		return fmt.Errorf("jsonl: fork %s: no parent", info.ID)
 	}
 	if err := s.check(info.ID); err != nil {
-		return fmt.Errorf("jsonl: fork: %w", err)
+		return session.StoreError("jsonl", "fork", "", err)
 	}
 	if info.Version == 0 {
 		info.Version = session.Version
 	}
 	parent, err := s.Load(ctx, info.Parent.ID)
 	if err != nil {
-		return fmt.Errorf("jsonl: fork %s: parent: %w", info.ID, err)
+		return fmt.Errorf("fork %s: parent: %w", info.ID, err)
 	}
 	at := info.Parent.Seq
 	if at < -1 || at >= int64(len(parent.Records)) {
-		return fmt.Errorf("jsonl: fork %s: %w: parent %s has seqs 0..%d, not %d",
-			info.ID, session.ErrSeqGap, info.Parent.ID, len(parent.Records)-1, at)
+		return session.StoreError("jsonl", "fork", info.ID, fmt.Errorf("%w: parent %s has seqs 0..%d, not %d",
+			session.ErrSeqGap, info.Parent.ID, len(parent.Records)-1, at))
 	}
 	if err := session.CheckSeqs(at+1, tail); err != nil {
-		return fmt.Errorf("jsonl: fork %s: %w", info.ID, err)
+		return session.StoreError("jsonl", "fork", info.ID, err)
 	}
 	buf := session.AppendHeaderLine(nil, info)
 	for _, r := range parent.Records[:at+1] {
@@ -174,7 +174,7 @@ func (s *Store) Fork(ctx context.Context, info session.Info, tail []session.Reco
 		buf = r.AppendLine(buf)
 	}
 	if err := s.install(info, buf, at+1+int64(len(tail))); err != nil {
-		return fmt.Errorf("jsonl: fork %s: %w", info.ID, err)
+		return session.StoreError("jsonl", "fork", info.ID, err)
 	}
 	return nil
 }
@@ -257,7 +257,7 @@ func (s *Store) Lease(ctx context.Context, id string, wait bool) (release func()
 		w, err = s.waitWriter(ctx, id)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("jsonl: lease %s: %w", id, err)
+		return nil, session.StoreError("jsonl", "lease", id, err)
 	}
 	return func() { s.releaseWriter(id, w) }, nil
 }
@@ -305,13 +305,13 @@ func (s *Store) holderPath(id string) string { return filepath.Join(s.dir, id+".
 func (s *Store) Append(ctx context.Context, id string, next int64, records []session.Record) error {
 	w, err := s.appender(id)
 	if err != nil {
-		return fmt.Errorf("jsonl: append %s: %w", id, err)
+		return session.StoreError("jsonl", "append", id, err)
 	}
 	if err := w.append(next, records); err != nil {
 		if errors.Is(err, errBusy) {
 			err = s.busy(id)
 		}
-		return fmt.Errorf("jsonl: append %s: %w", id, err)
+		return session.StoreError("jsonl", "append", id, err)
 	}
 	if len(records) > 0 {
 		s.note.appended(id)
@@ -330,7 +330,7 @@ func (s *Store) Load(ctx context.Context, id string) (*session.Log, error) {
 // to each as the file is decoded (see [session.DecodeOwnedEach]).
 func (s *Store) LoadEach(ctx context.Context, id string, each func(session.Record)) (*session.Log, error) {
 	if err := s.check(id); err != nil {
-		return nil, fmt.Errorf("jsonl: load: %w", err)
+		return nil, session.StoreError("jsonl", "load", "", err)
 	}
 	s.writeBuffered(id)
 	data, err := os.ReadFile(s.Path(id))
@@ -338,14 +338,14 @@ func (s *Store) LoadEach(ctx context.Context, id string, each func(session.Recor
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, session.NotFound(id)
 		}
-		return nil, fmt.Errorf("jsonl: load %s: %w", id, err)
+		return nil, session.StoreError("jsonl", "load", id, err)
 	}
 	log, err := session.DecodeOwnedEach(data, each)
 	if err != nil && !(errors.Is(err, session.ErrTornTail) && log != nil) {
-		return nil, fmt.Errorf("jsonl: load %s: %w", id, err)
+		return nil, session.StoreError("jsonl", "load", id, err)
 	}
 	if log.Info.ID != id {
-		return nil, fmt.Errorf("jsonl: load %s: %w: the header names %s", id, session.ErrCorrupt, log.Info.ID)
+		return nil, session.StoreError("jsonl", "load", id, fmt.Errorf("%w: the header names %s", session.ErrCorrupt, log.Info.ID))
 	}
 	// What was read is what the session's writer starts from: its first
 	// append reads nothing again (see writer.catchUp).
@@ -359,16 +359,16 @@ func (s *Store) LoadEach(ctx context.Context, id string, each func(session.Recor
 // line only.
 func (s *Store) Info(ctx context.Context, id string) (session.Info, error) {
 	if err := s.check(id); err != nil {
-		return session.Info{}, fmt.Errorf("jsonl: info: %w", err)
+		return session.Info{}, session.StoreError("jsonl", "info", "", err)
 	}
 	info, err := readHeader(s.Path(id))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return session.Info{}, session.NotFound(id)
 	case err != nil:
-		return session.Info{}, fmt.Errorf("jsonl: info %s: %w", id, err)
+		return session.Info{}, session.StoreError("jsonl", "info", id, err)
 	case info.ID != id:
-		return session.Info{}, fmt.Errorf("jsonl: info %s: %w: the header names %s", id, session.ErrCorrupt, info.ID)
+		return session.Info{}, session.StoreError("jsonl", "info", id, fmt.Errorf("%w: the header names %s", session.ErrCorrupt, info.ID))
 	}
 	return info, nil
 }
@@ -401,7 +401,7 @@ func (s *Store) List(ctx context.Context) ([]session.Info, error) {
 		return nil, nil // nothing created yet
 	}
 	if err != nil {
-		return nil, fmt.Errorf("jsonl: list: %w", err)
+		return nil, session.StoreError("jsonl", "list", "", err)
 	}
 	var out []session.Info
 	var bad []session.EntryError
@@ -472,7 +472,7 @@ func (s *Store) Flush(ctx context.Context, id string) error {
 		return nil
 	}
 	if err := w.flush(); err != nil {
-		return fmt.Errorf("jsonl: flush %s: %w", id, err)
+		return session.StoreError("jsonl", "flush", id, err)
 	}
 	return nil
 }
@@ -489,7 +489,7 @@ func (s *Store) Release(id string) error {
 	err := w.release()
 	s.note.wakeQueue()
 	if err != nil {
-		return fmt.Errorf("jsonl: release %s: %w", id, err)
+		return session.StoreError("jsonl", "release", id, err)
 	}
 	return nil
 }
@@ -519,7 +519,7 @@ func (s *Store) shut(crash bool) error {
 		if crash {
 			w.abandon()
 		} else if err := w.close(); err != nil {
-			errs = append(errs, fmt.Errorf("jsonl: close %s: %w", id, err))
+			errs = append(errs, session.StoreError("jsonl", "close", id, err))
 		}
 	}
 	if q != nil {
@@ -532,7 +532,7 @@ func (s *Store) shut(crash bool) error {
 
 func (s *Store) check(id string) error {
 	if !session.ValidID(id) {
-		return fmt.Errorf("%w: %q", session.ErrInvalidID, id)
+		return session.InvalidID(id)
 	}
 	return nil
 }

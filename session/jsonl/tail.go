@@ -23,7 +23,7 @@ var tailChunk = 64 << 10
 // torn last line is left out, as Load leaves it.
 func (s *Store) Tail(ctx context.Context, id string) (*session.Tail, error) {
 	if err := s.check(id); err != nil {
-		return nil, fmt.Errorf("jsonl: tail: %w", err)
+		return nil, session.StoreError("jsonl", "tail", "", err)
 	}
 	s.writeBuffered(id)
 	t, err := tailFile(s.Path(id))
@@ -31,10 +31,10 @@ func (s *Store) Tail(ctx context.Context, id string) (*session.Tail, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			err = session.ErrNotFound
 		}
-		return nil, fmt.Errorf("jsonl: tail %s: %w", id, err)
+		return nil, session.StoreError("jsonl", "tail", id, err)
 	}
 	if t.Info.ID != id {
-		return nil, fmt.Errorf("jsonl: tail %s: %w: the header names %s", id, session.ErrCorrupt, t.Info.ID)
+		return nil, session.StoreError("jsonl", "tail", id, fmt.Errorf("%w: the header names %s", session.ErrCorrupt, t.Info.ID))
 	}
 	return t, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -161,7 +162,7 @@ func (m *Manager) Open(ctx context.Context, id string) (*Session, error) {
 		return s, nil
 	}
 	if !session.ValidID(id) {
-		return nil, fmt.Errorf("session: open: %w: %q", session.ErrInvalidID, id)
+		return nil, session.InvalidID(id)
 	}
 	// The listeners that read every record read them in the decoder's
 	// pass (see Loading).
@@ -226,14 +227,16 @@ func (m *Manager) ForkBy(ctx context.Context, id string, at int64, by string) (*
 		records, parent = s.Records(), s.Info()
 	} else {
 		log, err := m.store.Load(ctx, id)
-		if err != nil {
+		switch {
+		case errors.Is(err, session.ErrNotFound):
+			return nil, err // it names the id: "session X not found"
+		case err != nil:
 			return nil, fmt.Errorf("fork %s: %w", id, err)
 		}
 		records, parent = log.Records, log.Info
 	}
 	if at < -1 || at >= int64(len(records)) {
-		bs := session.Boundaries(records)
-		return nil, fmt.Errorf("fork %s at %d: %w: the log has seqs 0..%d; the last boundary a fork can start at is %d", id, at, session.ErrNotFound, len(records)-1, bs[len(bs)-1])
+		return nil, &outOfLogError{id: id, at: at, n: int64(len(records)), bounds: session.Boundaries(records)}
 	}
 	prefix := records[:at+1]
 	if st := session.OpenTurn(prefix); st != 0 {
@@ -265,6 +268,61 @@ func (e *openTurnError) Error() string {
 }
 
 func (e *openTurnError) Is(target error) bool { return target == session.ErrOpenTurn }
+
+// outOfLogError refuses a fork at a seq the log does not have, saying
+// so once and naming where a fork may be made. It is session.ErrNotFound
+// (the seq is not found), as the API's 404 has it.
+type outOfLogError struct {
+	id     string
+	at, n  int64
+	bounds []int64
+}
+
+func (e *outOfLogError) Error() string {
+	where := "past the end of"
+	if e.at < -1 {
+		where = "before the start of"
+	}
+	seqs := "no records"
+	if e.n > 0 {
+		seqs = fmt.Sprintf("seqs 0..%d", e.n-1)
+	}
+	return fmt.Sprintf("seq %d is %s session %s, whose log has %s; a fork can start at a turn boundary: %s",
+		e.at, where, e.id, seqs, listBoundaries(e.bounds))
+}
+
+func (e *outOfLogError) Is(target error) bool { return target == session.ErrNotFound }
+
+// listBoundaries names fork boundaries for a person: every one when there
+// are few, else the first two and the last three.
+func listBoundaries(bs []int64) string {
+	name := func(b int64) string {
+		if b == -1 {
+			return "-1 (before the first turn)"
+		}
+		return strconv.FormatInt(b, 10)
+	}
+	var parts []string
+	if len(bs) <= 6 {
+		for _, b := range bs {
+			parts = append(parts, name(b))
+		}
+	} else {
+		parts = []string{name(bs[0]), name(bs[1]), "…"}
+		for _, b := range bs[len(bs)-3:] {
+			parts = append(parts, name(b))
+		}
+	}
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	last := parts[len(parts)-1]
+	out := strings.Join(parts[:len(parts)-1], ", ") + " or " + last
+	if len(bs) > 6 {
+		out += fmt.Sprintf(" (%d in all)", len(bs))
+	}
+	return out
+}
 
 // nearBoundaries names the valid fork boundaries nearest to at, the one
 // before it and the one after (if any), for an error that refuses at.

@@ -109,12 +109,16 @@ func TestForkRefusesBadBoundaries(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(err.Error(), "fork"), err.Error())
 		assert.Contains(t, err.Error(), "the nearest boundaries are -1 (before the turn) and 16 (after it)")
 	}
+	// A seq the log does not have: said once, with the boundaries.
 	_, err := h.m.Fork(h.ctx, s.ID(), 17)
 	require.ErrorIs(t, err, session.ErrNotFound)
+	assert.Equal(t, "seq 17 is past the end of session "+s.ID()+", whose log has seqs 0..16; a fork can start at a turn boundary: -1 (before the first turn) or 16", err.Error())
 	_, err = h.m.Fork(h.ctx, s.ID(), -2)
 	require.ErrorIs(t, err, session.ErrNotFound)
+	assert.Contains(t, err.Error(), "seq -2 is before the start of session "+s.ID())
 	_, err = h.m.Fork(h.ctx, "nope", 0)
 	require.ErrorIs(t, err, session.ErrNotFound)
+	assert.Equal(t, "session nope not found", err.Error())
 	assert.Len(t, h.m.Live(), 1)
 }
 

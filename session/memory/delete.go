@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/vigil-run/vigil/session"
@@ -16,7 +15,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, ok := b.logs[id]; !ok {
-		return fmt.Errorf("memory: delete %s: %w", id, session.ErrNotFound)
+		return session.StoreError("memory", "delete", id, session.ErrNotFound)
 	}
 	delete(b.logs, id)
 	delete(b.leases, id)

@@ -3,7 +3,6 @@ package memory
 import (
 	"bytes"
 	"context"
-	"fmt"
 
 	"github.com/vigil-run/vigil/session"
 )
@@ -12,13 +11,13 @@ import (
 // session's log, so that whatever drops the log drops them.
 func (s *Store) Record(ctx context.Context, id, key string, value []byte) ([]byte, error) {
 	if err := session.CheckLedgerKey(id, key); err != nil {
-		return nil, fmt.Errorf("memory: ledger %s: %w", id, err)
+		return nil, session.StoreError("memory", "ledger", id, err)
 	}
 	s.b.mu.Lock()
 	defer s.b.mu.Unlock()
 	l, ok := s.b.logs[id]
 	if !ok {
-		return nil, fmt.Errorf("memory: ledger %s: %w", id, session.ErrNotFound)
+		return nil, session.StoreError("memory", "ledger", id, session.ErrNotFound)
 	}
 	if v, ok := l.ledger[key]; ok {
 		return bytes.Clone(v), nil
@@ -37,13 +36,13 @@ func (s *Store) Record(ctx context.Context, id, key string, value []byte) ([]byt
 // Lookup implements [session.Ledger].
 func (s *Store) Lookup(ctx context.Context, id, key string) ([]byte, bool, error) {
 	if err := session.CheckLedgerKey(id, key); err != nil {
-		return nil, false, fmt.Errorf("memory: ledger %s: %w", id, err)
+		return nil, false, session.StoreError("memory", "ledger", id, err)
 	}
 	s.b.mu.Lock()
 	defer s.b.mu.Unlock()
 	l, ok := s.b.logs[id]
 	if !ok {
-		return nil, false, fmt.Errorf("memory: ledger %s: %w", id, session.ErrNotFound)
+		return nil, false, session.StoreError("memory", "ledger", id, session.ErrNotFound)
 	}
 	v, ok := l.ledger[key]
 	if !ok {

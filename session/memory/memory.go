@@ -145,7 +145,7 @@ func (s *Store) Create(ctx context.Context, info session.Info) error {
 	s.b.mu.Lock()
 	defer s.b.mu.Unlock()
 	if _, ok := s.b.logs[info.ID]; ok {
-		return fmt.Errorf("memory: create %s: %w", info.ID, session.ErrExists)
+		return session.StoreError("memory", "create", info.ID, session.ErrExists)
 	}
 	s.b.logs[info.ID] = &log{info: cloneInfo(info)}
 	return nil
@@ -158,7 +158,7 @@ func (s *Store) Append(ctx context.Context, id string, next int64, records []ses
 	defer s.b.mu.Unlock()
 	l, ok := s.b.logs[id]
 	if !ok {
-		return fmt.Errorf("memory: append %s: %w", id, session.ErrNotFound)
+		return session.StoreError("memory", "append", id, session.ErrNotFound)
 	}
 	if le := s.b.leases[id]; le != nil && le.h != s {
 		return fmt.Errorf("memory: append %s: %w (held by another handle)", id, session.ErrLocked)
@@ -167,7 +167,7 @@ func (s *Store) Append(ctx context.Context, id string, next int64, records []ses
 		return fmt.Errorf("memory: append %s: %w: log continues at %d, not %d", id, session.ErrConflict, n, next)
 	}
 	if err := session.CheckSeqs(next, records); err != nil {
-		return fmt.Errorf("memory: append %s: %w", id, err)
+		return session.StoreError("memory", "append", id, err)
 	}
 	l.records.add(records...)
 	if len(records) > 0 {
@@ -182,7 +182,7 @@ func (s *Store) Load(ctx context.Context, id string) (*session.Log, error) {
 	defer s.b.mu.Unlock()
 	l, ok := s.b.logs[id]
 	if !ok {
-		return nil, fmt.Errorf("memory: load %s: %w", id, session.ErrNotFound)
+		return nil, session.StoreError("memory", "load", id, session.ErrNotFound)
 	}
 	return &session.Log{Info: cloneInfo(l.info), Records: l.records.slice(0, l.records.n)}, nil
 }
@@ -193,7 +193,7 @@ func (s *Store) Info(ctx context.Context, id string) (session.Info, error) {
 	defer s.b.mu.Unlock()
 	l, ok := s.b.logs[id]
 	if !ok {
-		return session.Info{}, fmt.Errorf("memory: info %s: %w", id, session.ErrNotFound)
+		return session.Info{}, session.StoreError("memory", "info", id, session.ErrNotFound)
 	}
 	return cloneInfo(l.info), nil
 }
@@ -228,14 +228,14 @@ func (s *Store) Fork(ctx context.Context, info session.Info, tail []session.Reco
 		return fmt.Errorf("memory: fork %s: parent %s: %w", info.ID, info.Parent.ID, session.ErrNotFound)
 	}
 	if _, ok := s.b.logs[info.ID]; ok {
-		return fmt.Errorf("memory: fork %s: %w", info.ID, session.ErrExists)
+		return session.StoreError("memory", "fork", info.ID, session.ErrExists)
 	}
 	at := info.Parent.Seq
 	if at < -1 || at >= int64(p.records.n) {
 		return fmt.Errorf("memory: fork %s: %w: parent %s has seqs 0..%d, not %d", info.ID, session.ErrSeqGap, p.info.ID, p.records.n-1, at)
 	}
 	if err := session.CheckSeqs(at+1, tail); err != nil {
-		return fmt.Errorf("memory: fork %s: %w", info.ID, err)
+		return session.StoreError("memory", "fork", info.ID, err)
 	}
 	l := &log{info: cloneInfo(info)}
 	p.records.each(0, int(at+1), func(part []session.Record) { l.records.add(part...) })
@@ -252,7 +252,7 @@ func (s *Store) Lease(ctx context.Context, id string, wait bool) (release func()
 		s.b.mu.Lock()
 		if _, ok := s.b.logs[id]; !ok {
 			s.b.mu.Unlock()
-			return nil, fmt.Errorf("memory: lease %s: %w", id, session.ErrNotFound)
+			return nil, session.StoreError("memory", "lease", id, session.ErrNotFound)
 		}
 		if le := s.acquire(id); le != nil {
 			s.b.mu.Unlock()
@@ -308,7 +308,7 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[ses
 			l, ok := s.b.logs[id]
 			if !ok {
 				s.b.mu.Unlock()
-				yield(session.Record{}, fmt.Errorf("memory: follow %s: %w", id, session.ErrNotFound))
+				yield(session.Record{}, session.StoreError("memory", "follow", id, session.ErrNotFound))
 				return
 			}
 			var recs []session.Record

@@ -70,7 +70,7 @@ func (s *Store) Enqueue(ctx context.Context, in session.Job) (session.Job, int, 
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, ok := b.logs[in.Session]; !ok {
-		return session.Job{}, 0, fmt.Errorf("memory: enqueue %s: %w", in.Session, session.ErrNotFound)
+		return session.Job{}, 0, session.StoreError("memory", "enqueue", in.Session, session.ErrNotFound)
 	}
 	if in.Call != "" && b.queue.taken(in.Session, in.Call) {
 		return session.Job{}, 0, fmt.Errorf("memory: enqueue %s: call %s: %w", in.Session, in.Call, session.ErrDuplicateJob)
@@ -120,7 +120,7 @@ func (s *Store) Job(ctx context.Context, id string) (session.Job, error) {
 			}
 		}
 	}
-	return session.Job{}, fmt.Errorf("memory: job %s: %w", id, session.ErrNotFound)
+	return session.Job{}, session.StoreError("memory", "job "+id, "", session.ErrNotFound)
 }
 
 // Claim implements [session.Queue].
@@ -128,7 +128,7 @@ func (s *Store) Claim(ctx context.Context, worker string) (session.Claim, error)
 	b := s.b
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("memory: claim: %w", err)
+			return nil, session.StoreError("memory", "claim", "", err)
 		}
 		b.mu.Lock()
 		if c := s.claimLocked(worker); c != nil {
@@ -176,7 +176,7 @@ func (s *Store) Cancel(ctx context.Context, id string) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, ok := b.logs[id]; !ok {
-		return 0, fmt.Errorf("memory: cancel %s: %w", id, session.ErrNotFound)
+		return 0, session.StoreError("memory", "cancel", id, session.ErrNotFound)
 	}
 	n := 0
 	for _, j := range slices.Clone(b.queue.jobs) {
@@ -231,7 +231,7 @@ func (c *claim) Start(ctx context.Context, base int64) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if c.j.claim != c {
-		return fmt.Errorf("memory: start %s: %w", c.snapshot.ID, session.ErrJobDone)
+		return session.StoreError("memory", "start job "+c.snapshot.ID, "", session.ErrJobDone)
 	}
 	if c.j.job.Base < 0 {
 		c.j.job.Base, c.j.job.Started = base, time.Now()
@@ -243,7 +243,7 @@ func (c *claim) Start(ctx context.Context, base int64) error {
 func (c *claim) Finish(ctx context.Context, o session.Outcome) error {
 	o, err := o.Normalize()
 	if err != nil {
-		return fmt.Errorf("memory: finish %s: %w", c.snapshot.ID, err)
+		return session.StoreError("memory", "finish job "+c.snapshot.ID, "", err)
 	}
 	return c.end(&o)
 }
@@ -258,7 +258,7 @@ func (c *claim) end(o *session.Outcome) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if c.j.claim != c {
-		return fmt.Errorf("memory: end %s: %w", c.snapshot.ID, session.ErrJobDone)
+		return session.StoreError("memory", "end job "+c.snapshot.ID, "", session.ErrJobDone)
 	}
 	c.j.claim = nil
 	if o == nil && c.j.cancelled {

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/vigil-run/vigil/session"
 )
@@ -14,7 +13,7 @@ func (s *Store) Tail(ctx context.Context, id string) (*session.Tail, error) {
 	defer s.b.mu.Unlock()
 	l, ok := s.b.logs[id]
 	if !ok {
-		return nil, fmt.Errorf("memory: tail %s: %w", id, session.ErrNotFound)
+		return nil, session.StoreError("memory", "tail", id, session.ErrNotFound)
 	}
 	from := l.records.n - 1
 	for ; from > 0; from-- {

@@ -25,7 +25,7 @@ type deferred struct {
 // [Store.Append].
 func (s *Store) AppendDeferred(ctx context.Context, id string, next int64, records []session.Record) error {
 	if err := session.CheckSeqs(next, records); err != nil {
-		return fmt.Errorf("pgstore: append %s: %w", id, err)
+		return session.StoreError("pgstore", "append", id, err)
 	}
 	s.mu.Lock()
 	l := s.leases[id]

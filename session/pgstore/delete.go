@@ -23,7 +23,7 @@ var sessionTables = []string{"vigil_events", "vigil_jobs", "vigil_jobs_done", "v
 // session's lease is ErrNotFound.
 func (s *Store) Delete(ctx context.Context, id string) error {
 	if err := checkID(id); err != nil {
-		return fmt.Errorf("pgstore: delete: %w", err)
+		return session.StoreError("pgstore", "delete", "", err)
 	}
 	err := s.pool.with(ctx, func(c *pgx.Conn) error {
 		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
@@ -45,7 +45,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		})
 	})
 	if err != nil {
-		return fmt.Errorf("pgstore: delete %s: %w", id, err)
+		return session.StoreError("pgstore", "delete", id, err)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -40,7 +39,7 @@ func (s *Store) Depth(ctx context.Context) ([]session.JobCount, error) {
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: depth: %w", err)
+		return nil, session.StoreError("pgstore", "depth", "", err)
 	}
 	return out, nil
 }

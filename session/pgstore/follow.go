@@ -36,7 +36,7 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[ses
 	return func(yield func(session.Record, error) bool) {
 		fail := func(err error) {
 			if err != nil && ctx.Err() == nil {
-				yield(session.Record{}, fmt.Errorf("pgstore: follow %s: %w", id, err))
+				yield(session.Record{}, session.StoreError("pgstore", "follow", id, err))
 			}
 		}
 		if err := checkID(id); err != nil {

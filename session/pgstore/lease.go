@@ -92,7 +92,7 @@ func fencedError(id string, epoch, current int64) error {
 // called (see [Store.AppendFenced]).
 func (s *Store) Lease(ctx context.Context, id string, wait bool) (release func(), err error) {
 	if err := checkID(id); err != nil {
-		return nil, fmt.Errorf("pgstore: lease: %w", err)
+		return nil, session.StoreError("pgstore", "lease", "", err)
 	}
 	var wake <-chan struct{}
 	if wait {
@@ -100,14 +100,14 @@ func (s *Store) Lease(ctx context.Context, id string, wait bool) (release func()
 		// a release after it wakes us.
 		var unsubscribe func()
 		if wake, unsubscribe, err = s.subscribe(topic{'l', id}); err != nil {
-			return nil, fmt.Errorf("pgstore: lease %s: %w", id, err)
+			return nil, session.StoreError("pgstore", "lease", id, err)
 		}
 		defer unsubscribe()
 	}
 	for {
 		l, holder, left, err := s.tryLease(ctx, id)
 		if err != nil {
-			return nil, fmt.Errorf("pgstore: lease %s: %w", id, err)
+			return nil, session.StoreError("pgstore", "lease", id, err)
 		}
 		if l != nil {
 			return l.release, nil

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -42,7 +41,7 @@ ON CONFLICT (session_id, key) DO NOTHING`
 // for it is seen).
 func (s *Store) Record(ctx context.Context, id, key string, value []byte) ([]byte, error) {
 	if err := session.CheckLedgerKey(id, key); err != nil {
-		return nil, fmt.Errorf("pgstore: ledger %s: %w", id, err)
+		return nil, session.StoreError("pgstore", "ledger", id, err)
 	}
 	if value == nil {
 		value = []byte{}
@@ -53,7 +52,7 @@ func (s *Store) Record(ctx context.Context, id, key string, value []byte) ([]byt
 	case errors.As(err, &pe) && pe.Code == "23503": // foreign_key_violation
 		return nil, session.NotFound(id)
 	case err != nil:
-		return nil, fmt.Errorf("pgstore: ledger %s: %w", id, err)
+		return nil, session.StoreError("pgstore", "ledger", id, err)
 	case tag.RowsAffected() == 1:
 		return bytes.Clone(value), nil
 	}
@@ -67,7 +66,7 @@ func (s *Store) Record(ctx context.Context, id, key string, value []byte) ([]byt
 // Lookup implements [session.Ledger].
 func (s *Store) Lookup(ctx context.Context, id, key string) ([]byte, bool, error) {
 	if err := session.CheckLedgerKey(id, key); err != nil {
-		return nil, false, fmt.Errorf("pgstore: ledger %s: %w", id, err)
+		return nil, false, session.StoreError("pgstore", "ledger", id, err)
 	}
 	var value []byte
 	var known bool
@@ -77,7 +76,7 @@ func (s *Store) Lookup(ctx context.Context, id, key string) ([]byte, bool, error
 	case errors.Is(err, pgx.ErrNoRows):
 		return nil, false, session.NotFound(id)
 	case err != nil:
-		return nil, false, fmt.Errorf("pgstore: ledger %s: %w", id, err)
+		return nil, false, session.StoreError("pgstore", "ledger", id, err)
 	case value == nil:
 		return nil, false, nil
 	}

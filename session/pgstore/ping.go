@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -13,7 +12,7 @@ import (
 // pooled connection.
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.pool.with(ctx, func(c *pgx.Conn) error { return c.Ping(ctx) }); err != nil {
-		return fmt.Errorf("pgstore: ping: %w", err)
+		return session.StoreError("pgstore", "ping", "", err)
 	}
 	return nil
 }

@@ -61,7 +61,7 @@ var cancelledArgs = outcomeArgs(session.Outcome{State: session.JobCancelled})
 // every process's waiting claims are woken (NOTIFY).
 func (s *Store) Enqueue(ctx context.Context, job session.Job) (session.Job, int, error) {
 	if err := checkID(job.Session); err != nil {
-		return session.Job{}, 0, fmt.Errorf("pgstore: enqueue: %w", err)
+		return session.Job{}, 0, session.StoreError("pgstore", "enqueue", "", err)
 	}
 	input := job.Input
 	if input == nil {
@@ -97,10 +97,10 @@ func (s *Store) Enqueue(ctx context.Context, job session.Job) (session.Job, int,
 				err = fmt.Errorf("call %s: %w", job.Call, session.ErrDuplicateJob)
 			}
 		}
-		return session.Job{}, 0, fmt.Errorf("pgstore: enqueue %s: %w", job.Session, err)
+		return session.Job{}, 0, session.StoreError("pgstore", "enqueue", job.Session, err)
 	}
 	if err != nil {
-		return session.Job{}, 0, fmt.Errorf("pgstore: enqueue %s: %w", job.Session, err)
+		return session.Job{}, 0, session.StoreError("pgstore", "enqueue", job.Session, err)
 	}
 	out := session.Job{ID: jobID(id), Session: job.Session, Kind: job.Kind, Call: job.Call, Input: append([]byte(nil), input...),
 		Enqueued: enqueued, Base: -1, State: session.JobQueued}
@@ -111,7 +111,7 @@ func (s *Store) Enqueue(ctx context.Context, job session.Job) (session.Job, int,
 // its latest claim is live; a job whose worker died is queued again.
 func (s *Store) Jobs(ctx context.Context, id string) ([]session.Job, error) {
 	if err := checkID(id); err != nil {
-		return nil, fmt.Errorf("pgstore: jobs: %w", err)
+		return nil, session.StoreError("pgstore", "jobs", "", err)
 	}
 	var out []session.Job
 	err := s.pool.with(ctx, func(c *pgx.Conn) error {
@@ -162,7 +162,7 @@ func (s *Store) Jobs(ctx context.Context, id string) ([]session.Job, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: jobs %s: %w", id, err)
+		return nil, session.StoreError("pgstore", "jobs", id, err)
 	}
 	return out, nil
 }
@@ -252,7 +252,7 @@ func (s *Store) Claim(ctx context.Context, worker string) (session.Claim, error)
 		case parent.Err() != nil:
 			err = parent.Err()
 		}
-		return nil, fmt.Errorf("pgstore: claim: %w", err)
+		return nil, session.StoreError("pgstore", "claim", "", err)
 	}
 	if err := ctx.Err(); err != nil {
 		return fail(err)
@@ -679,7 +679,7 @@ func (c *claim) Release(ctx context.Context) error {
 // claim's watcher, in whatever process holds it.
 func (s *Store) Cancel(ctx context.Context, id string) (int, error) {
 	if err := checkID(id); err != nil {
-		return 0, fmt.Errorf("pgstore: cancel: %w", err)
+		return 0, session.StoreError("pgstore", "cancel", "", err)
 	}
 	var found, dropped, signalled, notified int64
 	err := s.queryRow(ctx, []any{&found, &dropped, &signalled, &notified}, `WITH s AS (
@@ -702,10 +702,10 @@ func (s *Store) Cancel(ctx context.Context, id string) (int, error) {
 	SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM d), (SELECT count(*) FROM c), (SELECT count(*) FROM n)`,
 		id, s.channel)
 	if err != nil {
-		return 0, fmt.Errorf("pgstore: cancel %s: %w", id, err)
+		return 0, session.StoreError("pgstore", "cancel", id, err)
 	}
 	if found == 0 {
-		return 0, fmt.Errorf("pgstore: cancel %s: %w", id, session.ErrNotFound)
+		return 0, session.StoreError("pgstore", "cancel", id, session.ErrNotFound)
 	}
 	return int(dropped + signalled), nil
 }

@@ -119,12 +119,12 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg.Copy())
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: connect: %w", err)
+		return nil, session.StoreError("pgstore", "connect", "", err)
 	}
 	current, err := migrate(ctx, conn, o.schema)
 	_ = conn.Close(context.WithoutCancel(ctx))
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: schema: %w", err)
+		return nil, session.StoreError("pgstore", "schema", "", err)
 	}
 	if o.schema == "" {
 		// Pin the schema the tables were found in, so every connection
@@ -203,7 +203,7 @@ func (s *Store) shutdown(release bool) {
 
 func checkID(id string) error {
 	if !session.ValidID(id) {
-		return fmt.Errorf("%w: %q", session.ErrInvalidID, id)
+		return session.InvalidID(id)
 	}
 	return nil
 }
@@ -217,11 +217,11 @@ func isUniqueViolation(err error) bool {
 // Create implements [session.Store].
 func (s *Store) Create(ctx context.Context, info session.Info) error {
 	if err := checkID(info.ID); err != nil {
-		return fmt.Errorf("pgstore: create: %w", err)
+		return session.StoreError("pgstore", "create", "", err)
 	}
 	err := s.pool.with(ctx, func(c *pgx.Conn) error { return s.insertSession(ctx, c, info, 0) })
 	if err != nil {
-		return fmt.Errorf("pgstore: create %s: %w", info.ID, err)
+		return session.StoreError("pgstore", "create", info.ID, err)
 	}
 	return nil
 }
@@ -367,22 +367,22 @@ func (s *Store) Append(ctx context.Context, id string, next int64, records []ses
 // refused with [ErrBusy] while any holder has a live one.
 func (s *Store) AppendFenced(ctx context.Context, id string, epoch, next int64, records []session.Record) error {
 	if err := checkID(id); err != nil {
-		return fmt.Errorf("pgstore: append: %w", err)
+		return session.StoreError("pgstore", "append", "", err)
 	}
 	if err := session.CheckSeqs(next, records); err != nil {
-		return fmt.Errorf("pgstore: append %s: %w", id, err)
+		return session.StoreError("pgstore", "append", id, err)
 	}
 	if epoch < 0 {
 		return fmt.Errorf("pgstore: append %s: %w: epoch %d", id, session.ErrFenced, epoch)
 	}
 	if len(records) == 0 {
 		if err := s.refusal(ctx, id, epoch, next, true); err != nil {
-			return fmt.Errorf("pgstore: append %s: %w", id, err)
+			return session.StoreError("pgstore", "append", id, err)
 		}
 		return nil
 	}
 	if err := s.write(ctx, id, epoch, next, lines(records)); err != nil {
-		return fmt.Errorf("pgstore: append %s: %w", id, err)
+		return session.StoreError("pgstore", "append", id, err)
 	}
 	return nil
 }
@@ -497,11 +497,11 @@ func (s *Store) Load(ctx context.Context, id string) (*session.Log, error) {
 // to each as the log is decoded (see [session.DecodeOwnedEach]).
 func (s *Store) LoadEach(ctx context.Context, id string, each func(session.Record)) (*session.Log, error) {
 	if err := checkID(id); err != nil {
-		return nil, fmt.Errorf("pgstore: load: %w", err)
+		return nil, session.StoreError("pgstore", "load", "", err)
 	}
 	data, err := s.export(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: load %s: %w", id, err)
+		return nil, session.StoreError("pgstore", "load", id, err)
 	}
 	// The rows' bytes were copied into data, which is the log's now: its
 	// records hold their lines there, once. The buffer grew by doubling:
@@ -511,7 +511,7 @@ func (s *Store) LoadEach(ctx context.Context, id string, each func(session.Recor
 	}
 	log, err := session.DecodeOwnedEach(data, each)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: load %s: %w", id, err)
+		return nil, session.StoreError("pgstore", "load", id, err)
 	}
 	if log.Info.ID != id {
 		return nil, fmt.Errorf("pgstore: load %s: %w: the header names %s", id, session.ErrCorrupt, log.Info.ID)
@@ -523,7 +523,7 @@ func (s *Store) LoadEach(ctx context.Context, id string, each func(session.Recor
 // line only.
 func (s *Store) Info(ctx context.Context, id string) (session.Info, error) {
 	if err := checkID(id); err != nil {
-		return session.Info{}, fmt.Errorf("pgstore: info: %w", err)
+		return session.Info{}, session.StoreError("pgstore", "info", "", err)
 	}
 	var header []byte
 	err := s.queryRow(ctx, []any{&header}, `SELECT header FROM vigil_sessions WHERE id = $1`, id)
@@ -531,11 +531,11 @@ func (s *Store) Info(ctx context.Context, id string) (session.Info, error) {
 		err = session.ErrNotFound
 	}
 	if err != nil {
-		return session.Info{}, fmt.Errorf("pgstore: info %s: %w", id, err)
+		return session.Info{}, session.StoreError("pgstore", "info", id, err)
 	}
 	info, err := decodeHeader(header)
 	if err != nil {
-		return session.Info{}, fmt.Errorf("pgstore: info %s: %w", id, err)
+		return session.Info{}, session.StoreError("pgstore", "info", id, err)
 	}
 	if info.ID != id {
 		return session.Info{}, fmt.Errorf("pgstore: info %s: %w: the header names %s", id, session.ErrCorrupt, info.ID)
@@ -547,11 +547,11 @@ func (s *Store) Info(ctx context.Context, id string) (session.Info, error) {
 // the jsonl store would hold, without decoding it.
 func (s *Store) Export(ctx context.Context, id string) ([]byte, error) {
 	if err := checkID(id); err != nil {
-		return nil, fmt.Errorf("pgstore: export: %w", err)
+		return nil, session.StoreError("pgstore", "export", "", err)
 	}
 	data, err := s.export(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: export %s: %w", id, err)
+		return nil, session.StoreError("pgstore", "export", id, err)
 	}
 	return data, nil
 }
@@ -634,7 +634,7 @@ func (s *Store) List(ctx context.Context) ([]session.Info, error) {
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: list: %w", err)
+		return nil, session.StoreError("pgstore", "list", "", err)
 	}
 	if len(bad) > 0 {
 		return out, &session.ListError{Entries: bad}
@@ -649,11 +649,11 @@ func (s *Store) Fork(ctx context.Context, info session.Info, tail []session.Reco
 		return fmt.Errorf("pgstore: fork %s: no parent", info.ID)
 	}
 	if err := checkID(info.ID); err != nil {
-		return fmt.Errorf("pgstore: fork: %w", err)
+		return session.StoreError("pgstore", "fork", "", err)
 	}
 	at := info.Parent.Seq
 	if err := session.CheckSeqs(at+1, tail); err != nil {
-		return fmt.Errorf("pgstore: fork %s: %w", info.ID, err)
+		return session.StoreError("pgstore", "fork", info.ID, err)
 	}
 	err := s.pool.with(ctx, func(c *pgx.Conn) error {
 		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
@@ -689,7 +689,7 @@ func (s *Store) Fork(ctx context.Context, info session.Info, tail []session.Reco
 		})
 	})
 	if err != nil {
-		return fmt.Errorf("pgstore: fork %s: %w", info.ID, err)
+		return session.StoreError("pgstore", "fork", info.ID, err)
 	}
 	return nil
 }
@@ -701,14 +701,14 @@ func (s *Store) Fork(ctx context.Context, info session.Info, tail []session.Reco
 // claim, and makes what was staged durable.
 func (s *Store) Flush(ctx context.Context, id string) error {
 	if err := checkID(id); err != nil {
-		return fmt.Errorf("pgstore: flush: %w", err)
+		return session.StoreError("pgstore", "flush", "", err)
 	}
 	if err := s.writeDeferred(ctx, id); err != nil {
-		return fmt.Errorf("pgstore: flush %s: %w", id, err)
+		return session.StoreError("pgstore", "flush", id, err)
 	}
 	exists, err := s.makeDurable(ctx, id)
 	if err != nil {
-		return fmt.Errorf("pgstore: flush %s: %w", id, err)
+		return session.StoreError("pgstore", "flush", id, err)
 	}
 	if !exists {
 		return session.NotFound(id)

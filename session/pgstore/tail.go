@@ -25,7 +25,7 @@ const tailQuery = `SELECT line FROM vigil_events WHERE session_id = $1 AND seq >
 // turn, not its log.
 func (s *Store) Tail(ctx context.Context, id string) (*session.Tail, error) {
 	if err := checkID(id); err != nil {
-		return nil, fmt.Errorf("pgstore: tail: %w", err)
+		return nil, session.StoreError("pgstore", "tail", "", err)
 	}
 	var t *session.Tail
 	err := s.pool.with(ctx, func(c *pgx.Conn) (err error) {
@@ -33,7 +33,7 @@ func (s *Store) Tail(ctx context.Context, id string) (*session.Tail, error) {
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: tail %s: %w", id, err)
+		return nil, session.StoreError("pgstore", "tail", id, err)
 	}
 	return t, nil
 }
