@@ -185,7 +185,7 @@ func open(ctx context.Context, s *Suite, o Options, store session.Store) (*live.
 		}
 		if prev.Info.Digest != s.Digest {
 			_ = ev.Close(ctx)
-			return nil, nil, nil, fmt.Errorf("eval: resume %s: the suite changed since that run (sha256 %.12s then, %.12s now)", o.Resume, prev.Info.Digest, s.Digest)
+			return nil, nil, nil, fmt.Errorf("eval: resume %s: the suite asks for another run than that one (corpus, candidate, scorers, judge or prices changed: digest %.12s then, %.12s now)", o.Resume, prev.Info.Digest, s.Digest)
 		}
 		return ev, prev, prev.Info.Sources(), nil
 	}

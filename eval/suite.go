@@ -41,7 +41,10 @@ type Suite struct {
 	// default: the candidate's budget entry's.
 	Prices map[string]budget.Price `yaml:"prices" doc:"USD per million tokens by model, for cost scores and the cost budget"`
 
-	// Path is the file's path; Digest the SHA-256 of its bytes.
+	// Path is the file's path. Digest is the SHA-256 of what the suite
+	// asks (corpus, candidate, scorers, unanswered calls, judge, prices;
+	// not its bars, budget or concurrency): a stopped run resumes under a
+	// suite of the same digest, with a larger budget say.
 	Path   string `yaml:"-"`
 	Digest string `yaml:"-"`
 	// Dir is the suite file's absolute directory.
@@ -148,8 +151,7 @@ type Judge struct {
 // mistakes at once, each at its file:line:col. A scorer's config is
 // checked by making it (score.New) with an Env without Ask.
 func LoadSuite(path string) (*Suite, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
+	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
 	var s Suite
@@ -159,11 +161,12 @@ func LoadSuite(path string) (*Suite, error) {
 	if derr != nil && !errors.As(derr, &ce) && !errors.As(derr, &ces) {
 		return nil, derr
 	}
-	sum := sha256.Sum256(data)
-	s.Path, s.Digest = path, hex.EncodeToString(sum[:])
-	if s.Dir, err = filepath.Abs(filepath.Dir(path)); err != nil {
+	s.Path = path
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
+	s.Dir = dir
 	if err := config.Join(derr, config.Join(s.check()...)); err != nil {
 		return nil, err
 	}
@@ -173,7 +176,26 @@ func LoadSuite(path string) (*Suite, error) {
 	if s.Unanswered == "" {
 		s.Unanswered = "refuse"
 	}
+	s.Digest = s.digest()
 	return &s, nil
+}
+
+// digest is the SHA-256 of what the suite asks.
+func (s *Suite) digest() string {
+	asked := struct {
+		Corpus     Corpus
+		Candidate  string
+		Scorers    []ScorerSpec
+		Unanswered string
+		Judge      *Judge
+		Prices     map[string]budget.Price
+	}{s.Corpus, s.Candidate, s.Scorers, s.Unanswered, s.Judge, s.Prices}
+	b, err := json.Marshal(asked)
+	if err != nil {
+		b = []byte(err.Error()) // a config JSON cannot hold: never matches
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // check finds the mistakes the decoder cannot see.
