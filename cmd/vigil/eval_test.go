@@ -31,7 +31,7 @@ import (
 type evalServer struct {
 	*httptest.Server
 	model, judge atomic.Int64
-	hold         func(n int64)
+	hold         atomic.Pointer[func(n int64)]
 }
 
 func newEvalServer(t *testing.T) *evalServer {
@@ -49,8 +49,8 @@ func newEvalServer(t *testing.T) *evalServer {
 			return textChoices(`{"score": 0.75, "reason": "the answer is right, the wording differs"}`)
 		}
 		n := s.model.Add(1)
-		if s.hold != nil {
-			s.hold(n)
+		if hold := s.hold.Load(); hold != nil {
+			(*hold)(n)
 		}
 		return textChoices("asked as: " + system + ". The answer is 42.")
 	})
@@ -212,12 +212,13 @@ scorers:
 	second := make(chan struct{})
 	release := make(chan struct{})
 	var once sync.Once
-	srv.hold = func(n int64) {
+	hold := func(n int64) {
 		if n == base+2 {
 			once.Do(func() { close(second) })
 			<-release
 		}
 	}
+	srv.hold.Store(&hold)
 	cmd := exec.Command("vigil", "eval", "suite.yaml")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "NO_COLOR=1", "VIGIL_SHOW_EXIT=")
