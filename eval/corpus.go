@@ -54,10 +54,14 @@ func (c *Corpus) Resolve(ctx context.Context, store session.Store) ([]Source, er
 		if err != nil {
 			return nil, err
 		}
+		dir := len(files) > 1 || files[0] != f
 		for _, path := range files {
 			info, err := headerOf(path)
 			if err != nil {
 				return nil, err
+			}
+			if dir && info.By == By {
+				continue // an eval's own session in a store directory
 			}
 			add(Source{ID: info.ID, Log: path})
 		}

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/vigil-run/vigil/config"
@@ -224,7 +225,7 @@ func (s *Suite) check() []error {
 			continue
 		}
 		if !known(names, sc.Name) {
-			at(sc.line, sc.col, "unknown scorer %q%s; known: %v", sc.Name, config.Suggest(sc.Name, names), names)
+			at(sc.line, sc.col, "unknown scorer %q%s; known: %s", sc.Name, config.Suggest(sc.Name, names), strings.Join(names, ", "))
 			continue
 		}
 		env := score.Env{Dir: s.Dir}
