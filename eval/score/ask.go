@@ -37,7 +37,9 @@ type Answer struct {
 // spliced into the instruction: what a candidate wrote stays one
 // message, whatever it holds.
 //
-// Calls may run at once: each cites its own records by seq.
+// Calls may run at once: each cites its own records by seq. (Two calls
+// of one purpose that show nothing at all cannot be told apart: an
+// eval/answer of such a call may cite the other's one-shot.)
 func AskIn(c *bus.Context, p agentloop.Provider, sess *live.Session, h session.Header) func(ctx context.Context, purpose string, shown []string, instruction string) (string, error) {
 	return func(ctx context.Context, purpose string, shown []string, instruction string) (string, error) {
 		switch {
@@ -60,6 +62,8 @@ func AskIn(c *bus.Context, p agentloop.Provider, sess *live.Session, h session.H
 			}
 			sources = append(sources, rec.Seq())
 		}
+		// This call's one-shot comes after every record logged so far.
+		after := int64(sess.Len()) - 1
 		reply, err := agentloop.Complete(ctx, c, p, sess, agentloop.OneShot{
 			Purpose:     purpose,
 			Sources:     sources,
@@ -70,7 +74,7 @@ func AskIn(c *bus.Context, p agentloop.Provider, sess *live.Session, h session.H
 			return "", fmt.Errorf("score: ask %s: %w", purpose, err)
 		}
 		ev := session.Event{Type: TypeAnswer, Ignorable: true, Data: Answer{Purpose: purpose, Content: reply.Content}}
-		if seq, ok := oneshotCiting(sess, sources, purpose); ok {
+		if seq, ok := oneshotCiting(sess, after, sources, purpose); ok {
 			ev.Sources = []int64{seq}
 		}
 		if _, err := sess.Append(actx, ev); err != nil {
@@ -80,14 +84,17 @@ func AskIn(c *bus.Context, p agentloop.Provider, sess *live.Session, h session.H
 	}
 }
 
-// oneshotCiting finds the request/oneshot of purpose whose sources are
-// sources: the shown records are this call's own, so it is this call's
-// one-shot even when others run at once. A listener that answered the
-// one-shot itself logs none.
-func oneshotCiting(sess *live.Session, sources []int64, purpose string) (int64, bool) {
-	recs := sess.Records()
-	for i := len(recs) - 1; i >= 0; i-- {
-		r := recs[i]
+// oneshotCiting finds the request/oneshot of purpose, logged after seq
+// after, whose sources are sources: the shown records are this call's
+// own, so it is this call's one-shot even when others run at once. A
+// listener that answered the one-shot itself logs none.
+func oneshotCiting(sess *live.Session, after int64, sources []int64, purpose string) (int64, bool) {
+	// From the end back to where the call began: a long eval session is
+	// not read whole.
+	for r := range sess.Backward() {
+		if r.Seq() <= after {
+			break
+		}
 		if r.Type() != session.TypeRequestOneshot || !slices.Equal(r.Sources(), sources) {
 			continue
 		}

@@ -9,16 +9,17 @@ type Bar struct {
 	Threshold *float64 `json:"threshold,omitempty"`
 }
 
-// check says whether the threshold is a score.
-func (b Bar) check() error {
+// Check says whether the threshold is a score, as a [*ConfigError].
+func (b Bar) Check() error {
 	if t := b.Threshold; t != nil && !(*t >= 0 && *t <= 1) {
 		return keyError("threshold", "%v is not in [0, 1]", *t)
 	}
 	return nil
 }
 
-// result is the Result of score under the bar.
-func (b Bar) result(score float64, reason string) Result {
+// Result is the Result of score under the bar: Pass when score reaches
+// the threshold, or is 1 when there is none.
+func (b Bar) Result(score float64, reason string) Result {
 	pass := score == 1
 	if b.Threshold != nil {
 		pass = score >= *b.Threshold
@@ -29,9 +30,9 @@ func (b Bar) result(score float64, reason string) Result {
 // binary is the bar's Result of a yes-or-no check.
 func (b Bar) binary(ok bool, yes, no string) Result {
 	if ok {
-		return b.result(1, yes)
+		return b.Result(1, yes)
 	}
-	return b.result(0, no)
+	return b.Result(0, no)
 }
 
 // excerpt shortens s for a reason, which is one line in a table.

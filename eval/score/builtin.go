@@ -11,4 +11,5 @@ func init() {
 	Register("cost", newCost)
 	Register("latency", newLatency)
 	Register("judge", newJudge)
+	Register("plugin", newPlugin)
 }

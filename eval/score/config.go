@@ -65,7 +65,10 @@ func configDecodeError(err error) error {
 		if te.Field == "" {
 			return &ConfigError{Err: fmt.Errorf("a %s, not a mapping", te.Value)}
 		}
-		return &ConfigError{Key: te.Field, Err: fmt.Errorf("a %s, where a %s belongs", te.Value, te.Type)}
+		// encoding/json names an embedded struct by its Go name: the
+		// Bar every built-in embeds is not a key of the config.
+		key := strings.TrimPrefix(te.Field, "Bar.")
+		return &ConfigError{Key: key, Err: fmt.Errorf("a %s, where a %s belongs", te.Value, te.Type)}
 	}
 	// encoding/json says `json: unknown field "k"` and has no type for it.
 	if rest, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {

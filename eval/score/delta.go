@@ -74,7 +74,7 @@ func (c *CostConfig) check() error {
 	if c.Measure == "tokens" && c.MaxDeltaUSD != 0 || c.Measure == "usd" && c.MaxTokens != 0 {
 		return keyError("measure", "max_delta_usd goes with usd, max_delta_tokens with tokens")
 	}
-	return c.Bar.check()
+	return c.Bar.Check()
 }
 
 type cost struct{ cfg CostConfig }
@@ -95,14 +95,14 @@ func (s cost) Score(_ context.Context, p Pair) (Result, error) {
 	if s.cfg.Measure == "tokens" {
 		rec, cand := tokens(p.Recorded), tokens(p.Candidate)
 		score, allowed := allowance{s.cfg.MaxRatio, float64(s.cfg.MaxTokens)}.judge(rec, cand)
-		return s.cfg.result(score, fmt.Sprintf("%.0f tokens, recorded %.0f, allowed %.0f", cand, rec, allowed)), nil
+		return s.cfg.Result(score, fmt.Sprintf("%.0f tokens, recorded %.0f, allowed %.0f", cand, rec, allowed)), nil
 	}
 	rec, cand := p.Recorded.CostUSD, p.Candidate.CostUSD
 	if rec == 0 && cand == 0 && (tokens(p.Recorded) > 0 || tokens(p.Candidate) > 0) {
 		return Result{}, ErrNoPrice
 	}
 	score, allowed := allowance{s.cfg.MaxRatio, s.cfg.MaxDeltaUSD}.judge(rec, cand)
-	return s.cfg.result(score, fmt.Sprintf("$%.6f, recorded $%.6f, allowed $%.6f", cand, rec, allowed)), nil
+	return s.cfg.Result(score, fmt.Sprintf("$%.6f, recorded $%.6f, allowed $%.6f", cand, rec, allowed)), nil
 }
 
 // tokens is what a turn's steps reported, input and output.
@@ -130,7 +130,7 @@ func (c *LatencyConfig) check() error {
 		}
 		c.delta = d
 	}
-	return c.Bar.check()
+	return c.Bar.Check()
 }
 
 type latency struct{ cfg LatencyConfig }
@@ -146,5 +146,5 @@ func newLatency(_ Env, raw json.RawMessage) (Scorer, error) {
 func (s latency) Score(_ context.Context, p Pair) (Result, error) {
 	rec, cand := p.Recorded.Latency, p.Candidate.Latency
 	score, allowed := allowance{s.cfg.MaxRatio, float64(s.cfg.delta)}.judge(float64(rec), float64(cand))
-	return s.cfg.result(score, fmt.Sprintf("%s, recorded %s, allowed %s", cand.Round(time.Millisecond), rec.Round(time.Millisecond), time.Duration(allowed).Round(time.Millisecond))), nil
+	return s.cfg.Result(score, fmt.Sprintf("%s, recorded %s, allowed %s", cand.Round(time.Millisecond), rec.Round(time.Millisecond), time.Duration(allowed).Round(time.Millisecond))), nil
 }

@@ -46,7 +46,7 @@ func (c *JudgeConfig) check() error {
 	if c.Purpose == "" {
 		c.Purpose = "judge"
 	}
-	return c.Bar.check()
+	return c.Bar.Check()
 }
 
 // The judge's answer formats.
@@ -79,7 +79,7 @@ func newJudge(env Env, raw json.RawMessage) (Scorer, error) {
 // suite's author wrote, is spliced in; what the sessions hold is shown
 // as records before it.
 func (c JudgeConfig) instruction() string {
-	order := "the user's prompt, a reference answer recorded from a run that was accepted, then the candidate answer"
+	order := "the user's prompt, the reference answer (what the recorded session answered), then the candidate answer"
 	if c.NoReference {
 		order = "the user's prompt, then the candidate answer"
 	}
@@ -106,5 +106,5 @@ func (s judge) Score(ctx context.Context, p Pair) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("score: judge: %w", err)
 	}
-	return s.cfg.result(score, reason), nil
+	return s.cfg.Result(score, reason), nil
 }

@@ -26,7 +26,7 @@ func newExact(_ Env, raw json.RawMessage) (Scorer, error) {
 	return exact{cfg}, nil
 }
 
-func (c *ExactConfig) check() error { return c.Bar.check() }
+func (c *ExactConfig) check() error { return c.Bar.Check() }
 
 func (s exact) Score(_ context.Context, p Pair) (Result, error) {
 	return s.cfg.binary(p.Candidate.Answer == p.Recorded.Answer,
@@ -61,7 +61,7 @@ func (c *NormalisedConfig) check() error {
 	default:
 		return keyError("form", "%q is not nfkc, nfc or none", c.Form)
 	}
-	return c.Bar.check()
+	return c.Bar.Check()
 }
 
 type normalised struct{ cfg NormalisedConfig }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -68,4 +69,25 @@ func New(name string, env Env, config json.RawMessage) (Scorer, error) {
 		return nil, fmt.Errorf("scorer %s: the factory returned no scorer", name)
 	}
 	return s, nil
+}
+
+// Check says whether New would make the scorer registered as name from
+// config, and lets go of what it made: an out-of-process scorer is
+// started, configured (so its binary, handshake and own config are
+// checked too) and stopped. A suite is checked with it before it runs.
+func Check(name string, env Env, config json.RawMessage) error {
+	s, err := New(name, env, config)
+	if err != nil {
+		return err
+	}
+	return Close(s)
+}
+
+// Close closes s when it holds something (an io.Closer, like an
+// out-of-process scorer); the eval calls it once done with a scorer.
+func Close(s Scorer) error {
+	if c, ok := s.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
 }

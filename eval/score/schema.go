@@ -30,7 +30,7 @@ func (c *JSONSchemaConfig) check() error {
 	if (c.Schema == nil) == (c.SchemaFile == "") {
 		return &ConfigError{Err: errors.New("exactly one of schema and schema_file is required")}
 	}
-	return c.Bar.check()
+	return c.Bar.Check()
 }
 
 type jsonSchema struct {
@@ -84,7 +84,7 @@ func readSchema(dir, name string) (map[string]any, error) {
 func (s jsonSchema) Score(_ context.Context, p Pair) (Result, error) {
 	probs := s.schema.Problems(p.Candidate.Answer)
 	if len(probs) == 0 {
-		return s.cfg.result(1, "the answer matches the schema"), nil
+		return s.cfg.Result(1, "the answer matches the schema"), nil
 	}
-	return s.cfg.result(0, "the answer does not match the schema: "+strings.TrimLeft(probs[0], " ")), nil
+	return s.cfg.Result(0, "the answer does not match the schema: "+strings.TrimLeft(probs[0], " ")), nil
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/vigil-run/vigil/session"
 )
 
@@ -56,7 +58,9 @@ type Result struct {
 
 // Scorer scores pairs. Score must not keep p past the call; an error is
 // a scorer that could not score (a judge that got no answer), not a low
-// score.
+// score. Score may be called concurrently. A scorer that holds something
+// (an out-of-process scorer's process) is also an io.Closer: the eval
+// closes it once the run is done with it.
 type Scorer interface {
 	Score(ctx context.Context, p Pair) (Result, error)
 }
@@ -71,6 +75,9 @@ type Env struct {
 	Ask func(ctx context.Context, purpose string, shown []string, instruction string) (string, error)
 	// Dir is the folder of the suite file, for relative paths in configs.
 	Dir string
+	// Log is the eval's logger, for a scorer's own diagnostics (an
+	// out-of-process scorer's stderr); nil discards them.
+	Log hclog.Logger
 }
 
 // Factory makes a scorer from its config (the suite's `config:` mapping

@@ -22,7 +22,7 @@ func (c *RegexpConfig) check() error {
 	if c.Pattern == "" {
 		return keyError("pattern", "required")
 	}
-	return c.Bar.check()
+	return c.Bar.Check()
 }
 
 type regexpScorer struct {
@@ -70,7 +70,7 @@ func (c *ContainsConfig) check() error {
 			return keyError("texts", "text %d is empty, which every answer contains", i)
 		}
 	}
-	return c.Bar.check()
+	return c.Bar.Check()
 }
 
 type contains struct{ cfg ContainsConfig }
@@ -102,8 +102,8 @@ func (s contains) Score(_ context.Context, p Pair) (Result, error) {
 	case s.cfg.Any:
 		return s.cfg.binary(found > 0, "the answer holds one of the texts", "the answer holds none of the texts"), nil
 	case len(missing) == 0:
-		return s.cfg.result(1, "the answer holds every text"), nil
+		return s.cfg.Result(1, "the answer holds every text"), nil
 	}
-	return s.cfg.result(float64(found)/float64(len(s.cfg.Texts)),
+	return s.cfg.Result(float64(found)/float64(len(s.cfg.Texts)),
 		fmt.Sprintf("the answer lacks %d of %d texts, first %s", len(missing), len(s.cfg.Texts), excerpt(missing[0]))), nil
 }

@@ -38,7 +38,7 @@ func (c *TrajectoryConfig) check() error {
 	default:
 		return keyError("partial", "%q is not none, prefix or lcs", c.Partial)
 	}
-	return c.Bar.check()
+	return c.Bar.Check()
 }
 
 type trajectory struct{ cfg TrajectoryConfig }
@@ -53,23 +53,28 @@ func newTrajectory(_ Env, raw json.RawMessage) (Scorer, error) {
 
 func (s trajectory) Score(_ context.Context, p Pair) (Result, error) {
 	rec, cand := p.Recorded.Calls, p.Candidate.Calls
-	eq := func(i, j int) bool { return s.sameCall(rec[i], cand[j]) }
+	// Each call's arguments are decoded once, not once a comparison: lcs
+	// compares every call with every other.
+	ra, ca := decodeArgs(rec), decodeArgs(cand)
+	eq := func(i, j int) bool {
+		return rec[i].Name == cand[j].Name && (s.cfg.IgnoreArguments || ra[i].equal(ca[j]))
+	}
 	prefix := 0
 	for prefix < len(rec) && prefix < len(cand) && eq(prefix, prefix) {
 		prefix++
 	}
 	longer := max(len(rec), len(cand))
 	if prefix == longer {
-		return s.cfg.result(1, fmt.Sprintf("the same %d tool calls in the same order", longer)), nil
+		return s.cfg.Result(1, fmt.Sprintf("the same %d tool calls in the same order", longer)), nil
 	}
 	reason := s.difference(rec, cand, prefix)
 	switch s.cfg.Partial {
 	case "prefix":
-		return s.cfg.result(float64(prefix)/float64(longer), reason), nil
+		return s.cfg.Result(float64(prefix)/float64(longer), reason), nil
 	case "lcs":
-		return s.cfg.result(float64(lcs(len(rec), len(cand), eq))/float64(longer), reason), nil
+		return s.cfg.Result(float64(lcs(len(rec), len(cand), eq))/float64(longer), reason), nil
 	}
-	return s.cfg.result(0, reason), nil
+	return s.cfg.Result(0, reason), nil
 }
 
 // difference says where the trajectories part, at call i.
@@ -85,9 +90,33 @@ func (s trajectory) difference(rec, cand []session.ToolCall, i int) string {
 	return fmt.Sprintf("call %d: %s with %s, the recording with %s", i+1, cand[i].Name, excerpt(cand[i].Arguments), excerpt(rec[i].Arguments))
 }
 
-// sameCall compares two calls by tool name and JSON arguments.
-func (s trajectory) sameCall(a, b session.ToolCall) bool {
-	return a.Name == b.Name && (s.cfg.IgnoreArguments || JSONEqual(a.Arguments, b.Arguments))
+// jsonText is a text decoded as one JSON value when it is one.
+type jsonText struct {
+	raw []byte
+	v   any
+	ok  bool
+}
+
+func decodeText(s string) jsonText {
+	v, ok := decodeJSON(s)
+	return jsonText{raw: bytes.TrimSpace([]byte(s)), v: v, ok: ok}
+}
+
+// equal is JSONEqual on decoded texts.
+func (a jsonText) equal(b jsonText) bool {
+	if !a.ok || !b.ok {
+		return a.ok == b.ok && bytes.Equal(a.raw, b.raw)
+	}
+	return jsonValueEqual(a.v, b.v)
+}
+
+// decodeArgs decodes each call's arguments.
+func decodeArgs(calls []session.ToolCall) []jsonText {
+	out := make([]jsonText, len(calls))
+	for i, c := range calls {
+		out[i] = decodeText(c.Arguments)
+	}
+	return out
 }
 
 // lcs is the length of the longest common subsequence of two sequences
@@ -113,14 +142,7 @@ func lcs(n, m int, eq func(i, j int) bool) int {
 // apart). Text that is not one JSON value equals only the same bytes,
 // spaces at the ends aside: a model's broken arguments match only
 // themselves.
-func JSONEqual(a, b string) bool {
-	va, oka := decodeJSON(a)
-	vb, okb := decodeJSON(b)
-	if !oka || !okb {
-		return oka == okb && bytes.Equal(bytes.TrimSpace([]byte(a)), bytes.TrimSpace([]byte(b)))
-	}
-	return jsonValueEqual(va, vb)
-}
+func JSONEqual(a, b string) bool { return decodeText(a).equal(decodeText(b)) }
 
 // decodeJSON decodes s as exactly one JSON value, numbers kept as text.
 func decodeJSON(s string) (any, bool) {

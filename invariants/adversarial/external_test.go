@@ -39,6 +39,10 @@ func TestProtocolOffersNoCallThatReachesARequest(t *testing.T) {
 	assert.Equal(t, []string{"Emit", "Log", "Messages"}, methods("Host"),
 		"what a plugin may ask the host; a new call must be judged against the side doors docs/architecture.md lists")
 	assert.Equal(t, []string{"CallTool", "Configure", "Describe", "Dispose", "ListTools", "OnEvent", "Validate"}, methods("Plugin"))
+	// A scorer is called by the host with a copy of a pair of turns; it
+	// is served no Host at all.
+	assert.Equal(t, []string{"Score"}, methods("Scorer"))
+	assert.Equal(t, 3, pluginpb.File_plugin_proto.Services().Len(), "a new service must be judged against the side doors too")
 }
 
 // A plugin that asks for llm/stream, or for the bus's veto seam itself,

@@ -35,6 +35,7 @@ type conn struct {
 	client   *plugin.Client
 	proc     *process
 	rpc      pluginpb.PluginClient
+	scorer   pluginpb.ScorerClient
 	broker   *plugin.GRPCBroker
 	lifeline *os.File // the write end; the plugin exits when it closes
 	sockDir  string
@@ -130,7 +131,7 @@ func start(cfg *Config, log hclog.Logger) (_ *conn, err error) {
 		return cn, fmt.Errorf("%w: %s: %w", ErrHandshake, path, err)
 	}
 	hc := raw.(*hostClient)
-	cn.rpc, cn.broker = hc.rpc, hc.broker
+	cn.rpc, cn.scorer, cn.broker = hc.rpc, hc.scorer, hc.broker
 	return cn, nil
 }
 
@@ -318,6 +319,7 @@ type hostPlugin struct {
 
 type hostClient struct {
 	rpc    pluginpb.PluginClient
+	scorer pluginpb.ScorerClient
 	broker *plugin.GRPCBroker
 }
 
@@ -326,7 +328,7 @@ func (*hostPlugin) GRPCServer(*plugin.GRPCBroker, *grpc.Server) error {
 }
 
 func (*hostPlugin) GRPCClient(_ context.Context, b *plugin.GRPCBroker, cc *grpc.ClientConn) (any, error) {
-	return &hostClient{rpc: pluginpb.NewPluginClient(cc), broker: b}, nil
+	return &hostClient{rpc: pluginpb.NewPluginClient(cc), scorer: pluginpb.NewScorerClient(cc), broker: b}, nil
 }
 
 // lineLogger logs what the plugin writes to its os.Stdout and os.Stderr

@@ -104,4 +104,13 @@
 // everything through while no process is ready. Removing the entry removes
 // its policy (the gate goes once the entry's disposal is requested). The
 // gate applies the scope of the context the plugin was applied through.
+//
+// # Scorers
+//
+// [StartScorer] runs a plugin as a scorer for `vigil eval` (eval/score's
+// `plugin` scorer), outside any bus: the same process, handshake, pin,
+// environment and lifeline, then Describe (whose scorer flag must be set,
+// else [ErrNotScorer]) and Configure with no Host service; then Score calls,
+// each bounded by the timeout ([ErrTimeout]; a crash is [ErrExited]), and
+// Close.
 package external

@@ -74,6 +74,11 @@
 //     Validate and CallTool concurrently, each bounded by the entry's
 //     timeout (10s by default; a Validate unanswered in time vetoes), and
 //     Dispose last;
+//   - vigil.plugin.v1.Scorer, the [ScorerServer], by a plugin whose
+//     Description sets scorer: a custom scorer of `vigil eval`. Such a
+//     process is started by the eval, not by plugins.yaml: Describe,
+//     Configure (host_broker_id 0: there is no Host service to dial),
+//     then Score, concurrently, and Dispose;
 //   - plugin.GRPCBroker (go-plugin's internal/plugin/grpc_broker.proto):
 //     the host opens one StartStream at start and sends on it a ConnInfo
 //     (service_id, network, address) for each service it serves. The

@@ -127,6 +127,9 @@ type Description struct {
 	// Version is the plugin's own version, free-form.
 	Version       string          `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
 	Subscriptions []*Subscription `protobuf:"bytes,3,rep,name=subscriptions,proto3" json:"subscriptions,omitempty"`
+	// Scorer says the process serves the Scorer service: only such a
+	// plugin can be named as a scorer.
+	Scorer        bool `protobuf:"varint,4,opt,name=scorer,proto3" json:"scorer,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -180,6 +183,13 @@ func (x *Description) GetSubscriptions() []*Subscription {
 		return x.Subscriptions
 	}
 	return nil
+}
+
+func (x *Description) GetScorer() bool {
+	if x != nil {
+		return x.Scorer
+	}
+	return false
 }
 
 // Subscription asks for one bus event.
@@ -1397,16 +1407,272 @@ func (*LogResponse) Descriptor() ([]byte, []int) {
 	return file_plugin_proto_rawDescGZIP(), []int{23}
 }
 
+// ScoreTurn is what one side of a pair did in one turn (eval/score.Turn).
+type ScoreTurn struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// N is the turn's number in its session.
+	N int64 `protobuf:"varint,1,opt,name=n,proto3" json:"n,omitempty"`
+	// Prompt is the turn's user message.
+	Prompt string `protobuf:"bytes,2,opt,name=prompt,proto3" json:"prompt,omitempty"`
+	// Answer is the text of the turn's last assistant message.
+	Answer string `protobuf:"bytes,3,opt,name=answer,proto3" json:"answer,omitempty"`
+	// Calls are the turn's tool calls, in log order.
+	Calls []*ToolCall `protobuf:"bytes,4,rep,name=calls,proto3" json:"calls,omitempty"`
+	// Reason is the turn/end's reason ("completed", "max-steps", …).
+	Reason string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	// InputTokens and OutputTokens are what the turn's steps reported.
+	InputTokens  int64 `protobuf:"varint,6,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
+	OutputTokens int64 `protobuf:"varint,7,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
+	// CostUsd is the turn's cost at the prices the eval knows, 0 when none
+	// is known.
+	CostUsd float64 `protobuf:"fixed64,8,opt,name=cost_usd,json=costUsd,proto3" json:"cost_usd,omitempty"`
+	// LatencyNanos is the wall time from turn/start to turn/end.
+	LatencyNanos  int64 `protobuf:"varint,9,opt,name=latency_nanos,json=latencyNanos,proto3" json:"latency_nanos,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScoreTurn) Reset() {
+	*x = ScoreTurn{}
+	mi := &file_plugin_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScoreTurn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScoreTurn) ProtoMessage() {}
+
+func (x *ScoreTurn) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScoreTurn.ProtoReflect.Descriptor instead.
+func (*ScoreTurn) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ScoreTurn) GetN() int64 {
+	if x != nil {
+		return x.N
+	}
+	return 0
+}
+
+func (x *ScoreTurn) GetPrompt() string {
+	if x != nil {
+		return x.Prompt
+	}
+	return ""
+}
+
+func (x *ScoreTurn) GetAnswer() string {
+	if x != nil {
+		return x.Answer
+	}
+	return ""
+}
+
+func (x *ScoreTurn) GetCalls() []*ToolCall {
+	if x != nil {
+		return x.Calls
+	}
+	return nil
+}
+
+func (x *ScoreTurn) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ScoreTurn) GetInputTokens() int64 {
+	if x != nil {
+		return x.InputTokens
+	}
+	return 0
+}
+
+func (x *ScoreTurn) GetOutputTokens() int64 {
+	if x != nil {
+		return x.OutputTokens
+	}
+	return 0
+}
+
+func (x *ScoreTurn) GetCostUsd() float64 {
+	if x != nil {
+		return x.CostUsd
+	}
+	return 0
+}
+
+func (x *ScoreTurn) GetLatencyNanos() int64 {
+	if x != nil {
+		return x.LatencyNanos
+	}
+	return 0
+}
+
+// ScoreRequest is one recorded turn and the candidate's turn on the same
+// prompt, after the same history (eval/score.Pair).
+type ScoreRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Session is the recorded session's id.
+	Session string `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	// Diverged is the first step at which the candidate's request differs
+	// from the recorded one; 0 when it never did.
+	Diverged      int64      `protobuf:"varint,2,opt,name=diverged,proto3" json:"diverged,omitempty"`
+	Recorded      *ScoreTurn `protobuf:"bytes,3,opt,name=recorded,proto3" json:"recorded,omitempty"`
+	Candidate     *ScoreTurn `protobuf:"bytes,4,opt,name=candidate,proto3" json:"candidate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScoreRequest) Reset() {
+	*x = ScoreRequest{}
+	mi := &file_plugin_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScoreRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScoreRequest) ProtoMessage() {}
+
+func (x *ScoreRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScoreRequest.ProtoReflect.Descriptor instead.
+func (*ScoreRequest) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ScoreRequest) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *ScoreRequest) GetDiverged() int64 {
+	if x != nil {
+		return x.Diverged
+	}
+	return 0
+}
+
+func (x *ScoreRequest) GetRecorded() *ScoreTurn {
+	if x != nil {
+		return x.Recorded
+	}
+	return nil
+}
+
+func (x *ScoreRequest) GetCandidate() *ScoreTurn {
+	if x != nil {
+		return x.Candidate
+	}
+	return nil
+}
+
+// ScoreResponse is the scorer's verdict (eval/score.Result).
+type ScoreResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Score is in [0, 1]; 1 is as good as the recording or better.
+	Score float64 `protobuf:"fixed64,1,opt,name=score,proto3" json:"score,omitempty"`
+	// Pass says whether the pair passes the scorer's own bar.
+	Pass bool `protobuf:"varint,2,opt,name=pass,proto3" json:"pass,omitempty"`
+	// Reason says why, in one sentence.
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScoreResponse) Reset() {
+	*x = ScoreResponse{}
+	mi := &file_plugin_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScoreResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScoreResponse) ProtoMessage() {}
+
+func (x *ScoreResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScoreResponse.ProtoReflect.Descriptor instead.
+func (*ScoreResponse) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ScoreResponse) GetScore() float64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
+func (x *ScoreResponse) GetPass() bool {
+	if x != nil {
+		return x.Pass
+	}
+	return false
+}
+
+func (x *ScoreResponse) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 var File_plugin_proto protoreflect.FileDescriptor
 
 const file_plugin_proto_rawDesc = "" +
 	"\n" +
 	"\fplugin.proto\x12\x0fvigil.plugin.v1\"\x11\n" +
-	"\x0fDescribeRequest\"\x80\x01\n" +
+	"\x0fDescribeRequest\"\x98\x01\n" +
 	"\vDescription\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12C\n" +
-	"\rsubscriptions\x18\x03 \x03(\v2\x1d.vigil.plugin.v1.SubscriptionR\rsubscriptions\"h\n" +
+	"\rsubscriptions\x18\x03 \x03(\v2\x1d.vigil.plugin.v1.SubscriptionR\rsubscriptions\x12\x16\n" +
+	"\x06scorer\x18\x04 \x01(\bR\x06scorer\"h\n" +
 	"\fSubscription\x12\x14\n" +
 	"\x05event\x18\x01 \x01(\tR\x05event\x12\x14\n" +
 	"\x05types\x18\x02 \x03(\tR\x05types\x12\x18\n" +
@@ -1493,7 +1759,26 @@ const file_plugin_proto_rawDesc = "" +
 	"\n" +
 	"LEVEL_WARN\x10\x04\x12\x0f\n" +
 	"\vLEVEL_ERROR\x10\x05\"\r\n" +
-	"\vLogResponse2\xa7\x04\n" +
+	"\vLogResponse\"\x9a\x02\n" +
+	"\tScoreTurn\x12\f\n" +
+	"\x01n\x18\x01 \x01(\x03R\x01n\x12\x16\n" +
+	"\x06prompt\x18\x02 \x01(\tR\x06prompt\x12\x16\n" +
+	"\x06answer\x18\x03 \x01(\tR\x06answer\x12/\n" +
+	"\x05calls\x18\x04 \x03(\v2\x19.vigil.plugin.v1.ToolCallR\x05calls\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x12!\n" +
+	"\finput_tokens\x18\x06 \x01(\x03R\vinputTokens\x12#\n" +
+	"\routput_tokens\x18\a \x01(\x03R\foutputTokens\x12\x19\n" +
+	"\bcost_usd\x18\b \x01(\x01R\acostUsd\x12#\n" +
+	"\rlatency_nanos\x18\t \x01(\x03R\flatencyNanos\"\xb6\x01\n" +
+	"\fScoreRequest\x12\x18\n" +
+	"\asession\x18\x01 \x01(\tR\asession\x12\x1a\n" +
+	"\bdiverged\x18\x02 \x01(\x03R\bdiverged\x126\n" +
+	"\brecorded\x18\x03 \x01(\v2\x1a.vigil.plugin.v1.ScoreTurnR\brecorded\x128\n" +
+	"\tcandidate\x18\x04 \x01(\v2\x1a.vigil.plugin.v1.ScoreTurnR\tcandidate\"Q\n" +
+	"\rScoreResponse\x12\x14\n" +
+	"\x05score\x18\x01 \x01(\x01R\x05score\x12\x12\n" +
+	"\x04pass\x18\x02 \x01(\bR\x04pass\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason2\xa7\x04\n" +
 	"\x06Plugin\x12J\n" +
 	"\bDescribe\x12 .vigil.plugin.v1.DescribeRequest\x1a\x1c.vigil.plugin.v1.Description\x12R\n" +
 	"\tConfigure\x12!.vigil.plugin.v1.ConfigureRequest\x1a\".vigil.plugin.v1.ConfigureResponse\x12C\n" +
@@ -1501,7 +1786,9 @@ const file_plugin_proto_rawDesc = "" +
 	"\bValidate\x12\x16.vigil.plugin.v1.Event\x1a!.vigil.plugin.v1.ValidateResponse\x12R\n" +
 	"\tListTools\x12!.vigil.plugin.v1.ListToolsRequest\x1a\".vigil.plugin.v1.ListToolsResponse\x12O\n" +
 	"\bCallTool\x12 .vigil.plugin.v1.CallToolRequest\x1a!.vigil.plugin.v1.CallToolResponse\x12L\n" +
-	"\aDispose\x12\x1f.vigil.plugin.v1.DisposeRequest\x1a .vigil.plugin.v1.DisposeResponse2\xde\x01\n" +
+	"\aDispose\x12\x1f.vigil.plugin.v1.DisposeRequest\x1a .vigil.plugin.v1.DisposeResponse2P\n" +
+	"\x06Scorer\x12F\n" +
+	"\x05Score\x12\x1d.vigil.plugin.v1.ScoreRequest\x1a\x1e.vigil.plugin.v1.ScoreResponse2\xde\x01\n" +
 	"\x04Host\x12C\n" +
 	"\x04Emit\x12\x1c.vigil.plugin.v1.EmitRequest\x1a\x1d.vigil.plugin.v1.EmitResponse\x12O\n" +
 	"\bMessages\x12 .vigil.plugin.v1.MessagesRequest\x1a!.vigil.plugin.v1.MessagesResponse\x12@\n" +
@@ -1520,7 +1807,7 @@ func file_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_plugin_proto_goTypes = []any{
 	(LogRequest_Level)(0),     // 0: vigil.plugin.v1.LogRequest.Level
 	(*DescribeRequest)(nil),   // 1: vigil.plugin.v1.DescribeRequest
@@ -1547,7 +1834,10 @@ var file_plugin_proto_goTypes = []any{
 	(*ToolCall)(nil),          // 22: vigil.plugin.v1.ToolCall
 	(*LogRequest)(nil),        // 23: vigil.plugin.v1.LogRequest
 	(*LogResponse)(nil),       // 24: vigil.plugin.v1.LogResponse
-	nil,                       // 25: vigil.plugin.v1.LogRequest.FieldsEntry
+	(*ScoreTurn)(nil),         // 25: vigil.plugin.v1.ScoreTurn
+	(*ScoreRequest)(nil),      // 26: vigil.plugin.v1.ScoreRequest
+	(*ScoreResponse)(nil),     // 27: vigil.plugin.v1.ScoreResponse
+	nil,                       // 28: vigil.plugin.v1.LogRequest.FieldsEntry
 }
 var file_plugin_proto_depIdxs = []int32{
 	3,  // 0: vigil.plugin.v1.Description.subscriptions:type_name -> vigil.plugin.v1.Subscription
@@ -1556,32 +1846,37 @@ var file_plugin_proto_depIdxs = []int32{
 	21, // 3: vigil.plugin.v1.MessagesResponse.messages:type_name -> vigil.plugin.v1.Message
 	22, // 4: vigil.plugin.v1.Message.tool_calls:type_name -> vigil.plugin.v1.ToolCall
 	0,  // 5: vigil.plugin.v1.LogRequest.level:type_name -> vigil.plugin.v1.LogRequest.Level
-	25, // 6: vigil.plugin.v1.LogRequest.fields:type_name -> vigil.plugin.v1.LogRequest.FieldsEntry
-	1,  // 7: vigil.plugin.v1.Plugin.Describe:input_type -> vigil.plugin.v1.DescribeRequest
-	4,  // 8: vigil.plugin.v1.Plugin.Configure:input_type -> vigil.plugin.v1.ConfigureRequest
-	6,  // 9: vigil.plugin.v1.Plugin.OnEvent:input_type -> vigil.plugin.v1.Event
-	6,  // 10: vigil.plugin.v1.Plugin.Validate:input_type -> vigil.plugin.v1.Event
-	9,  // 11: vigil.plugin.v1.Plugin.ListTools:input_type -> vigil.plugin.v1.ListToolsRequest
-	12, // 12: vigil.plugin.v1.Plugin.CallTool:input_type -> vigil.plugin.v1.CallToolRequest
-	15, // 13: vigil.plugin.v1.Plugin.Dispose:input_type -> vigil.plugin.v1.DisposeRequest
-	17, // 14: vigil.plugin.v1.Host.Emit:input_type -> vigil.plugin.v1.EmitRequest
-	19, // 15: vigil.plugin.v1.Host.Messages:input_type -> vigil.plugin.v1.MessagesRequest
-	23, // 16: vigil.plugin.v1.Host.Log:input_type -> vigil.plugin.v1.LogRequest
-	2,  // 17: vigil.plugin.v1.Plugin.Describe:output_type -> vigil.plugin.v1.Description
-	5,  // 18: vigil.plugin.v1.Plugin.Configure:output_type -> vigil.plugin.v1.ConfigureResponse
-	7,  // 19: vigil.plugin.v1.Plugin.OnEvent:output_type -> vigil.plugin.v1.OnEventResponse
-	8,  // 20: vigil.plugin.v1.Plugin.Validate:output_type -> vigil.plugin.v1.ValidateResponse
-	10, // 21: vigil.plugin.v1.Plugin.ListTools:output_type -> vigil.plugin.v1.ListToolsResponse
-	13, // 22: vigil.plugin.v1.Plugin.CallTool:output_type -> vigil.plugin.v1.CallToolResponse
-	16, // 23: vigil.plugin.v1.Plugin.Dispose:output_type -> vigil.plugin.v1.DisposeResponse
-	18, // 24: vigil.plugin.v1.Host.Emit:output_type -> vigil.plugin.v1.EmitResponse
-	20, // 25: vigil.plugin.v1.Host.Messages:output_type -> vigil.plugin.v1.MessagesResponse
-	24, // 26: vigil.plugin.v1.Host.Log:output_type -> vigil.plugin.v1.LogResponse
-	17, // [17:27] is the sub-list for method output_type
-	7,  // [7:17] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	28, // 6: vigil.plugin.v1.LogRequest.fields:type_name -> vigil.plugin.v1.LogRequest.FieldsEntry
+	22, // 7: vigil.plugin.v1.ScoreTurn.calls:type_name -> vigil.plugin.v1.ToolCall
+	25, // 8: vigil.plugin.v1.ScoreRequest.recorded:type_name -> vigil.plugin.v1.ScoreTurn
+	25, // 9: vigil.plugin.v1.ScoreRequest.candidate:type_name -> vigil.plugin.v1.ScoreTurn
+	1,  // 10: vigil.plugin.v1.Plugin.Describe:input_type -> vigil.plugin.v1.DescribeRequest
+	4,  // 11: vigil.plugin.v1.Plugin.Configure:input_type -> vigil.plugin.v1.ConfigureRequest
+	6,  // 12: vigil.plugin.v1.Plugin.OnEvent:input_type -> vigil.plugin.v1.Event
+	6,  // 13: vigil.plugin.v1.Plugin.Validate:input_type -> vigil.plugin.v1.Event
+	9,  // 14: vigil.plugin.v1.Plugin.ListTools:input_type -> vigil.plugin.v1.ListToolsRequest
+	12, // 15: vigil.plugin.v1.Plugin.CallTool:input_type -> vigil.plugin.v1.CallToolRequest
+	15, // 16: vigil.plugin.v1.Plugin.Dispose:input_type -> vigil.plugin.v1.DisposeRequest
+	26, // 17: vigil.plugin.v1.Scorer.Score:input_type -> vigil.plugin.v1.ScoreRequest
+	17, // 18: vigil.plugin.v1.Host.Emit:input_type -> vigil.plugin.v1.EmitRequest
+	19, // 19: vigil.plugin.v1.Host.Messages:input_type -> vigil.plugin.v1.MessagesRequest
+	23, // 20: vigil.plugin.v1.Host.Log:input_type -> vigil.plugin.v1.LogRequest
+	2,  // 21: vigil.plugin.v1.Plugin.Describe:output_type -> vigil.plugin.v1.Description
+	5,  // 22: vigil.plugin.v1.Plugin.Configure:output_type -> vigil.plugin.v1.ConfigureResponse
+	7,  // 23: vigil.plugin.v1.Plugin.OnEvent:output_type -> vigil.plugin.v1.OnEventResponse
+	8,  // 24: vigil.plugin.v1.Plugin.Validate:output_type -> vigil.plugin.v1.ValidateResponse
+	10, // 25: vigil.plugin.v1.Plugin.ListTools:output_type -> vigil.plugin.v1.ListToolsResponse
+	13, // 26: vigil.plugin.v1.Plugin.CallTool:output_type -> vigil.plugin.v1.CallToolResponse
+	16, // 27: vigil.plugin.v1.Plugin.Dispose:output_type -> vigil.plugin.v1.DisposeResponse
+	27, // 28: vigil.plugin.v1.Scorer.Score:output_type -> vigil.plugin.v1.ScoreResponse
+	18, // 29: vigil.plugin.v1.Host.Emit:output_type -> vigil.plugin.v1.EmitResponse
+	20, // 30: vigil.plugin.v1.Host.Messages:output_type -> vigil.plugin.v1.MessagesResponse
+	24, // 31: vigil.plugin.v1.Host.Log:output_type -> vigil.plugin.v1.LogResponse
+	21, // [21:32] is the sub-list for method output_type
+	10, // [10:21] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_plugin_proto_init() }
@@ -1595,9 +1890,9 @@ func file_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugin_proto_rawDesc), len(file_plugin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   25,
+			NumMessages:   28,
 			NumExtensions: 0,
-			NumServices:   2,
+			NumServices:   3,
 		},
 		GoTypes:           file_plugin_proto_goTypes,
 		DependencyIndexes: file_plugin_proto_depIdxs,

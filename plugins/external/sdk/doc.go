@@ -26,6 +26,10 @@
 //     [Ask] to have a person decide it; the turn then waits for the
 //     decision.
 //   - [Plugin.Tools] are tools the model can call.
+//   - [Plugin.Score] makes the plugin a scorer for `vigil eval` (the
+//     suite's `plugin` scorer starts it): it scores one [ScorePair], the
+//     recorded turn and the candidate's, at a time. A scorer is
+//     configured with the suite's config and gets no [Host].
 //
 // [Plugin.Types] limits OnEvent and Validate to records of the listed
 // types, which spares a gRPC round trip for every other event.

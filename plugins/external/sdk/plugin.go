@@ -42,6 +42,13 @@ type Plugin[C any] struct {
 	// Tools are the tools the plugin provides.
 	Tools []Tool
 
+	// Score makes the plugin a scorer for `vigil eval`: it scores one
+	// pair of turns, the recorded one and the candidate's. An error is a
+	// scorer that could not score (the eval reports it), never a low
+	// score; a score outside [0, 1] is one too. A scorer is configured
+	// with the suite's config for it and gets no [Host].
+	Score func(ctx context.Context, p ScorePair) (ScoreResult, error)
+
 	// Dispose is called when the plugin is unloaded or its host exits.
 	Dispose func(ctx context.Context) error
 }

@@ -52,7 +52,7 @@ func (s *server[C]) check() error {
 }
 
 func (s *server[C]) Describe(context.Context, *pluginpb.DescribeRequest) (*pluginpb.Description, error) {
-	d := &pluginpb.Description{Name: s.p.Name, Version: s.p.Version}
+	d := &pluginpb.Description{Name: s.p.Name, Version: s.p.Version, Scorer: s.p.Score != nil}
 	if s.p.OnEvent != nil || s.p.Validate != nil {
 		d.Subscriptions = append(d.Subscriptions, &pluginpb.Subscription{
 			Event:   "session/event",
@@ -211,6 +211,9 @@ type grpcPlugin[C any] struct {
 func (g *grpcPlugin[C]) GRPCServer(b *plugin.GRPCBroker, s *grpc.Server) error {
 	g.srv.broker = b
 	pluginpb.RegisterPluginServer(s, g.srv)
+	if g.srv.p.Score != nil {
+		pluginpb.RegisterScorerServer(s, &scorerServer[C]{srv: g.srv})
+	}
 	return nil
 }
 

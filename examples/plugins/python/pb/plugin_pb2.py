@@ -19,7 +19,7 @@ DESCRIPTOR = _descriptor.FileDescriptor(
   name='plugin.proto',
   package='vigil.plugin.v1',
   syntax='proto3',
-  serialized_pb=_b('\n\x0cplugin.proto\x12\x0fvigil.plugin.v1\"\x11\n\x0f\x44\x65scribeRequest\"b\n\x0b\x44\x65scription\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x34\n\rsubscriptions\x18\x03 \x03(\x0b\x32\x1d.vigil.plugin.v1.Subscription\"K\n\x0cSubscription\x12\r\n\x05\x65vent\x18\x01 \x01(\t\x12\r\n\x05types\x18\x02 \x03(\t\x12\x0f\n\x07observe\x18\x03 \x01(\x08\x12\x0c\n\x04veto\x18\x04 \x01(\x08\":\n\x10\x43onfigureRequest\x12\x0e\n\x06\x63onfig\x18\x01 \x01(\x0c\x12\x16\n\x0ehost_broker_id\x18\x02 \x01(\r\"\x13\n\x11\x43onfigureResponse\"c\n\x05\x45vent\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07session\x18\x02 \x01(\t\x12\x0b\n\x03seq\x18\x03 \x01(\x03\x12\x0c\n\x04type\x18\x04 \x01(\t\x12\x0e\n\x06record\x18\x05 \x01(\x0c\x12\x10\n\x08proposed\x18\x06 \x01(\x08\"\x11\n\x0fOnEventResponse\"K\n\x10ValidateResponse\x12\x0c\n\x04veto\x18\x01 \x01(\x08\x12\x0c\n\x04\x63ode\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0b\n\x03\x61sk\x18\x04 \x01(\x08\"\x12\n\x10ListToolsRequest\"9\n\x11ListToolsResponse\x12$\n\x05tools\x18\x01 \x03(\x0b\x32\x15.vigil.plugin.v1.Tool\"k\n\x04Tool\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x12\n\nparameters\x18\x03 \x01(\x0c\x12\x18\n\x10\x63oncurrency_safe\x18\x04 \x01(\x08\x12\x12\n\nidempotent\x18\x05 \x01(\x08\"K\n\x0f\x43\x61llToolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\targuments\x18\x02 \x01(\x0c\x12\x17\n\x0fidempotency_key\x18\x03 \x01(\t\"N\n\x10\x43\x61llToolResponse\x12\x0f\n\x07\x63ontent\x18\x01 \x01(\t\x12)\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x1a.vigil.plugin.v1.ToolError\"*\n\tToolError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\"\x10\n\x0e\x44isposeRequest\"\x11\n\x0f\x44isposeResponse\":\n\x0b\x45mitRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07session\x18\x02 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"\x0e\n\x0c\x45mitResponse\"\"\n\x0fMessagesRequest\x12\x0f\n\x07session\x18\x01 \x01(\t\">\n\x10MessagesResponse\x12*\n\x08messages\x18\x01 \x03(\x0b\x32\x18.vigil.plugin.v1.Message\"\x8e\x01\n\x07Message\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\x12\x11\n\treasoning\x18\x03 \x01(\t\x12-\n\ntool_calls\x18\x04 \x03(\x0b\x32\x19.vigil.plugin.v1.ToolCall\x12\x14\n\x0ctool_call_id\x18\x05 \x01(\t\x12\x0c\n\x04name\x18\x06 \x01(\t\"7\n\x08ToolCall\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\targuments\x18\x03 \x01(\t\"\xaa\x02\n\nLogRequest\x12\x30\n\x05level\x18\x01 \x01(\x0e\x32!.vigil.plugin.v1.LogRequest.Level\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x37\n\x06\x66ields\x18\x03 \x03(\x0b\x32\'.vigil.plugin.v1.LogRequest.FieldsEntry\x1a-\n\x0b\x46ieldsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"q\n\x05Level\x12\x15\n\x11LEVEL_UNSPECIFIED\x10\x00\x12\x0f\n\x0bLEVEL_TRACE\x10\x01\x12\x0f\n\x0bLEVEL_DEBUG\x10\x02\x12\x0e\n\nLEVEL_INFO\x10\x03\x12\x0e\n\nLEVEL_WARN\x10\x04\x12\x0f\n\x0bLEVEL_ERROR\x10\x05\"\r\n\x0bLogResponse2\xa7\x04\n\x06Plugin\x12J\n\x08\x44\x65scribe\x12 .vigil.plugin.v1.DescribeRequest\x1a\x1c.vigil.plugin.v1.Description\x12R\n\tConfigure\x12!.vigil.plugin.v1.ConfigureRequest\x1a\".vigil.plugin.v1.ConfigureResponse\x12\x43\n\x07OnEvent\x12\x16.vigil.plugin.v1.Event\x1a .vigil.plugin.v1.OnEventResponse\x12\x45\n\x08Validate\x12\x16.vigil.plugin.v1.Event\x1a!.vigil.plugin.v1.ValidateResponse\x12R\n\tListTools\x12!.vigil.plugin.v1.ListToolsRequest\x1a\".vigil.plugin.v1.ListToolsResponse\x12O\n\x08\x43\x61llTool\x12 .vigil.plugin.v1.CallToolRequest\x1a!.vigil.plugin.v1.CallToolResponse\x12L\n\x07\x44ispose\x12\x1f.vigil.plugin.v1.DisposeRequest\x1a .vigil.plugin.v1.DisposeResponse2\xde\x01\n\x04Host\x12\x43\n\x04\x45mit\x12\x1c.vigil.plugin.v1.EmitRequest\x1a\x1d.vigil.plugin.v1.EmitResponse\x12O\n\x08Messages\x12 .vigil.plugin.v1.MessagesRequest\x1a!.vigil.plugin.v1.MessagesResponse\x12@\n\x03Log\x12\x1b.vigil.plugin.v1.LogRequest\x1a\x1c.vigil.plugin.v1.LogResponseB<Z:github.com/vigil-run/vigil/plugins/external/proto;pluginpbb\x06proto3')
+  serialized_pb=_b('\n\x0cplugin.proto\x12\x0fvigil.plugin.v1\"\x11\n\x0f\x44\x65scribeRequest\"r\n\x0b\x44\x65scription\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x34\n\rsubscriptions\x18\x03 \x03(\x0b\x32\x1d.vigil.plugin.v1.Subscription\x12\x0e\n\x06scorer\x18\x04 \x01(\x08\"K\n\x0cSubscription\x12\r\n\x05\x65vent\x18\x01 \x01(\t\x12\r\n\x05types\x18\x02 \x03(\t\x12\x0f\n\x07observe\x18\x03 \x01(\x08\x12\x0c\n\x04veto\x18\x04 \x01(\x08\":\n\x10\x43onfigureRequest\x12\x0e\n\x06\x63onfig\x18\x01 \x01(\x0c\x12\x16\n\x0ehost_broker_id\x18\x02 \x01(\r\"\x13\n\x11\x43onfigureResponse\"c\n\x05\x45vent\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07session\x18\x02 \x01(\t\x12\x0b\n\x03seq\x18\x03 \x01(\x03\x12\x0c\n\x04type\x18\x04 \x01(\t\x12\x0e\n\x06record\x18\x05 \x01(\x0c\x12\x10\n\x08proposed\x18\x06 \x01(\x08\"\x11\n\x0fOnEventResponse\"K\n\x10ValidateResponse\x12\x0c\n\x04veto\x18\x01 \x01(\x08\x12\x0c\n\x04\x63ode\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0b\n\x03\x61sk\x18\x04 \x01(\x08\"\x12\n\x10ListToolsRequest\"9\n\x11ListToolsResponse\x12$\n\x05tools\x18\x01 \x03(\x0b\x32\x15.vigil.plugin.v1.Tool\"k\n\x04Tool\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x12\n\nparameters\x18\x03 \x01(\x0c\x12\x18\n\x10\x63oncurrency_safe\x18\x04 \x01(\x08\x12\x12\n\nidempotent\x18\x05 \x01(\x08\"K\n\x0f\x43\x61llToolRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\targuments\x18\x02 \x01(\x0c\x12\x17\n\x0fidempotency_key\x18\x03 \x01(\t\"N\n\x10\x43\x61llToolResponse\x12\x0f\n\x07\x63ontent\x18\x01 \x01(\t\x12)\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x1a.vigil.plugin.v1.ToolError\"*\n\tToolError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\"\x10\n\x0e\x44isposeRequest\"\x11\n\x0f\x44isposeResponse\":\n\x0b\x45mitRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07session\x18\x02 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"\x0e\n\x0c\x45mitResponse\"\"\n\x0fMessagesRequest\x12\x0f\n\x07session\x18\x01 \x01(\t\">\n\x10MessagesResponse\x12*\n\x08messages\x18\x01 \x03(\x0b\x32\x18.vigil.plugin.v1.Message\"\x8e\x01\n\x07Message\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\x12\x11\n\treasoning\x18\x03 \x01(\t\x12-\n\ntool_calls\x18\x04 \x03(\x0b\x32\x19.vigil.plugin.v1.ToolCall\x12\x14\n\x0ctool_call_id\x18\x05 \x01(\t\x12\x0c\n\x04name\x18\x06 \x01(\t\"7\n\x08ToolCall\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\targuments\x18\x03 \x01(\t\"\xaa\x02\n\nLogRequest\x12\x30\n\x05level\x18\x01 \x01(\x0e\x32!.vigil.plugin.v1.LogRequest.Level\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x37\n\x06\x66ields\x18\x03 \x03(\x0b\x32\'.vigil.plugin.v1.LogRequest.FieldsEntry\x1a-\n\x0b\x46ieldsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"q\n\x05Level\x12\x15\n\x11LEVEL_UNSPECIFIED\x10\x00\x12\x0f\n\x0bLEVEL_TRACE\x10\x01\x12\x0f\n\x0bLEVEL_DEBUG\x10\x02\x12\x0e\n\nLEVEL_INFO\x10\x03\x12\x0e\n\nLEVEL_WARN\x10\x04\x12\x0f\n\x0bLEVEL_ERROR\x10\x05\"\r\n\x0bLogResponse\"\xc6\x01\n\tScoreTurn\x12\t\n\x01n\x18\x01 \x01(\x03\x12\x0e\n\x06prompt\x18\x02 \x01(\t\x12\x0e\n\x06\x61nswer\x18\x03 \x01(\t\x12(\n\x05\x63\x61lls\x18\x04 \x03(\x0b\x32\x19.vigil.plugin.v1.ToolCall\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x14\n\x0cinput_tokens\x18\x06 \x01(\x03\x12\x15\n\routput_tokens\x18\x07 \x01(\x03\x12\x10\n\x08\x63ost_usd\x18\x08 \x01(\x01\x12\x15\n\rlatency_nanos\x18\t \x01(\x03\"\x8e\x01\n\x0cScoreRequest\x12\x0f\n\x07session\x18\x01 \x01(\t\x12\x10\n\x08\x64iverged\x18\x02 \x01(\x03\x12,\n\x08recorded\x18\x03 \x01(\x0b\x32\x1a.vigil.plugin.v1.ScoreTurn\x12-\n\tcandidate\x18\x04 \x01(\x0b\x32\x1a.vigil.plugin.v1.ScoreTurn\"<\n\rScoreResponse\x12\r\n\x05score\x18\x01 \x01(\x01\x12\x0c\n\x04pass\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t2\xa7\x04\n\x06Plugin\x12J\n\x08\x44\x65scribe\x12 .vigil.plugin.v1.DescribeRequest\x1a\x1c.vigil.plugin.v1.Description\x12R\n\tConfigure\x12!.vigil.plugin.v1.ConfigureRequest\x1a\".vigil.plugin.v1.ConfigureResponse\x12\x43\n\x07OnEvent\x12\x16.vigil.plugin.v1.Event\x1a .vigil.plugin.v1.OnEventResponse\x12\x45\n\x08Validate\x12\x16.vigil.plugin.v1.Event\x1a!.vigil.plugin.v1.ValidateResponse\x12R\n\tListTools\x12!.vigil.plugin.v1.ListToolsRequest\x1a\".vigil.plugin.v1.ListToolsResponse\x12O\n\x08\x43\x61llTool\x12 .vigil.plugin.v1.CallToolRequest\x1a!.vigil.plugin.v1.CallToolResponse\x12L\n\x07\x44ispose\x12\x1f.vigil.plugin.v1.DisposeRequest\x1a .vigil.plugin.v1.DisposeResponse2P\n\x06Scorer\x12\x46\n\x05Score\x12\x1d.vigil.plugin.v1.ScoreRequest\x1a\x1e.vigil.plugin.v1.ScoreResponse2\xde\x01\n\x04Host\x12\x43\n\x04\x45mit\x12\x1c.vigil.plugin.v1.EmitRequest\x1a\x1d.vigil.plugin.v1.EmitResponse\x12O\n\x08Messages\x12 .vigil.plugin.v1.MessagesRequest\x1a!.vigil.plugin.v1.MessagesResponse\x12@\n\x03Log\x12\x1b.vigil.plugin.v1.LogRequest\x1a\x1c.vigil.plugin.v1.LogResponseB<Z:github.com/vigil-run/vigil/plugins/external/proto;pluginpbb\x06proto3')
 )
 
 
@@ -57,8 +57,8 @@ _LOGREQUEST_LEVEL = _descriptor.EnumDescriptor(
   ],
   containing_type=None,
   options=None,
-  serialized_start=1497,
-  serialized_end=1610,
+  serialized_start=1513,
+  serialized_end=1626,
 )
 _sym_db.RegisterEnumDescriptor(_LOGREQUEST_LEVEL)
 
@@ -115,6 +115,13 @@ _DESCRIPTION = _descriptor.Descriptor(
       message_type=None, enum_type=None, containing_type=None,
       is_extension=False, extension_scope=None,
       options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='scorer', full_name='vigil.plugin.v1.Description.scorer', index=3,
+      number=4, type=8, cpp_type=7, label=1,
+      has_default_value=False, default_value=False,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
   ],
   extensions=[
   ],
@@ -128,7 +135,7 @@ _DESCRIPTION = _descriptor.Descriptor(
   oneofs=[
   ],
   serialized_start=52,
-  serialized_end=150,
+  serialized_end=166,
 )
 
 
@@ -179,8 +186,8 @@ _SUBSCRIPTION = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=152,
-  serialized_end=227,
+  serialized_start=168,
+  serialized_end=243,
 )
 
 
@@ -217,8 +224,8 @@ _CONFIGUREREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=229,
-  serialized_end=287,
+  serialized_start=245,
+  serialized_end=303,
 )
 
 
@@ -241,8 +248,8 @@ _CONFIGURERESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=289,
-  serialized_end=308,
+  serialized_start=305,
+  serialized_end=324,
 )
 
 
@@ -307,8 +314,8 @@ _EVENT = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=310,
-  serialized_end=409,
+  serialized_start=326,
+  serialized_end=425,
 )
 
 
@@ -331,8 +338,8 @@ _ONEVENTRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=411,
-  serialized_end=428,
+  serialized_start=427,
+  serialized_end=444,
 )
 
 
@@ -383,8 +390,8 @@ _VALIDATERESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=430,
-  serialized_end=505,
+  serialized_start=446,
+  serialized_end=521,
 )
 
 
@@ -407,8 +414,8 @@ _LISTTOOLSREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=507,
-  serialized_end=525,
+  serialized_start=523,
+  serialized_end=541,
 )
 
 
@@ -438,8 +445,8 @@ _LISTTOOLSRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=527,
-  serialized_end=584,
+  serialized_start=543,
+  serialized_end=600,
 )
 
 
@@ -497,8 +504,8 @@ _TOOL = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=586,
-  serialized_end=693,
+  serialized_start=602,
+  serialized_end=709,
 )
 
 
@@ -542,8 +549,8 @@ _CALLTOOLREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=695,
-  serialized_end=770,
+  serialized_start=711,
+  serialized_end=786,
 )
 
 
@@ -580,8 +587,8 @@ _CALLTOOLRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=772,
-  serialized_end=850,
+  serialized_start=788,
+  serialized_end=866,
 )
 
 
@@ -618,8 +625,8 @@ _TOOLERROR = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=852,
-  serialized_end=894,
+  serialized_start=868,
+  serialized_end=910,
 )
 
 
@@ -642,8 +649,8 @@ _DISPOSEREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=896,
-  serialized_end=912,
+  serialized_start=912,
+  serialized_end=928,
 )
 
 
@@ -666,8 +673,8 @@ _DISPOSERESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=914,
-  serialized_end=931,
+  serialized_start=930,
+  serialized_end=947,
 )
 
 
@@ -711,8 +718,8 @@ _EMITREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=933,
-  serialized_end=991,
+  serialized_start=949,
+  serialized_end=1007,
 )
 
 
@@ -735,8 +742,8 @@ _EMITRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=993,
-  serialized_end=1007,
+  serialized_start=1009,
+  serialized_end=1023,
 )
 
 
@@ -766,8 +773,8 @@ _MESSAGESREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1009,
-  serialized_end=1043,
+  serialized_start=1025,
+  serialized_end=1059,
 )
 
 
@@ -797,8 +804,8 @@ _MESSAGESRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1045,
-  serialized_end=1107,
+  serialized_start=1061,
+  serialized_end=1123,
 )
 
 
@@ -863,8 +870,8 @@ _MESSAGE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1110,
-  serialized_end=1252,
+  serialized_start=1126,
+  serialized_end=1268,
 )
 
 
@@ -908,8 +915,8 @@ _TOOLCALL = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1254,
-  serialized_end=1309,
+  serialized_start=1270,
+  serialized_end=1325,
 )
 
 
@@ -946,8 +953,8 @@ _LOGREQUEST_FIELDSENTRY = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1450,
-  serialized_end=1495,
+  serialized_start=1466,
+  serialized_end=1511,
 )
 
 _LOGREQUEST = _descriptor.Descriptor(
@@ -991,8 +998,8 @@ _LOGREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1312,
-  serialized_end=1610,
+  serialized_start=1328,
+  serialized_end=1626,
 )
 
 
@@ -1015,8 +1022,192 @@ _LOGRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1612,
-  serialized_end=1625,
+  serialized_start=1628,
+  serialized_end=1641,
+)
+
+
+_SCORETURN = _descriptor.Descriptor(
+  name='ScoreTurn',
+  full_name='vigil.plugin.v1.ScoreTurn',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+    _descriptor.FieldDescriptor(
+      name='n', full_name='vigil.plugin.v1.ScoreTurn.n', index=0,
+      number=1, type=3, cpp_type=2, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='prompt', full_name='vigil.plugin.v1.ScoreTurn.prompt', index=1,
+      number=2, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='answer', full_name='vigil.plugin.v1.ScoreTurn.answer', index=2,
+      number=3, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='calls', full_name='vigil.plugin.v1.ScoreTurn.calls', index=3,
+      number=4, type=11, cpp_type=10, label=3,
+      has_default_value=False, default_value=[],
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='reason', full_name='vigil.plugin.v1.ScoreTurn.reason', index=4,
+      number=5, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='input_tokens', full_name='vigil.plugin.v1.ScoreTurn.input_tokens', index=5,
+      number=6, type=3, cpp_type=2, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='output_tokens', full_name='vigil.plugin.v1.ScoreTurn.output_tokens', index=6,
+      number=7, type=3, cpp_type=2, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='cost_usd', full_name='vigil.plugin.v1.ScoreTurn.cost_usd', index=7,
+      number=8, type=1, cpp_type=5, label=1,
+      has_default_value=False, default_value=float(0),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='latency_nanos', full_name='vigil.plugin.v1.ScoreTurn.latency_nanos', index=8,
+      number=9, type=3, cpp_type=2, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+  ],
+  serialized_start=1644,
+  serialized_end=1842,
+)
+
+
+_SCOREREQUEST = _descriptor.Descriptor(
+  name='ScoreRequest',
+  full_name='vigil.plugin.v1.ScoreRequest',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+    _descriptor.FieldDescriptor(
+      name='session', full_name='vigil.plugin.v1.ScoreRequest.session', index=0,
+      number=1, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='diverged', full_name='vigil.plugin.v1.ScoreRequest.diverged', index=1,
+      number=2, type=3, cpp_type=2, label=1,
+      has_default_value=False, default_value=0,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='recorded', full_name='vigil.plugin.v1.ScoreRequest.recorded', index=2,
+      number=3, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='candidate', full_name='vigil.plugin.v1.ScoreRequest.candidate', index=3,
+      number=4, type=11, cpp_type=10, label=1,
+      has_default_value=False, default_value=None,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+  ],
+  serialized_start=1845,
+  serialized_end=1987,
+)
+
+
+_SCORERESPONSE = _descriptor.Descriptor(
+  name='ScoreResponse',
+  full_name='vigil.plugin.v1.ScoreResponse',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+    _descriptor.FieldDescriptor(
+      name='score', full_name='vigil.plugin.v1.ScoreResponse.score', index=0,
+      number=1, type=1, cpp_type=5, label=1,
+      has_default_value=False, default_value=float(0),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='pass', full_name='vigil.plugin.v1.ScoreResponse.pass', index=1,
+      number=2, type=8, cpp_type=7, label=1,
+      has_default_value=False, default_value=False,
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='reason', full_name='vigil.plugin.v1.ScoreResponse.reason', index=2,
+      number=3, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+  ],
+  serialized_start=1989,
+  serialized_end=2049,
 )
 
 _DESCRIPTION.fields_by_name['subscriptions'].message_type = _SUBSCRIPTION
@@ -1028,6 +1219,9 @@ _LOGREQUEST_FIELDSENTRY.containing_type = _LOGREQUEST
 _LOGREQUEST.fields_by_name['level'].enum_type = _LOGREQUEST_LEVEL
 _LOGREQUEST.fields_by_name['fields'].message_type = _LOGREQUEST_FIELDSENTRY
 _LOGREQUEST_LEVEL.containing_type = _LOGREQUEST
+_SCORETURN.fields_by_name['calls'].message_type = _TOOLCALL
+_SCOREREQUEST.fields_by_name['recorded'].message_type = _SCORETURN
+_SCOREREQUEST.fields_by_name['candidate'].message_type = _SCORETURN
 DESCRIPTOR.message_types_by_name['DescribeRequest'] = _DESCRIBEREQUEST
 DESCRIPTOR.message_types_by_name['Description'] = _DESCRIPTION
 DESCRIPTOR.message_types_by_name['Subscription'] = _SUBSCRIPTION
@@ -1052,6 +1246,9 @@ DESCRIPTOR.message_types_by_name['Message'] = _MESSAGE
 DESCRIPTOR.message_types_by_name['ToolCall'] = _TOOLCALL
 DESCRIPTOR.message_types_by_name['LogRequest'] = _LOGREQUEST
 DESCRIPTOR.message_types_by_name['LogResponse'] = _LOGRESPONSE
+DESCRIPTOR.message_types_by_name['ScoreTurn'] = _SCORETURN
+DESCRIPTOR.message_types_by_name['ScoreRequest'] = _SCOREREQUEST
+DESCRIPTOR.message_types_by_name['ScoreResponse'] = _SCORERESPONSE
 _sym_db.RegisterFileDescriptor(DESCRIPTOR)
 
 DescribeRequest = _reflection.GeneratedProtocolMessageType('DescribeRequest', (_message.Message,), dict(
@@ -1230,6 +1427,27 @@ LogResponse = _reflection.GeneratedProtocolMessageType('LogResponse', (_message.
   ))
 _sym_db.RegisterMessage(LogResponse)
 
+ScoreTurn = _reflection.GeneratedProtocolMessageType('ScoreTurn', (_message.Message,), dict(
+  DESCRIPTOR = _SCORETURN,
+  __module__ = 'plugin_pb2'
+  # @@protoc_insertion_point(class_scope:vigil.plugin.v1.ScoreTurn)
+  ))
+_sym_db.RegisterMessage(ScoreTurn)
+
+ScoreRequest = _reflection.GeneratedProtocolMessageType('ScoreRequest', (_message.Message,), dict(
+  DESCRIPTOR = _SCOREREQUEST,
+  __module__ = 'plugin_pb2'
+  # @@protoc_insertion_point(class_scope:vigil.plugin.v1.ScoreRequest)
+  ))
+_sym_db.RegisterMessage(ScoreRequest)
+
+ScoreResponse = _reflection.GeneratedProtocolMessageType('ScoreResponse', (_message.Message,), dict(
+  DESCRIPTOR = _SCORERESPONSE,
+  __module__ = 'plugin_pb2'
+  # @@protoc_insertion_point(class_scope:vigil.plugin.v1.ScoreResponse)
+  ))
+_sym_db.RegisterMessage(ScoreResponse)
+
 
 DESCRIPTOR.has_options = True
 DESCRIPTOR._options = _descriptor._ParseOptions(descriptor_pb2.FileOptions(), _b('Z:github.com/vigil-run/vigil/plugins/external/proto;pluginpb'))
@@ -1242,8 +1460,8 @@ _PLUGIN = _descriptor.ServiceDescriptor(
   file=DESCRIPTOR,
   index=0,
   options=None,
-  serialized_start=1628,
-  serialized_end=2179,
+  serialized_start=2052,
+  serialized_end=2603,
   methods=[
   _descriptor.MethodDescriptor(
     name='Describe',
@@ -1314,14 +1532,38 @@ _sym_db.RegisterServiceDescriptor(_PLUGIN)
 DESCRIPTOR.services_by_name['Plugin'] = _PLUGIN
 
 
+_SCORER = _descriptor.ServiceDescriptor(
+  name='Scorer',
+  full_name='vigil.plugin.v1.Scorer',
+  file=DESCRIPTOR,
+  index=1,
+  options=None,
+  serialized_start=2605,
+  serialized_end=2685,
+  methods=[
+  _descriptor.MethodDescriptor(
+    name='Score',
+    full_name='vigil.plugin.v1.Scorer.Score',
+    index=0,
+    containing_service=None,
+    input_type=_SCOREREQUEST,
+    output_type=_SCORERESPONSE,
+    options=None,
+  ),
+])
+_sym_db.RegisterServiceDescriptor(_SCORER)
+
+DESCRIPTOR.services_by_name['Scorer'] = _SCORER
+
+
 _HOST = _descriptor.ServiceDescriptor(
   name='Host',
   full_name='vigil.plugin.v1.Host',
   file=DESCRIPTOR,
-  index=1,
+  index=2,
   options=None,
-  serialized_start=2182,
-  serialized_end=2404,
+  serialized_start=2688,
+  serialized_end=2910,
   methods=[
   _descriptor.MethodDescriptor(
     name='Emit',

@@ -161,6 +161,60 @@ def add_PluginServicer_to_server(servicer, server):
   server.add_generic_rpc_handlers((generic_handler,))
 
 
+class ScorerStub(object):
+  """Scorer is served by a plugin process that scores pairs of turns for
+  `vigil eval` (a custom scorer; see eval/score). Its Description says
+  scorer: the host calls Describe, then Configure with the scorer's config
+  from the suite (and no Host service: host_broker_id is 0), then Score,
+  concurrently, one call per pair; Dispose last. ListTools, OnEvent and
+  Validate are not called.
+  """
+
+  def __init__(self, channel):
+    """Constructor.
+
+    Args:
+      channel: A grpc.Channel.
+    """
+    self.Score = channel.unary_unary(
+        '/vigil.plugin.v1.Scorer/Score',
+        request_serializer=plugin__pb2.ScoreRequest.SerializeToString,
+        response_deserializer=plugin__pb2.ScoreResponse.FromString,
+        )
+
+
+class ScorerServicer(object):
+  """Scorer is served by a plugin process that scores pairs of turns for
+  `vigil eval` (a custom scorer; see eval/score). Its Description says
+  scorer: the host calls Describe, then Configure with the scorer's config
+  from the suite (and no Host service: host_broker_id is 0), then Score,
+  concurrently, one call per pair; Dispose last. ListTools, OnEvent and
+  Validate are not called.
+  """
+
+  def Score(self, request, context):
+    """Score scores one pair. An RPC error is a scorer that could not
+    score (a low score is a response), as is a response whose score is
+    not in [0, 1].
+    """
+    context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+    context.set_details('Method not implemented!')
+    raise NotImplementedError('Method not implemented!')
+
+
+def add_ScorerServicer_to_server(servicer, server):
+  rpc_method_handlers = {
+      'Score': grpc.unary_unary_rpc_method_handler(
+          servicer.Score,
+          request_deserializer=plugin__pb2.ScoreRequest.FromString,
+          response_serializer=plugin__pb2.ScoreResponse.SerializeToString,
+      ),
+  }
+  generic_handler = grpc.method_handlers_generic_handler(
+      'vigil.plugin.v1.Scorer', rpc_method_handlers)
+  server.add_generic_rpc_handlers((generic_handler,))
+
+
 class HostStub(object):
   """Host is served by the host through the go-plugin broker; its broker id
   is in ConfigureRequest.host_broker_id.
