@@ -107,6 +107,11 @@ func outerAllows(p, q string) bool {
 			(pluginRoot(p) == "plugins/external" && in(q, "plugins/external/proto", "plugins/external/sdk"))
 	case p == "config":
 		return in(q, "bus")
+	case p == "eval":
+		// The eval runner links the core, the replay plugin's rerun, the
+		// scorers and the budget's price table; a program opens the
+		// compositions it runs.
+		return in(q, core...) || in(q, "config", "eval/score", "plugins/provider/replay", "plugins/budget")
 	case p == "":
 		// The face: the core and config, no plugin (the program picks).
 		return in(q, core...) || in(q, "config")

@@ -105,6 +105,7 @@ func Run(ctx context.Context, s *Suite, o Options) (*Result, error) {
 	if r.scorers, err = r.makeScorers(); err != nil {
 		return nil, err
 	}
+	defer r.closeScorers()
 	res := &Result{Eval: ev.ID(), Suite: s.Path}
 	if prev != nil {
 		res.Cases = append(res.Cases, prev.Cases...)
@@ -262,9 +263,19 @@ func (r *runner) makeScorers() ([]namedScorer, error) {
 		}
 		x, err := score.New(sc.Name, env, raw)
 		if err != nil {
+			for _, m := range out {
+				_ = score.Close(m.Scorer)
+			}
 			return nil, fmt.Errorf("eval: scorer %s: %w", sc.Key(), err)
 		}
 		out = append(out, namedScorer{key: sc.Key(), Scorer: x})
 	}
 	return out, nil
+}
+
+// closeScorers lets go of what the scorers hold (a scorer process).
+func (r *runner) closeScorers() {
+	for _, s := range r.scorers {
+		_ = score.Close(s.Scorer)
+	}
 }

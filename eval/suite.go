@@ -150,7 +150,7 @@ type Judge struct {
 // LoadSuite reads and checks the suite file at path: the file's
 // structure, the scorer names (score.Names) and configs, the bounds; all
 // mistakes at once, each at its file:line:col. A scorer's config is
-// checked by making it (score.New) with an Env without Ask.
+// checked by making it (score.Check) with an Env whose Ask is never called.
 func LoadSuite(path string) (*Suite, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("eval: %w", err)
@@ -232,7 +232,7 @@ func (s *Suite) check() []error {
 		if s.Judge != nil {
 			env.Ask = checkOnly
 		}
-		if _, err := score.New(sc.Name, env, raw); err != nil {
+		if err := score.Check(sc.Name, env, raw); err != nil {
 			at(sc.line, sc.col, "%s: %v", sc.Key(), err)
 		}
 	}
