@@ -110,46 +110,7 @@ func Run(ctx context.Context, s *Suite, o Options) (*Result, error) {
 	if prev != nil {
 		res.Cases = append(res.Cases, prev.Cases...)
 	}
-	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(s.Concurrency)
-	for k, src := range sources {
-		if prev != nil && prev.Done(src.ID) {
-			if o.Progress != nil {
-				o.Progress(Progress{Eval: ev.ID(), K: k + 1, N: len(sources), Source: src, Skipped: true})
-			}
-			continue
-		}
-		g.Go(func() error {
-			if sp.exhausted() || gctx.Err() != nil {
-				mu.Lock()
-				res.NotRun = append(res.NotRun, src)
-				mu.Unlock()
-				return nil
-			}
-			if o.Progress != nil {
-				o.Progress(Progress{Eval: ev.ID(), K: k + 1, N: len(sources), Source: src})
-			}
-			c, err := r.evalOne(gctx, src)
-			if errors.Is(err, ErrBudget) {
-				mu.Lock()
-				res.NotRun = append(res.NotRun, src)
-				mu.Unlock()
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			res.Cases = append(res.Cases, *c)
-			mu.Unlock()
-			if o.Progress != nil {
-				o.Progress(Progress{Eval: ev.ID(), K: k + 1, N: len(sources), Source: src, Case: c})
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+	if err := r.runAll(ctx, sources, prev, res); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -169,6 +130,52 @@ func Run(ctx context.Context, s *Suite, o Options) (*Result, error) {
 		return nil, fmt.Errorf("eval: %s: %w", ev.ID(), err)
 	}
 	return res, nil
+}
+
+// runAll runs the sources prev did not finish, s.Concurrency at once,
+// into res.
+func (r *runner) runAll(ctx context.Context, sources []Source, prev *Logged, res *Result) error {
+	var mu sync.Mutex
+	progress := func(p Progress) {
+		if r.o.Progress != nil {
+			p.Eval, p.N = r.ev.ID(), len(sources)
+			r.o.Progress(p)
+		}
+	}
+	notRun := func(src Source) {
+		mu.Lock()
+		res.NotRun = append(res.NotRun, src)
+		mu.Unlock()
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(r.s.Concurrency)
+	for k, src := range sources {
+		if prev != nil && prev.Done(src.ID) {
+			progress(Progress{K: k + 1, Source: src, Skipped: true})
+			continue
+		}
+		g.Go(func() error {
+			if r.sp.exhausted() || gctx.Err() != nil {
+				notRun(src)
+				return nil
+			}
+			progress(Progress{K: k + 1, Source: src})
+			c, err := r.evalOne(gctx, src)
+			switch {
+			case errors.Is(err, ErrBudget):
+				notRun(src)
+				return nil
+			case err != nil:
+				return err
+			}
+			mu.Lock()
+			res.Cases = append(res.Cases, *c)
+			mu.Unlock()
+			progress(Progress{K: k + 1, Source: src, Case: c})
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
 // open creates the eval session and logs eval/run, or opens the one to
