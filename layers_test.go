@@ -92,6 +92,11 @@ func coreAllows(p, q string) (ok, decided bool) {
 // plugin wire, config, the face, and the linking layers.
 func outerAllows(p, q string) bool {
 	switch {
+	case p == "eval/score":
+		// The scorers: the core (a judge's one-shot, the loop's schema
+		// check) and the out-of-process scorer's host and wire; no other
+		// plugin.
+		return in(q, core...) || in(q, "plugins/external", "plugins/external/sdk", "plugins/external/proto")
 	case p == "plugins/external/proto":
 		return false
 	case p == "plugins/external/sdk":
