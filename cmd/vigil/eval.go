@@ -114,9 +114,11 @@ func cmdEval(ctx context.Context, e *env, f evalFlags) error {
 	}
 	o := eval.Options{Candidate: eval.Candidate{C: c, Agent: agent}, Sessions: mgr, C: store.rt.Context(),
 		Prices: findPrices(cand.comp.File().Entries), Resume: f.resume}
-	if o.Judge, err = openJudge(e, s, cand); err != nil {
+	var closeJudge func()
+	if o.Judge, closeJudge, err = openJudge(e, s, cand); err != nil {
 		return err
 	}
+	defer closeJudge()
 	if o.Resume == "" && !f.fresh {
 		if o.Resume, err = eval.Unfinished(ctx, mgr.Store(), s.Digest); err != nil {
 			return err
@@ -152,23 +154,25 @@ func cmdEval(ctx context.Context, e *env, f evalFlags) error {
 
 // openJudge is the model of the suite's judge: the provider of its
 // plugins (the candidate's when it names none).
-func openJudge(e *env, s *eval.Suite, cand *host) (*eval.JudgeModel, error) {
+func openJudge(e *env, s *eval.Suite, cand *host) (*eval.JudgeModel, func(), error) {
+	done := func() {}
 	if s.Judge == nil {
-		return nil, nil
+		return nil, done, nil
 	}
 	h := cand
 	if s.Judge.Plugins != "" {
 		var err error
 		if h, err = openHost(e, s.Judge.Plugins); err != nil {
-			return nil, err
+			return nil, done, err
 		}
-		// Closed with the process: the judge answers until the run ends.
+		done = func() { _ = h.close() }
 	}
 	p, err := agentloop.ProviderService.Get(h.rt.Context())
 	if err != nil {
-		return nil, &configError{fmt.Errorf("%s: judge: no provider: %w", s.Path, err)}
+		done()
+		return nil, func() {}, &configError{fmt.Errorf("%s: judge: no provider: %w", s.Path, err)}
 	}
-	return &eval.JudgeModel{Provider: p, Header: session.Header{Model: s.Judge.Model}}, nil
+	return &eval.JudgeModel{Provider: p, Header: session.Header{Model: s.Judge.Model}}, done, nil
 }
 
 func writeJUnit(path string, res *eval.Result, by string) error {
