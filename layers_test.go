@@ -116,6 +116,11 @@ func outerAllows(p, q string) bool {
 		// The web UI's assets: a page that calls the API over HTTP like
 		// any client, so it needs no package of ours (server mounts it).
 		return false
+	case p == "eval":
+		// The eval runner links the core, the replay plugin's rerun, the
+		// scorers and the budget's price table; a program opens the
+		// compositions it runs.
+		return in(q, core...) || in(q, "config", "eval/score", "plugins/provider/replay", "plugins/budget")
 	case p == "":
 		// The face: the core and config, no plugin (the program picks).
 		return in(q, core...) || in(q, "config")

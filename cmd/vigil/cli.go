@@ -71,6 +71,7 @@ func newRootCmd(e *env) *cobra.Command {
 		newProveCmd(e),
 		newVerifyProofCmd(e),
 		newReplayCmd(e),
+		newEvalCmd(e),
 		newTraceCmd(e),
 		newApproveCmd(e),
 		newDenyCmd(e),
