@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"runtime/debug"
 	"slices"
 
 	"github.com/a2aproject/a2a-go/a2a"
@@ -52,17 +51,11 @@ func New(rt *vigil.Runtime, o Options) (*Server, error) {
 		o.Logger = hclog.NewNullLogger()
 	}
 	if o.Version == "" {
-		o.Version = "(devel)"
-		if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-			o.Version = info.Main.Version
-		}
+		o.Version = agentsrv.Version()
 	}
-	agents, err := agentsrv.Agents(rt)
+	agents, err := agentsrv.Offered(rt, o.Logger, "A2A")
 	if err != nil {
-		if agents == nil {
-			return nil, err
-		}
-		o.Logger.Warn("some agents are not offered over A2A", "error", err)
+		return nil, err
 	}
 	s := &Server{rt: rt, access: o.Access, log: o.Logger, version: o.Version, agents: map[string]agentsrv.Agent{}}
 	for _, a := range agents {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"slices"
 
 	"github.com/hashicorp/go-hclog"
@@ -39,17 +38,11 @@ func New(rt *vigil.Runtime, o Options) (*mcp.Server, error) {
 		o.Logger = hclog.NewNullLogger()
 	}
 	if o.Version == "" {
-		o.Version = "(devel)"
-		if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-			o.Version = info.Main.Version
-		}
+		o.Version = agentsrv.Version()
 	}
-	agents, err := agentsrv.Agents(rt)
+	agents, err := agentsrv.Offered(rt, o.Logger, "MCP")
 	if err != nil {
-		if agents == nil {
-			return nil, err
-		}
-		o.Logger.Warn("some agents are not offered over MCP", "error", err)
+		return nil, err
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "vigil", Version: o.Version}, &mcp.ServerOptions{
 		Instructions: instructions,

@@ -339,13 +339,7 @@ func readEvalReport(ctx context.Context, e *env, cfg string, h **host, arg strin
 	if !session.ValidID(arg) {
 		return nil, notFoundf("%s: no such file or eval session id", arg)
 	}
-	if *h == nil {
-		var err error
-		if *h, err = openStoreHost(e, cfg); err != nil {
-			return nil, err
-		}
-	}
-	mgr, err := service(*h, live.Sessions)
+	mgr, err := storedSessions(e, cfg, h)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/vigil-run/vigil/session/live"
 	"io"
 	"regexp"
 	"strconv"
@@ -183,6 +184,19 @@ func (h *host) close() error {
 }
 
 // service reads a service from the host's root context.
+// storedSessions returns the session manager of the -c composition's
+// store, opening the store host the first time (*h keeps it for the
+// command's other arguments).
+func storedSessions(e *env, cfg string, h **host) (*live.Manager, error) {
+	if *h == nil {
+		var err error
+		if *h, err = openStoreHost(e, cfg); err != nil {
+			return nil, err
+		}
+	}
+	return service(*h, live.Sessions)
+}
+
 func service[T any](h *host, s bus.Service[T]) (T, error) {
 	v, err := s.Get(h.rt.Context())
 	if err != nil {

@@ -135,12 +135,7 @@ func againstOne(ctx context.Context, e *env, cfg string, h **host, c *bus.Contex
 	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
 		return fmt.Errorf("--live writes a fork in the -c store: name the session by id, not by file")
 	}
-	if *h == nil {
-		if *h, err = openStoreHost(e, cfg); err != nil {
-			return err
-		}
-	}
-	stored, err := service(*h, live.Sessions)
+	stored, err := storedSessions(e, cfg, h)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/vigil-run/vigil/invariants"
 	"github.com/vigil-run/vigil/session"
-	"github.com/vigil-run/vigil/session/live"
 )
 
 func newSessionsTreeCmd(e *env) *cobra.Command {
@@ -115,13 +114,7 @@ func verifyTrees(ctx context.Context, e *env, cfg string, h **host, args []strin
 
 // loadStored adds the tree of session id in the store.
 func (f *forest) loadStored(ctx context.Context, e *env, cfg string, h **host, id string) error {
-	if *h == nil {
-		var err error
-		if *h, err = openStoreHost(e, cfg); err != nil {
-			return err
-		}
-	}
-	mgr, err := service(*h, live.Sessions)
+	mgr, err := storedSessions(e, cfg, h)
 	if err != nil {
 		return err
 	}

@@ -256,13 +256,7 @@ func verifyOne(ctx context.Context, e *env, cfg string, h **host, arg string, au
 
 // exportSession returns the stored JSONL bytes of session id.
 func exportSession(ctx context.Context, e *env, cfg string, h **host, id string) ([]byte, error) {
-	if *h == nil {
-		var err error
-		if *h, err = openStoreHost(e, cfg); err != nil {
-			return nil, err
-		}
-	}
-	mgr, err := service(*h, live.Sessions)
+	mgr, err := storedSessions(e, cfg, h)
 	if err != nil {
 		return nil, err
 	}
