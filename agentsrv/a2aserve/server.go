@@ -123,7 +123,7 @@ func (h *handler) OnSendMessage(ctx context.Context, p *a2a.MessageSendParams) (
 		}
 		return v.task, nil
 	}
-	for _, err := range h.s.watch(ctx, ref) {
+	for _, err := range h.s.watch(ctx, ref, false) {
 		if err != nil {
 			return nil, err
 		}
@@ -145,7 +145,7 @@ func (h *handler) OnSendMessageStream(ctx context.Context, p *a2a.MessageSendPar
 	if err != nil {
 		return func(yield func(a2a.Event, error) bool) { yield(nil, err) }
 	}
-	return h.s.watch(ctx, ref)
+	return h.s.watch(ctx, ref, true)
 }
 
 // OnResubscribeToTask answers tasks/resubscribe: as a stream, from now
@@ -155,7 +155,7 @@ func (h *handler) OnResubscribeToTask(ctx context.Context, p *a2a.TaskIDParams) 
 	if err != nil {
 		return func(yield func(a2a.Event, error) bool) { yield(nil, err) }
 	}
-	return h.s.watch(ctx, ref)
+	return h.s.watch(ctx, ref, false)
 }
 
 // OnCancelTask answers tasks/cancel: the session's work is cancelled as
@@ -178,7 +178,7 @@ func (h *handler) OnCancelTask(ctx context.Context, p *a2a.TaskIDParams) (*a2a.T
 	}
 	wctx, cancel := context.WithTimeout(ctx, cancelWait)
 	defer cancel()
-	for range h.s.watch(wctx, ref) {
+	for range h.s.watch(wctx, ref, false) {
 	}
 	v, err = h.s.view(ctx, ref)
 	if err != nil {

@@ -18,31 +18,45 @@ const recheck = 500 * time.Millisecond
 // cancelWait bounds how long tasks/cancel waits for the turn to end.
 const cancelWait = 10 * time.Second
 
-// watch streams task ref from now on: the task as it stands, then each
-// chunk of its turn as an append to the answer artifact and each change
-// of its state as a status update, until the task is final or waits for
-// input (the last status update is final, with the receipt; a completed
-// task's whole answer comes just before it), or ctx is done. It follows
-// the log, so it sees the turn whichever worker runs it.
-func (s *Server) watch(ctx context.Context, ref taskRef) iter.Seq2[a2a.Event, error] {
+// watch streams task ref: the task as it stands, then each chunk of its
+// turn as an append to the answer artifact and each change of its state
+// as a status update, until the task is final or waits for input (the
+// last status update is final, with the receipt; a completed task's whole
+// answer comes just before it), or ctx is done. It follows the log, so it
+// sees the turn whichever worker runs it.
+//
+// With whole, the stream shows the whole turn however far a worker got
+// before it was asked for (message/stream: the client just made the
+// task, and a fast worker may have run it already): the task as it
+// started, then every chunk from the job's start, then the updates.
+// Without, it shows the task from now on (tasks/resubscribe).
+func (s *Server) watch(ctx context.Context, ref taskRef, whole bool) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
 		v, err := s.view(ctx, ref)
 		if err != nil {
 			yield(nil, err)
 			return
 		}
-		if !yield(v.task, nil) || v.final() {
+		first, from := v.task, v.next
+		replay := whole && v.turn != 0 && v.base >= 0
+		if replay {
+			first, from = asStarted(v.task), v.base
+		}
+		if !yield(first, nil) || !replay && v.final() {
 			return
 		}
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		recs, errc := s.pump(ctx, ref.session, v.next)
+		recs, errc := s.pump(ctx, ref.session, from)
 		tick := time.NewTicker(recheck)
 		defer tick.Stop()
-		state := v.task.Status.State
+		state := first.Status.State
 		// The final update waits until the chunks the view read past
 		// were streamed: the stream never says more than it showed.
-		pos, pending := v.next, (*view)(nil)
+		pos, pending := from, (*view)(nil)
+		if replay && v.final() {
+			pending = &v
+		}
 		for {
 			again := false
 			select {
@@ -83,6 +97,17 @@ func (s *Server) watch(ctx context.Context, ref taskRef) iter.Seq2[a2a.Event, er
 			}
 		}
 	}
+}
+
+// asStarted is task as it stood when its turn started: working, with no
+// answer yet.
+func asStarted(task *a2a.Task) *a2a.Task {
+	t := *task
+	t.Status = status(a2a.TaskStateWorking, "")
+	now := time.Now().UTC()
+	t.Status.Timestamp = &now
+	t.Artifacts, t.Metadata = nil, nil
+	return &t
 }
 
 // update yields the status update of view v (with the answer first when

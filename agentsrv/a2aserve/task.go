@@ -43,6 +43,9 @@ type view struct {
 	turn int
 	// next is the log's length as read: a follower takes it up there.
 	next int64
+	// base is the log's length when a worker started the task's job (-1
+	// before): the task's records are from there on.
+	base int64
 	// waiting: the turn waits for decisions no job carries yet.
 	waiting *agentsrv.Waiting
 }
@@ -77,7 +80,7 @@ func (s *Server) view(ctx context.Context, ref taskRef) (view, error) {
 	if err != nil {
 		return view{}, err
 	}
-	v := view{next: int64(len(log.Records)), task: &a2a.Task{ID: ref.id(), ContextID: ref.session}}
+	v := view{next: int64(len(log.Records)), base: job.Base, task: &a2a.Task{ID: ref.id(), ContextID: ref.session}}
 	if job.Base >= 0 {
 		v.turn = turnOf(log.Records, job.Base)
 	}
