@@ -37,12 +37,8 @@ func (s *Server) watch(ctx context.Context, ref taskRef, whole bool) iter.Seq2[a
 			yield(nil, err)
 			return
 		}
-		first, from := v.task, v.next
-		replay := whole && v.turn != 0 && v.base >= 0
-		if replay {
-			first, from = asStarted(v.task), v.base
-		}
-		if !yield(first, nil) || !replay && v.final() {
+		first, from, pending := s.opening(v, whole)
+		if !yield(first, nil) || pending == nil && v.final() {
 			return
 		}
 		ctx, cancel := context.WithCancel(ctx)
@@ -51,12 +47,7 @@ func (s *Server) watch(ctx context.Context, ref taskRef, whole bool) iter.Seq2[a
 		tick := time.NewTicker(recheck)
 		defer tick.Stop()
 		state := first.Status.State
-		// The final update waits until the chunks the view read past
-		// were streamed: the stream never says more than it showed.
-		pos, pending := from, (*view)(nil)
-		if replay && v.final() {
-			pending = &v
-		}
+		pos := from
 		for {
 			again := false
 			select {
@@ -97,6 +88,20 @@ func (s *Server) watch(ctx context.Context, ref taskRef, whole bool) iter.Seq2[a
 			}
 		}
 	}
+}
+
+// opening is how a watch of view v opens: the task it shows first, the
+// seq it follows the log from and, when v is already final, the view whose
+// update ends the stream once the chunks up to it were streamed (the
+// stream never says more than it showed).
+func (s *Server) opening(v view, whole bool) (first *a2a.Task, from int64, pending *view) {
+	if !whole || v.turn == 0 || v.base < 0 {
+		return v.task, v.next, nil
+	}
+	if v.final() {
+		pending = &v
+	}
+	return asStarted(v.task), v.base, pending
 }
 
 // asStarted is task as it stood when its turn started: working, with no
