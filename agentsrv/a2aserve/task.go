@@ -65,18 +65,7 @@ func (s *Server) view(ctx context.Context, ref taskRef) (view, error) {
 	if err != nil {
 		return view{}, err
 	}
-	job, err := q.Job(ctx, ref.job)
-	if errors.Is(err, session.ErrNotFound) || err == nil && (job.Session != ref.session || job.Kind != vigil.JobTurn || vigil.JobAgent(job) != ref.agent) {
-		return view{}, fmt.Errorf("%w: %s", a2a.ErrTaskNotFound, ref.id())
-	}
-	if err != nil {
-		return view{}, err
-	}
-	log, err := s.rt.Session(ctx, ref.session)
-	if err != nil {
-		return view{}, err
-	}
-	jobs, err := q.Jobs(ctx, ref.session)
+	job, log, jobs, err := s.read(ctx, q, ref)
 	if err != nil {
 		return view{}, err
 	}
@@ -120,6 +109,38 @@ func (s *Server) view(ctx context.Context, ref taskRef) (view, error) {
 	now := time.Now().UTC()
 	v.task.Status.Timestamp = &now
 	return v, nil
+}
+
+// read reads task ref's job, its session's log and unfinished jobs, as
+// one moment: the job is read again after the log, and all of it again
+// when the job changed in between (a worker started or ended it), so a
+// view never pairs a job not yet started with a log its turn is already
+// in (a stream would follow the log from past the turn's chunks).
+func (s *Server) read(ctx context.Context, q session.Queue, ref taskRef) (session.Job, *session.Log, []session.Job, error) {
+	for attempt := 0; ; attempt++ {
+		job, err := q.Job(ctx, ref.job)
+		if errors.Is(err, session.ErrNotFound) || err == nil && (job.Session != ref.session || job.Kind != vigil.JobTurn || vigil.JobAgent(job) != ref.agent) {
+			return session.Job{}, nil, nil, fmt.Errorf("%w: %s", a2a.ErrTaskNotFound, ref.id())
+		}
+		if err != nil {
+			return session.Job{}, nil, nil, err
+		}
+		log, err := s.rt.Session(ctx, ref.session)
+		if err != nil {
+			return session.Job{}, nil, nil, err
+		}
+		jobs, err := q.Jobs(ctx, ref.session)
+		if err != nil {
+			return session.Job{}, nil, nil, err
+		}
+		again, err := q.Job(ctx, ref.job)
+		if err != nil {
+			return session.Job{}, nil, nil, err
+		}
+		if again.Base == job.Base && again.State == job.State && again.Attempts == job.Attempts || attempt == 4 {
+			return again, log, jobs, nil
+		}
+	}
 }
 
 // continuable reports whether a turn that ended with reason is carried
