@@ -17,15 +17,26 @@ export function statusOf(sum) {
 // MAX bounds the rows, and so the summaries asked for at each refresh.
 const MAX = 200;
 
+// usageSeen keeps each session's usage with the log's length it was read
+// at: a usage is a fold of the whole log on the server, so a refresh asks
+// again only for the sessions whose log grew since.
+const usageSeen = new Map();
+
+async function usageOf(id, sum) {
+  const at = sum ? sum.events : undefined;
+  const seen = usageSeen.get(id);
+  if (seen && at !== undefined && seen.at === at) return seen.usage;
+  const usage = await api('GET', `/v1/sessions/${enc(id)}/usage`).catch(() => null);
+  if (usage && at !== undefined) usageSeen.set(id, { at, usage });
+  return usage;
+}
+
 async function load() {
   const list = await api('GET', '/v1/sessions');
   const infos = list.sessions.slice().sort((a, b) => (a.created < b.created ? 1 : -1)).slice(0, MAX);
   return Promise.all(infos.map(async (info) => {
-    const [sum, usage] = await Promise.all([
-      api('GET', `/v1/sessions/${enc(info.id)}`).catch(() => null),
-      api('GET', `/v1/sessions/${enc(info.id)}/usage`).catch(() => null),
-    ]);
-    return { info, sum, usage };
+    const sum = await api('GET', `/v1/sessions/${enc(info.id)}`).catch(() => null);
+    return { info, sum, usage: await usageOf(info.id, sum) };
   }));
 }
 
