@@ -10,7 +10,7 @@
 # initialises a cluster in a temporary directory as an unprivileged user
 # (`nobody` when run as root, else the current user), starts it on
 # 127.0.0.1 at a free port with password authentication, creates a
-# database and exports its DSN. pg_stat_statements is preloaded, for
+# database and exports its DSN (and VIGIL_PG_DIR, the cluster's folder). pg_stat_statements is preloaded, for
 # bench/load's statement counts (the tool creates the extension). The server listens on loopback only and its
 # Unix socket lives in the temporary directory.
 #
@@ -110,6 +110,8 @@ vigil_pg_start() {
     return 1
   fi
   export VIGIL_TEST_POSTGRES_DSN="postgres://vigil:$pw@127.0.0.1:$port/vigil_test?sslmode=disable"
+  # bench/load reads the cluster's folder from it to count PostgreSQL's CPU.
+  export VIGIL_PG_DIR
   echo "== postgres $("$bindir/postgres" --version | awk '{print $3}') on 127.0.0.1:$port (data in $VIGIL_PG_DIR)"
 }
 
@@ -117,8 +119,7 @@ vigil_pg_stop() {
   [ -n "${VIGIL_PG_DIR:-}" ] || return 0
   vigil_pg_as "$VIGIL_PG_BIN/pg_ctl" -D "$VIGIL_PG_DIR/data" -m fast -w stop >/dev/null 2>&1 || true
   rm -rf "$VIGIL_PG_DIR"
-  VIGIL_PG_DIR=
-  unset VIGIL_TEST_POSTGRES_DSN
+  unset VIGIL_PG_DIR VIGIL_TEST_POSTGRES_DSN
 }
 
 vigil_pg_start || return 1
