@@ -80,6 +80,17 @@ func proofErr(reason string, seq int64, format string, args ...any) error {
 	return &ProofError{Reason: reason, Seq: seq, Err: fmt.Errorf(format, args...)}
 }
 
+// turnsSpan says which turns a log has, for a "no such turn" error.
+func turnsSpan(n int) string {
+	switch n {
+	case 0:
+		return "it has none"
+	case 1:
+		return "it has turn 1"
+	}
+	return fmt.Sprintf("its turns are 1-%d", n)
+}
+
 // ProofReason returns the reason of a *ProofError in err's chain, "" else.
 func ProofReason(err error) string {
 	var pe *ProofError
@@ -105,12 +116,13 @@ func ProveTurnAt(r io.Reader, turn int, at int64) (*TurnProof, error) {
 	if err != nil {
 		return nil, &session.CorruptError{Line: 1, Err: err}
 	}
-	first, last := int64(-1), int64(-1)
+	first, last, turns := int64(-1), int64(-1), 0
 	recs := make([]session.Record, len(lines))
 	for seq, line := range lines {
 		if recs[seq], err = session.DecodeRecord(line); err != nil {
 			return nil, &session.CorruptError{Line: seq + 2, Err: err}
 		}
+		turns = max(turns, recs[seq].Turn())
 		if recs[seq].Turn() == turn && !recs[seq].Ignorable() {
 			if first < 0 {
 				first = int64(seq)
@@ -128,7 +140,7 @@ func ProveTurnAt(r io.Reader, turn int, at int64) (*TurnProof, error) {
 		}
 	}
 	if first < 0 {
-		return nil, proofErr(ProofNoTurn, -1, "session %s has no turn %d", info.ID, turn)
+		return nil, proofErr(ProofNoTurn, -1, "session %s has no turn %d (%s)", info.ID, turn, turnsSpan(turns))
 	}
 	if cp == nil {
 		return nil, proofErr(ProofNoCheckpoint, -1, "no signed checkpoint follows turn %d's last record (seq %d)", turn, last)

@@ -63,8 +63,11 @@ func cmdProve(ctx context.Context, e *env, cfg, arg string, turn int, out string
 	if errors.Is(err, session.ErrCorrupt) {
 		return fmt.Errorf("%s: %w", arg, err) // which log the line is of
 	}
-	if invariants.ProofReason(err) == invariants.ProofNoTurn {
-		return notFoundError{err}
+	var pe *invariants.ProofError
+	if errors.As(err, &pe) && pe.Reason == invariants.ProofNoTurn {
+		// The reason code is for a proof's checker; a person asked for a
+		// turn that is not there.
+		return notFoundError{pe.Err}
 	}
 	if err != nil {
 		return err
