@@ -1,19 +1,19 @@
 package anthropic
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
-
-	sdk "github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
+	"io"
 
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/plugins/internal/eventstream"
 	"github.com/vigil-run/vigil/session"
 )
 
-// iterate adapts the SDK stream to an agentloop.Stream.
-func (p *Provider) iterate(ctx context.Context, s *ssestream.Stream[sdk.MessageStreamEventUnion]) agentloop.Stream {
+// iterate turns the response body into an agentloop.Stream.
+func (p *Provider) iterate(ctx context.Context, body io.ReadCloser) agentloop.Stream {
 	var d decoder
 	end := func() ([]agentloop.Chunk, error) {
 		final, err := d.end()
@@ -22,7 +22,29 @@ func (p *Provider) iterate(ctx context.Context, s *ssestream.Stream[sdk.MessageS
 		}
 		return []agentloop.Chunk{final}, nil
 	}
-	return eventstream.Stream(ctx, providerName, s, eventstream.Decoder[sdk.MessageStreamEventUnion]{Decode: d.decode, End: end}, p.fail)
+	events := eventstream.Typed(eventstream.NewReader(body), parseEvent)
+	return eventstream.Stream(ctx, providerName, events, eventstream.Decoder[*event]{Decode: d.decode, End: end}, p.fail)
+}
+
+// parseEvent reads one event as the SDK does: by its SSE event name,
+// ping and unnamed events are skipped, an error event is the server's
+// error, and any other event with data is decoded (its type is then the
+// one its data says).
+func parseEvent(ev eventstream.Event) (*event, bool, bool, error) {
+	data := bytes.TrimSuffix(ev.Data, []byte("\n"))
+	switch {
+	case ev.Type == "ping", ev.Type == "":
+		return nil, false, false, nil
+	case ev.Type == "error":
+		return nil, false, false, newStreamError(data)
+	case len(data) == 0:
+		return nil, false, false, nil
+	}
+	e := new(event)
+	if err := json.Unmarshal(ev.Data, e); err != nil {
+		return nil, false, false, err
+	}
+	return e, true, false, nil
 }
 
 // block is what the decoder knows of a content block of the reply.
@@ -44,7 +66,7 @@ type decoder struct {
 	stopped bool   // message_stop seen
 }
 
-func (d *decoder) decode(ev sdk.MessageStreamEventUnion) ([]agentloop.Chunk, error) {
+func (d *decoder) decode(ev *event) ([]agentloop.Chunk, error) {
 	switch ev.Type {
 	case "message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop":
 	default:
@@ -85,16 +107,16 @@ func (d *decoder) decode(ev sdk.MessageStreamEventUnion) ([]agentloop.Chunk, err
 		}
 	case "message_delta":
 		if r := ev.Delta.StopReason; r != "" {
-			d.stop = string(r)
+			d.stop = r
 		}
 		// Usage here is cumulative. Input counts arrive here too on
 		// newer API versions (and on servers that only count at the end).
 		u := ev.Usage
-		if u.JSON.OutputTokens.Valid() {
-			d.output = int(u.OutputTokens)
+		if u.OutputTokens != nil {
+			d.output = int(*u.OutputTokens)
 		}
-		if u.JSON.InputTokens.Valid() && u.InputTokens > 0 {
-			d.input = int(u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens)
+		if u.InputTokens != nil && *u.InputTokens > 0 {
+			d.input = int(*u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens)
 		}
 	case "message_stop":
 		d.stopped = true
@@ -102,7 +124,7 @@ func (d *decoder) decode(ev sdk.MessageStreamEventUnion) ([]agentloop.Chunk, err
 	return nil, nil
 }
 
-func (d *decoder) start(ev sdk.MessageStreamEventUnion) ([]agentloop.Chunk, error) {
+func (d *decoder) start(ev *event) ([]agentloop.Chunk, error) {
 	if _, dup := d.blocks[ev.Index]; dup {
 		return nil, fmt.Errorf("%w: content block %d started twice", ErrMalformedStream, ev.Index)
 	}
@@ -129,7 +151,7 @@ func (d *decoder) start(ev sdk.MessageStreamEventUnion) ([]agentloop.Chunk, erro
 		// The API starts every call with an empty input and streams it;
 		// a server that sends the whole input up front is taken at its
 		// word.
-		if raw := cb.JSON.Input.Raw(); raw != "" && raw != "{}" && raw != "null" {
+		if raw := string(cb.Input); raw != "" && raw != "{}" && raw != "null" {
 			td.Arguments, b.args = raw, true
 		}
 		return []agentloop.Chunk{{ToolCall: td}}, nil
@@ -137,7 +159,7 @@ func (d *decoder) start(ev sdk.MessageStreamEventUnion) ([]agentloop.Chunk, erro
 	return nil, nil
 }
 
-func (d *decoder) delta(ev sdk.MessageStreamEventUnion) ([]agentloop.Chunk, error) {
+func (d *decoder) delta(ev *event) ([]agentloop.Chunk, error) {
 	b, ok := d.blocks[ev.Index]
 	if !ok {
 		return nil, fmt.Errorf("%w: delta for unknown content block %d", ErrMalformedStream, ev.Index)

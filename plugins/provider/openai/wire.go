@@ -1,0 +1,122 @@
+package openai
+
+import (
+	"encoding/json"
+)
+
+// The wire types of the one endpoint Vigil uses, chat completions with
+// streaming: exactly the fields it sends and reads. Fields are in the
+// order the official SDK sends them, so a request is the same JSON text
+// the SDK would send (oracle_test.go holds it to that).
+
+// chatRequest is the body of POST chat/completions.
+type chatRequest struct {
+	Messages       []message     `json:"messages"`
+	Model          string        `json:"model,omitempty"`
+	MaxTokens      int64         `json:"max_tokens,omitempty"`
+	Temperature    *float64      `json:"temperature,omitempty"`
+	Stop           []string      `json:"stop,omitempty"`
+	StreamOptions  streamOptions `json:"stream_options"`
+	ResponseFormat *jsonFormat   `json:"response_format,omitempty"`
+	Tools          []tool        `json:"tools,omitempty"`
+	Stream         bool          `json:"stream"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// message is a message of any role; each role uses its own fields.
+type message struct {
+	// Content is absent only from an assistant message that calls tools.
+	Content    *string    `json:"content,omitempty"`
+	Name       string     `json:"name,omitempty"`
+	ToolCalls  []toolCall `json:"tool_calls,omitempty"`
+	ToolCallID *string    `json:"tool_call_id,omitempty"`
+	Role       string     `json:"role"`
+	// Reasoning is DeepSeek's reasoning_content, which is no field of the
+	// SDK's: it sends it as an extra field, escaped as encoding/json
+	// escapes by default.
+	Reasoning htmlString `json:"reasoning_content,omitempty"`
+}
+
+type toolCall struct {
+	ID       string       `json:"id"`
+	Function functionCall `json:"function"`
+	Type     string       `json:"type"`
+}
+
+type functionCall struct {
+	Arguments string `json:"arguments"`
+	Name      string `json:"name"`
+}
+
+type tool struct {
+	Function function `json:"function"`
+	Type     string   `json:"type"`
+}
+
+// function is a function definition with its parameters kept as the
+// exact JSON Schema text the tool declared.
+type function struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// jsonFormat is Structured Outputs: {"json_schema":{…},"type":"json_schema"}.
+type jsonFormat struct {
+	JSONSchema jsonSchema `json:"json_schema"`
+	Type       string     `json:"type"`
+}
+
+type jsonSchema struct {
+	Name   string          `json:"name"`
+	Strict bool            `json:"strict,omitempty"`
+	Schema json.RawMessage `json:"schema"`
+}
+
+// htmlString is a string encoded with <, > and & escaped whatever the
+// encoder's setting.
+type htmlString string
+
+func (s htmlString) MarshalJSON() ([]byte, error) { return json.Marshal(string(s)) }
+
+// chunk is one event of the stream. Choices is read by hand: a server
+// that sends something other than an array is told so.
+type chunk struct {
+	Choices json.RawMessage `json:"choices"`
+	Usage   *usage          `json:"usage"`
+}
+
+type usage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+}
+
+type choice struct {
+	Index        int64  `json:"index"`
+	Delta        delta  `json:"delta"`
+	FinishReason string `json:"finish_reason"`
+}
+
+// delta is what a choice adds. The reasoning fields are kept raw, so one
+// that is not a string is told apart from one that is absent.
+type delta struct {
+	Content          string          `json:"content"`
+	Refusal          string          `json:"refusal"`
+	ToolCalls        []toolCallDelta `json:"tool_calls"`
+	ReasoningContent json.RawMessage `json:"reasoning_content"`
+	Reasoning        json.RawMessage `json:"reasoning"`
+}
+
+// toolCallDelta is a fragment of a tool call; Index is nil when the
+// server sends none (older Ollama).
+type toolCallDelta struct {
+	Index    *int64 `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
