@@ -67,7 +67,7 @@ func messages(system string, msgs session.Messages) ([]message, error) {
 		case session.RoleUser:
 			out = append(out, message{Role: "user", Content: &m.Content, Name: m.Name})
 		case session.RoleAssistant:
-			a := message{Role: "assistant", Reasoning: htmlString(m.Reasoning)}
+			a := message{Role: "assistant", Reasoning: extraString(m.Reasoning)}
 			// Content may be absent only when the message calls tools.
 			if m.Content != "" || len(m.ToolCalls) == 0 {
 				a.Content = &m.Content

@@ -35,9 +35,8 @@ type message struct {
 	ToolCallID *string    `json:"tool_call_id,omitempty"`
 	Role       string     `json:"role"`
 	// Reasoning is DeepSeek's reasoning_content, which is no field of the
-	// SDK's: it sends it as an extra field, escaped as encoding/json
-	// escapes by default.
-	Reasoning htmlString `json:"reasoning_content,omitempty"`
+	// SDK's: it sends it as an extra field, spelled as sjson spells it.
+	Reasoning extraString `json:"reasoning_content,omitempty"`
 }
 
 type toolCall struct {
@@ -76,11 +75,20 @@ type jsonSchema struct {
 	Schema json.RawMessage `json:"schema"`
 }
 
-// htmlString is a string encoded with <, > and & escaped whatever the
-// encoder's setting.
-type htmlString string
+// extraString is a string spelled as the SDK spells its extra fields
+// (through sjson): as is when it is printable ASCII without quotes or
+// backslashes, else as encoding/json spells it by default, with <, > and
+// & escaped. Either way it is the same JSON string.
+type extraString string
 
-func (s htmlString) MarshalJSON() ([]byte, error) { return json.Marshal(string(s)) }
+func (s extraString) MarshalJSON() ([]byte, error) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c > 0x7f || c == '"' || c == '\\' {
+			return json.Marshal(string(s))
+		}
+	}
+	return []byte(`"` + string(s) + `"`), nil
+}
 
 // chunk is one event of the stream. Choices is read by hand: a server
 // that sends something other than an array is told so.
