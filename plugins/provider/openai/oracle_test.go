@@ -5,13 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	oai "github.com/openai/openai-go/v3"
@@ -29,47 +26,8 @@ import (
 // the SDK's own client (sdk_oracle_test.go) must send the same request
 // and read the same reply.
 
-// recorder is a server that answers every request with reply and keeps
-// what it received.
-type recorder struct {
-	*httptest.Server
-	mu    sync.Mutex
-	reqs  []providertest.Request
-	reply []byte
-}
-
-func newRecorder(t *testing.T) *recorder {
-	r := &recorder{}
-	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, _ := io.ReadAll(req.Body)
-		r.mu.Lock()
-		r.reqs = append(r.reqs, providertest.Request{Method: req.Method, Path: req.URL.Path, Header: req.Header.Clone(), Body: body})
-		reply := r.reply
-		r.mu.Unlock()
-		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = w.Write(reply)
-	}))
-	t.Cleanup(r.Close)
-	return r
-}
-
-// answer sets the reply to every later request.
-func (r *recorder) answer(b []byte) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.reply = b
-}
-
-// last returns the last request received.
-func (r *recorder) last(t require.TestingT) providertest.Request {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	require.NotEmpty(t, r.reqs)
-	return r.reqs[len(r.reqs)-1]
-}
-
 // both returns our provider and the SDK's, configured alike, for srv.
-func both(t require.TestingT, srv *recorder, edit ...func(*Config)) (*Provider, *sdkProvider) {
+func both(t require.TestingT, srv *providertest.Recorder, edit ...func(*Config)) (*Provider, *sdkProvider) {
 	cfg := Config{BaseURL: srv.URL + "/v1", APIKey: testKey, Model: "gpt-4o-mini"}
 	for _, e := range edit {
 		e(&cfg)
@@ -79,44 +37,16 @@ func both(t require.TestingT, srv *recorder, edit ...func(*Config)) (*Provider, 
 	return ours, newSDKProvider(cfg, WithHTTPClient(srv.Client()))
 }
 
-// streamAll streams req from p to the end: the chunks and the error that ended
-// the stream, whether Stream or the iteration returned it.
-func streamAll(p agentloop.Provider, req *agentloop.Request) ([]agentloop.Chunk, error) {
-	s, err := p.Stream(context.Background(), req)
-	if err != nil {
-		return nil, err
-	}
-	return providertest.Collect(s)
-}
-
 // sent sends req through p and returns what srv received.
-func sent(t require.TestingT, srv *recorder, p agentloop.Provider, req *agentloop.Request) providertest.Request {
-	_, err := streamAll(p, req)
+func sent(t require.TestingT, srv *providertest.Recorder, p agentloop.Provider, req *agentloop.Request) providertest.Request {
+	_, err := providertest.Run(p, req)
 	require.NoError(t, err)
-	return srv.last(t)
-}
-
-// assertSameRequest asserts that ours is the request the SDK sent: the
-// same method, path, content headers and credential, and the same JSON
-// text (key order, escapes and number spellings; whitespace aside).
-func assertSameRequest(t require.TestingT, sdk, ours providertest.Request) {
-	assert.Equal(t, sdk.Method, ours.Method)
-	assert.Equal(t, sdk.Path, ours.Path)
-	for _, h := range []string{"Authorization", "Content-Type", "Accept", "Anthropic-Version"} {
-		assert.Equal(t, sdk.Header.Values(h), ours.Header.Values(h), h)
-	}
-	assert.Equal(t, indent(t, sdk.Body), indent(t, ours.Body))
-}
-
-func indent(t require.TestingT, b []byte) string {
-	var buf bytes.Buffer
-	require.NoError(t, json.Indent(&buf, b, "", "  "), "%s", b)
-	return buf.String()
+	return srv.Last(t)
 }
 
 func TestRequestIsTheSDKs(t *testing.T) {
-	srv := newRecorder(t)
-	srv.answer(fixture(t, "text"))
+	srv := providertest.NewRecorder(t)
+	srv.Answer(fixture(t, "text"))
 	strictSchema := json.RawMessage(` {"title": "Answer", "type":"object","properties":{"a":{"type":"string","enum":["x","<y>"]}},"required":["a"],"additionalProperties":false} `)
 	tests := []struct {
 		name string
@@ -168,7 +98,7 @@ func TestRequestIsTheSDKs(t *testing.T) {
 			ours, sdk := both(t, srv, edit...)
 			want := sent(t, srv, sdk, tt.req())
 			got := sent(t, srv, ours, tt.req())
-			assertSameRequest(t, want, got)
+			providertest.AssertSameRequest(t, want, got)
 			// And the SDK reads it back as its own parameters.
 			var p oai.ChatCompletionNewParams
 			require.NoError(t, json.Unmarshal(got.Body, &p))
@@ -234,20 +164,20 @@ func drawRequest(t *rapid.T) *agentloop.Request {
 // TestRequestIsTheSDKsForAnyConversation: whatever the conversation,
 // the body is the JSON text the SDK's client sends for it.
 func TestRequestIsTheSDKsForAnyConversation(t *testing.T) {
-	srv := newRecorder(t)
-	srv.answer(fixture(t, "text"))
+	srv := providertest.NewRecorder(t)
+	srv.Answer(fixture(t, "text"))
 	ours, sdk := both(t, srv)
 	rapid.Check(t, func(t *rapid.T) {
 		req := drawRequest(t)
-		_, sdkErr := streamAll(sdk, req)
-		want := srv.last(t)
-		_, err := streamAll(ours, req)
+		_, sdkErr := providertest.Run(sdk, req)
+		want := srv.Last(t)
+		_, err := providertest.Run(ours, req)
 		if sdkErr != nil {
 			require.Error(t, err, "the SDK refused the request: %v", sdkErr)
 			return
 		}
 		require.NoError(t, err)
-		assertSameRequest(t, want, srv.last(t))
+		providertest.AssertSameRequest(t, want, srv.Last(t))
 	})
 }
 
@@ -258,7 +188,7 @@ func TestStreamsReadAsTheSDKReadsThem(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.sse"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
-	srv := newRecorder(t)
+	srv := providertest.NewRecorder(t)
 	ours, sdk := both(t, srv)
 	for _, name := range files {
 		t.Run(filepath.Base(name), func(t *testing.T) {
@@ -269,31 +199,22 @@ func TestStreamsReadAsTheSDKReadsThem(t *testing.T) {
 	}
 }
 
-func assertSameReading(t require.TestingT, srv *recorder, ours *Provider, sdk *sdkProvider, stream []byte) {
-	srv.answer(stream)
-	want, wantErr := streamAll(sdk, simpleRequest())
-	got, err := streamAll(ours, simpleRequest())
+func assertSameReading(t require.TestingT, srv *providertest.Recorder, ours *Provider, sdk *sdkProvider, stream []byte) {
+	srv.Answer(stream)
+	want, wantErr := providertest.Run(sdk, simpleRequest())
+	got, err := providertest.Run(ours, simpleRequest())
 	assert.Equal(t, want, got)
 	if wantErr == nil {
 		assert.NoError(t, err)
 		return
 	}
 	require.Error(t, err, "the SDK's reading failed: %v", wantErr)
-	assert.Equal(t, withoutGoType(wantErr.Error()), withoutGoType(err.Error()))
+	assert.Equal(t, providertest.WithoutGoType(wantErr.Error()), providertest.WithoutGoType(err.Error()))
 	var pe, wantPE *agentloop.ProviderError
 	require.ErrorAs(t, err, &pe)
 	require.ErrorAs(t, wantErr, &wantPE)
 	assert.Equal(t, wantPE.Retryable, pe.Retryable)
 	assert.Equal(t, wantPE.Status, pe.Status)
-}
-
-// withoutGoType cuts the Go type out of a JSON decoding error's text:
-// the SDK decodes into its types, we into ours.
-func withoutGoType(s string) string {
-	if i := strings.Index(s, " of type "); i >= 0 && strings.Contains(s, "json: cannot unmarshal") {
-		return s[:i]
-	}
-	return s
 }
 
 // drawStream draws a stream of chunks as servers send them, framed in
@@ -387,7 +308,7 @@ func drawChunk(t *rapid.T) string {
 // TestAnyStreamReadsAsTheSDKReadsIt: generated streams, framed every way
 // SSE allows, give the same chunks or the same error both ways.
 func TestAnyStreamReadsAsTheSDKReadsIt(t *testing.T) {
-	srv := newRecorder(t)
+	srv := providertest.NewRecorder(t)
 	ours, sdk := both(t, srv)
 	rapid.Check(t, func(t *rapid.T) {
 		assertSameReading(t, srv, ours, sdk, drawStream(t))
@@ -398,14 +319,14 @@ func TestAnyStreamReadsAsTheSDKReadsIt(t *testing.T) {
 // assembles from our chunks is the message the SDK's own accumulator
 // makes of the stream: text, tool calls, usage, finish reason.
 func TestRecordedStreamsAccumulateAsTheSDKsAccumulator(t *testing.T) {
-	srv := newRecorder(t)
+	srv := providertest.NewRecorder(t)
 	ours, _ := both(t, srv)
 	svc := oai.NewChatCompletionService(option.WithBaseURL(srv.URL+"/v1"), option.WithHTTPClient(srv.Client()), option.WithMaxRetries(0), option.WithAPIKey(testKey))
 	// (Not empty_tool_delta: the accumulator keeps the {} fragment some
 	// servers open the array with as a call; we skip it.)
 	for _, name := range []string{"text", "tool_calls", "reasoning"} {
 		t.Run(name, func(t *testing.T) {
-			srv.answer(fixture(t, name))
+			srv.Answer(fixture(t, name))
 			var acc oai.ChatCompletionAccumulator
 			s := svc.NewStreaming(context.Background(), oai.ChatCompletionNewParams{Model: "m"})
 			for s.Next() {
@@ -415,7 +336,7 @@ func TestRecordedStreamsAccumulateAsTheSDKsAccumulator(t *testing.T) {
 			require.Len(t, acc.Choices, 1)
 			msg := acc.Choices[0].Message
 
-			chunks, err := streamAll(ours, simpleRequest())
+			chunks, err := providertest.Run(ours, simpleRequest())
 			require.NoError(t, err)
 			got := providertest.Assemble(chunks)
 			assert.Equal(t, msg.Content+msg.Refusal, got.Text)
