@@ -68,9 +68,9 @@ func FuzzDecoder(f *testing.F) {
 			check(chunks)
 			choices, _ := c.choices()
 			for _, ch := range choices {
-				for _, tc := range ch.Delta.ToolCalls {
-					if ch.Index == 0 && tc.Index != nil && (tc.ID != "" || tc.Function.Name != "" || tc.Function.Arguments != "") {
-						indices[*tc.Index] = true
+				for _, tc := range ch.Delta.V.ToolCalls {
+					if ch.Index.Value == 0 && tc.Index.Set && (tc.ID != "" || tc.Function.V.Name != "" || tc.Function.V.Arguments != "") {
+						indices[tc.Index.Value] = true
 					}
 				}
 			}

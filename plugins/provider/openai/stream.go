@@ -68,27 +68,29 @@ func (d *decoder) decode(c *chunk) ([]agentloop.Chunk, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.Usage != nil {
-		d.usage = &session.Usage{Input: int(c.Usage.PromptTokens), Output: int(c.Usage.CompletionTokens)}
+	if u, ok, err := c.usage(); err != nil {
+		return nil, err
+	} else if ok {
+		d.usage = &session.Usage{Input: int(u.PromptTokens.Value), Output: int(u.CompletionTokens.Value)}
 	}
 	var out []agentloop.Chunk
 	for _, ch := range choices {
-		if ch.Index != 0 {
+		if ch.Index.Value != 0 {
 			continue // only one choice is ever requested
 		}
-		delta := ch.Delta
+		delta := ch.Delta.V
 		if r, err := reasoning(delta); err != nil {
 			return nil, err
 		} else if r != "" {
 			out = append(out, agentloop.Chunk{Reasoning: r})
 		}
 		if delta.Content != "" {
-			out = append(out, agentloop.Chunk{Text: delta.Content})
+			out = append(out, agentloop.Chunk{Text: string(delta.Content)})
 		}
 		if delta.Refusal != "" {
 			// A refusal is what the model says instead of an answer; the
 			// user should read it like one.
-			out = append(out, agentloop.Chunk{Text: delta.Refusal})
+			out = append(out, agentloop.Chunk{Text: string(delta.Refusal)})
 		}
 		for _, tc := range delta.ToolCalls {
 			if td := d.toolCall(tc); td != nil {
@@ -96,25 +98,40 @@ func (d *decoder) decode(c *chunk) ([]agentloop.Chunk, error) {
 			}
 		}
 		if ch.FinishReason != "" {
-			d.finish = ch.FinishReason
+			d.finish = string(ch.FinishReason)
 		}
 	}
 	return out, nil
 }
 
+// usage returns the chunk's usage, if it has one: an object.
+func (c *chunk) usage() (usage, bool, error) {
+	var u usage
+	raw := bytes.TrimSpace(c.Usage)
+	if len(raw) == 0 || raw[0] != '{' {
+		return u, false, nil
+	}
+	err := json.Unmarshal(raw, &u)
+	return u, err == nil, err
+}
+
 // choices returns the chunk's choices; none when the field is absent or
-// null.
+// null. Like the SDK, it takes only an array of objects (or nulls).
 func (c *chunk) choices() ([]choice, error) {
 	raw := bytes.TrimSpace(c.Choices)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
-	if raw[0] != '[' {
+	var elems []json.RawMessage
+	if raw[0] != '[' || json.Unmarshal(raw, &elems) != nil {
 		return nil, fmt.Errorf("%w: choices is not an array", ErrMalformedStream)
 	}
-	var out []choice
+	var out eventstream.List[choice]
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return nil, err
+	}
+	if len(out) != len(elems) {
+		return nil, fmt.Errorf("%w: choices is not an array", ErrMalformedStream)
 	}
 	return out, nil
 }
@@ -139,17 +156,17 @@ func reasoning(delta delta) (string, error) {
 // nothing (some servers open the array with {}) is no call and is
 // skipped before it can be numbered.
 func (d *decoder) toolCall(tc toolCallDelta) *session.ChunkToolCall {
-	if tc.ID == "" && tc.Function.Name == "" && tc.Function.Arguments == "" {
+	if tc.ID == "" && tc.Function.V.Name == "" && tc.Function.V.Arguments == "" {
 		return nil
 	}
 	o := d.ordinal(tc)
 	st := &d.calls[o]
-	td := &session.ChunkToolCall{Index: o, Arguments: tc.Function.Arguments}
+	td := &session.ChunkToolCall{Index: o, Arguments: string(tc.Function.V.Arguments)}
 	if tc.ID != "" && !st.id {
-		td.ID, st.id = tc.ID, true
+		td.ID, st.id = string(tc.ID), true
 	}
-	if tc.Function.Name != "" && !st.name {
-		td.Name, st.name = tc.Function.Name, true
+	if tc.Function.V.Name != "" && !st.name {
+		td.Name, st.name = string(tc.Function.V.Name), true
 	}
 	if td.Arguments != "" {
 		st.args = true
@@ -169,13 +186,13 @@ func (d *decoder) ordinal(tc toolCallDelta) int {
 	if d.byIndex == nil {
 		d.byIndex, d.byID = map[int64]int{}, map[string]int{}
 	}
-	indexed := tc.Index != nil
+	indexed := tc.Index.Set
 	o, known := -1, false
 	switch {
 	case indexed:
-		o, known = d.byIndex[*tc.Index]
+		o, known = d.byIndex[tc.Index.Value]
 	case tc.ID != "":
-		o, known = d.byID[tc.ID]
+		o, known = d.byID[string(tc.ID)]
 	case len(d.calls) > 0:
 		o, known = d.last, true
 	}
@@ -184,10 +201,10 @@ func (d *decoder) ordinal(tc toolCallDelta) int {
 		d.calls = append(d.calls, callState{})
 	}
 	if indexed {
-		d.byIndex[*tc.Index] = o
+		d.byIndex[tc.Index.Value] = o
 	}
 	if tc.ID != "" {
-		d.byID[tc.ID] = o
+		d.byID[string(tc.ID)] = o
 	}
 	d.last = o
 	return o

@@ -2,6 +2,8 @@ package openai
 
 import (
 	"encoding/json"
+
+	"github.com/vigil-run/vigil/plugins/internal/eventstream"
 )
 
 // The wire types of the one endpoint Vigil uses, chat completions with
@@ -90,41 +92,45 @@ func (s extraString) MarshalJSON() ([]byte, error) {
 	return []byte(`"` + string(s) + `"`), nil
 }
 
-// chunk is one event of the stream. Choices is read by hand: a server
-// that sends something other than an array is told so.
+// chunk is one event of the stream. Its fields are read as the SDK
+// reads them (see eventstream.String and Int): choices must be an array,
+// usage counts only as an object, and a scalar of another JSON type than
+// the API's is taken as the SDK takes it.
 type chunk struct {
 	Choices json.RawMessage `json:"choices"`
-	Usage   *usage          `json:"usage"`
+	Usage   json.RawMessage `json:"usage"`
 }
 
 type usage struct {
-	PromptTokens     int64 `json:"prompt_tokens"`
-	CompletionTokens int64 `json:"completion_tokens"`
+	PromptTokens     eventstream.Int `json:"prompt_tokens"`
+	CompletionTokens eventstream.Int `json:"completion_tokens"`
 }
 
 type choice struct {
-	Index        int64  `json:"index"`
-	Delta        delta  `json:"delta"`
-	FinishReason string `json:"finish_reason"`
+	Index        eventstream.Int           `json:"index"`
+	Delta        eventstream.Object[delta] `json:"delta"`
+	FinishReason eventstream.String        `json:"finish_reason"`
 }
 
-// delta is what a choice adds. The reasoning fields are kept raw, so one
-// that is not a string is told apart from one that is absent.
+// delta is what a choice adds. The reasoning fields are kept raw: they
+// are no fields of the SDK's, and one that is not a string is an error.
 type delta struct {
-	Content          string          `json:"content"`
-	Refusal          string          `json:"refusal"`
-	ToolCalls        []toolCallDelta `json:"tool_calls"`
-	ReasoningContent json.RawMessage `json:"reasoning_content"`
-	Reasoning        json.RawMessage `json:"reasoning"`
+	Content          eventstream.String              `json:"content"`
+	Refusal          eventstream.String              `json:"refusal"`
+	ToolCalls        eventstream.List[toolCallDelta] `json:"tool_calls"`
+	ReasoningContent json.RawMessage                 `json:"reasoning_content"`
+	Reasoning        json.RawMessage                 `json:"reasoning"`
 }
 
-// toolCallDelta is a fragment of a tool call; Index is nil when the
+// toolCallDelta is a fragment of a tool call; Index is not Set when the
 // server sends none (older Ollama).
 type toolCallDelta struct {
-	Index    *int64 `json:"index"`
-	ID       string `json:"id"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
+	Index    eventstream.Int                  `json:"index"`
+	ID       eventstream.String               `json:"id"`
+	Function eventstream.Object[functionName] `json:"function"`
+}
+
+type functionName struct {
+	Name      eventstream.String `json:"name"`
+	Arguments eventstream.String `json:"arguments"`
 }
