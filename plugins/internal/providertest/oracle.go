@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 )
 
 // Recorder is a server that answers every request with the same reply
@@ -83,4 +86,28 @@ func WithoutGoType(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// odd are JSON values of every type, for a server that sends a field as
+// another type than the API's.
+var odd = []any{json.RawMessage("5"), json.RawMessage("-1.5"), json.RawMessage("1e400"), json.RawMessage("12345678901234567890"), "7", "x", "", true, false, nil, map[string]any{"a": 1}, []any{1, "b"}, []any{}}
+
+// Perturb replaces now and then a value inside v (v itself included) by
+// one of another JSON type: what a server that strays from an API's
+// types sends. v is built of maps and slices, as json.Unmarshal makes it.
+func Perturb(t *rapid.T, v any) any {
+	if rapid.IntRange(0, 24).Draw(t, "perturb") == 0 {
+		return rapid.SampledFrom(odd).Draw(t, "odd")
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			x[k] = Perturb(t, x[k])
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = Perturb(t, e)
+		}
+	}
+	return v
 }

@@ -61,15 +61,14 @@ type streamError struct {
 
 func newStreamError(data []byte) *streamError {
 	e := &streamError{data: data}
-	var body struct {
-		Error struct {
-			Type    json.RawMessage `json:"type"`
-			Message json.RawMessage `json:"message"`
-		} `json:"error"`
-	}
+	var body eventstream.Object[struct {
+		Error eventstream.Object[struct {
+			Type    eventstream.String `json:"type"`
+			Message eventstream.String `json:"message"`
+		}] `json:"error"`
+	}]
 	if json.Unmarshal(data, &body) == nil {
-		_ = json.Unmarshal(body.Error.Type, &e.Type)
-		_ = json.Unmarshal(body.Error.Message, &e.Message)
+		e.Type, e.Message = string(body.V.Error.V.Type), string(body.V.Error.V.Message)
 	}
 	return e
 }

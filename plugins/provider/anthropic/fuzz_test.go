@@ -54,7 +54,7 @@ func FuzzDecoder(f *testing.F) {
 			if err != nil {
 				return
 			}
-			if ev.Type == "content_block_start" && ev.ContentBlock.Type == "tool_use" {
+			if ev.Type == "content_block_start" && ev.ContentBlock.V.Type == "tool_use" {
 				blocks++
 			}
 			for _, c := range chunks {

@@ -202,12 +202,12 @@ func assertSameReading(t require.TestingT, srv *providertest.Recorder, ours *Pro
 	srv.Answer(stream)
 	want, wantErr := providertest.Run(theirs, simpleRequest())
 	got, err := providertest.Run(ours, simpleRequest())
-	assert.Equal(t, want, got)
+	assert.Equal(t, want, got, "%s", stream)
 	if wantErr == nil {
-		assert.NoError(t, err)
+		assert.NoError(t, err, "%s", stream)
 		return
 	}
-	require.Error(t, err, "the SDK's reading failed: %v", wantErr)
+	require.Error(t, err, "the SDK's reading failed: %v\n%s", wantErr, stream)
 	assert.Equal(t, providertest.WithoutGoType(wantErr.Error()), providertest.WithoutGoType(err.Error()))
 	var pe, wantPE *agentloop.ProviderError
 	require.ErrorAs(t, err, &pe)
@@ -301,7 +301,7 @@ func drawStream(t *rapid.T) []byte {
 			[2]any{"message_stop", map[string]any{"type": "message_stop"}})
 	}
 	for _, ev := range events {
-		data, err := json.Marshal(ev[1])
+		data, err := json.Marshal(providertest.Perturb(t, ev[1]))
 		if err != nil {
 			t.Fatal(err)
 		}

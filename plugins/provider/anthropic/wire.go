@@ -1,6 +1,10 @@
 package anthropic
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/vigil-run/vigil/plugins/internal/eventstream"
+)
 
 // The wire types of the one endpoint Vigil uses, messages with
 // streaming: exactly the fields it sends and reads. Fields are in the
@@ -71,49 +75,48 @@ type outputFormat struct {
 }
 
 // event is one event of the stream, of any type; each type uses its own
-// fields.
+// fields. They are read as the SDK reads them (see eventstream.String,
+// Int, Object): a value of another JSON type than the API's is taken as
+// the SDK takes it.
 type event struct {
-	Type    string `json:"type"`
-	Message struct {
-		Usage startUsage `json:"usage"`
-	} `json:"message"`
-	Index        int64        `json:"index"`
-	ContentBlock contentBlock `json:"content_block"`
-	Delta        eventDelta   `json:"delta"`
-	Usage        deltaUsage   `json:"usage"`
+	Type         eventstream.String               `json:"type"`
+	Message      eventstream.Object[startMessage] `json:"message"`
+	Index        eventstream.Int                  `json:"index"`
+	ContentBlock eventstream.Object[contentBlock] `json:"content_block"`
+	Delta        eventstream.Object[eventDelta]   `json:"delta"`
+	Usage        eventstream.Object[deltaUsage]   `json:"usage"`
+}
+
+type startMessage struct {
+	Usage eventstream.Object[startUsage] `json:"usage"`
 }
 
 type startUsage struct {
-	InputTokens              int64 `json:"input_tokens"`
-	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-	OutputTokens             int64 `json:"output_tokens"`
+	InputTokens              eventstream.Int `json:"input_tokens"`
+	CacheCreationInputTokens eventstream.Int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     eventstream.Int `json:"cache_read_input_tokens"`
+	OutputTokens             eventstream.Int `json:"output_tokens"`
 }
 
 // deltaUsage is message_delta's cumulative usage; a count the server did
-// not send is nil.
-type deltaUsage struct {
-	InputTokens              *int64 `json:"input_tokens"`
-	CacheCreationInputTokens int64  `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     int64  `json:"cache_read_input_tokens"`
-	OutputTokens             *int64 `json:"output_tokens"`
-}
+// not send is not Set.
+type deltaUsage = startUsage
 
 // contentBlock opens a block; Input is the tool_use input as sent.
 type contentBlock struct {
-	Type     string          `json:"type"`
-	Text     string          `json:"text"`
-	Thinking string          `json:"thinking"`
-	ID       string          `json:"id"`
-	Name     string          `json:"name"`
-	Input    json.RawMessage `json:"input"`
+	Type     eventstream.String `json:"type"`
+	Text     eventstream.String `json:"text"`
+	Thinking eventstream.String `json:"thinking"`
+	ID       eventstream.String `json:"id"`
+	Name     eventstream.String `json:"name"`
+	Input    json.RawMessage    `json:"input"`
 }
 
 // eventDelta is a content block's delta or message_delta's delta.
 type eventDelta struct {
-	Type        string `json:"type"`
-	Text        string `json:"text"`
-	Thinking    string `json:"thinking"`
-	PartialJSON string `json:"partial_json"`
-	StopReason  string `json:"stop_reason"`
+	Type        eventstream.String `json:"type"`
+	Text        eventstream.String `json:"text"`
+	Thinking    eventstream.String `json:"thinking"`
+	PartialJSON eventstream.String `json:"partial_json"`
+	StopReason  eventstream.String `json:"stop_reason"`
 }

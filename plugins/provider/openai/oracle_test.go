@@ -5,11 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -300,34 +298,11 @@ func drawChunk(t *rapid.T) string {
 	case 2:
 		c["usage"] = map[string]any{"prompt_tokens": rapid.IntRange(0, 1e6).Draw(t, "in"), "completion_tokens": rapid.IntRange(0, 1e6).Draw(t, "out")}
 	}
-	b, err := json.Marshal(perturb(t, c))
+	b, err := json.Marshal(providertest.Perturb(t, c))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// odd are JSON values of every type, for a server that sends a field as
-// another type than the API's.
-var odd = []any{json.RawMessage("5"), json.RawMessage("-1.5"), json.RawMessage("1e400"), json.RawMessage("12345678901234567890"), "7", "x", "", true, false, nil, map[string]any{"a": 1}, []any{1, "b"}, []any{}}
-
-// perturb replaces now and then a value inside v (v itself included) by
-// one of another type.
-func perturb(t *rapid.T, v any) any {
-	if rapid.IntRange(0, 24).Draw(t, "perturb") == 0 {
-		return rapid.SampledFrom(odd).Draw(t, "odd")
-	}
-	switch x := v.(type) {
-	case map[string]any:
-		for _, k := range slices.Sorted(maps.Keys(x)) {
-			x[k] = perturb(t, x[k])
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = perturb(t, e)
-		}
-	}
-	return v
 }
 
 // TestAnyStreamReadsAsTheSDKReadsIt: generated streams, framed every way
