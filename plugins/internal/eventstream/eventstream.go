@@ -1,8 +1,10 @@
 // Package eventstream reads a provider's server-sent event stream and turns
 // it into an agentloop.Stream: the loop the OpenAI and Anthropic providers
 // share. [Reader] reads events as the official SDKs read them; [Typed]
-// parses each into a provider's wire type; [Stream] decodes those into
-// chunks.
+// parses each into a provider's wire type, whose fields are [String],
+// [Int], [Object] and [List] where the SDKs read leniently (a value of
+// another JSON type than the API's is taken as the SDKs take it); [Stream]
+// decodes those into chunks.
 package eventstream
 
 import (

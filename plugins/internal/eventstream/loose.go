@@ -1,9 +1,12 @@
 package eventstream
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // String is a string field of an event, read as the official SDKs read
@@ -22,11 +25,7 @@ func (s *String) UnmarshalJSON(b []byte) error {
 	case 'n':
 		*s = ""
 	case '"':
-		var v string
-		if err := json.Unmarshal(b, &v); err != nil {
-			return err
-		}
-		*s = String(v)
+		*s = String(unquote(b))
 	case 't':
 		*s = "true"
 	case 'f':
@@ -37,6 +36,54 @@ func (s *String) UnmarshalJSON(b []byte) error {
 		*s = String(numberText(string(b)))
 	}
 	return nil
+}
+
+// unquote is the text of a JSON string as gjson reads it: its bytes as
+// sent, escapes resolved, bytes that are not UTF-8 kept (encoding/json
+// would replace them). b is a valid JSON string.
+func unquote(b []byte) string {
+	in := b[1 : len(b)-1]
+	if !bytes.ContainsRune(in, '\\') {
+		return string(in)
+	}
+	out := make([]byte, 0, len(in))
+	for i := 0; i < len(in); i++ {
+		if in[i] != '\\' {
+			out = append(out, in[i])
+			continue
+		}
+		i++
+		switch c := in[i]; c {
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r := hexRune(in[i+1 : i+5])
+			i += 4
+			// A surrogate takes the escape after it, paired or not.
+			if utf16.IsSurrogate(r) && i+6 < len(in) && in[i+1] == '\\' && in[i+2] == 'u' {
+				r = utf16.DecodeRune(r, hexRune(in[i+3:i+7]))
+				i += 6
+			}
+			out = utf8.AppendRune(out, r)
+		default: // '"', '\\', '/'
+			out = append(out, c)
+		}
+	}
+	return string(out)
+}
+
+// hexRune is the rune four hex digits spell.
+func hexRune(h []byte) rune {
+	v, _ := strconv.ParseUint(string(h), 16, 32)
+	return rune(v)
 }
 
 // numberText spells a JSON number as gjson does: an integer as sent,
@@ -112,7 +159,9 @@ func numberInt(raw string) int64 {
 	return floatInt(f)
 }
 
-// parseInt parses an optionally signed run of digits, saturating.
+// parseInt is gjson's parseInt: an optionally signed run of digits,
+// clamped to int64, whose unsigned value wraps or saturates as gjson's
+// does (it only notices an overflow that makes the value smaller).
 func parseInt(s string) (int64, bool) {
 	neg := s != "" && s[0] == '-'
 	if neg {
@@ -122,23 +171,27 @@ func parseInt(s string) (int64, bool) {
 		return 0, false
 	}
 	var u uint64
+	overflow := false
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
 			return 0, false
 		}
-		if u > (math.MaxUint64-9)/10 {
-			u = math.MaxUint64 // saturate, as gjson does
-			continue
+		if next := u*10 + uint64(s[i]-'0'); next < u {
+			overflow = true
+		} else if !overflow {
+			u = next
 		}
-		u = u*10 + uint64(s[i]-'0')
+	}
+	if overflow {
+		u = math.MaxUint64
 	}
 	switch {
 	case neg && u > 1<<63:
-		return -1 << 63, true
+		return math.MinInt64, true
 	case neg:
 		return -int64(u), true
-	case u > 1<<63-1:
-		return 1<<63 - 1, true
+	case u > math.MaxInt64:
+		return math.MaxInt64, true
 	}
 	return int64(u), true
 }

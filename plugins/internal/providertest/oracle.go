@@ -90,7 +90,7 @@ func WithoutGoType(s string) string {
 
 // odd are JSON values of every type, for a server that sends a field as
 // another type than the API's.
-var odd = []any{json.RawMessage("5"), json.RawMessage("-1.5"), json.RawMessage("1e400"), json.RawMessage("12345678901234567890"), "7", "x", "", true, false, nil, map[string]any{"a": 1}, []any{1, "b"}, []any{}}
+var odd = []any{json.RawMessage("\"\xfc\\u00e9\\ud800x\\\\\""), json.RawMessage("5"), json.RawMessage("-1.5"), json.RawMessage("1e400"), json.RawMessage("12345678901234567890"), "7", "x", "", true, false, nil, map[string]any{"a": 1}, []any{1, "b"}, []any{}}
 
 // Perturb replaces now and then a value inside v (v itself included) by
 // one of another JSON type: what a server that strays from an API's
