@@ -189,4 +189,7 @@ func TestTheBinaryCompilesNoProviderSDK(t *testing.T) {
 		assert.False(t, uses(deps, sdk), "the binary compiles %s", sdk)
 		assert.True(t, uses(tests, sdk), "the providers' tests no longer hold the wire types to %s", sdk)
 	}
+	// gjson, which the SDKs read with, checks eventstream's reading in
+	// its tests only.
+	assert.False(t, uses(deps, "github.com/tidwall/"), "the binary compiles gjson")
 }
