@@ -165,3 +165,31 @@ func TestExamplePluginsLinkOnlyTheSDKAndThePureLog(t *testing.T) {
 	}
 	assert.Positive(t, n, "the example plugins are main packages")
 }
+
+// TestTheBinaryCompilesNoProviderSDK: the providers speak their one
+// endpoint each with wire types of their own, so the binary compiles
+// neither official SDK (before, most of a cold build's CPU time); the
+// providers' tests still do, as the oracle the wire types are held to
+// (plugins/provider/*/oracle_test.go).
+func TestTheBinaryCompilesNoProviderSDK(t *testing.T) {
+	sdks := []string{"github.com/openai/openai-go/", "github.com/anthropics/anthropic-sdk-go/"}
+	uses := func(deps []string, sdk string) bool {
+		for _, d := range deps {
+			if strings.HasPrefix(d, sdk) {
+				return true
+			}
+		}
+		return false
+	}
+	deps := goList(t, "-deps", "./cmd/vigil")
+	require.Contains(t, deps, module+"/plugins/provider/openai")
+	require.Contains(t, deps, module+"/plugins/provider/anthropic")
+	tests := goList(t, "-deps", "-test", "./plugins/provider/openai", "./plugins/provider/anthropic")
+	for _, sdk := range sdks {
+		assert.False(t, uses(deps, sdk), "the binary compiles %s", sdk)
+		assert.True(t, uses(tests, sdk), "the providers' tests no longer hold the wire types to %s", sdk)
+	}
+	// gjson, which the SDKs read with, checks eventstream's reading in
+	// its tests only.
+	assert.False(t, uses(deps, "github.com/tidwall/"), "the binary compiles gjson")
+}

@@ -1,5 +1,10 @@
-// Package eventstream turns a provider SDK's server-sent event stream into an
-// agentloop.Stream: the loop the OpenAI and Anthropic providers share.
+// Package eventstream reads a provider's server-sent event stream and turns
+// it into an agentloop.Stream: the loop the OpenAI and Anthropic providers
+// share. [Reader] reads events as the official SDKs read them; [Typed]
+// parses each into a provider's wire type, whose fields are [String],
+// [Int], [Object] and [List] where the SDKs read leniently (a value of
+// another JSON type than the API's is taken as the SDKs take it); [Stream]
+// decodes those into chunks.
 package eventstream
 
 import (
@@ -13,7 +18,7 @@ import (
 // ErrStreamReused is returned by a stream ranged over a second time.
 var ErrStreamReused = errors.New("stream already consumed")
 
-// Events is an SDK's event stream (both SDKs' ssestream.Stream[E]).
+// Events is a stream of a provider's events, such as [Typed] returns.
 type Events[E any] interface {
 	Next() bool
 	Current() E

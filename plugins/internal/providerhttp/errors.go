@@ -144,11 +144,12 @@ func (e *statusError) Error() string { return e.Msg }
 // maxErrorBody bounds how much of an error response is read.
 const maxErrorBody = 64 << 10
 
-// Middleware is the shape of both SDKs' request middleware.
+// Middleware wraps the sending of a request, as [CheckStatus] and [Bound]
+// do around an [Endpoint]'s client.
 type Middleware = func(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error)
 
-// CheckStatus returns SDK middleware that turns an error status into a
-// *statusError before the SDK parses the body. key is scrubbed from the
+// CheckStatus returns middleware that turns an error status into a
+// *statusError before the provider reads the body. key is scrubbed from the
 // message, so a body that echoes the credential does not leak it.
 func CheckStatus(key string) Middleware {
 	return func(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {

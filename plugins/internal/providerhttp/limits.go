@@ -66,7 +66,7 @@ func (l Limits) maxBytes() int64 {
 	return DefaultMaxResponseBytes
 }
 
-// Bound returns SDK middleware that bounds the body of every response by
+// Bound returns middleware that bounds the body of every response by
 // l: a read that waits longer than the idle timeout, or a body that grows
 // past the size limit, cancels the request and fails the read with an
 // error wrapping [ErrStreamIdle] or [ErrResponseTooLarge] that names the

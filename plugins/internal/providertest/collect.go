@@ -1,6 +1,8 @@
 package providertest
 
 import (
+	"context"
+
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/session"
 )
@@ -16,6 +18,16 @@ func Collect(s agentloop.Stream) ([]agentloop.Chunk, error) {
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// Run streams req from p to its end: the chunks, and the error that
+// ended the stream, whether Stream or the iteration returned it.
+func Run(p agentloop.Provider, req *agentloop.Request) ([]agentloop.Chunk, error) {
+	s, err := p.Stream(context.Background(), req)
+	if err != nil {
+		return nil, err
+	}
+	return Collect(s)
 }
 
 // Assembled is the assistant message assembled from chunks the way the agent

@@ -28,8 +28,16 @@
 // overload (529) and other server errors are retryable, with the server's
 // Retry-After, unless the server's x-should-retry says otherwise (it may
 // also make another status retryable); the agent loop retries, so the
-// SDK's own retries are off. No part of the API key appears in an error's
-// text, however the server echoes it. The SDK's environment
-// defaults (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, profiles) are not
-// consulted: the config is the only source.
+// provider never retries on its own. No part of the API key appears in an
+// error's text, however the server echoes it. The environment
+// (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, profiles) is not consulted: the
+// config is the only source.
+//
+// The request and the stream are our own wire types (wire.go) for the one
+// endpoint the provider uses, sent with the headers the official Go SDK
+// (anthropic-sdk-go v2.15.0) sends, anthropic-version among them; the SDK
+// is their oracle in tests: for the same conversation the body is the
+// JSON text the SDK's client sends, and every recorded or generated
+// stream reads as the SDK reads it (oracle_test.go). The binary does not
+// compile the SDK.
 package anthropic

@@ -2,10 +2,9 @@ package anthropic
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
-
-	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/vigil-run/vigil/plugins/internal/eventstream"
 	"github.com/vigil-run/vigil/plugins/internal/providerhttp"
@@ -38,16 +37,42 @@ var streamErrorStatus = map[string]int{
 // contain the API key (see providerhttp.Fail).
 func (p *Provider) fail(ctx context.Context, err error, delivered bool) error {
 	return providerhttp.Fail(ctx, providerName, p.cfg.APIKey, err, delivered, func(err error) (int, string, bool, bool) {
-		// An error event inside a 200 stream; the SDK parsed it.
-		var apiErr *sdk.Error
-		if !errors.As(err, &apiErr) {
+		// An error event inside a 200 stream.
+		var se *streamError
+		if !errors.As(err, &se) {
 			return 0, "", false, false
 		}
-		msg := apiErr.Message
+		msg := se.Message
 		if msg == "" {
-			msg = string(apiErr.Type())
+			msg = se.Type
 		}
-		status := streamErrorStatus[string(apiErr.Type())]
+		status := streamErrorStatus[se.Type]
 		return status, "error while streaming: " + msg, providerhttp.RetryableStatus(status), true
 	})
+}
+
+// streamError is an error event: {"type":"error","error":{"type","message"}}.
+// Data that is not JSON, or lacks either, leaves it empty, as the SDK
+// leaves its error.
+type streamError struct {
+	Type, Message string
+	data          []byte
+}
+
+func newStreamError(data []byte) *streamError {
+	e := &streamError{data: data}
+	var body eventstream.Object[struct {
+		Error eventstream.Object[struct {
+			Type    eventstream.String `json:"type"`
+			Message eventstream.String `json:"message"`
+		}] `json:"error"`
+	}]
+	if json.Unmarshal(data, &body) == nil {
+		e.Type, e.Message = string(body.V.Error.V.Type), string(body.V.Error.V.Message)
+	}
+	return e
+}
+
+func (e *streamError) Error() string {
+	return "received error while streaming: " + string(e.data)
 }

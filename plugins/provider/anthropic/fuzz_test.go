@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	sdk "github.com/anthropics/anthropic-sdk-go/v2"
-
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/plugins/internal/providertest"
 )
@@ -48,15 +46,15 @@ func FuzzDecoder(f *testing.F) {
 		var all []agentloop.Chunk
 		seen, blocks := 0, 0
 		for _, line := range bytes.Split(stream, []byte("\n")) {
-			var ev sdk.MessageStreamEventUnion
+			var ev event
 			if json.Unmarshal(line, &ev) != nil {
 				continue
 			}
-			chunks, err := d.decode(ev)
+			chunks, err := d.decode(&ev)
 			if err != nil {
 				return
 			}
-			if ev.Type == "content_block_start" && ev.ContentBlock.Type == "tool_use" {
+			if ev.Type == "content_block_start" && ev.ContentBlock.V.Type == "tool_use" {
 				blocks++
 			}
 			for _, c := range chunks {

@@ -6,21 +6,25 @@ import (
 	"fmt"
 	"net/http"
 
-	sdk "github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/anthropics/anthropic-sdk-go/v2/option"
-
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/plugins/internal/providerhttp"
 )
 
-// providerName names the provider in [agentloop.ProviderError] values.
-const providerName = "anthropic"
+const (
+	// providerName names the provider in [agentloop.ProviderError] values.
+	providerName = "anthropic"
+	// apiVersion is the anthropic-version header: the API version the
+	// wire types follow, the one the official SDK (v2.15.0) sends.
+	apiVersion = "2026-10-21"
+	// userAgent names the client to the server.
+	userAgent = "vigil (provider/anthropic)"
+)
 
 // Provider streams replies from the Anthropic Messages API. It is safe
 // for concurrent use; each Stream call is one HTTP request.
 type Provider struct {
-	cfg    Config
-	client sdk.Client
+	cfg Config
+	api *providerhttp.Endpoint
 }
 
 // Option configures a [Provider].
@@ -40,25 +44,23 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	client := providerhttp.ClientOf(opts)
-	base := cfg.BaseURL
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	ropts := []option.RequestOption{
-		// The config is the only source of where requests go and which
-		// credential they carry: no ANTHROPIC_* variables, no profiles.
-		option.WithoutEnvironmentDefaults(),
-		option.WithBaseURL(base),
-		option.WithHTTPClient(client),
-		// The agent loop retries, with backoff, what is safe to retry.
-		option.WithMaxRetries(0),
-		option.WithMiddleware(providerhttp.CheckStatus(cfg.APIKey), providerhttp.Bound(cfg.limits(), providerhttp.LoggerOf(opts))),
+	// The config is the only source of where requests go and which
+	// credential they carry: no ANTHROPIC_* variables, no profiles. The
+	// agent loop retries, with backoff, what is safe to retry, so nothing
+	// here does.
+	header := http.Header{
+		"Accept":            {"application/json"},
+		"User-Agent":        {userAgent},
+		"Anthropic-Version": {apiVersion},
 	}
 	if cfg.APIKey != "" {
-		ropts = append(ropts, option.WithAPIKey(cfg.APIKey))
+		header.Set("Authorization", "Bearer "+cfg.APIKey)
 	}
-	return &Provider{cfg: cfg, client: sdk.NewClient(ropts...)}, nil
+	api, err := providerhttp.NewEndpoint(cfg.BaseURL, DefaultBaseURL, "v1/messages", header, cfg.APIKey, cfg.limits(), opts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return &Provider{cfg: cfg, api: api}, nil
 }
 
 // Stream sends req and returns the reply as it streams. Errors before the
@@ -75,12 +77,15 @@ func (p *Provider) Stream(ctx context.Context, req *agentloop.Request) (agentloo
 	if err != nil {
 		return nil, &agentloop.ProviderError{Provider: providerName, Err: fmt.Errorf("building request: %w", err)}
 	}
-	s := p.client.Messages.NewStreaming(ctx, body)
-	if err := s.Err(); err != nil {
-		_ = s.Close()
+	b, err := providerhttp.Marshal(body, true)
+	if err != nil {
+		return nil, &agentloop.ProviderError{Provider: providerName, Err: fmt.Errorf("building request: %w", err)}
+	}
+	res, err := p.api.Post(ctx, b)
+	if err != nil {
 		return nil, p.fail(ctx, err, false)
 	}
-	return p.iterate(ctx, s), nil
+	return p.iterate(ctx, res.Body), nil
 }
 
 var _ agentloop.Provider = (*Provider)(nil)

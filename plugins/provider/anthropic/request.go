@@ -5,16 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 
-	sdk "github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
-
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/session"
 )
 
 // params maps a request to Messages API parameters, with the config's
 // model and max_tokens as fallbacks.
-func params(req *agentloop.Request, cfg Config) (sdk.MessageNewParams, error) {
+func params(req *agentloop.Request, cfg Config) (messagesRequest, error) {
 	h := req.Header
 	model := cfg.Model
 	if h.Model != "" {
@@ -27,9 +24,9 @@ func params(req *agentloop.Request, cfg Config) (sdk.MessageNewParams, error) {
 	if maxTokens <= 0 {
 		maxTokens = DefaultMaxTokens
 	}
-	p := sdk.MessageNewParams{Model: sdk.Model(model), MaxTokens: int64(maxTokens)}
+	p := messagesRequest{Model: model, MaxTokens: int64(maxTokens), Stream: true}
 	if h.System != "" {
-		p.System = []sdk.TextBlockParam{{Text: h.System}}
+		p.System = []textBlock{text(h.System)}
 	}
 	msgs, err := messages(req.Messages)
 	if err != nil {
@@ -44,9 +41,10 @@ func params(req *agentloop.Request, cfg Config) (sdk.MessageNewParams, error) {
 		p.Tools = append(p.Tools, tool)
 	}
 	if h.Temperature != nil {
-		// This SDK version has no temperature field (the API deprecates
-		// it), but the header is model-visible and is sent as logged.
-		p.SetExtraFields(map[string]any{"temperature": *h.Temperature})
+		// The API deprecates temperature, but the header is model-visible
+		// and is sent as logged.
+		t := *h.Temperature
+		p.Temperature = &t
 	}
 	if len(h.Stop) > 0 {
 		p.StopSequences = h.Stop
@@ -57,16 +55,9 @@ func params(req *agentloop.Request, cfg Config) (sdk.MessageNewParams, error) {
 		}
 		// Structured outputs: output_config.format, the schema sent as
 		// the exact text the header holds.
-		p.OutputConfig.Format = param.Override[sdk.JSONOutputFormatParam](outputFormat{Type: "json_schema", Schema: json.RawMessage(s)})
+		p.OutputConfig = &outputConfig{Format: outputFormat{Type: "json_schema", Schema: json.RawMessage(s)}}
 	}
 	return p, nil
-}
-
-// outputFormat is output_config.format with its schema kept as the exact
-// JSON Schema text of the request header.
-type outputFormat struct {
-	Type   string          `json:"type"`
-	Schema json.RawMessage `json:"schema"`
 }
 
 // messages maps derived messages to Messages API turns. Tool results are
@@ -75,45 +66,39 @@ type outputFormat struct {
 //
 // Reasoning is not sent back: thinking blocks are only accepted with the
 // signature the API issued, which the session log does not keep.
-func messages(msgs session.Messages) ([]sdk.MessageParam, error) {
-	var out []sdk.MessageParam
-	add := func(user bool, blocks ...sdk.ContentBlockParamUnion) {
+func messages(msgs session.Messages) ([]turn, error) {
+	var out []turn
+	add := func(role string, blocks ...contentParam) {
 		if len(blocks) == 0 {
 			return
 		}
-		n := len(out)
-		switch {
-		case user && n > 0 && out[n-1].OfUser != nil:
-			out[n-1].OfUser.Content = append(out[n-1].OfUser.Content, blocks...)
-		case !user && n > 0 && out[n-1].OfAssistant != nil:
-			out[n-1].OfAssistant.Content = append(out[n-1].OfAssistant.Content, blocks...)
-		case user:
-			out = append(out, sdk.NewUserMessage(blocks...))
-		default:
-			out = append(out, sdk.NewAssistantMessage(blocks...))
+		if n := len(out); n > 0 && out[n-1].Role == role {
+			out[n-1].Content = append(out[n-1].Content, blocks...)
+			return
 		}
+		out = append(out, turn{Content: blocks, Role: role})
 	}
 	for i, m := range msgs.All() {
 		switch m.Role {
 		case session.RoleUser:
-			add(true, sdk.NewTextBlock(m.Content))
+			add("user", text(m.Content))
 		case session.RoleAssistant:
-			var blocks []sdk.ContentBlockParamUnion
+			var blocks []contentParam
 			// The API refuses empty text blocks; a message that only
 			// calls tools has none.
 			if m.Content != "" {
-				blocks = append(blocks, sdk.NewTextBlock(m.Content))
+				blocks = append(blocks, text(m.Content))
 			}
 			for _, tc := range m.ToolCalls {
-				blocks = append(blocks, sdk.NewToolUseBlock(tc.ID, toolInput(tc.Arguments), tc.Name))
+				blocks = append(blocks, toolUseBlock{ID: tc.ID, Input: toolInput(tc.Arguments), Name: tc.Name, Type: "tool_use"})
 			}
-			add(false, blocks...)
+			add("assistant", blocks...)
 		case session.RoleTool:
-			r := sdk.ToolResultBlockParam{ToolUseID: m.ToolCallID}
+			r := toolResultBlock{ToolUseID: m.ToolCallID, Type: "tool_result"}
 			if m.Content != "" {
-				r.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: m.Content}}}
+				r.Content = []textBlock{text(m.Content)}
 			}
-			add(true, sdk.ContentBlockParamUnion{OfToolResult: &r})
+			add("user", r)
 		default:
 			return nil, fmt.Errorf("message %d: unknown role %q", i, m.Role)
 		}
@@ -134,26 +119,17 @@ func toolInput(args string) json.RawMessage {
 	return json.RawMessage(`{}`)
 }
 
-// tool is a tool definition with its input schema kept as the exact JSON
-// Schema text the tool declared.
-type tool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"input_schema"`
-}
-
 // emptySchema is the schema of a tool without parameters: the API
 // requires one.
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
-func toolParam(t session.ToolSpec) (sdk.ToolUnionParam, error) {
+func toolParam(t session.ToolSpec) (tool, error) {
 	schema := emptySchema
 	if p := bytes.TrimSpace(t.Parameters); len(p) > 0 && string(p) != "null" {
 		if !json.Valid(p) {
-			return sdk.ToolUnionParam{}, fmt.Errorf("tool %q: parameters are not valid JSON", t.Name)
+			return tool{}, fmt.Errorf("tool %q: parameters are not valid JSON", t.Name)
 		}
 		schema = t.Parameters
 	}
-	tp := param.Override[sdk.ToolParam](tool{Name: t.Name, Description: t.Description, InputSchema: schema})
-	return sdk.ToolUnionParam{OfTool: &tp}, nil
+	return tool{Name: t.Name, Description: t.Description, InputSchema: schema}, nil
 }

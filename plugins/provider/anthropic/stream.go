@@ -1,19 +1,19 @@
 package anthropic
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
-
-	sdk "github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
+	"io"
 
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/plugins/internal/eventstream"
 	"github.com/vigil-run/vigil/session"
 )
 
-// iterate adapts the SDK stream to an agentloop.Stream.
-func (p *Provider) iterate(ctx context.Context, s *ssestream.Stream[sdk.MessageStreamEventUnion]) agentloop.Stream {
+// iterate turns the response body into an agentloop.Stream.
+func (p *Provider) iterate(ctx context.Context, body io.ReadCloser) agentloop.Stream {
 	var d decoder
 	end := func() ([]agentloop.Chunk, error) {
 		final, err := d.end()
@@ -22,7 +22,31 @@ func (p *Provider) iterate(ctx context.Context, s *ssestream.Stream[sdk.MessageS
 		}
 		return []agentloop.Chunk{final}, nil
 	}
-	return eventstream.Stream(ctx, providerName, s, eventstream.Decoder[sdk.MessageStreamEventUnion]{Decode: d.decode, End: end}, p.fail)
+	events := eventstream.Typed(eventstream.NewReader(body), parseEvent)
+	return eventstream.Stream(ctx, providerName, events, eventstream.Decoder[*event]{Decode: d.decode, End: end}, p.fail)
+}
+
+// parseEvent reads one event as the SDK does: by its SSE event name,
+// ping and unnamed events are skipped, an error event is the server's
+// error, and any other event with data is decoded (its type is then the
+// one its data says).
+func parseEvent(ev eventstream.Event) (*event, bool, bool, error) {
+	data := bytes.TrimSuffix(ev.Data, []byte("\n"))
+	switch {
+	case ev.Type == "ping", ev.Type == "":
+		return nil, false, false, nil
+	case ev.Type == "error":
+		return nil, false, false, newStreamError(data)
+	case len(data) == 0:
+		return nil, false, false, nil
+	}
+	// Data that is JSON but no object is an event of no known type, as
+	// the SDK reads it.
+	var e eventstream.Object[event]
+	if err := json.Unmarshal(ev.Data, &e); err != nil {
+		return nil, false, false, err
+	}
+	return &e.V, true, false, nil
 }
 
 // block is what the decoder knows of a content block of the reply.
@@ -44,38 +68,39 @@ type decoder struct {
 	stopped bool   // message_stop seen
 }
 
-func (d *decoder) decode(ev sdk.MessageStreamEventUnion) ([]agentloop.Chunk, error) {
-	switch ev.Type {
+func (d *decoder) decode(ev *event) ([]agentloop.Chunk, error) {
+	typ := string(ev.Type)
+	switch typ {
 	case "message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop":
 	default:
 		// The API adds event types over time and documents that clients
 		// should skip the ones they do not know.
 		return nil, nil
 	}
-	if ev.Type != "message_start" && !d.started {
-		return nil, fmt.Errorf("%w: %s before message_start", ErrMalformedStream, ev.Type)
+	if typ != "message_start" && !d.started {
+		return nil, fmt.Errorf("%w: %s before message_start", ErrMalformedStream, typ)
 	}
 	if d.stopped {
-		return nil, fmt.Errorf("%w: %s after message_stop", ErrMalformedStream, ev.Type)
+		return nil, fmt.Errorf("%w: %s after message_stop", ErrMalformedStream, typ)
 	}
-	switch ev.Type {
+	switch typ {
 	case "message_start":
 		if d.started {
 			return nil, fmt.Errorf("%w: second message_start", ErrMalformedStream)
 		}
 		d.started = true
 		d.blocks = map[int64]*block{}
-		u := ev.Message.Usage
-		d.input = int(u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens)
-		d.output = int(u.OutputTokens)
+		u := ev.Message.V.Usage.V
+		d.input = int(u.InputTokens.Value + u.CacheCreationInputTokens.Value + u.CacheReadInputTokens.Value)
+		d.output = int(u.OutputTokens.Value)
 	case "content_block_start":
 		return d.start(ev)
 	case "content_block_delta":
 		return d.delta(ev)
 	case "content_block_stop":
-		b, ok := d.blocks[ev.Index]
+		b, ok := d.blocks[ev.Index.Value]
 		if !ok {
-			return nil, fmt.Errorf("%w: content_block_stop for unknown block %d", ErrMalformedStream, ev.Index)
+			return nil, fmt.Errorf("%w: content_block_stop for unknown block %d", ErrMalformedStream, ev.Index.Value)
 		}
 		if b.kind == "tool_use" && !b.args {
 			// A call of a tool without parameters still carries a JSON
@@ -84,17 +109,17 @@ func (d *decoder) decode(ev sdk.MessageStreamEventUnion) ([]agentloop.Chunk, err
 			return []agentloop.Chunk{{ToolCall: &session.ChunkToolCall{Index: b.call, Arguments: "{}"}}}, nil
 		}
 	case "message_delta":
-		if r := ev.Delta.StopReason; r != "" {
+		if r := ev.Delta.V.StopReason; r != "" {
 			d.stop = string(r)
 		}
 		// Usage here is cumulative. Input counts arrive here too on
 		// newer API versions (and on servers that only count at the end).
-		u := ev.Usage
-		if u.JSON.OutputTokens.Valid() {
-			d.output = int(u.OutputTokens)
+		u := ev.Usage.V
+		if u.OutputTokens.Set {
+			d.output = int(u.OutputTokens.Value)
 		}
-		if u.JSON.InputTokens.Valid() && u.InputTokens > 0 {
-			d.input = int(u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens)
+		if u.InputTokens.Set && u.InputTokens.Value > 0 {
+			d.input = int(u.InputTokens.Value + u.CacheCreationInputTokens.Value + u.CacheReadInputTokens.Value)
 		}
 	case "message_stop":
 		d.stopped = true
@@ -102,34 +127,34 @@ func (d *decoder) decode(ev sdk.MessageStreamEventUnion) ([]agentloop.Chunk, err
 	return nil, nil
 }
 
-func (d *decoder) start(ev sdk.MessageStreamEventUnion) ([]agentloop.Chunk, error) {
-	if _, dup := d.blocks[ev.Index]; dup {
-		return nil, fmt.Errorf("%w: content block %d started twice", ErrMalformedStream, ev.Index)
+func (d *decoder) start(ev *event) ([]agentloop.Chunk, error) {
+	if _, dup := d.blocks[ev.Index.Value]; dup {
+		return nil, fmt.Errorf("%w: content block %d started twice", ErrMalformedStream, ev.Index.Value)
 	}
-	cb := ev.ContentBlock
-	b := &block{kind: cb.Type}
-	d.blocks[ev.Index] = b
+	cb := ev.ContentBlock.V
+	b := &block{kind: string(cb.Type)}
+	d.blocks[ev.Index.Value] = b
 	switch cb.Type {
 	case "text":
 		if cb.Text != "" {
-			return []agentloop.Chunk{{Text: cb.Text}}, nil
+			return []agentloop.Chunk{{Text: string(cb.Text)}}, nil
 		}
 	case "thinking":
 		if cb.Thinking != "" {
-			return []agentloop.Chunk{{Reasoning: cb.Thinking}}, nil
+			return []agentloop.Chunk{{Reasoning: string(cb.Thinking)}}, nil
 		}
 	case "tool_use":
 		if cb.Name == "" {
 			// Nothing can run a call without a tool's name.
-			return nil, fmt.Errorf("%w: tool_use block %d has no name", ErrMalformedStream, ev.Index)
+			return nil, fmt.Errorf("%w: tool_use block %d has no name", ErrMalformedStream, ev.Index.Value)
 		}
 		b.call = d.calls
 		d.calls++
-		td := &session.ChunkToolCall{Index: b.call, ID: cb.ID, Name: cb.Name}
+		td := &session.ChunkToolCall{Index: b.call, ID: string(cb.ID), Name: string(cb.Name)}
 		// The API starts every call with an empty input and streams it;
 		// a server that sends the whole input up front is taken at its
 		// word.
-		if raw := cb.JSON.Input.Raw(); raw != "" && raw != "{}" && raw != "null" {
+		if raw := string(cb.Input); raw != "" && raw != "{}" && raw != "null" {
 			td.Arguments, b.args = raw, true
 		}
 		return []agentloop.Chunk{{ToolCall: td}}, nil
@@ -137,32 +162,33 @@ func (d *decoder) start(ev sdk.MessageStreamEventUnion) ([]agentloop.Chunk, erro
 	return nil, nil
 }
 
-func (d *decoder) delta(ev sdk.MessageStreamEventUnion) ([]agentloop.Chunk, error) {
-	b, ok := d.blocks[ev.Index]
+func (d *decoder) delta(ev *event) ([]agentloop.Chunk, error) {
+	b, ok := d.blocks[ev.Index.Value]
 	if !ok {
-		return nil, fmt.Errorf("%w: delta for unknown content block %d", ErrMalformedStream, ev.Index)
+		return nil, fmt.Errorf("%w: delta for unknown content block %d", ErrMalformedStream, ev.Index.Value)
 	}
+	delta := ev.Delta.V
 	want := map[string]string{
 		"text_delta":       "text",
 		"thinking_delta":   "thinking",
 		"input_json_delta": "tool_use",
-	}[ev.Delta.Type]
+	}[string(delta.Type)]
 	if want != "" && want != b.kind {
-		return nil, fmt.Errorf("%w: %s for a %s block", ErrMalformedStream, ev.Delta.Type, b.kind)
+		return nil, fmt.Errorf("%w: %s for a %s block", ErrMalformedStream, delta.Type, b.kind)
 	}
-	switch ev.Delta.Type {
+	switch delta.Type {
 	case "text_delta":
-		if ev.Delta.Text != "" {
-			return []agentloop.Chunk{{Text: ev.Delta.Text}}, nil
+		if delta.Text != "" {
+			return []agentloop.Chunk{{Text: string(delta.Text)}}, nil
 		}
 	case "thinking_delta":
-		if ev.Delta.Thinking != "" {
-			return []agentloop.Chunk{{Reasoning: ev.Delta.Thinking}}, nil
+		if delta.Thinking != "" {
+			return []agentloop.Chunk{{Reasoning: string(delta.Thinking)}}, nil
 		}
 	case "input_json_delta":
-		if ev.Delta.PartialJSON != "" {
+		if delta.PartialJSON != "" {
 			b.args = true
-			return []agentloop.Chunk{{ToolCall: &session.ChunkToolCall{Index: b.call, Arguments: ev.Delta.PartialJSON}}}, nil
+			return []agentloop.Chunk{{ToolCall: &session.ChunkToolCall{Index: b.call, Arguments: string(delta.PartialJSON)}}}, nil
 		}
 	}
 	// signature_delta and citations_delta carry nothing the loop keeps.

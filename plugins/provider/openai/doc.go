@@ -35,11 +35,18 @@
 // server errors (5xx) are marked retryable with the server's Retry-After,
 // unless the server's x-should-retry says otherwise (it may also make
 // another status retryable); the agent loop does the retrying, so the
-// SDK's own retries are off. No part of the API key appears in an error's
-// text, however the server echoes it.
+// provider never retries on its own. No part of the API key appears in an
+// error's text, however the server echoes it.
 //
-// The SDK's environment defaults (OPENAI_API_KEY, OPENAI_BASE_URL, …) are
-// not consulted: the plugin's config is the only source, so a key meant
-// for OpenAI is never sent to a local server. Use ${OPENAI_API_KEY} in
-// plugins.yaml to take it from the environment.
+// The request and the stream are our own wire types (wire.go) for the one
+// endpoint the provider uses, with the official Go SDK (openai-go) as
+// their oracle in tests: for the same conversation the body is the JSON
+// text the SDK's client sends, and every recorded or generated stream
+// reads as the SDK reads it (oracle_test.go). The binary does not compile
+// the SDK.
+//
+// The environment (OPENAI_API_KEY, OPENAI_BASE_URL, …) is not consulted:
+// the plugin's config is the only source, so a key meant for OpenAI is
+// never sent to a local server. Use ${OPENAI_API_KEY} in plugins.yaml to
+// take it from the environment.
 package openai

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/openai/openai-go/v3/packages/ssestream"
-
 	"github.com/vigil-run/vigil/plugins/internal/eventstream"
 	"github.com/vigil-run/vigil/plugins/internal/providerhttp"
 )
@@ -32,21 +30,31 @@ func (p *Provider) fail(ctx context.Context, err error, delivered bool) error {
 	return providerhttp.Fail(ctx, providerName, p.cfg.APIKey, err, delivered, func(err error) (int, string, bool, bool) {
 		// An error event in a 200 stream: the server failed while
 		// generating.
-		var streamErr *ssestream.StreamError
+		var streamErr *streamError
 		if !errors.As(err, &streamErr) {
 			return 0, "", false, false
 		}
-		return 0, "server error while streaming: " + streamErrorMessage(streamErr), true, true
+		return 0, "server error while streaming: " + streamErr.message(), true, true
 	})
 }
 
-// streamErrorMessage extracts error.message from an error event, falling
-// back to the whole event.
-func streamErrorMessage(e *ssestream.StreamError) string {
+// streamError is an event whose data has an error key: the server failed
+// while generating.
+type streamError struct {
+	data []byte
+}
+
+func (e *streamError) Error() string {
+	return "received error while streaming: " + strings.TrimSpace(string(e.data))
+}
+
+// message extracts error.message from the event, falling back to the
+// whole event.
+func (e *streamError) message() string {
 	var body struct {
 		Error json.RawMessage `json:"error"`
 	}
-	if json.Unmarshal(e.Event.Data, &body) == nil && len(body.Error) > 0 {
+	if json.Unmarshal(e.data, &body) == nil && len(body.Error) > 0 {
 		var obj struct {
 			Message string `json:"message"`
 		}
@@ -58,5 +66,5 @@ func streamErrorMessage(e *ssestream.StreamError) string {
 			return s
 		}
 	}
-	return strings.TrimSpace(string(e.Event.Data))
+	return strings.TrimSpace(string(e.data))
 }

@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	oai "github.com/openai/openai-go/v3"
-
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/plugins/internal/providertest"
 )
@@ -59,19 +57,20 @@ func FuzzDecoder(f *testing.F) {
 			all = append(all, chunks...)
 		}
 		for _, line := range bytes.Split(stream, []byte("\n")) {
-			var c oai.ChatCompletionChunk
+			var c chunk
 			if json.Unmarshal(line, &c) != nil {
 				continue
 			}
-			chunks, err := d.decode(c)
+			chunks, err := d.decode(&c)
 			if err != nil {
 				return
 			}
 			check(chunks)
-			for _, ch := range c.Choices {
-				for _, tc := range ch.Delta.ToolCalls {
-					if ch.Index == 0 && tc.JSON.Index.Valid() && (tc.ID != "" || tc.Function.Name != "" || tc.Function.Arguments != "") {
-						indices[tc.Index] = true
+			choices, _ := c.choices()
+			for _, ch := range choices {
+				for _, tc := range ch.Delta.V.ToolCalls {
+					if ch.Index.Value == 0 && tc.Index.Set && (tc.ID != "" || tc.Function.V.Name != "" || tc.Function.V.Arguments != "") {
+						indices[tc.Index.Value] = true
 					}
 				}
 			}

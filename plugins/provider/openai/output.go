@@ -6,10 +6,6 @@ import (
 	"errors"
 	"regexp"
 	"slices"
-
-	oai "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/packages/param"
-	"github.com/openai/openai-go/v3/shared"
 )
 
 // defaultFormatName names the response format when the schema's title
@@ -24,15 +20,15 @@ var formatName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // set only when the schema keeps the rules strict mode imposes (every
 // object closed with additionalProperties false and all its properties
 // required); the API refuses others in strict mode, and the loop
-// validates the answer either way. false when there is no schema.
-func responseFormat(schema json.RawMessage) (oai.ChatCompletionNewParamsResponseFormatUnion, bool, error) {
+// validates the answer either way. nil when there is no schema.
+func responseFormat(schema json.RawMessage) (*jsonFormat, error) {
 	s := bytes.TrimSpace(schema)
 	if len(s) == 0 || string(s) == "null" {
-		return oai.ChatCompletionNewParamsResponseFormatUnion{}, false, nil
+		return nil, nil
 	}
 	var doc any
 	if err := json.Unmarshal(s, &doc); err != nil {
-		return oai.ChatCompletionNewParamsResponseFormatUnion{}, false, errors.New("output_schema is not valid JSON")
+		return nil, errors.New("output_schema is not valid JSON")
 	}
 	name := defaultFormatName
 	if m, ok := doc.(map[string]any); ok {
@@ -40,11 +36,8 @@ func responseFormat(schema json.RawMessage) (oai.ChatCompletionNewParamsResponse
 			name = t
 		}
 	}
-	js := shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: name, Schema: json.RawMessage(s)}
-	if strictCompatible(doc) {
-		js.Strict = param.NewOpt(true)
-	}
-	return oai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{JSONSchema: js}}, true, nil
+	js := jsonSchema{Name: name, Schema: json.RawMessage(s), Strict: strictCompatible(doc)}
+	return &jsonFormat{JSONSchema: js, Type: "json_schema"}, nil
 }
 
 // strictCompatible reports whether every object schema inside v (a map

@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"net/http"
 
-	oai "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/plugins/internal/providerhttp"
 )
@@ -16,11 +13,14 @@ import (
 // providerName names the provider in [agentloop.ProviderError] values.
 const providerName = "openai"
 
+// userAgent names the client to the server.
+const userAgent = "vigil (provider/openai)"
+
 // Provider streams chat completions from an OpenAI-compatible server. It
 // is safe for concurrent use; each Stream call is one HTTP request.
 type Provider struct {
 	cfg Config
-	svc oai.ChatCompletionService
+	api *providerhttp.Endpoint
 }
 
 // Option configures a [Provider].
@@ -40,25 +40,18 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	client := providerhttp.ClientOf(opts)
-	base := cfg.BaseURL
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	// NewChatCompletionService rather than NewClient: the client reads
-	// OPENAI_* variables from the environment, and the config must be the
-	// only source of where requests go and which key they carry.
-	ropts := []option.RequestOption{
-		option.WithBaseURL(base),
-		option.WithHTTPClient(client),
-		// The agent loop retries, with backoff, what is safe to retry.
-		option.WithMaxRetries(0),
-		option.WithMiddleware(providerhttp.CheckStatus(cfg.APIKey), providerhttp.Bound(cfg.limits(), providerhttp.LoggerOf(opts))),
-	}
+	// The config is the only source of where requests go and which key
+	// they carry: no OPENAI_* variables. The agent loop retries, with
+	// backoff, what is safe to retry, so nothing here does.
+	header := http.Header{"Accept": {"application/json"}, "User-Agent": {userAgent}}
 	if cfg.APIKey != "" {
-		ropts = append(ropts, option.WithAPIKey(cfg.APIKey))
+		header.Set("Authorization", "Bearer "+cfg.APIKey)
 	}
-	return &Provider{cfg: cfg, svc: oai.NewChatCompletionService(ropts...)}, nil
+	api, err := providerhttp.NewEndpoint(cfg.BaseURL, DefaultBaseURL, "chat/completions", header, cfg.APIKey, cfg.limits(), opts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return &Provider{cfg: cfg, api: api}, nil
 }
 
 // Stream sends req and returns the reply as it streams. Errors before the
@@ -75,12 +68,15 @@ func (p *Provider) Stream(ctx context.Context, req *agentloop.Request) (agentloo
 	if err != nil {
 		return nil, &agentloop.ProviderError{Provider: providerName, Err: fmt.Errorf("building request: %w", err)}
 	}
-	s := p.svc.NewStreaming(ctx, body)
-	if err := s.Err(); err != nil {
-		_ = s.Close()
+	b, err := providerhttp.Marshal(body, false)
+	if err != nil {
+		return nil, &agentloop.ProviderError{Provider: providerName, Err: fmt.Errorf("building request: %w", err)}
+	}
+	res, err := p.api.Post(ctx, b)
+	if err != nil {
 		return nil, p.fail(ctx, err, false)
 	}
-	return p.iterate(ctx, s), nil
+	return p.iterate(ctx, res.Body), nil
 }
 
 var _ agentloop.Provider = (*Provider)(nil)

@@ -4,24 +4,21 @@ import (
 	"encoding/json"
 	"fmt"
 
-	oai "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/packages/param"
-	"github.com/openai/openai-go/v3/shared"
-
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/session"
 )
 
 // params maps a request to Chat Completions parameters. model is the
 // fallback when the header names none.
-func params(req *agentloop.Request, model string) (oai.ChatCompletionNewParams, error) {
+func params(req *agentloop.Request, model string) (chatRequest, error) {
 	h := req.Header
 	if h.Model != "" {
 		model = h.Model
 	}
-	p := oai.ChatCompletionNewParams{
-		Model:         shared.ChatModel(model),
-		StreamOptions: oai.ChatCompletionStreamOptionsParam{IncludeUsage: param.NewOpt(true)},
+	p := chatRequest{
+		Model:         model,
+		StreamOptions: streamOptions{IncludeUsage: true},
+		Stream:        true,
 	}
 	msgs, err := messages(h.System, req.Messages)
 	if err != nil {
@@ -36,19 +33,20 @@ func params(req *agentloop.Request, model string) (oai.ChatCompletionNewParams, 
 		p.Tools = append(p.Tools, tool)
 	}
 	if h.Temperature != nil {
-		p.Temperature = param.NewOpt(*h.Temperature)
+		t := *h.Temperature
+		p.Temperature = &t
 	}
 	if h.MaxTokens > 0 {
-		p.MaxTokens = param.NewOpt(int64(h.MaxTokens))
+		p.MaxTokens = int64(h.MaxTokens)
 	}
 	if len(h.Stop) > 0 {
-		p.Stop = oai.ChatCompletionNewParamsStopUnion{OfStringArray: h.Stop}
+		p.Stop = h.Stop
 	}
-	if rf, ok, err := responseFormat(h.OutputSchema); err != nil {
+	rf, err := responseFormat(h.OutputSchema)
+	if err != nil {
 		return p, err
-	} else if ok {
-		p.ResponseFormat = rf
 	}
+	p.ResponseFormat = rf
 	return p, nil
 }
 
@@ -59,45 +57,33 @@ func params(req *agentloop.Request, model string) (oai.ChatCompletionNewParams, 
 // whose tool-calling turns lack it. The field is not part of the OpenAI
 // schema, so it is sent only when there is reasoning, which OpenAI
 // itself never produces.
-func messages(system string, msgs session.Messages) ([]oai.ChatCompletionMessageParamUnion, error) {
-	out := make([]oai.ChatCompletionMessageParamUnion, 0, msgs.Len()+1)
+func messages(system string, msgs session.Messages) ([]message, error) {
+	out := make([]message, 0, msgs.Len()+1)
 	if system != "" {
-		out = append(out, oai.SystemMessage(system))
+		out = append(out, message{Role: "system", Content: &system})
 	}
 	for i, m := range msgs.All() {
 		switch m.Role {
 		case session.RoleUser:
-			u := oai.ChatCompletionUserMessageParam{}
-			u.Content.OfString = param.NewOpt(m.Content)
-			if m.Name != "" {
-				u.Name = param.NewOpt(m.Name)
-			}
-			out = append(out, oai.ChatCompletionMessageParamUnion{OfUser: &u})
+			out = append(out, message{Role: "user", Content: &m.Content, Name: m.Name})
 		case session.RoleAssistant:
-			a := oai.ChatCompletionAssistantMessageParam{}
+			a := message{Role: "assistant", Reasoning: extraString(m.Reasoning)}
 			// Content may be absent only when the message calls tools.
 			if m.Content != "" || len(m.ToolCalls) == 0 {
-				a.Content.OfString = param.NewOpt(m.Content)
-			}
-			if m.Reasoning != "" {
-				a.SetExtraFields(map[string]any{"reasoning_content": m.Reasoning})
+				a.Content = &m.Content
 			}
 			for _, tc := range m.ToolCalls {
-				a.ToolCalls = append(a.ToolCalls, oai.ChatCompletionMessageToolCallUnionParam{
-					OfFunction: &oai.ChatCompletionMessageFunctionToolCallParam{
-						ID: tc.ID,
-						Function: oai.ChatCompletionMessageFunctionToolCallFunctionParam{
-							Name:      tc.Name,
-							Arguments: tc.Arguments,
-						},
-					},
+				a.ToolCalls = append(a.ToolCalls, toolCall{
+					ID:       tc.ID,
+					Function: functionCall{Name: tc.Name, Arguments: tc.Arguments},
+					Type:     "function",
 				})
 			}
-			out = append(out, oai.ChatCompletionMessageParamUnion{OfAssistant: &a})
+			out = append(out, a)
 		case session.RoleTool:
 			// The tool's name has no place in a tool message: the call id
 			// ties it to the call, which names the tool.
-			out = append(out, oai.ToolMessage(m.Content, m.ToolCallID))
+			out = append(out, message{Role: "tool", Content: &m.Content, ToolCallID: &m.ToolCallID})
 		default:
 			return nil, fmt.Errorf("message %d: unknown role %q", i, m.Role)
 		}
@@ -105,21 +91,13 @@ func messages(system string, msgs session.Messages) ([]oai.ChatCompletionMessage
 	return out, nil
 }
 
-// function is a function definition with its parameters kept as the
-// exact JSON Schema text the tool declared.
-type function struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters,omitempty"`
-}
-
-func functionTool(t session.ToolSpec) (oai.ChatCompletionToolUnionParam, error) {
+func functionTool(t session.ToolSpec) (tool, error) {
 	f := function{Name: t.Name, Description: t.Description}
 	if len(t.Parameters) > 0 && string(t.Parameters) != "null" {
 		if !json.Valid(t.Parameters) {
-			return oai.ChatCompletionToolUnionParam{}, fmt.Errorf("tool %q: parameters are not valid JSON", t.Name)
+			return tool{}, fmt.Errorf("tool %q: parameters are not valid JSON", t.Name)
 		}
 		f.Parameters = t.Parameters
 	}
-	return oai.ChatCompletionFunctionTool(param.Override[shared.FunctionDefinitionParam](f)), nil
+	return tool{Function: f, Type: "function"}, nil
 }

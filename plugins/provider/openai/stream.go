@@ -1,12 +1,11 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-
-	oai "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/packages/ssestream"
+	"io"
 
 	"github.com/vigil-run/vigil/agentloop"
 	"github.com/vigil-run/vigil/plugins/internal/eventstream"
@@ -19,10 +18,34 @@ import (
 // transition may send the same text under both names.
 var reasoningFields = []string{"reasoning_content", "reasoning"}
 
-// iterate adapts the SDK stream to an agentloop.Stream.
-func (p *Provider) iterate(ctx context.Context, s *ssestream.Stream[oai.ChatCompletionChunk]) agentloop.Stream {
+// iterate turns the response body into an agentloop.Stream.
+func (p *Provider) iterate(ctx context.Context, body io.ReadCloser) agentloop.Stream {
 	var d decoder
-	return eventstream.Stream(ctx, providerName, s, eventstream.Decoder[oai.ChatCompletionChunk]{Decode: d.decode, End: d.end}, p.fail)
+	events := eventstream.Typed(eventstream.NewReader(body), parseEvent)
+	return eventstream.Stream(ctx, providerName, events, eventstream.Decoder[*chunk]{Decode: d.decode, End: d.end}, p.fail)
+}
+
+// parseEvent reads one event as the SDK does: data that starts with
+// [DONE] ends the stream, an object with an error key is the server's
+// error, anything else is a chunk. The event's type is not consulted.
+func parseEvent(ev eventstream.Event) (*chunk, bool, bool, error) {
+	if len(ev.Data) == 0 {
+		return nil, false, false, nil
+	}
+	if bytes.HasPrefix(ev.Data, []byte("[DONE]")) {
+		return nil, false, true, nil
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(ev.Data, &top) == nil {
+		if _, ok := top["error"]; ok {
+			return nil, false, false, &streamError{data: ev.Data}
+		}
+	}
+	c := new(chunk)
+	if err := json.Unmarshal(ev.Data, c); err != nil {
+		return nil, false, false, err
+	}
+	return c, true, false, nil
 }
 
 // decoder turns chat completion chunks into agentloop chunks. The zero
@@ -40,31 +63,34 @@ type callState struct {
 	id, name, args bool // whether each has been yielded
 }
 
-func (d *decoder) decode(c oai.ChatCompletionChunk) ([]agentloop.Chunk, error) {
-	if raw := c.JSON.Choices.Raw(); raw != "" && raw != "null" && !c.JSON.Choices.Valid() {
-		return nil, fmt.Errorf("%w: choices is not an array", ErrMalformedStream)
+func (d *decoder) decode(c *chunk) ([]agentloop.Chunk, error) {
+	choices, err := c.choices()
+	if err != nil {
+		return nil, err
 	}
-	if c.JSON.Usage.Valid() {
-		d.usage = &session.Usage{Input: int(c.Usage.PromptTokens), Output: int(c.Usage.CompletionTokens)}
+	if u, ok, err := c.usage(); err != nil {
+		return nil, err
+	} else if ok {
+		d.usage = &session.Usage{Input: int(u.PromptTokens.Value), Output: int(u.CompletionTokens.Value)}
 	}
 	var out []agentloop.Chunk
-	for _, ch := range c.Choices {
-		if ch.Index != 0 {
+	for _, ch := range choices {
+		if ch.Index.Value != 0 {
 			continue // only one choice is ever requested
 		}
-		delta := ch.Delta
+		delta := ch.Delta.V
 		if r, err := reasoning(delta); err != nil {
 			return nil, err
 		} else if r != "" {
 			out = append(out, agentloop.Chunk{Reasoning: r})
 		}
 		if delta.Content != "" {
-			out = append(out, agentloop.Chunk{Text: delta.Content})
+			out = append(out, agentloop.Chunk{Text: string(delta.Content)})
 		}
 		if delta.Refusal != "" {
 			// A refusal is what the model says instead of an answer; the
 			// user should read it like one.
-			out = append(out, agentloop.Chunk{Text: delta.Refusal})
+			out = append(out, agentloop.Chunk{Text: string(delta.Refusal)})
 		}
 		for _, tc := range delta.ToolCalls {
 			if td := d.toolCall(tc); td != nil {
@@ -72,24 +98,52 @@ func (d *decoder) decode(c oai.ChatCompletionChunk) ([]agentloop.Chunk, error) {
 			}
 		}
 		if ch.FinishReason != "" {
-			d.finish = ch.FinishReason
+			d.finish = string(ch.FinishReason)
 		}
 	}
 	return out, nil
 }
 
-func reasoning(delta oai.ChatCompletionChunkChoiceDelta) (string, error) {
-	for _, name := range reasoningFields {
-		f, ok := delta.JSON.ExtraFields[name]
-		if !ok {
+// usage returns the chunk's usage, if it has one: an object.
+func (c *chunk) usage() (usage, bool, error) {
+	var u usage
+	raw := bytes.TrimSpace(c.Usage)
+	if len(raw) == 0 || raw[0] != '{' {
+		return u, false, nil
+	}
+	err := json.Unmarshal(raw, &u)
+	return u, err == nil, err
+}
+
+// choices returns the chunk's choices; none when the field is absent or
+// null. Like the SDK, it takes only an array of objects (or nulls).
+func (c *chunk) choices() ([]choice, error) {
+	raw := bytes.TrimSpace(c.Choices)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var elems []json.RawMessage
+	if raw[0] != '[' || json.Unmarshal(raw, &elems) != nil {
+		return nil, fmt.Errorf("%w: choices is not an array", ErrMalformedStream)
+	}
+	var out eventstream.List[choice]
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, err
+	}
+	if len(out) != len(elems) {
+		return nil, fmt.Errorf("%w: choices is not an array", ErrMalformedStream)
+	}
+	return out, nil
+}
+
+func reasoning(delta delta) (string, error) {
+	for i, raw := range []json.RawMessage{delta.ReasoningContent, delta.Reasoning} {
+		if len(raw) == 0 || string(raw) == "null" {
 			continue
 		}
-		raw := f.Raw()
-		if raw == "" || raw == "null" {
-			continue
-		}
+		name := reasoningFields[i]
 		var s string
-		if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		if err := json.Unmarshal(raw, &s); err != nil {
 			return "", fmt.Errorf("%w: %s is not a string", ErrMalformedStream, name)
 		}
 		return s, nil
@@ -101,18 +155,18 @@ func reasoning(delta oai.ChatCompletionChunkChoiceDelta) (string, error) {
 // call, however often the server repeats them. A fragment that carries
 // nothing (some servers open the array with {}) is no call and is
 // skipped before it can be numbered.
-func (d *decoder) toolCall(tc oai.ChatCompletionChunkChoiceDeltaToolCall) *session.ChunkToolCall {
-	if tc.ID == "" && tc.Function.Name == "" && tc.Function.Arguments == "" {
+func (d *decoder) toolCall(tc toolCallDelta) *session.ChunkToolCall {
+	if tc.ID == "" && tc.Function.V.Name == "" && tc.Function.V.Arguments == "" {
 		return nil
 	}
 	o := d.ordinal(tc)
 	st := &d.calls[o]
-	td := &session.ChunkToolCall{Index: o, Arguments: tc.Function.Arguments}
+	td := &session.ChunkToolCall{Index: o, Arguments: string(tc.Function.V.Arguments)}
 	if tc.ID != "" && !st.id {
-		td.ID, st.id = tc.ID, true
+		td.ID, st.id = string(tc.ID), true
 	}
-	if tc.Function.Name != "" && !st.name {
-		td.Name, st.name = tc.Function.Name, true
+	if tc.Function.V.Name != "" && !st.name {
+		td.Name, st.name = string(tc.Function.V.Name), true
 	}
 	if td.Arguments != "" {
 		st.args = true
@@ -128,17 +182,17 @@ func (d *decoder) toolCall(tc oai.ChatCompletionChunkChoiceDeltaToolCall) *sessi
 // call_0 for each), and the loop makes ids unique. A server that sends no
 // index (older Ollama) starts a call with each new id and continues the
 // last call otherwise.
-func (d *decoder) ordinal(tc oai.ChatCompletionChunkChoiceDeltaToolCall) int {
+func (d *decoder) ordinal(tc toolCallDelta) int {
 	if d.byIndex == nil {
 		d.byIndex, d.byID = map[int64]int{}, map[string]int{}
 	}
-	indexed := tc.JSON.Index.Valid()
+	indexed := tc.Index.Set
 	o, known := -1, false
 	switch {
 	case indexed:
-		o, known = d.byIndex[tc.Index]
+		o, known = d.byIndex[tc.Index.Value]
 	case tc.ID != "":
-		o, known = d.byID[tc.ID]
+		o, known = d.byID[string(tc.ID)]
 	case len(d.calls) > 0:
 		o, known = d.last, true
 	}
@@ -147,10 +201,10 @@ func (d *decoder) ordinal(tc oai.ChatCompletionChunkChoiceDeltaToolCall) int {
 		d.calls = append(d.calls, callState{})
 	}
 	if indexed {
-		d.byIndex[tc.Index] = o
+		d.byIndex[tc.Index.Value] = o
 	}
 	if tc.ID != "" {
-		d.byID[tc.ID] = o
+		d.byID[string(tc.ID)] = o
 	}
 	d.last = o
 	return o

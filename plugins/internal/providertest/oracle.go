@@ -1,0 +1,113 @@
+package providertest
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+// Recorder is a server that answers every request with the same reply
+// and keeps what it received: the server of a property test, which sends
+// as many requests as it draws, through a provider and through the
+// official SDK it is held to.
+type Recorder struct {
+	*httptest.Server
+	mu    sync.Mutex
+	reqs  []Request
+	reply []byte
+}
+
+// NewRecorder starts a recorder that answers with server-sent events
+// (none until [Recorder.Answer]); it is closed when the test ends.
+func NewRecorder(t testing.TB) *Recorder {
+	r := &Recorder{}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		r.reqs = append(r.reqs, Request{Method: req.Method, Path: req.URL.Path, Header: req.Header.Clone(), Body: body})
+		reply := r.reply
+		r.mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write(reply)
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+// Answer sets the body of the reply to every later request.
+func (r *Recorder) Answer(body []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reply = body
+}
+
+// Last returns the last request received.
+func (r *Recorder) Last(t require.TestingT) Request {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	require.NotEmpty(t, r.reqs)
+	return r.reqs[len(r.reqs)-1]
+}
+
+// AssertSameRequest asserts that got is the request want (the official
+// SDK's) was: the same method, path, content headers, credential and API
+// version, and the same JSON text: key order, escapes and number
+// spellings, whitespace aside (as [Golden] compares).
+func AssertSameRequest(t require.TestingT, want, got Request) {
+	assert.Equal(t, want.Method, got.Method)
+	assert.Equal(t, want.Path, got.Path)
+	for _, h := range []string{"Authorization", "X-Api-Key", "Content-Type", "Accept", "Anthropic-Version"} {
+		assert.Equal(t, want.Header.Values(h), got.Header.Values(h), h)
+	}
+	assert.Equal(t, indent(t, want.Body), indent(t, got.Body))
+}
+
+func indent(t require.TestingT, b []byte) string {
+	var buf bytes.Buffer
+	require.NoError(t, json.Indent(&buf, b, "", "  "), "%s", b)
+	return buf.String()
+}
+
+// WithoutGoType cuts the Go type out of a JSON decoding error's text: the
+// SDK decodes into its types, a provider into its own.
+func WithoutGoType(s string) string {
+	if i := strings.Index(s, " of type "); i >= 0 && strings.Contains(s, "json: cannot unmarshal") {
+		return s[:i]
+	}
+	return s
+}
+
+// odd are JSON values of every type, for a server that sends a field as
+// another type than the API's.
+var odd = []any{json.RawMessage("\"\xfc\\u00e9\\ud800x\\\\\""), json.RawMessage("5"), json.RawMessage("-1.5"), json.RawMessage("1e400"), json.RawMessage("12345678901234567890"), "7", "x", "", true, false, nil, map[string]any{"a": 1}, []any{1, "b"}, []any{}}
+
+// Perturb replaces now and then a value inside v (v itself included) by
+// one of another JSON type: what a server that strays from an API's
+// types sends. v is built of maps and slices, as json.Unmarshal makes it.
+func Perturb(t *rapid.T, v any) any {
+	if rapid.IntRange(0, 24).Draw(t, "perturb") == 0 {
+		return rapid.SampledFrom(odd).Draw(t, "odd")
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			x[k] = Perturb(t, x[k])
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = Perturb(t, e)
+		}
+	}
+	return v
+}
