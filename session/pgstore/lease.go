@@ -42,11 +42,35 @@ func (s *Store) held(id string) *lease {
 
 // heldEpoch returns the epoch of the lease this store holds on id, 0 when
 // it holds none.
-func (s *Store) heldEpoch(id string) int64 {
+func (s *Store) heldEpoch(id string) int64 { return s.heldFence(id).epoch }
+
+// fence is what an append or a claim's job update is made under: the
+// epoch of a lease and its holder name. The epoch orders leases; the name,
+// unique to one lease, tells two leases of one epoch apart, as a claim
+// lost in a database crash and the next one are (see schema version 7).
+// The zero fence is no lease.
+type fence struct {
+	epoch int64
+	token string
+}
+
+// heldFence returns the fence of the lease this store holds on id, the
+// zero fence when it holds none.
+func (s *Store) heldFence(id string) fence {
 	if l := s.held(id); l != nil {
-		return l.epoch
+		return fence{l.epoch, l.token}
 	}
-	return 0
+	return fence{}
+}
+
+// fenceOf returns the fence of an append under epoch: the lease this
+// store holds on id, when it has that epoch; else a fence that no
+// session row matches (an epoch this store does not hold is fenced).
+func (s *Store) fenceOf(id string, epoch int64) fence {
+	if f := s.heldFence(id); f.epoch == epoch {
+		return f
+	}
+	return fence{epoch: epoch}
 }
 
 // Epoch implements [session.Fencer]: the epoch of the lease this store
@@ -129,9 +153,10 @@ func (s *Store) Lease(ctx context.Context, id string, wait bool) (release func()
 
 // takeLeaseSQL takes the lease of session $1 for holder $2 for $3 ms if
 // it is free or expired, and moves the session to the next epoch in the
-// same statement: the insert serializes takers on the lease row, the
-// update on the session row (which appends lock too), so epochs grow
-// strictly and an append fenced by an older epoch cannot slip in after.
+// same statement, naming the lease's holder there: the insert serializes
+// takers on the lease row, the update on the session row (which appends
+// lock too), so epochs grow strictly and an append fenced by an older
+// epoch, or by another lease of the same epoch, cannot slip in after.
 const takeLeaseSQL = `WITH l AS (
 	INSERT INTO vigil_leases (session_id, holder, expires)
 	SELECT id, $2, clock_timestamp() + $3 * interval '1 millisecond' FROM vigil_sessions WHERE id = $1
@@ -139,7 +164,7 @@ const takeLeaseSQL = `WITH l AS (
 	WHERE vigil_leases.expires <= clock_timestamp()
 	RETURNING session_id
 )
-UPDATE vigil_sessions s SET epoch = s.epoch + 1 FROM l WHERE s.id = l.session_id RETURNING s.epoch`
+UPDATE vigil_sessions s SET epoch = s.epoch + 1, holder = $2 FROM l WHERE s.id = l.session_id RETURNING s.epoch`
 
 // newToken returns a holder name for a new lease.
 func (s *Store) newToken() string {
@@ -294,7 +319,7 @@ func (l *lease) end(del bool) {
 		l.stopRenewing()
 		s := l.s
 		s.forget(l)
-		s.takeDeferred(l.id, l.epoch) // not written by the claim's end: lost, as in a crash
+		s.takeDeferred(l.id, fence{l.epoch, l.token}) // not written by the claim's end: lost, as in a crash
 		s.closeMu.RLock()
 		defer s.closeMu.RUnlock()
 		if s.closed || !del {

@@ -308,8 +308,20 @@ func (s *Store) sleep(ctx context.Context, wake <-chan struct{}, d time.Duration
 
 // tryClaim claims a job if one may run now, in one transaction on a
 // pooled connection: it locks the job, takes its session's lease (moving
-// the epoch) and marks the job running under that epoch. Otherwise it returns how long until
-// the soonest lease on a session with jobs expires (queuePoll if none).
+// the epoch) and marks the job running under that epoch. Otherwise it
+// returns how long until the soonest lease on a session with jobs expires
+// (queuePoll if none).
+//
+// The claim commits without waiting for the WAL's flush. Nothing durable
+// depends on it but through a later synchronous commit, which flushes the
+// WAL past it: the job's first append, the write before a tool runs, the
+// turn's end with the job's finish. A database that crashes before then
+// (a clean stop checkpoints) loses the claim: the lease, the job's row,
+// and the session's epoch go back, and the next claim takes the same
+// epoch number. Its lease has another holder name, though (holder#seq,
+// unique to one lease), which the session and job rows keep with the
+// epoch, and every append and job update under a lease compares both: the
+// lost claim's holder, back on a new connection, is fenced.
 func (s *Store) tryClaim(ctx context.Context, worker string) (*claim, time.Duration, error) {
 	token := s.newToken()
 	wait := queuePoll
@@ -372,12 +384,14 @@ func (s *Store) claimIn(ctx context.Context, tx pgx.Tx, worker, token string, go
 		if err != nil {
 			return err
 		}
-		c := &claim{s: s, jid: jid, epoch: epoch, cancelled: make(chan struct{})}
+		c := &claim{s: s, jid: jid, epoch: epoch, token: token, cancelled: make(chan struct{})}
 		var state string
 		var w *string
 		j := &c.job
-		if err := tx.QueryRow(ctx, `UPDATE vigil_jobs SET state = 'running', worker = $2, epoch = $3, attempts = attempts + 1
-			WHERE id = $1 RETURNING session_id, kind, input, enqueued, base, attempts, state, worker`, jid, worker, epoch).
+		// The claim commits asynchronously (tryClaim says why that is safe).
+		if err := tx.QueryRow(ctx, asyncTag+`UPDATE vigil_jobs SET state = 'running', worker = $2, epoch = $3, holder = $4, attempts = attempts + 1
+			FROM (SELECT set_config('synchronous_commit', 'off', true)) cfg
+			WHERE id = $1 RETURNING session_id, kind, input, enqueued, base, attempts, state, worker`, jid, worker, epoch, token).
 			Scan(&j.Session, &j.Kind, &j.Input, &j.Enqueued, &j.Base, &j.Attempts, &state, &w); err != nil {
 			return err
 		}
@@ -394,6 +408,7 @@ type claim struct {
 	s         *Store
 	jid       int64
 	epoch     int64
+	token     string // the holder name of the claim's lease
 	lease     *lease
 	cancelled chan struct{} // closed by the watcher
 	stop      context.CancelFunc
@@ -447,15 +462,16 @@ func (s *Store) watch(c *claim, cancels <-chan struct{}) bool {
 		for {
 			var cancelled bool
 			var epoch *int64
+			var holder *string
 			// Not cut short by the claim's end: a query cancelled in
 			// flight costs its connection (pgx closes it), and the claim's
 			// end is no reason to lose one. The store's close still ends it.
 			qctx, qcancel := context.WithTimeout(s.bg, 10*time.Second)
 			err := s.pool.with(qctx, func(conn *pgx.Conn) error {
-				return conn.QueryRow(qctx, `SELECT cancelled, epoch FROM vigil_jobs WHERE id = $1`, c.jid).Scan(&cancelled, &epoch)
+				return conn.QueryRow(qctx, `SELECT cancelled, epoch, holder FROM vigil_jobs WHERE id = $1`, c.jid).Scan(&cancelled, &epoch, &holder)
 			})
 			qcancel()
-			mine := epoch != nil && *epoch == c.epoch
+			mine := c.mine(epoch, holder)
 			pause := queuePoll
 			switch {
 			case ctx.Err() != nil:
@@ -478,6 +494,14 @@ func (s *Store) watch(c *claim, cancels <-chan struct{}) bool {
 		}
 	}()
 	return true
+}
+
+// fence is the fence of the claim's lease.
+func (c *claim) fence() fence { return fence{c.epoch, c.token} }
+
+// mine reports whether a job row's epoch and holder are this claim's.
+func (c *claim) mine(epoch *int64, holder *string) bool {
+	return epoch != nil && *epoch == c.epoch && holder != nil && *holder == c.token
 }
 
 func (c *claim) Job() session.Job {
@@ -508,7 +532,7 @@ func (c *claim) Start(ctx context.Context, base int64) error {
 	err := c.s.queryRow(ctx, []any{&stored}, asyncTag+`UPDATE vigil_jobs SET base = CASE WHEN base < 0 THEN $3 ELSE base END,
 			started = CASE WHEN base < 0 THEN clock_timestamp() ELSE started END
 		FROM (SELECT set_config('synchronous_commit', 'off', true)) cfg
-		WHERE id = $1 AND epoch = $2 AND NOT cancelled RETURNING base`, c.jid, c.epoch, base)
+		WHERE id = $1 AND epoch = $2 AND holder = $4 AND NOT cancelled RETURNING base`, c.jid, c.epoch, base, c.token)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = c.gone(ctx)
 	}
@@ -524,14 +548,15 @@ func (c *claim) Start(ctx context.Context, base int64) error {
 // gone explains why the claim's job row could not be updated.
 func (c *claim) gone(ctx context.Context) error {
 	var epoch *int64
+	var holder *string
 	var cancelled bool
-	err := c.s.queryRow(ctx, []any{&epoch, &cancelled}, `SELECT epoch, cancelled FROM vigil_jobs WHERE id = $1`, c.jid)
+	err := c.s.queryRow(ctx, []any{&epoch, &holder, &cancelled}, `SELECT epoch, holder, cancelled FROM vigil_jobs WHERE id = $1`, c.jid)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return fmt.Errorf("%w: finished or cancelled", session.ErrJobDone)
 	case err != nil:
 		return err
-	case epoch == nil || *epoch != c.epoch:
+	case !c.mine(epoch, holder):
 		return fmt.Errorf("%w: the job was claimed again after this claim's lease (epoch %d) was lost", session.ErrFenced, c.epoch)
 	case cancelled:
 		return fmt.Errorf("%w: cancelled", session.ErrJobDone)
@@ -594,14 +619,14 @@ func (c *claim) Finish(ctx context.Context, o session.Outcome) error {
 		return fmt.Errorf("pgstore: finish job %s: %w", jobID(c.jid), err)
 	}
 	return c.end(ctx, "finish", func() (bool, error) {
-		if d := c.s.takeDeferred(c.job.Session, c.epoch); d != nil {
+		if d := c.s.takeDeferred(c.job.Session, c.fence()); d != nil {
 			return c.finishWith(ctx, o, d)
 		}
 		var n, released, notified int64
 		args := append([]any{c.jid, c.epoch}, outcomeArgs(o)...)
 		args = append(args, c.lease.token, c.s.channel)
 		err := c.s.queryRow(ctx, []any{&n, &released, &notified},
-			`WITH d AS (DELETE FROM vigil_jobs WHERE id = $1 AND epoch = $2 RETURNING *)`+retireSQL(3)+releaseSQL(8, 9)+
+			`WITH d AS (DELETE FROM vigil_jobs WHERE id = $1 AND epoch = $2 AND holder = $8::text RETURNING *)`+retireSQL(3)+releaseSQL(8, 9)+
 				` SELECT (SELECT count(*) FROM r), (SELECT count(*) FROM lr), (SELECT count(*) FROM ln)`, args...)
 		if err != nil {
 			return false, err
@@ -615,11 +640,12 @@ func (c *claim) Finish(ctx context.Context, o session.Outcome) error {
 
 // finishSQL is Finish's statement when the turn's last records were
 // deferred to it (see deferred.go): appendSQL's append, under the claim's
-// epoch, and then, only if it went through, the job's move to
-// vigil_jobs_done and the lease's release, in one commit. $10 are the
-// lines, $11 the session, $12 the seq of the first.
-var finishSQL = `WITH ` + appendCTEs(11, 12, 10, 2, 9, false) + `,
-d AS (DELETE FROM vigil_jobs WHERE id = $1 AND epoch = $2 AND EXISTS (SELECT 1 FROM s) RETURNING *)` +
+// fence, and then, only if it went through, the job's move to
+// vigil_jobs_done and the lease's release, in one commit. $8 is the
+// lease's holder name, $10 are the lines, $11 the session, $12 the seq of
+// the first.
+var finishSQL = `WITH ` + appendCTEs(11, 12, 10, 2, 8, 9, false) + `,
+d AS (DELETE FROM vigil_jobs WHERE id = $1 AND epoch = $2 AND holder = $8::text AND EXISTS (SELECT 1 FROM s) RETURNING *)` +
 	retireSQL(3) + releaseSQL(8, 9) + `
 SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM ins), (SELECT count(*) FROM r), (SELECT count(*) FROM lr),
 	(SELECT count(*) FROM n) + (SELECT count(*) FROM ln), (SELECT count(v) FROM cfg)`
@@ -634,7 +660,7 @@ func (c *claim) finishWith(ctx context.Context, o session.Outcome, d *deferred) 
 	case err != nil:
 		return false, err
 	case moved == 0:
-		if err := c.s.refusal(ctx, c.job.Session, c.epoch, d.next, false); err != nil {
+		if err := c.s.refusal(ctx, c.job.Session, c.fence(), d.next, false); err != nil {
 			return false, err
 		}
 		return false, fmt.Errorf("%w: the log or its lease changed concurrently", session.ErrConflict)
@@ -650,19 +676,19 @@ func (c *claim) finishWith(ctx context.Context, o session.Outcome, d *deferred) 
 // and Attempts kept; a job cancelled meanwhile is dropped instead.
 func (c *claim) Release(ctx context.Context) error {
 	return c.end(ctx, "release", func() (bool, error) {
-		if d := c.s.takeDeferred(c.job.Session, c.epoch); d != nil {
+		if d := c.s.takeDeferred(c.job.Session, c.fence()); d != nil {
 			// Handed back: what the turn appended is written all the same.
-			if err := c.s.write(ctx, c.job.Session, c.epoch, d.next, d.lines); err != nil {
+			if err := c.s.write(ctx, c.job.Session, c.fence(), d.next, d.lines); err != nil {
 				c.s.log.Warn("writing a handed-back job's last records failed", "session", c.job.Session, "error", err)
 			}
 		}
 		var n int64
 		err := c.s.queryRow(ctx, []any{&n}, `WITH q AS (
-			UPDATE vigil_jobs SET state = 'queued', worker = NULL, epoch = NULL
-			WHERE id = $1 AND epoch = $2 AND NOT cancelled RETURNING 1
+			UPDATE vigil_jobs SET state = 'queued', worker = NULL, epoch = NULL, holder = NULL
+			WHERE id = $1 AND epoch = $2 AND holder = $8 AND NOT cancelled RETURNING 1
 		), d AS (
-			DELETE FROM vigil_jobs WHERE id = $1 AND epoch = $2 AND cancelled RETURNING *
-		)`+retireSQL(3)+` SELECT (SELECT count(*) FROM r) + (SELECT count(*) FROM q)`, append([]any{c.jid, c.epoch}, cancelledArgs...)...)
+			DELETE FROM vigil_jobs WHERE id = $1 AND epoch = $2 AND holder = $8 AND cancelled RETURNING *
+		)`+retireSQL(3)+` SELECT (SELECT count(*) FROM r) + (SELECT count(*) FROM q)`, append(append([]any{c.jid, c.epoch}, cancelledArgs...), c.token)...)
 		if err != nil {
 			return false, err
 		}
