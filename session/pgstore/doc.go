@@ -92,7 +92,7 @@
 // # The job queue
 //
 // [Store] is a [session.Queue]: [Store.Enqueue] adds a row to vigil_jobs
-// and notifies; [Store.Claim] takes, in one transaction, the oldest job
+// and notifies; [Store.Claim] takes, in one statement, the oldest job
 // of a session nobody holds the lease of (SELECT … FOR UPDATE SKIP LOCKED,
 // so claimers in any number of processes do not wait on each other),
 // the session's lease (a new epoch) and marks the job running under it.

@@ -29,15 +29,22 @@ func jobID(n int64) string { return fmt.Sprintf("%016d", n) }
 // retention: CTEs r (one row per job moved) and p, for the statement's
 // SELECT to follow.
 func retireSQL(s int) string {
+	return moveSQL(s) + fmt.Sprintf(`, p AS (
+		DELETE FROM vigil_jobs_done WHERE finished < clock_timestamp() - make_interval(secs => %d)
+	)`, int64(session.FinishedJobTTL/time.Second))
+}
+
+// moveSQL is retireSQL without the drop of the finished jobs past their
+// retention (CTE r only), for a statement that runs far more often than
+// jobs finish.
+func moveSQL(s int) string {
 	return fmt.Sprintf(`, r AS (
 		INSERT INTO vigil_jobs_done (id, session_id, kind, call, input, enqueued, started, finished, base, attempts, worker,
 			state, error_code, error_message, reason, checkpoint)
 		SELECT id, session_id, kind, call, input, enqueued, started, clock_timestamp(), base, attempts, worker,
 			$%d::text, $%d::text, $%d::text, $%d::text, $%d::text FROM d
 		RETURNING 1
-	), p AS (
-		DELETE FROM vigil_jobs_done WHERE finished < clock_timestamp() - make_interval(secs => %d)
-	)`, s, s+1, s+2, s+3, s+4, int64(session.FinishedJobTTL/time.Second))
+	)`, s, s+1, s+2, s+3, s+4)
 }
 
 // outcomeArgs are the parameters of retireSQL for o.
@@ -231,6 +238,47 @@ WHERE NOT EXISTS (SELECT 1 FROM vigil_jobs o WHERE o.session_id = j.session_id A
 ORDER BY j.id LIMIT 1
 FOR UPDATE OF j SKIP LOCKED`
 
+// claimSQL is a claim in one statement, committed asynchronously (see
+// tryClaim): the claimable job locked (CTE c, skipping the jobs other
+// claimers have locked, so claimers wait on each other nowhere), its
+// session's lease taken for holder $1 for $2 ms if it is free or expired
+// (l) and the session moved to the next epoch under that holder (e), as
+// takeLeaseSQL does, and the job marked running under them for worker $3
+// (u); or, for a job cancelled while its worker was away, the job retired
+// with the outcome $4..$8 (d, r). One row when a job was found (and
+// locked: the statement wrote), none when none was.
+var claimSQL = asyncTag + `WITH c AS MATERIALIZED (` + claimableSQL + `),
+cfg AS (SELECT set_config('synchronous_commit', 'off', true) AS v),
+l AS (
+	INSERT INTO vigil_leases (session_id, holder, expires)
+	SELECT s.id, $1, clock_timestamp() + $2 * interval '1 millisecond'
+	FROM c JOIN vigil_sessions s ON s.id = c.session_id WHERE NOT c.cancelled
+	ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, expires = excluded.expires
+	WHERE vigil_leases.expires <= clock_timestamp()
+	RETURNING session_id
+),
+e AS (
+	UPDATE vigil_sessions s SET epoch = s.epoch + 1, holder = $1 FROM l WHERE s.id = l.session_id RETURNING s.epoch
+),
+u AS (
+	UPDATE vigil_jobs j SET state = 'running', worker = $3, epoch = e.epoch, holder = $1, attempts = j.attempts + 1
+	FROM c, e WHERE j.id = c.id
+	RETURNING j.kind, j.input, j.enqueued, j.base, j.attempts
+),
+d AS (
+	DELETE FROM vigil_jobs j USING c WHERE j.id = c.id AND c.cancelled RETURNING j.*
+)` + moveSQL(4) + `
+SELECT c.id, c.session_id, e.epoch, u.kind, u.input, u.enqueued, u.base, u.attempts, (SELECT count(*) FROM r), cfg.v
+FROM cfg, c LEFT JOIN e ON true LEFT JOIN u ON true`
+
+// soonestSQL is how many seconds until the soonest live lease on a
+// session with jobs expires; NULL when there is none. Expired leases are
+// left out: their sessions' jobs were claimable, so another claimer has
+// them in hand, and its finish or release will notify.
+const soonestSQL = `SELECT extract(epoch FROM min(l.expires) - clock_timestamp())::float8
+FROM vigil_leases l WHERE l.expires > clock_timestamp()
+  AND EXISTS (SELECT 1 FROM vigil_jobs j WHERE j.session_id = l.session_id)`
+
 // Claim implements [session.Queue]. It waits for the store's shared
 // LISTEN connection (see fan) to tell of an enqueued job or a released
 // lease, and looks again when the soonest lease on a session with jobs
@@ -306,11 +354,11 @@ func (s *Store) sleep(ctx context.Context, wake <-chan struct{}, d time.Duration
 	return nil
 }
 
-// tryClaim claims a job if one may run now, in one transaction on a
-// pooled connection: it locks the job, takes its session's lease (moving
-// the epoch) and marks the job running under that epoch. Otherwise it
-// returns how long until the soonest lease on a session with jobs expires
-// (queuePoll if none).
+// tryClaim claims a job if one may run now, in one statement
+// (claimSQL): it locks the job, takes its session's lease (moving the
+// epoch) and marks the job running under that epoch. Otherwise it returns
+// how long until the soonest lease on a session with jobs expires
+// (queuePoll if none), or 0 when the queue changed under it all along.
 //
 // The claim commits without waiting for the WAL's flush. Nothing durable
 // depends on it but through a later synchronous commit, which flushes the
@@ -323,84 +371,58 @@ func (s *Store) sleep(ctx context.Context, wake <-chan struct{}, d time.Duration
 // epoch, and every append and job update under a lease compares both: the
 // lost claim's holder, back on a new connection, is fenced.
 func (s *Store) tryClaim(ctx context.Context, worker string) (*claim, time.Duration, error) {
-	token := s.newToken()
-	wait := queuePoll
-	var got *claim
-	err := s.pool.with(ctx, func(conn *pgx.Conn) error {
-		return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			return s.claimIn(ctx, tx, worker, token, &got, &wait)
-		})
-	})
-	if err != nil {
-		return nil, 0, err
-	}
-	if got != nil {
-		got.lease = s.hold(got.job.Session, token, got.epoch, true)
-	}
-	return got, wait, nil
-}
-
-// claimIn is tryClaim's transaction: it sets *got to the claim, or *wait.
-func (s *Store) claimIn(ctx context.Context, tx pgx.Tx, worker, token string, got **claim, wait *time.Duration) error {
-	*got, *wait = nil, queuePoll
 	for range 16 {
-		var jid int64
-		var sid string
-		var cancelled bool
-		err := tx.QueryRow(ctx, claimableSQL).Scan(&jid, &sid, &cancelled)
-		if errors.Is(err, pgx.ErrNoRows) {
-			// Expired leases are left out: their sessions' jobs were
-			// claimable now, so another claimer has them in hand, and
-			// its finish or release will notify.
-			var left *float64
-			if err := tx.QueryRow(ctx, `SELECT extract(epoch FROM min(l.expires) - clock_timestamp())::float8
-				FROM vigil_leases l WHERE l.expires > clock_timestamp()
-				  AND EXISTS (SELECT 1 FROM vigil_jobs j WHERE j.session_id = l.session_id)`).Scan(&left); err != nil {
-				return err
-			}
-			if left != nil {
-				// Just past the expiry, so that the lease is gone when we look.
-				*wait = max(time.Duration(*left*float64(time.Second)), 0) + 10*time.Millisecond
-			}
-			return nil
-		}
+		token := s.newToken()
+		c, found, err := s.claimOnce(ctx, worker, token)
 		if err != nil {
-			return err
+			return nil, 0, err
 		}
-		if cancelled {
-			// Cancelled while it ran, and its worker is gone: it is over.
-			var n int64
-			if err := tx.QueryRow(ctx, `WITH d AS (DELETE FROM vigil_jobs WHERE id = $1 RETURNING *)`+retireSQL(2)+` SELECT count(*) FROM r`,
-				append([]any{jid}, cancelledArgs...)...).Scan(&n); err != nil {
-				return err
-			}
+		if c != nil {
+			c.lease = s.hold(c.job.Session, token, c.epoch, true)
+			return c, 0, nil
+		}
+		if found {
+			// A cancelled job retired, or a lease taken since the
+			// statement's snapshot: look again.
 			continue
 		}
-		var epoch int64
-		err = tx.QueryRow(ctx, takeLeaseSQL, sid, token, s.ttl.Milliseconds()).Scan(&epoch)
-		if errors.Is(err, pgx.ErrNoRows) {
-			continue // a lease was taken since we looked; look again
+		var left *float64
+		if err := s.queryRow(ctx, []any{&left}, soonestSQL); err != nil {
+			return nil, 0, err
 		}
-		if err != nil {
-			return err
+		if left == nil {
+			return nil, queuePoll, nil
 		}
-		c := &claim{s: s, jid: jid, epoch: epoch, token: token, cancelled: make(chan struct{})}
-		var state string
-		var w *string
-		j := &c.job
-		// The claim commits asynchronously (tryClaim says why that is safe).
-		if err := tx.QueryRow(ctx, asyncTag+`UPDATE vigil_jobs SET state = 'running', worker = $2, epoch = $3, holder = $4, attempts = attempts + 1
-			FROM (SELECT set_config('synchronous_commit', 'off', true)) cfg
-			WHERE id = $1 RETURNING session_id, kind, input, enqueued, base, attempts, state, worker`, jid, worker, epoch, token).
-			Scan(&j.Session, &j.Kind, &j.Input, &j.Enqueued, &j.Base, &j.Attempts, &state, &w); err != nil {
-			return err
-		}
-		j.ID, j.State, j.Worker = jobID(jid), session.JobRunning, worker
-		*got = c
-		return nil
+		// Just past the expiry, so that the lease is gone when we look.
+		return nil, max(time.Duration(*left*float64(time.Second)), 0) + 10*time.Millisecond, nil
 	}
-	*wait = 0 // the queue changed under us all along; look again now
-	return nil
+	return nil, 0, nil // the queue changed under us all along; look again now
+}
+
+// claimOnce runs claimSQL once: the claim, or whether it found a job
+// (then it is worth looking again at once).
+func (s *Store) claimOnce(ctx context.Context, worker, token string) (*claim, bool, error) {
+	var jid int64
+	var sid string
+	var epoch, base *int64
+	var kind *string
+	var input []byte
+	var enqueued *time.Time
+	var attempts *int
+	var retired int64
+	var cfg string
+	err := s.queryRow(ctx, []any{&jid, &sid, &epoch, &kind, &input, &enqueued, &base, &attempts, &retired, &cfg},
+		claimSQL, append([]any{token, s.ttl.Milliseconds(), worker}, cancelledArgs...)...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil || epoch == nil || kind == nil {
+		return nil, err == nil, err
+	}
+	c := &claim{s: s, jid: jid, epoch: *epoch, token: token, cancelled: make(chan struct{})}
+	c.job = session.Job{ID: jobID(jid), Session: sid, Kind: *kind, Input: input, Enqueued: *enqueued,
+		Base: *base, Attempts: *attempts, State: session.JobRunning, Worker: worker}
+	return c, true, nil
 }
 
 // claim is a job this store claimed.
