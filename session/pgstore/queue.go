@@ -65,7 +65,9 @@ func outcomeArgs(o session.Outcome) []any {
 var cancelledArgs = outcomeArgs(session.Outcome{State: session.JobCancelled})
 
 // Enqueue implements [session.Queue]: the job is a row of vigil_jobs, and
-// every process's waiting claims are woken (NOTIFY).
+// every process's waiting claims are woken (NOTIFY), the session's last
+// holder's at once, the others' once the job is theirs too (see
+// claimableSQL and fan.wake).
 func (s *Store) Enqueue(ctx context.Context, job session.Job) (session.Job, int, error) {
 	if err := checkID(job.Session); err != nil {
 		return session.Job{}, 0, session.StoreError("pgstore", "enqueue", "", err)
@@ -90,7 +92,7 @@ func (s *Store) Enqueue(ctx context.Context, job session.Job) (session.Job, int,
 		ON CONFLICT (session_id, call) WHERE call IS NOT NULL DO NOTHING
 		RETURNING id, enqueued
 	), n AS (
-		SELECT pg_notify($4, 'q 0 ' || $1) FROM ins
+		SELECT pg_notify($4, 'q 0 ' || $1 || coalesce(' ' || (SELECT holder FROM vigil_sessions WHERE id = $1), '')) FROM ins
 	)
 	SELECT ins.id, ins.enqueued, (SELECT count(*) FROM vigil_jobs j WHERE j.session_id = $1), (SELECT count(*) FROM n)
 	FROM ins`, job.Session, job.Kind, input, s.channel, call)
@@ -228,13 +230,28 @@ func (s *Store) Job(ctx context.Context, id string) (session.Job, error) {
 	return j, nil
 }
 
+// affinityGrace is how long a job stays its session's last holder's
+// (see claimableSQL) before any store may claim it. (A variable for the
+// tests.)
+var affinityGrace = 200 * time.Millisecond
+
 // claimableSQL picks the oldest job that may run now: the oldest of its
 // session's, which nobody holds the lease of (a job whose worker died is
 // still 'running', and claimable once that worker's lease has expired).
 // Jobs other claimers are taking are skipped, not waited for.
-const claimableSQL = `SELECT j.id, j.session_id, j.cancelled FROM vigil_jobs j
+//
+// A job of a session another store held last (its holder name does not
+// start with $9, this store's name and '#') is left to that store for
+// $10 ms from its enqueue: that store likely keeps the session open,
+// parked (package session/live), and runs the job without reloading the
+// log, where this one would open it cold. Past that, or for a session
+// nobody held, the job is anyone's, and the oldest goes first: a store
+// busy or dead delays its sessions' jobs by $10 ms at most, and never
+// starves them.
+const claimableSQL = `SELECT j.id, j.session_id, j.cancelled FROM vigil_jobs j JOIN vigil_sessions s ON s.id = j.session_id
 WHERE NOT EXISTS (SELECT 1 FROM vigil_jobs o WHERE o.session_id = j.session_id AND o.id < j.id)
   AND NOT EXISTS (SELECT 1 FROM vigil_leases l WHERE l.session_id = j.session_id AND l.expires > clock_timestamp())
+  AND (s.holder IS NULL OR starts_with(s.holder, $9::text) OR j.enqueued <= clock_timestamp() - $10 * interval '1 millisecond')
 ORDER BY j.id LIMIT 1
 FOR UPDATE OF j SKIP LOCKED`
 
@@ -245,7 +262,7 @@ FOR UPDATE OF j SKIP LOCKED`
 // (l) and the session moved to the next epoch under that holder (e), as
 // takeLeaseSQL does, and the job marked running under them for worker $3
 // (u); or, for a job cancelled while its worker was away, the job retired
-// with the outcome $4..$8 (d, r). One row when a job was found (and
+// with the outcome $4..$8 (d, r). $9 and $10 are claimableSQL's. One row when a job was found (and
 // locked: the statement wrote), none when none was.
 var claimSQL = asyncTag + `WITH c AS MATERIALIZED (` + claimableSQL + `),
 cfg AS (SELECT set_config('synchronous_commit', 'off', true) AS v),
@@ -412,7 +429,7 @@ func (s *Store) claimOnce(ctx context.Context, worker, token string) (*claim, bo
 	var retired int64
 	var cfg string
 	err := s.queryRow(ctx, []any{&jid, &sid, &epoch, &kind, &input, &enqueued, &base, &attempts, &retired, &cfg},
-		claimSQL, append([]any{token, s.ttl.Milliseconds(), worker}, cancelledArgs...)...)
+		claimSQL, append(append([]any{token, s.ttl.Milliseconds(), worker}, cancelledArgs...), s.holder+"#", affinityGrace.Milliseconds())...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, false, nil
 	}
@@ -620,14 +637,15 @@ func releaseKind(sid, done string) string {
 
 // releaseSQL is a statement's tail (after retireSQL) that deletes the
 // lease of holder $h on the session of the job moved (CTE d, job $1) and
-// notifies its release: CTE lr, one row if it did.
+// notifies its release, naming the holder (see fan.wake): CTE lr, one row
+// if it did.
 func releaseSQL(h, ch int) string {
 	return fmt.Sprintf(`, lr AS (
 		DELETE FROM vigil_leases l USING d WHERE l.session_id = d.session_id AND l.holder = $%d::text
 		RETURNING l.session_id
 	), ln AS (
-		SELECT pg_notify($%d::text, `+releaseKind(`lr.session_id`, `$1`)+` || ' 0 ' || lr.session_id) FROM lr
-	)`, h, ch)
+		SELECT pg_notify($%d::text, `+releaseKind(`lr.session_id`, `$1`)+` || ' 0 ' || lr.session_id || ' ' || $%d::text) FROM lr
+	)`, h, ch, h)
 }
 
 // Finish implements [session.Claim]: the job's row moves to
