@@ -402,15 +402,17 @@ func (f *fan) run(s *Store) {
 // far as listening.
 func (f *fan) listen(s *Store) (listened bool, err error) {
 	cfg := s.pool.config()
+	me := strings.ReplaceAll(s.holder, " ", "_") + "#"
 	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) {
 		if n.Channel != s.channel {
 			return
 		}
-		// "K N ID[ HOLDER]": a notification of kind K about session ID,
-		// whose last holder (a lease's name, holder#seq) was HOLDER.
-		parts := strings.SplitN(n.Payload, " ", 4)
-		if len(parts) >= 3 && len(parts[0]) == 1 {
-			mine := len(parts) == 3 || parts[3] == "" || strings.HasPrefix(parts[3], s.holder+"#")
+		// "K N ID": a notification of kind K about session ID. For a job
+		// ('q') or a release ('r', 'l'), N is the session's last holder
+		// (a lease's name, holder#seq; see notifiedHolder), '0' for none.
+		parts := strings.SplitN(n.Payload, " ", 3)
+		if len(parts) == 3 && len(parts[0]) == 1 {
+			mine := parts[1] == "0" || strings.HasPrefix(parts[1], me)
 			f.wake(parts[0][0], parts[2], mine, false)
 		}
 	}

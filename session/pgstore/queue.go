@@ -92,7 +92,7 @@ func (s *Store) Enqueue(ctx context.Context, job session.Job) (session.Job, int,
 		ON CONFLICT (session_id, call) WHERE call IS NOT NULL DO NOTHING
 		RETURNING id, enqueued
 	), n AS (
-		SELECT pg_notify($4, 'q 0 ' || $1 || coalesce(' ' || (SELECT holder FROM vigil_sessions WHERE id = $1), '')) FROM ins
+		SELECT pg_notify($4, 'q ' || `+notifiedHolder(`(SELECT holder FROM vigil_sessions WHERE id = $1)`)+` || ' ' || $1) FROM ins
 	)
 	SELECT ins.id, ins.enqueued, (SELECT count(*) FROM vigil_jobs j WHERE j.session_id = $1), (SELECT count(*) FROM n)
 	FROM ins`, job.Session, job.Kind, input, s.channel, call)
@@ -635,6 +635,15 @@ func releaseKind(sid, done string) string {
 	return `CASE WHEN EXISTS (SELECT 1 FROM vigil_jobs rj WHERE rj.session_id = ` + sid + ` AND rj.id <> ` + done + `) THEN 'r' ELSE 'l' END`
 }
 
+// notifiedHolder is the SQL expression of a holder name (expr) as a
+// notification of a job or a release gives it, in the place of the
+// number (see fan.listen): '0' for none, spaces made '_', so that the
+// payload stays "K N ID" and a process of an older Vigil reads it as
+// before.
+func notifiedHolder(expr string) string {
+	return `coalesce(replace(` + expr + `, ' ', '_'), '0')`
+}
+
 // releaseSQL is a statement's tail (after retireSQL) that deletes the
 // lease of holder $h on the session of the job moved (CTE d, job $1) and
 // notifies its release, naming the holder (see fan.wake): CTE lr, one row
@@ -644,8 +653,8 @@ func releaseSQL(h, ch int) string {
 		DELETE FROM vigil_leases l USING d WHERE l.session_id = d.session_id AND l.holder = $%d::text
 		RETURNING l.session_id
 	), ln AS (
-		SELECT pg_notify($%d::text, `+releaseKind(`lr.session_id`, `$1`)+` || ' 0 ' || lr.session_id || ' ' || $%d::text) FROM lr
-	)`, h, ch, h)
+		SELECT pg_notify($%d::text, `+releaseKind(`lr.session_id`, `$1`)+` || ' ' || `+notifiedHolder(fmt.Sprintf(`$%d::text`, h))+` || ' ' || lr.session_id) FROM lr
+	)`, h, ch)
 }
 
 // Finish implements [session.Claim]: the job's row moves to
