@@ -153,18 +153,29 @@ func (s *Store) Lease(ctx context.Context, id string, wait bool) (release func()
 
 // takeLeaseSQL takes the lease of session $1 for holder $2 for $3 ms if
 // it is free or expired, and moves the session to the next epoch in the
-// same statement, naming the lease's holder there: the insert serializes
-// takers on the lease row, the update on the session row (which appends
-// lock too), so epochs grow strictly and an append fenced by an older
-// epoch, or by another lease of the same epoch, cannot slip in after.
-const takeLeaseSQL = `WITH l AS (
+// same statement, naming the lease's holder there (takeLeaseCTEs).
+var takeLeaseSQL = `WITH ` + takeLeaseCTEs(`SELECT id FROM vigil_sessions WHERE id = $1`, 2, 3) + ` SELECT epoch FROM e`
+
+// takeLeaseCTEs are the CTEs l and e of a statement that takes the lease
+// of the session its query sessions gives (a column id, a row at most)
+// for holder $holder for $ttl ms if it is free or expired (l), and moves
+// the session to the next epoch, naming the lease's holder there (e, its
+// epoch). The insert serializes takers on the lease row, the update on
+// the session row (which appends lock too), so epochs grow strictly and
+// an append fenced by an older epoch, or by another lease of the same
+// epoch, cannot slip in after.
+func takeLeaseCTEs(sessions string, holder, ttl int) string {
+	return fmt.Sprintf(`l AS (
 	INSERT INTO vigil_leases (session_id, holder, expires)
-	SELECT id, $2, clock_timestamp() + $3 * interval '1 millisecond' FROM vigil_sessions WHERE id = $1
+	SELECT id, $%[2]d, clock_timestamp() + $%[3]d * interval '1 millisecond' FROM (%[1]s) t
 	ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, expires = excluded.expires
 	WHERE vigil_leases.expires <= clock_timestamp()
 	RETURNING session_id
-)
-UPDATE vigil_sessions s SET epoch = s.epoch + 1, holder = $2 FROM l WHERE s.id = l.session_id RETURNING s.epoch`
+),
+e AS (
+	UPDATE vigil_sessions s SET epoch = s.epoch + 1, holder = $%[2]d FROM l WHERE s.id = l.session_id RETURNING s.epoch
+)`, sessions, holder, ttl)
+}
 
 // newToken returns a holder name for a new lease.
 func (s *Store) newToken() string {

@@ -259,24 +259,15 @@ FOR UPDATE OF j SKIP LOCKED`
 // tryClaim): the claimable job locked (CTE c, skipping the jobs other
 // claimers have locked, so claimers wait on each other nowhere), its
 // session's lease taken for holder $1 for $2 ms if it is free or expired
-// (l) and the session moved to the next epoch under that holder (e), as
-// takeLeaseSQL does, and the job marked running under them for worker $3
-// (u); or, for a job cancelled while its worker was away, the job retired
-// with the outcome $4..$8 (d, r). $9 and $10 are claimableSQL's. One row when a job was found (and
-// locked: the statement wrote), none when none was.
+// and the session moved to the next epoch under that holder
+// (takeLeaseCTEs: l, e), and the job marked running under them for
+// worker $3 (u); or, for a job cancelled while its worker was away, the
+// job retired with the outcome $4..$8 (d, r). $9 and $10 are
+// claimableSQL's. One row when a job was found (and locked: the
+// statement wrote), none when none was.
 var claimSQL = asyncTag + `WITH c AS MATERIALIZED (` + claimableSQL + `),
 cfg AS (SELECT set_config('synchronous_commit', 'off', true) AS v),
-l AS (
-	INSERT INTO vigil_leases (session_id, holder, expires)
-	SELECT s.id, $1, clock_timestamp() + $2 * interval '1 millisecond'
-	FROM c JOIN vigil_sessions s ON s.id = c.session_id WHERE NOT c.cancelled
-	ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, expires = excluded.expires
-	WHERE vigil_leases.expires <= clock_timestamp()
-	RETURNING session_id
-),
-e AS (
-	UPDATE vigil_sessions s SET epoch = s.epoch + 1, holder = $1 FROM l WHERE s.id = l.session_id RETURNING s.epoch
-),
+` + takeLeaseCTEs(`SELECT s.id FROM c JOIN vigil_sessions s ON s.id = c.session_id WHERE NOT c.cancelled`, 1, 2) + `,
 u AS (
 	UPDATE vigil_jobs j SET state = 'running', worker = $3, epoch = e.epoch, holder = $1, attempts = j.attempts + 1
 	FROM c, e WHERE j.id = c.id
