@@ -153,3 +153,64 @@ func TestPastTheGraceTheOldestJobGoesFirst(t *testing.T) {
 	require.Equal(t, js.ID, c.Job().ID, "the older job, A's, past its grace")
 	require.NoError(t, c.Finish(ctx, session.Outcome{}))
 }
+
+// A session whose last lease was not a claim's (a store that created it,
+// or ran a turn directly, may claim no jobs) is anyone's at once.
+func TestASessionLeasedButNotClaimedIsAnyones(t *testing.T) {
+	pgstore.SetQueuePoll(t, time.Hour)
+	pgstore.SetAffinityGrace(t, time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	api, _, b := affinityStores(t)
+	release, err := api.Lease(ctx, "u", false)
+	require.NoError(t, err)
+	release()
+	fromB := claimAsync(ctx, b, "b")
+	ju := enqueue(t, api, "u")
+	cb := <-fromB
+	require.NotNil(t, cb)
+	require.Equal(t, ju.ID, cb.Job().ID)
+	require.NoError(t, cb.Finish(ctx, session.Outcome{}))
+}
+
+// Jobs that become anyone's at once (their grace over together) are all
+// claimed by the waiting claims, not one per wake-up.
+func TestJobsPastTheirGraceTogetherAreAllClaimed(t *testing.T) {
+	const grace = 300 * time.Millisecond
+	pgstore.SetQueuePoll(t, time.Hour)
+	pgstore.SetAffinityGrace(t, grace)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	schema := pgtest.Schema(t)
+	api := pgtest.StoreIn(t, schema, pgstore.WithHolder("API"))
+	a := pgtest.StoreIn(t, schema, pgstore.WithHolder("A"))
+	b := pgtest.StoreIn(t, schema, pgstore.WithHolder("B"))
+	require.NoError(t, pgstore.Listen(ctx, b))
+	ids := []string{"s1", "s2", "s3"}
+	for _, id := range ids {
+		require.NoError(t, api.Create(ctx, session.Info{ID: id, Created: epoch}))
+		enqueue(t, api, id)
+		c := claimOf(t, a, "a")
+		require.NoError(t, c.Finish(ctx, session.Outcome{}))
+	}
+	var waiting []<-chan session.Claim
+	for range ids {
+		waiting = append(waiting, claimAsync(ctx, b, "b"))
+	}
+	time.Sleep(100 * time.Millisecond) // waiting
+	for _, id := range ids {
+		enqueue(t, api, id) // A's, and A claims nothing
+	}
+	got := map[string]bool{}
+	for _, w := range waiting {
+		select {
+		case c := <-w:
+			require.NotNil(t, c)
+			got[c.Job().Session] = true
+			require.NoError(t, c.Finish(ctx, session.Outcome{}))
+		case <-time.After(10 * time.Second):
+			t.Fatalf("claimed only %v", got)
+		}
+	}
+	require.Len(t, got, len(ids))
+}

@@ -304,8 +304,8 @@ var claimers = topic{'q', ""}
 // every subscriber when all. A notification that a job may be claimable
 // ('q', 'r') wakes one waiting claim of the store, not all: they would
 // all look for the one job, and one of them is enough (see signalOne).
-// When it names the session's last holder and that is another store
-// (mine false), the job is that store's for affinityGrace (see
+// When it names the session's last holder, a claim's lease of another
+// store (mine false), the job is that store's for affinityGrace (see
 // claimableSQL): the claim is woken then, once for all the jobs
 // notified meanwhile, and finds the job if that store did not take it.
 func (f *fan) wake(kind byte, id string, mine, all bool) {
@@ -331,6 +331,19 @@ func (f *fan) wake(kind byte, id string, mine, all bool) {
 		signalAll(f.subs[topic{kind, id}])
 		signalAll(f.subs[topic{kind, ""}])
 	}
+}
+
+// wakeClaimer wakes one waiting claim of the store, if any.
+func (s *Store) wakeClaimer() {
+	s.mu.Lock()
+	f := s.fan
+	s.mu.Unlock()
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.signalOne(claimers)
 }
 
 // claimer wakes a waiting claim for a job just notified: now when mine,
@@ -412,7 +425,7 @@ func (f *fan) listen(s *Store) (listened bool, err error) {
 		// (a lease's name, holder#seq; see notifiedHolder), '0' for none.
 		parts := strings.SplitN(n.Payload, " ", 3)
 		if len(parts) == 3 && len(parts[0]) == 1 {
-			mine := parts[1] == "0" || strings.HasPrefix(parts[1], me)
+			mine := parts[1] == "0" || !claimToken(parts[1]) || strings.HasPrefix(parts[1], me)
 			f.wake(parts[0][0], parts[2], mine, false)
 		}
 	}

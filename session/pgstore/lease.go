@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -177,12 +178,37 @@ e AS (
 )`, sessions, holder, ttl)
 }
 
-// newToken returns a holder name for a new lease.
+// newToken returns a holder name for a new lease: the store's name and a
+// number, holder#seq.
 func (s *Store) newToken() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.leaseSeq++
 	return fmt.Sprintf("%s#%d", s.holder, s.leaseSeq)
+}
+
+// newClaimToken returns a holder name for the lease of a queue claim,
+// holder#cseq: a session whose last lease was a claim's is that store's
+// to run the next job of (see claimableJobs and fan.claimer).
+func (s *Store) newClaimToken() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.leaseSeq++
+	return fmt.Sprintf("%s#c%d", s.holder, s.leaseSeq)
+}
+
+// claimToken reports whether holder is the name of a claim's lease.
+func claimToken(holder string) bool {
+	i := strings.LastIndexByte(holder, '#')
+	if i < 0 || len(holder) < i+3 || holder[i+1] != 'c' {
+		return false
+	}
+	for _, r := range holder[i+2:] {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // hold registers a lease just taken in the database and starts renewing

@@ -248,12 +248,20 @@ var affinityGrace = 200 * time.Millisecond
 // nobody held, the job is anyone's, and the oldest goes first: a store
 // busy or dead delays its sessions' jobs by $10 ms at most, and never
 // starves them.
-const claimableSQL = `SELECT j.id, j.session_id, j.cancelled FROM vigil_jobs j JOIN vigil_sessions s ON s.id = j.session_id
-WHERE NOT EXISTS (SELECT 1 FROM vigil_jobs o WHERE o.session_id = j.session_id AND o.id < j.id)
-  AND NOT EXISTS (SELECT 1 FROM vigil_leases l WHERE l.session_id = j.session_id AND l.expires > clock_timestamp())
-  AND (s.holder IS NULL OR starts_with(s.holder, $9::text) OR j.enqueued <= clock_timestamp() - $10 * interval '1 millisecond')
+const claimableSQL = `SELECT j.id, j.session_id, j.cancelled ` + claimableJobs + `
 ORDER BY j.id LIMIT 1
 FOR UPDATE OF j SKIP LOCKED`
+
+// claimableJobs are the jobs claimableSQL picks from (j), before the
+// skip of those other claimers are taking. Only a claim's lease (its
+// holder name ends '#c' and a number: see newToken) gives a store the
+// session's next job: a store that took the lease otherwise, to create
+// a session or run a turn directly, may claim no jobs at all.
+const claimableJobs = `FROM vigil_jobs j JOIN vigil_sessions s ON s.id = j.session_id
+WHERE NOT EXISTS (SELECT 1 FROM vigil_jobs o WHERE o.session_id = j.session_id AND o.id < j.id)
+  AND NOT EXISTS (SELECT 1 FROM vigil_leases l WHERE l.session_id = j.session_id AND l.expires > clock_timestamp())
+  AND (s.holder IS NULL OR s.holder !~ '#c[0-9]+$' OR starts_with(s.holder, $9::text)
+       OR j.enqueued <= clock_timestamp() - $10 * interval '1 millisecond')`
 
 // claimSQL is a claim in one statement, committed asynchronously (see
 // tryClaim): the claimable job locked (CTE c, skipping the jobs other
@@ -264,7 +272,8 @@ FOR UPDATE OF j SKIP LOCKED`
 // worker $3 (u); or, for a job cancelled while its worker was away, the
 // job retired with the outcome $4..$8 (d, r). $9 and $10 are
 // claimableSQL's. One row when a job was found (and locked: the
-// statement wrote), none when none was.
+// statement wrote), none when none was; the row's last column says
+// whether another job is claimable (then another claim is woken).
 var claimSQL = asyncTag + `WITH c AS MATERIALIZED (` + claimableSQL + `),
 cfg AS (SELECT set_config('synchronous_commit', 'off', true) AS v),
 ` + takeLeaseCTEs(`SELECT s.id FROM c JOIN vigil_sessions s ON s.id = c.session_id WHERE NOT c.cancelled`, 1, 2) + `,
@@ -276,7 +285,8 @@ u AS (
 d AS (
 	DELETE FROM vigil_jobs j USING c WHERE j.id = c.id AND c.cancelled RETURNING j.*
 )` + moveSQL(4) + `
-SELECT c.id, c.session_id, e.epoch, u.kind, u.input, u.enqueued, u.base, u.attempts, (SELECT count(*) FROM r), cfg.v
+SELECT c.id, c.session_id, e.epoch, u.kind, u.input, u.enqueued, u.base, u.attempts, (SELECT count(*) FROM r), cfg.v,
+	EXISTS (SELECT 1 ` + claimableJobs + ` AND j.id <> c.id)
 FROM cfg, c LEFT JOIN e ON true LEFT JOIN u ON true`
 
 // soonestSQL is how many seconds until the soonest live lease on a
@@ -380,7 +390,7 @@ func (s *Store) sleep(ctx context.Context, wake <-chan struct{}, d time.Duration
 // lost claim's holder, back on a new connection, is fenced.
 func (s *Store) tryClaim(ctx context.Context, worker string) (*claim, time.Duration, error) {
 	for range 16 {
-		token := s.newToken()
+		token := s.newClaimToken()
 		c, found, err := s.claimOnce(ctx, worker, token)
 		if err != nil {
 			return nil, 0, err
@@ -419,13 +429,19 @@ func (s *Store) claimOnce(ctx context.Context, worker, token string) (*claim, bo
 	var attempts *int
 	var retired int64
 	var cfg string
-	err := s.queryRow(ctx, []any{&jid, &sid, &epoch, &kind, &input, &enqueued, &base, &attempts, &retired, &cfg},
+	var more bool
+	err := s.queryRow(ctx, []any{&jid, &sid, &epoch, &kind, &input, &enqueued, &base, &attempts, &retired, &cfg, &more},
 		claimSQL, append(append([]any{token, s.ttl.Milliseconds(), worker}, cancelledArgs...), s.holder+"#", affinityGrace.Milliseconds())...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, false, nil
 	}
 	if err != nil || epoch == nil || kind == nil {
 		return nil, err == nil, err
+	}
+	if more {
+		// Woken once for many jobs (see fan.claimer), or by one of many:
+		// the next waiting claim looks too.
+		s.wakeClaimer()
 	}
 	c := &claim{s: s, jid: jid, epoch: *epoch, token: token, cancelled: make(chan struct{})}
 	c.job = session.Job{ID: jobID(jid), Session: sid, Kind: *kind, Input: input, Enqueued: *enqueued,
