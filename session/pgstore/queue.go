@@ -506,27 +506,21 @@ func (s *Store) watch(c *claim, cancels <-chan struct{}) bool {
 			return
 		}
 		for {
-			var cancelled bool
-			var epoch *int64
-			var holder *string
 			// Not cut short by the claim's end: a query cancelled in
 			// flight costs its connection (pgx closes it), and the claim's
 			// end is no reason to lose one. The store's close still ends it.
 			qctx, qcancel := context.WithTimeout(s.bg, 10*time.Second)
-			err := s.pool.with(qctx, func(conn *pgx.Conn) error {
-				return conn.QueryRow(qctx, `SELECT cancelled, epoch, holder FROM vigil_jobs WHERE id = $1`, c.jid).Scan(&cancelled, &epoch, &holder)
-			})
+			st, err := c.state(qctx)
 			qcancel()
-			mine := c.mine(epoch, holder)
 			pause := queuePoll
 			switch {
 			case ctx.Err() != nil:
 				return
-			case errors.Is(err, pgx.ErrNoRows) || err == nil && cancelled && mine:
+			case err == nil && st.superseded():
+				return // claimed again by another: this claim is fenced, not cancelled
+			case err == nil && (!st.job || st.cancelled):
 				close(c.cancelled)
 				return
-			case err == nil && !mine:
-				return // claimed again by another: this claim is fenced, not cancelled
 			case err != nil:
 				// The database is unreachable: look again soon, since a
 				// cancel may come meanwhile (the fan wakes us too once it
@@ -591,20 +585,53 @@ func (c *claim) Start(ctx context.Context, base int64) error {
 	return nil
 }
 
+// jobState is what became of a claim's job: whether its row is there,
+// cancelled, and whether the job row or, once it is gone, the session
+// is still under the claim's lease.
+type jobState struct {
+	job, cancelled, mine bool
+	// sessionMine: the session (if it still exists) is at the claim's
+	// epoch and holder name: no lease was taken on it since.
+	sessionMine bool
+}
+
+// superseded reports whether another claim took the job (or, the job
+// finished, the session) since this one: the claim is fenced.
+func (st jobState) superseded() bool {
+	if st.job {
+		return !st.mine
+	}
+	return !st.sessionMine
+}
+
+// state reads what became of the claim's job, in one statement.
+func (c *claim) state(ctx context.Context) (jobState, error) {
+	var st jobState
+	var epoch, sepoch *int64
+	var holder, sholder *string
+	var cancelled *bool
+	err := c.s.queryRow(ctx, []any{&cancelled, &epoch, &holder, &sepoch, &sholder},
+		`SELECT j.cancelled, j.epoch, j.holder, s.epoch, s.holder FROM (SELECT 1) one
+		LEFT JOIN vigil_jobs j ON j.id = $1 LEFT JOIN vigil_sessions s ON s.id = $2`, c.jid, c.job.Session)
+	if err != nil {
+		return st, err
+	}
+	st.job, st.cancelled, st.mine = cancelled != nil, cancelled != nil && *cancelled, c.mine(epoch, holder)
+	st.sessionMine = sepoch == nil || c.mine(sepoch, sholder)
+	return st, nil
+}
+
 // gone explains why the claim's job row could not be updated.
 func (c *claim) gone(ctx context.Context) error {
-	var epoch *int64
-	var holder *string
-	var cancelled bool
-	err := c.s.queryRow(ctx, []any{&epoch, &holder, &cancelled}, `SELECT epoch, holder, cancelled FROM vigil_jobs WHERE id = $1`, c.jid)
+	st, err := c.state(ctx)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("%w: finished or cancelled", session.ErrJobDone)
 	case err != nil:
 		return err
-	case !c.mine(epoch, holder):
+	case st.superseded():
 		return fmt.Errorf("%w: the job was claimed again after this claim's lease (epoch %d) was lost", session.ErrFenced, c.epoch)
-	case cancelled:
+	case !st.job:
+		return fmt.Errorf("%w: finished or cancelled", session.ErrJobDone)
+	case st.cancelled:
 		return fmt.Errorf("%w: cancelled", session.ErrJobDone)
 	}
 	return errors.New("the job changed concurrently")
