@@ -108,13 +108,17 @@
 //
 // A session's next job goes to the store that held it last, which likely
 // keeps it open, parked (package session/live), and runs the job without
-// reloading the log: the holder name says which store that was (the
-// store's name, before the '#'), the enqueue's notification names it and
+// reloading the log: the holder name of the claim's lease says which
+// store that was (holder#cN: the store's name, before the '#'; a lease
+// taken otherwise, as the API's to create a session, gives no store the
+// next job), the enqueue's notification names it and
 // wakes that store's claim at once, and for a grace (200 ms) from its
 // enqueue no other store may claim the job. Then it is anyone's (the
 // other stores' claims are woken for it then, once for all such jobs),
 // and the oldest job goes first: a store busy or dead delays its
-// sessions' jobs by the grace at most, and never starves them. A waiting Claim listens for enqueues and releases,
+// sessions' jobs by the grace at most, and never starves them. A claim
+// that leaves another job claimable wakes the next waiting claim, so
+// jobs whose grace ends together are all taken at once. A waiting Claim listens for enqueues and releases,
 // and looks again when the soonest lease on a session with jobs expires:
 // a dead worker's job stays 'running' and is claimed again once its lease
 // is gone, its Base and Attempts kept. [Store.Cancel] deletes the queued
