@@ -22,7 +22,8 @@
 // (--pg-data) and, from the deltas of pg_stat_database, pg_stat_wal and
 // pg_stat_statements (preloaded by .ci/postgres.sh), its statements,
 // commits, synchronous commits (the transactions that wrote, less the
-// statements session/pgstore tags as committing asynchronously) and WAL
+// calls of the statements session/pgstore tags as committing
+// asynchronously that wrote: returned or changed a row) and WAL
 // flushes per turn (pgstats.go; the counters are read
 // after 11 s of quiet on each side of the turns, as backends report them
 // when idle). Every report gives the load average as the turns began and

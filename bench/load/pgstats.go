@@ -18,8 +18,12 @@ import (
 // does), the calls of each statement.
 type pgCounters struct {
 	sessions, commits, xids, walSyncs, walRecords, walBytes int64
-	statements                                              map[string]int64 // query text → calls; nil without the extension
+	statements                                              map[string]stmtCounts // query text → its counts; nil without the extension
 }
+
+// stmtCounts are a statement's calls and the rows they returned or
+// changed (pg_stat_statements).
+type stmtCounts struct{ calls, rows int64 }
 
 // pgSettle is how long the counters are left to settle before they are
 // read: a backend reports its transactions to pg_stat_database when it
@@ -48,16 +52,16 @@ func readPG(ctx context.Context, dsn string) (pgCounters, error) {
 	if _, err := c.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`); err != nil {
 		return p, nil // not preloaded: no statement counts
 	}
-	rows, err := c.Query(ctx, `SELECT query, sum(calls)::bigint FROM pg_stat_statements
+	rows, err := c.Query(ctx, `SELECT query, sum(calls)::bigint, sum(rows)::bigint FROM pg_stat_statements
 		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) GROUP BY query`)
 	if err != nil {
 		return p, nil // preloaded but unreadable (shared_preload_libraries lacks it)
 	}
-	p.statements = map[string]int64{}
+	p.statements = map[string]stmtCounts{}
 	for rows.Next() {
 		var q string
-		var n int64
-		if err := rows.Scan(&q, &n); err != nil {
+		var n stmtCounts
+		if err := rows.Scan(&q, &n.calls, &n.rows); err != nil {
 			return pgCounters{}, fmt.Errorf("postgres: statements: %w", err)
 		}
 		p.statements[q] = n
@@ -106,17 +110,20 @@ func (after pgCounters) perTurn(before pgCounters, turns int) pgPerTurn {
 		return out
 	}
 	var total, async int64
-	for q, calls := range after.statements {
+	for q, sc := range after.statements {
 		if ownQuery(q) {
 			continue
 		}
-		d := calls - before.statements[q]
+		d := sc.calls - before.statements[q].calls
 		if d <= 0 {
 			continue
 		}
 		total += d
 		if strings.Contains(q, asyncTag) {
-			async += d
+			// A tagged statement commits asynchronously when it wrote;
+			// each returns or changes one row then, none when it did not
+			// (a claim that found no job: no transaction id either).
+			async += min(d, sc.rows-before.statements[q].rows)
 		}
 		out.Top = append(out.Top, pgStatement{Query: q, PerTurn: float64(d) / n})
 	}

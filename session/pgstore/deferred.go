@@ -12,7 +12,7 @@ import (
 // written by the statement that ends the claim: the turn's end commits
 // with the job's finish and the lease's release, one commit.
 type deferred struct {
-	epoch int64 // the claim's lease
+	fence fence // the claim's lease
 	next  int64 // the seq of lines[0]
 	lines [][]byte
 }
@@ -20,7 +20,7 @@ type deferred struct {
 // AppendDeferred implements [session.Deferrer]: while this store holds
 // the session's lease by a queue claim, the records are kept for the
 // claim's Finish (or Release), which writes them in its own statement,
-// checked by the seq and the lease's epoch as an append is, and fails if
+// checked by the seq and the lease's fence as an append is, and fails if
 // they cannot be; [Store.Flush] writes them too. Otherwise it is
 // [Store.Append].
 func (s *Store) AppendDeferred(ctx context.Context, id string, next int64, records []session.Record) error {
@@ -35,8 +35,8 @@ func (s *Store) AppendDeferred(ctx context.Context, id string, next int64, recor
 	}
 	d := s.deferred[id]
 	switch {
-	case d == nil || d.epoch != l.epoch:
-		s.deferred[id] = &deferred{epoch: l.epoch, next: next, lines: lines(records)}
+	case d == nil || d.fence != (fence{l.epoch, l.token}):
+		s.deferred[id] = &deferred{fence: fence{l.epoch, l.token}, next: next, lines: lines(records)}
 	case d.next+int64(len(d.lines)) == next:
 		d.lines = append(d.lines, lines(records)...)
 	default:
@@ -48,8 +48,8 @@ func (s *Store) AppendDeferred(ctx context.Context, id string, next int64, recor
 }
 
 // takeDeferred removes and returns the records kept for session id under
-// the lease of epoch, nil when there are none.
-func (s *Store) takeDeferred(id string, epoch int64) *deferred {
+// the lease of fence f, nil when there are none.
+func (s *Store) takeDeferred(id string, f fence) *deferred {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d := s.deferred[id]
@@ -57,8 +57,8 @@ func (s *Store) takeDeferred(id string, epoch int64) *deferred {
 		return nil
 	}
 	delete(s.deferred, id)
-	if d.epoch != epoch {
-		return nil // a lease of another epoch's: it ended without them
+	if d.fence != f {
+		return nil // another lease's: it ended without them
 	}
 	return d
 }
@@ -66,11 +66,11 @@ func (s *Store) takeDeferred(id string, epoch int64) *deferred {
 // writeDeferred writes the records kept for id under the lease this store
 // holds on it, if any, as an append.
 func (s *Store) writeDeferred(ctx context.Context, id string) error {
-	d := s.takeDeferred(id, s.heldEpoch(id))
+	d := s.takeDeferred(id, s.heldFence(id))
 	if d == nil {
 		return nil
 	}
-	return s.write(ctx, id, d.epoch, d.next, d.lines)
+	return s.write(ctx, id, d.fence, d.next, d.lines)
 }
 
 var _ session.Deferrer = (*Store)(nil)

@@ -46,9 +46,9 @@
 // [session.Deferrer] too: the last events of a turn run under a queue
 // claim are written by the claim's Finish, in its statement, so that the
 // turn's end, the job's outcome and the lease's release are one commit.
-// A turn with one tool call makes four synchronous commits: the enqueue,
-// the claim, the write before the tool runs, and the turn's end with the
-// job's finish.
+// A turn with one tool call makes three synchronous commits: the
+// enqueue, the write before the tool runs, and the turn's end with the
+// job's finish (the claim commits asynchronously: see the job queue).
 // [WithDurableAppends] turns the batches off: a live session appends
 // each event as it comes.
 //
@@ -76,11 +76,14 @@
 // # Fencing: every lease has an epoch
 //
 // A session row carries an epoch, moved up by one in the statement that
-// takes a lease (by [Store.Lease] or a queue claim), and the lease
-// remembers it. While a store holds a session's lease, its appends are
-// made under that epoch ([Store.AppendFenced] names one explicitly): the
-// append statement itself compares it with the session's, on the locked
-// row, and refuses with [session.ErrFenced] once another lease was taken.
+// takes a lease (by [Store.Lease] or a queue claim), and the holder name
+// of that lease (holder#seq: unique to one lease); the lease remembers
+// both. While a store holds a session's lease, its appends are made under
+// that epoch ([Store.AppendFenced] names one explicitly): the append
+// statement itself compares the epoch and the name with the session's,
+// on the locked row, and refuses with [session.ErrFenced] once another
+// lease was taken. The name matters when a claim was lost in a database
+// crash (below): the next lease then takes the same epoch number.
 // A holder paused or cut off past its lease's expiry therefore never
 // appends again, not even after the next holder released. A lease whose
 // renewal found it taken stays held, and fencing, until its holder
@@ -89,12 +92,33 @@
 // # The job queue
 //
 // [Store] is a [session.Queue]: [Store.Enqueue] adds a row to vigil_jobs
-// and notifies; [Store.Claim] takes, in one transaction, the oldest job
+// and notifies; [Store.Claim] takes, in one statement, the oldest job
 // of a session nobody holds the lease of (SELECT … FOR UPDATE SKIP LOCKED,
 // so claimers in any number of processes do not wait on each other),
 // the session's lease (a new epoch) and marks the job running under it.
 // The claim's lease is the store's own, renewed and fencing the store's
-// appends like any. A waiting Claim listens for enqueues and releases,
+// appends like any. The claim commits without waiting for the WAL's
+// flush: whatever depends on it durably is written by a later
+// synchronous commit, which flushes the WAL past it. A database that
+// crashes before then loses the claim, the session's epoch goes back, and
+// the next claim takes the same epoch number under another holder name;
+// the job's row keeps the name as the session's does, and every write
+// under the lost claim (an append, the job's start, finish or release)
+// compares it too, so its holder is fenced.
+//
+// A session's next job goes to the store that held it last, which likely
+// keeps it open, parked (package session/live), and runs the job without
+// reloading the log: the holder name of the claim's lease says which
+// store that was (holder#cN: the store's name, before the '#'; a lease
+// taken otherwise, as the API's to create a session, gives no store the
+// next job), the enqueue's notification names it and
+// wakes that store's claim at once, and for a grace (200 ms) from its
+// enqueue no other store may claim the job. Then it is anyone's (the
+// other stores' claims are woken for it then, once for all such jobs),
+// and the oldest job goes first: a store busy or dead delays its
+// sessions' jobs by the grace at most, and never starves them. A claim
+// that leaves another job claimable wakes the next waiting claim, so
+// jobs whose grace ends together are all taken at once. A waiting Claim listens for enqueues and releases,
 // and looks again when the soonest lease on a session with jobs expires:
 // a dead worker's job stays 'running' and is claimed again once its lease
 // is gone, its Base and Attempts kept. [Store.Cancel] deletes the queued

@@ -100,3 +100,11 @@ func SetFollowStaged(t testing.TB, d time.Duration) {
 	followStaged = d
 	t.Cleanup(func() { followStaged = old })
 }
+
+// SetAffinityGrace sets how long a job is its session's last holder's
+// (see affinityGrace) until t ends. Call it before opening t's stores.
+func SetAffinityGrace(t testing.TB, d time.Duration) {
+	old := affinityGrace
+	affinityGrace = d
+	t.Cleanup(func() { affinityGrace = old })
+}

@@ -195,7 +195,7 @@ func TestSubscribersLookAgainWhenTheListenConnectionIsBack(t *testing.T) {
 				}()
 				return done
 			},
-			idle:     "commit",
+			idle:     "SELECT extract(epoch FROM min(l.expires)",
 			silently: `INSERT INTO %s.vigil_jobs (session_id, kind, input, enqueued) VALUES ('s', 'turn', '{}', clock_timestamp())`,
 		},
 		{
@@ -209,7 +209,7 @@ func TestSubscribersLookAgainWhenTheListenConnectionIsBack(t *testing.T) {
 			},
 			// The watcher waits from the claim's return on, without a
 			// first look: nothing was cancelled since the claim began.
-			idle:     "commit",
+			idle:     "/* vigil: asynchronous commit */ WITH c AS MATERIALIZED",
 			silently: `UPDATE %s.vigil_jobs SET cancelled = true`,
 		},
 		{

@@ -142,3 +142,110 @@ func TestFencedAppendsRacingANewLeaseNeverLandAfterIt(t *testing.T) {
 		releaseA()
 	}
 }
+
+// A claim commits without waiting for the WAL's flush. A database that
+// crashes before the flush loses it: the session's epoch and the job's
+// row go back, and the lease row is gone. The next claim then takes the
+// same epoch number; the first holder, back on a new connection, must be
+// fenced all the same, in every write it makes under its claim.
+func TestALostClaimsHolderIsFencedByTheNextClaimOfTheSameEpoch(t *testing.T) {
+	ctx := context.Background()
+	schema := pgtest.Schema(t)
+	a := pgtest.StoreIn(t, schema, pgstore.WithHolder("A"))
+	b := pgtest.StoreIn(t, schema, pgstore.WithHolder("B"))
+	require.NoError(t, a.Create(ctx, session.Info{ID: "s", Created: epoch}))
+	recs := turnRecords(nil, "q", "a", false)
+	require.NoError(t, a.Append(ctx, "s", 0, recs))
+	n := int64(len(recs))
+	_, _, err := a.Enqueue(ctx, session.Job{Session: "s", Kind: "turn", Input: []byte(`{}`)})
+	require.NoError(t, err)
+
+	conn, err := pgx.Connect(ctx, pgtest.DSN(t))
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "SET search_path = "+pgx.Identifier{schema}.Sanitize())
+	require.NoError(t, err)
+	// The rows as the crash leaves them: as they were before the claim.
+	var before struct {
+		epoch    int64
+		holder   *string
+		state    string
+		worker   *string
+		jepoch   *int64
+		jholder  *string
+		attempts int
+	}
+	require.NoError(t, conn.QueryRow(ctx, `SELECT s.epoch, s.holder, j.state, j.worker, j.epoch, j.holder, j.attempts
+		FROM vigil_sessions s JOIN vigil_jobs j ON j.session_id = s.id WHERE s.id = 's'`).
+		Scan(&before.epoch, &before.holder, &before.state, &before.worker, &before.jepoch, &before.jholder, &before.attempts))
+
+	ca := claimOf(t, a, "wa")
+	e := a.Epoch("s")
+	require.Equal(t, before.epoch+1, e)
+	_, err = conn.Exec(ctx, `UPDATE vigil_sessions SET epoch = $1, holder = $2 WHERE id = 's'`, before.epoch, before.holder)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `DELETE FROM vigil_leases WHERE session_id = 's'`)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `UPDATE vigil_jobs SET state = $1, worker = $2, epoch = $3, holder = $4, attempts = $5 WHERE session_id = 's'`,
+		before.state, before.worker, before.jepoch, before.jholder, before.attempts)
+	require.NoError(t, err)
+
+	cb := claimOf(t, b, "wb")
+	require.Equal(t, e, b.Epoch("s"), "the next claim takes the lost claim's epoch number")
+
+	more := turnRecords(recs, "q2", "a2", false)
+	require.ErrorIs(t, a.Append(ctx, "s", n, more), session.ErrFenced)
+	require.ErrorIs(t, a.AppendFenced(ctx, "s", e, n, more), session.ErrFenced)
+	require.ErrorIs(t, a.AppendStaged(ctx, "s", n, more[:2]), session.ErrFenced)
+	require.ErrorIs(t, ca.Start(ctx, n), session.ErrFenced)
+	require.NoError(t, a.AppendDeferred(ctx, "s", n, more), "kept for the claim's finish")
+	require.ErrorIs(t, ca.Finish(ctx, session.Outcome{}), session.ErrFenced)
+	jobs, err := b.Jobs(ctx, "s")
+	require.NoError(t, err)
+	require.Len(t, jobs, 1, "the job is still the new claim's")
+	require.Equal(t, session.JobRunning, jobs[0].State)
+	require.Equal(t, "wb", jobs[0].Worker)
+
+	require.NoError(t, cb.Start(ctx, n))
+	require.NoError(t, b.Append(ctx, "s", n, more), "the new holder appends")
+	require.NoError(t, cb.Finish(ctx, session.Outcome{}))
+	log, err := b.Load(ctx, "s")
+	require.NoError(t, err)
+	require.Len(t, log.Records, len(recs)+len(more))
+	data, err := b.Export(ctx, "s")
+	require.NoError(t, err)
+	requireVerified(t, data)
+}
+
+// A claim under a lost lease that was released (its job handed back)
+// leaves the new claim's job alone too.
+func TestALostClaimsReleaseLeavesTheNextClaimsJob(t *testing.T) {
+	ctx := context.Background()
+	schema := pgtest.Schema(t)
+	a := pgtest.StoreIn(t, schema, pgstore.WithHolder("A"))
+	b := pgtest.StoreIn(t, schema, pgstore.WithHolder("B"))
+	require.NoError(t, a.Create(ctx, session.Info{ID: "s", Created: epoch}))
+	_, _, err := a.Enqueue(ctx, session.Job{Session: "s", Kind: "turn", Input: []byte(`{}`)})
+	require.NoError(t, err)
+	conn, err := pgx.Connect(ctx, pgtest.DSN(t))
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "SET search_path = "+pgx.Identifier{schema}.Sanitize())
+	require.NoError(t, err)
+
+	ca := claimOf(t, a, "wa")
+	_, err = conn.Exec(ctx, `UPDATE vigil_sessions SET epoch = epoch - 1, holder = NULL WHERE id = 's';
+		DELETE FROM vigil_leases WHERE session_id = 's';
+		UPDATE vigil_jobs SET state = 'queued', worker = NULL, epoch = NULL, holder = NULL, attempts = 0 WHERE session_id = 's'`)
+	require.NoError(t, err)
+	cb := claimOf(t, b, "wb")
+	require.Equal(t, a.Epoch("s"), b.Epoch("s"))
+
+	require.ErrorIs(t, ca.Release(ctx), session.ErrFenced)
+	jobs, err := b.Jobs(ctx, "s")
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	require.Equal(t, session.JobRunning, jobs[0].State, "still the new claim's")
+	require.NoError(t, cb.Start(ctx, 0))
+	require.NoError(t, cb.Finish(ctx, session.Outcome{}))
+}

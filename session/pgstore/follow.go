@@ -232,6 +232,10 @@ const followRetry = time.Minute
 type fan struct {
 	mu   sync.Mutex
 	subs map[topic]map[chan struct{}]struct{} // topic → its subscribers' wake-ups
+	// later wakes a claimer once the jobs notified for other stores'
+	// sessions are this store's to claim too (see wake); nil when none is
+	// due.
+	later *time.Timer
 }
 
 // topic is what a subscriber waits for: notifications of kind ('e' a
@@ -300,7 +304,11 @@ var claimers = topic{'q', ""}
 // every subscriber when all. A notification that a job may be claimable
 // ('q', 'r') wakes one waiting claim of the store, not all: they would
 // all look for the one job, and one of them is enough (see signalOne).
-func (f *fan) wake(kind byte, id string, all bool) {
+// When it names the session's last holder, a claim's lease of another
+// store (mine false), the job is that store's for affinityGrace (see
+// claimableSQL): the claim is woken then, once for all the jobs
+// notified meanwhile, and finds the job if that store did not take it.
+func (f *fan) wake(kind byte, id string, mine, all bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if all {
@@ -312,17 +320,49 @@ func (f *fan) wake(kind byte, id string, all bool) {
 	switch kind {
 	case 'q':
 		signalAll(f.subs[topic{'q', id}])
-		f.signalOne(claimers)
+		f.claimer(mine)
 	case 'r':
 		// A lease released on a session with jobs queued: its lease's
 		// waiters and a claimer both.
 		signalAll(f.subs[topic{'l', id}])
 		signalAll(f.subs[topic{'l', ""}])
-		f.signalOne(claimers)
+		f.claimer(mine)
 	default:
 		signalAll(f.subs[topic{kind, id}])
 		signalAll(f.subs[topic{kind, ""}])
 	}
+}
+
+// wakeClaimer wakes one waiting claim of the store, if any.
+func (s *Store) wakeClaimer() {
+	s.mu.Lock()
+	f := s.fan
+	s.mu.Unlock()
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.signalOne(claimers)
+}
+
+// claimer wakes a waiting claim for a job just notified: now when mine,
+// else once the job is this store's to claim too (f.mu held).
+func (f *fan) claimer(mine bool) {
+	if mine {
+		f.signalOne(claimers)
+		return
+	}
+	if f.later != nil {
+		return // due already, and the claim it wakes looks for every job
+	}
+	// Just past the grace, so that the job is claimable when looked at.
+	f.later = time.AfterFunc(affinityGrace+10*time.Millisecond, func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.later = nil
+		f.signalOne(claimers)
+	})
 }
 
 // signalAll signals each of subs.
@@ -375,14 +415,18 @@ func (f *fan) run(s *Store) {
 // far as listening.
 func (f *fan) listen(s *Store) (listened bool, err error) {
 	cfg := s.pool.config()
+	me := strings.ReplaceAll(s.holder, " ", "_") + "#"
 	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) {
 		if n.Channel != s.channel {
 			return
 		}
-		// "K N ID": a notification of kind K about session ID.
+		// "K N ID": a notification of kind K about session ID. For a job
+		// ('q') or a release ('r', 'l'), N is the session's last holder
+		// (a lease's name, holder#seq; see notifiedHolder), '0' for none.
 		parts := strings.SplitN(n.Payload, " ", 3)
 		if len(parts) == 3 && len(parts[0]) == 1 {
-			f.wake(parts[0][0], parts[2], false)
+			mine := parts[1] == "0" || !claimToken(parts[1]) || strings.HasPrefix(parts[1], me)
+			f.wake(parts[0][0], parts[2], mine, false)
 		}
 	}
 	conn, err := pgx.ConnectConfig(s.bg, cfg)
@@ -397,7 +441,7 @@ func (f *fan) listen(s *Store) (listened bool, err error) {
 	if _, err := conn.Exec(s.bg, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
 		return false, fmt.Errorf("listen: %w", err)
 	}
-	f.wake(0, "", true)
+	f.wake(0, "", true, true)
 	for {
 		if err := conn.PgConn().WaitForNotification(s.bg); err != nil {
 			return true, fmt.Errorf("listen: %w", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,11 +43,35 @@ func (s *Store) held(id string) *lease {
 
 // heldEpoch returns the epoch of the lease this store holds on id, 0 when
 // it holds none.
-func (s *Store) heldEpoch(id string) int64 {
+func (s *Store) heldEpoch(id string) int64 { return s.heldFence(id).epoch }
+
+// fence is what an append or a claim's job update is made under: the
+// epoch of a lease and its holder name. The epoch orders leases; the name,
+// unique to one lease, tells two leases of one epoch apart, as a claim
+// lost in a database crash and the next one are (see schema version 7).
+// The zero fence is no lease.
+type fence struct {
+	epoch int64
+	token string
+}
+
+// heldFence returns the fence of the lease this store holds on id, the
+// zero fence when it holds none.
+func (s *Store) heldFence(id string) fence {
 	if l := s.held(id); l != nil {
-		return l.epoch
+		return fence{l.epoch, l.token}
 	}
-	return 0
+	return fence{}
+}
+
+// fenceOf returns the fence of an append under epoch: the lease this
+// store holds on id, when it has that epoch; else a fence that no
+// session row matches (an epoch this store does not hold is fenced).
+func (s *Store) fenceOf(id string, epoch int64) fence {
+	if f := s.heldFence(id); f.epoch == epoch {
+		return f
+	}
+	return fence{epoch: epoch}
 }
 
 // Epoch implements [session.Fencer]: the epoch of the lease this store
@@ -129,24 +154,61 @@ func (s *Store) Lease(ctx context.Context, id string, wait bool) (release func()
 
 // takeLeaseSQL takes the lease of session $1 for holder $2 for $3 ms if
 // it is free or expired, and moves the session to the next epoch in the
-// same statement: the insert serializes takers on the lease row, the
-// update on the session row (which appends lock too), so epochs grow
-// strictly and an append fenced by an older epoch cannot slip in after.
-const takeLeaseSQL = `WITH l AS (
+// same statement, naming the lease's holder there (takeLeaseCTEs).
+var takeLeaseSQL = `WITH ` + takeLeaseCTEs(`SELECT id FROM vigil_sessions WHERE id = $1`, 2, 3) + ` SELECT epoch FROM e`
+
+// takeLeaseCTEs are the CTEs l and e of a statement that takes the lease
+// of the session its query sessions gives (a column id, a row at most)
+// for holder $holder for $ttl ms if it is free or expired (l), and moves
+// the session to the next epoch, naming the lease's holder there (e, its
+// epoch). The insert serializes takers on the lease row, the update on
+// the session row (which appends lock too), so epochs grow strictly and
+// an append fenced by an older epoch, or by another lease of the same
+// epoch, cannot slip in after.
+func takeLeaseCTEs(sessions string, holder, ttl int) string {
+	return fmt.Sprintf(`l AS (
 	INSERT INTO vigil_leases (session_id, holder, expires)
-	SELECT id, $2, clock_timestamp() + $3 * interval '1 millisecond' FROM vigil_sessions WHERE id = $1
+	SELECT id, $%[2]d, clock_timestamp() + $%[3]d * interval '1 millisecond' FROM (%[1]s) t
 	ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, expires = excluded.expires
 	WHERE vigil_leases.expires <= clock_timestamp()
 	RETURNING session_id
-)
-UPDATE vigil_sessions s SET epoch = s.epoch + 1 FROM l WHERE s.id = l.session_id RETURNING s.epoch`
+),
+e AS (
+	UPDATE vigil_sessions s SET epoch = s.epoch + 1, holder = $%[2]d FROM l WHERE s.id = l.session_id RETURNING s.epoch
+)`, sessions, holder, ttl)
+}
 
-// newToken returns a holder name for a new lease.
+// newToken returns a holder name for a new lease: the store's name and a
+// number, holder#seq.
 func (s *Store) newToken() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.leaseSeq++
 	return fmt.Sprintf("%s#%d", s.holder, s.leaseSeq)
+}
+
+// newClaimToken returns a holder name for the lease of a queue claim,
+// holder#cseq: a session whose last lease was a claim's is that store's
+// to run the next job of (see claimableJobs and fan.claimer).
+func (s *Store) newClaimToken() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.leaseSeq++
+	return fmt.Sprintf("%s#c%d", s.holder, s.leaseSeq)
+}
+
+// claimToken reports whether holder is the name of a claim's lease.
+func claimToken(holder string) bool {
+	i := strings.LastIndexByte(holder, '#')
+	if i < 0 || len(holder) < i+3 || holder[i+1] != 'c' {
+		return false
+	}
+	for _, r := range holder[i+2:] {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // hold registers a lease just taken in the database and starts renewing
@@ -294,7 +356,7 @@ func (l *lease) end(del bool) {
 		l.stopRenewing()
 		s := l.s
 		s.forget(l)
-		s.takeDeferred(l.id, l.epoch) // not written by the claim's end: lost, as in a crash
+		s.takeDeferred(l.id, fence{l.epoch, l.token}) // not written by the claim's end: lost, as in a crash
 		s.closeMu.RLock()
 		defer s.closeMu.RUnlock()
 		if s.closed || !del {
@@ -303,7 +365,7 @@ func (l *lease) end(del bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_, err := s.exec(ctx, `WITH d AS (DELETE FROM vigil_leases WHERE session_id = $1 AND holder = $2 RETURNING 1)
-			SELECT pg_notify($3, `+releaseKind(`$1`, `0`)+` || ' 0 ' || $1) FROM d`, l.id, l.token, s.channel)
+			SELECT pg_notify($3, `+releaseKind(`$1`, `0`)+` || ' ' || `+notifiedHolder(`$2::text`)+` || ' ' || $1) FROM d`, l.id, l.token, s.channel)
 		if err != nil {
 			s.log.Warn("releasing a turn lease failed; it will expire", "session", l.id, "error", err)
 		}

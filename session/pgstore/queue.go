@@ -29,15 +29,22 @@ func jobID(n int64) string { return fmt.Sprintf("%016d", n) }
 // retention: CTEs r (one row per job moved) and p, for the statement's
 // SELECT to follow.
 func retireSQL(s int) string {
+	return moveSQL(s) + fmt.Sprintf(`, p AS (
+		DELETE FROM vigil_jobs_done WHERE finished < clock_timestamp() - make_interval(secs => %d)
+	)`, int64(session.FinishedJobTTL/time.Second))
+}
+
+// moveSQL is retireSQL without the drop of the finished jobs past their
+// retention (CTE r only), for a statement that runs far more often than
+// jobs finish.
+func moveSQL(s int) string {
 	return fmt.Sprintf(`, r AS (
 		INSERT INTO vigil_jobs_done (id, session_id, kind, call, input, enqueued, started, finished, base, attempts, worker,
 			state, error_code, error_message, reason, checkpoint)
 		SELECT id, session_id, kind, call, input, enqueued, started, clock_timestamp(), base, attempts, worker,
 			$%d::text, $%d::text, $%d::text, $%d::text, $%d::text FROM d
 		RETURNING 1
-	), p AS (
-		DELETE FROM vigil_jobs_done WHERE finished < clock_timestamp() - make_interval(secs => %d)
-	)`, s, s+1, s+2, s+3, s+4, int64(session.FinishedJobTTL/time.Second))
+	)`, s, s+1, s+2, s+3, s+4)
 }
 
 // outcomeArgs are the parameters of retireSQL for o.
@@ -58,7 +65,9 @@ func outcomeArgs(o session.Outcome) []any {
 var cancelledArgs = outcomeArgs(session.Outcome{State: session.JobCancelled})
 
 // Enqueue implements [session.Queue]: the job is a row of vigil_jobs, and
-// every process's waiting claims are woken (NOTIFY).
+// every process's waiting claims are woken (NOTIFY), the session's last
+// holder's at once, the others' once the job is theirs too (see
+// claimableSQL and fan.wake).
 func (s *Store) Enqueue(ctx context.Context, job session.Job) (session.Job, int, error) {
 	if err := checkID(job.Session); err != nil {
 		return session.Job{}, 0, session.StoreError("pgstore", "enqueue", "", err)
@@ -83,7 +92,7 @@ func (s *Store) Enqueue(ctx context.Context, job session.Job) (session.Job, int,
 		ON CONFLICT (session_id, call) WHERE call IS NOT NULL DO NOTHING
 		RETURNING id, enqueued
 	), n AS (
-		SELECT pg_notify($4, 'q 0 ' || $1) FROM ins
+		SELECT pg_notify($4, 'q ' || `+notifiedHolder(`(SELECT holder FROM vigil_sessions WHERE id = $1)`)+` || ' ' || $1) FROM ins
 	)
 	SELECT ins.id, ins.enqueued, (SELECT count(*) FROM vigil_jobs j WHERE j.session_id = $1), (SELECT count(*) FROM n)
 	FROM ins`, job.Session, job.Kind, input, s.channel, call)
@@ -221,15 +230,72 @@ func (s *Store) Job(ctx context.Context, id string) (session.Job, error) {
 	return j, nil
 }
 
+// affinityGrace is how long a job stays its session's last holder's
+// (see claimableSQL) before any store may claim it. (A variable for the
+// tests.)
+var affinityGrace = 200 * time.Millisecond
+
 // claimableSQL picks the oldest job that may run now: the oldest of its
 // session's, which nobody holds the lease of (a job whose worker died is
 // still 'running', and claimable once that worker's lease has expired).
 // Jobs other claimers are taking are skipped, not waited for.
-const claimableSQL = `SELECT j.id, j.session_id, j.cancelled FROM vigil_jobs j
-WHERE NOT EXISTS (SELECT 1 FROM vigil_jobs o WHERE o.session_id = j.session_id AND o.id < j.id)
-  AND NOT EXISTS (SELECT 1 FROM vigil_leases l WHERE l.session_id = j.session_id AND l.expires > clock_timestamp())
+//
+// A job of a session another store held last (its holder name does not
+// start with $9, this store's name and '#') is left to that store for
+// $10 ms from its enqueue: that store likely keeps the session open,
+// parked (package session/live), and runs the job without reloading the
+// log, where this one would open it cold. Past that, or for a session
+// nobody held, the job is anyone's, and the oldest goes first: a store
+// busy or dead delays its sessions' jobs by $10 ms at most, and never
+// starves them.
+const claimableSQL = `SELECT j.id, j.session_id, j.cancelled ` + claimableJobs + `
 ORDER BY j.id LIMIT 1
 FOR UPDATE OF j SKIP LOCKED`
+
+// claimableJobs are the jobs claimableSQL picks from (j), before the
+// skip of those other claimers are taking. Only a claim's lease (its
+// holder name ends '#c' and a number: see newToken) gives a store the
+// session's next job: a store that took the lease otherwise, to create
+// a session or run a turn directly, may claim no jobs at all.
+const claimableJobs = `FROM vigil_jobs j JOIN vigil_sessions s ON s.id = j.session_id
+WHERE NOT EXISTS (SELECT 1 FROM vigil_jobs o WHERE o.session_id = j.session_id AND o.id < j.id)
+  AND NOT EXISTS (SELECT 1 FROM vigil_leases l WHERE l.session_id = j.session_id AND l.expires > clock_timestamp())
+  AND (s.holder IS NULL OR s.holder !~ '#c[0-9]+$' OR starts_with(s.holder, $9::text)
+       OR j.enqueued <= clock_timestamp() - $10 * interval '1 millisecond')`
+
+// claimSQL is a claim in one statement, committed asynchronously (see
+// tryClaim): the claimable job locked (CTE c, skipping the jobs other
+// claimers have locked, so claimers wait on each other nowhere), its
+// session's lease taken for holder $1 for $2 ms if it is free or expired
+// and the session moved to the next epoch under that holder
+// (takeLeaseCTEs: l, e), and the job marked running under them for
+// worker $3 (u); or, for a job cancelled while its worker was away, the
+// job retired with the outcome $4..$8 (d, r). $9 and $10 are
+// claimableSQL's. One row when a job was found (and locked: the
+// statement wrote), none when none was; the row's last column says
+// whether another job is claimable (then another claim is woken).
+var claimSQL = asyncTag + `WITH c AS MATERIALIZED (` + claimableSQL + `),
+cfg AS (SELECT set_config('synchronous_commit', 'off', true) AS v),
+` + takeLeaseCTEs(`SELECT s.id FROM c JOIN vigil_sessions s ON s.id = c.session_id WHERE NOT c.cancelled`, 1, 2) + `,
+u AS (
+	UPDATE vigil_jobs j SET state = 'running', worker = $3, epoch = e.epoch, holder = $1, attempts = j.attempts + 1
+	FROM c, e WHERE j.id = c.id
+	RETURNING j.kind, j.input, j.enqueued, j.base, j.attempts
+),
+d AS (
+	DELETE FROM vigil_jobs j USING c WHERE j.id = c.id AND c.cancelled RETURNING j.*
+)` + moveSQL(4) + `
+SELECT c.id, c.session_id, e.epoch, u.kind, u.input, u.enqueued, u.base, u.attempts, (SELECT count(*) FROM r), cfg.v,
+	EXISTS (SELECT 1 ` + claimableJobs + ` AND j.id <> c.id)
+FROM cfg, c LEFT JOIN e ON true LEFT JOIN u ON true`
+
+// soonestSQL is how many seconds until the soonest live lease on a
+// session with jobs expires; NULL when there is none. Expired leases are
+// left out: their sessions' jobs were claimable, so another claimer has
+// them in hand, and its finish or release will notify.
+const soonestSQL = `SELECT extract(epoch FROM min(l.expires) - clock_timestamp())::float8
+FROM vigil_leases l WHERE l.expires > clock_timestamp()
+  AND EXISTS (SELECT 1 FROM vigil_jobs j WHERE j.session_id = l.session_id)`
 
 // Claim implements [session.Queue]. It waits for the store's shared
 // LISTEN connection (see fan) to tell of an enqueued job or a released
@@ -306,87 +372,81 @@ func (s *Store) sleep(ctx context.Context, wake <-chan struct{}, d time.Duration
 	return nil
 }
 
-// tryClaim claims a job if one may run now, in one transaction on a
-// pooled connection: it locks the job, takes its session's lease (moving
-// the epoch) and marks the job running under that epoch. Otherwise it returns how long until
-// the soonest lease on a session with jobs expires (queuePoll if none).
+// tryClaim claims a job if one may run now, in one statement
+// (claimSQL): it locks the job, takes its session's lease (moving the
+// epoch) and marks the job running under that epoch. Otherwise it returns
+// how long until the soonest lease on a session with jobs expires
+// (queuePoll if none), or 0 when the queue changed under it all along.
+//
+// The claim commits without waiting for the WAL's flush. Nothing durable
+// depends on it but through a later synchronous commit, which flushes the
+// WAL past it: the job's first append, the write before a tool runs, the
+// turn's end with the job's finish. A database that crashes before then
+// (a clean stop checkpoints) loses the claim: the lease, the job's row,
+// and the session's epoch go back, and the next claim takes the same
+// epoch number. Its lease has another holder name, though (holder#seq,
+// unique to one lease), which the session and job rows keep with the
+// epoch, and every append and job update under a lease compares both: the
+// lost claim's holder, back on a new connection, is fenced.
 func (s *Store) tryClaim(ctx context.Context, worker string) (*claim, time.Duration, error) {
-	token := s.newToken()
-	wait := queuePoll
-	var got *claim
-	err := s.pool.with(ctx, func(conn *pgx.Conn) error {
-		return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			return s.claimIn(ctx, tx, worker, token, &got, &wait)
-		})
-	})
-	if err != nil {
-		return nil, 0, err
-	}
-	if got != nil {
-		got.lease = s.hold(got.job.Session, token, got.epoch, true)
-	}
-	return got, wait, nil
-}
-
-// claimIn is tryClaim's transaction: it sets *got to the claim, or *wait.
-func (s *Store) claimIn(ctx context.Context, tx pgx.Tx, worker, token string, got **claim, wait *time.Duration) error {
-	*got, *wait = nil, queuePoll
 	for range 16 {
-		var jid int64
-		var sid string
-		var cancelled bool
-		err := tx.QueryRow(ctx, claimableSQL).Scan(&jid, &sid, &cancelled)
-		if errors.Is(err, pgx.ErrNoRows) {
-			// Expired leases are left out: their sessions' jobs were
-			// claimable now, so another claimer has them in hand, and
-			// its finish or release will notify.
-			var left *float64
-			if err := tx.QueryRow(ctx, `SELECT extract(epoch FROM min(l.expires) - clock_timestamp())::float8
-				FROM vigil_leases l WHERE l.expires > clock_timestamp()
-				  AND EXISTS (SELECT 1 FROM vigil_jobs j WHERE j.session_id = l.session_id)`).Scan(&left); err != nil {
-				return err
-			}
-			if left != nil {
-				// Just past the expiry, so that the lease is gone when we look.
-				*wait = max(time.Duration(*left*float64(time.Second)), 0) + 10*time.Millisecond
-			}
-			return nil
-		}
+		token := s.newClaimToken()
+		c, found, err := s.claimOnce(ctx, worker, token)
 		if err != nil {
-			return err
+			return nil, 0, err
 		}
-		if cancelled {
-			// Cancelled while it ran, and its worker is gone: it is over.
-			var n int64
-			if err := tx.QueryRow(ctx, `WITH d AS (DELETE FROM vigil_jobs WHERE id = $1 RETURNING *)`+retireSQL(2)+` SELECT count(*) FROM r`,
-				append([]any{jid}, cancelledArgs...)...).Scan(&n); err != nil {
-				return err
-			}
+		if c != nil {
+			c.lease = s.hold(c.job.Session, token, c.epoch, true)
+			return c, 0, nil
+		}
+		if found {
+			// A cancelled job retired, or a lease taken since the
+			// statement's snapshot: look again.
 			continue
 		}
-		var epoch int64
-		err = tx.QueryRow(ctx, takeLeaseSQL, sid, token, s.ttl.Milliseconds()).Scan(&epoch)
-		if errors.Is(err, pgx.ErrNoRows) {
-			continue // a lease was taken since we looked; look again
+		var left *float64
+		if err := s.queryRow(ctx, []any{&left}, soonestSQL); err != nil {
+			return nil, 0, err
 		}
-		if err != nil {
-			return err
+		if left == nil {
+			return nil, queuePoll, nil
 		}
-		c := &claim{s: s, jid: jid, epoch: epoch, cancelled: make(chan struct{})}
-		var state string
-		var w *string
-		j := &c.job
-		if err := tx.QueryRow(ctx, `UPDATE vigil_jobs SET state = 'running', worker = $2, epoch = $3, attempts = attempts + 1
-			WHERE id = $1 RETURNING session_id, kind, input, enqueued, base, attempts, state, worker`, jid, worker, epoch).
-			Scan(&j.Session, &j.Kind, &j.Input, &j.Enqueued, &j.Base, &j.Attempts, &state, &w); err != nil {
-			return err
-		}
-		j.ID, j.State, j.Worker = jobID(jid), session.JobRunning, worker
-		*got = c
-		return nil
+		// Just past the expiry, so that the lease is gone when we look.
+		return nil, max(time.Duration(*left*float64(time.Second)), 0) + 10*time.Millisecond, nil
 	}
-	*wait = 0 // the queue changed under us all along; look again now
-	return nil
+	return nil, 0, nil // the queue changed under us all along; look again now
+}
+
+// claimOnce runs claimSQL once: the claim, or whether it found a job
+// (then it is worth looking again at once).
+func (s *Store) claimOnce(ctx context.Context, worker, token string) (*claim, bool, error) {
+	var jid int64
+	var sid string
+	var epoch, base *int64
+	var kind *string
+	var input []byte
+	var enqueued *time.Time
+	var attempts *int
+	var retired int64
+	var cfg string
+	var more bool
+	err := s.queryRow(ctx, []any{&jid, &sid, &epoch, &kind, &input, &enqueued, &base, &attempts, &retired, &cfg, &more},
+		claimSQL, append(append([]any{token, s.ttl.Milliseconds(), worker}, cancelledArgs...), s.holder+"#", affinityGrace.Milliseconds())...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil || epoch == nil || kind == nil {
+		return nil, err == nil, err
+	}
+	if more {
+		// Woken once for many jobs (see fan.claimer), or by one of many:
+		// the next waiting claim looks too.
+		s.wakeClaimer()
+	}
+	c := &claim{s: s, jid: jid, epoch: *epoch, token: token, cancelled: make(chan struct{})}
+	c.job = session.Job{ID: jobID(jid), Session: sid, Kind: *kind, Input: input, Enqueued: *enqueued,
+		Base: *base, Attempts: *attempts, State: session.JobRunning, Worker: worker}
+	return c, true, nil
 }
 
 // claim is a job this store claimed.
@@ -394,6 +454,7 @@ type claim struct {
 	s         *Store
 	jid       int64
 	epoch     int64
+	token     string // the holder name of the claim's lease
 	lease     *lease
 	cancelled chan struct{} // closed by the watcher
 	stop      context.CancelFunc
@@ -445,26 +506,21 @@ func (s *Store) watch(c *claim, cancels <-chan struct{}) bool {
 			return
 		}
 		for {
-			var cancelled bool
-			var epoch *int64
 			// Not cut short by the claim's end: a query cancelled in
 			// flight costs its connection (pgx closes it), and the claim's
 			// end is no reason to lose one. The store's close still ends it.
 			qctx, qcancel := context.WithTimeout(s.bg, 10*time.Second)
-			err := s.pool.with(qctx, func(conn *pgx.Conn) error {
-				return conn.QueryRow(qctx, `SELECT cancelled, epoch FROM vigil_jobs WHERE id = $1`, c.jid).Scan(&cancelled, &epoch)
-			})
+			st, err := c.state(qctx)
 			qcancel()
-			mine := epoch != nil && *epoch == c.epoch
 			pause := queuePoll
 			switch {
 			case ctx.Err() != nil:
 				return
-			case errors.Is(err, pgx.ErrNoRows) || err == nil && cancelled && mine:
+			case err == nil && st.superseded():
+				return // claimed again by another: this claim is fenced, not cancelled
+			case err == nil && (!st.job || st.cancelled):
 				close(c.cancelled)
 				return
-			case err == nil && !mine:
-				return // claimed again by another: this claim is fenced, not cancelled
 			case err != nil:
 				// The database is unreachable: look again soon, since a
 				// cancel may come meanwhile (the fan wakes us too once it
@@ -478,6 +534,14 @@ func (s *Store) watch(c *claim, cancels <-chan struct{}) bool {
 		}
 	}()
 	return true
+}
+
+// fence is the fence of the claim's lease.
+func (c *claim) fence() fence { return fence{c.epoch, c.token} }
+
+// mine reports whether a job row's epoch and holder are this claim's.
+func (c *claim) mine(epoch *int64, holder *string) bool {
+	return epoch != nil && *epoch == c.epoch && holder != nil && *holder == c.token
 }
 
 func (c *claim) Job() session.Job {
@@ -508,7 +572,7 @@ func (c *claim) Start(ctx context.Context, base int64) error {
 	err := c.s.queryRow(ctx, []any{&stored}, asyncTag+`UPDATE vigil_jobs SET base = CASE WHEN base < 0 THEN $3 ELSE base END,
 			started = CASE WHEN base < 0 THEN clock_timestamp() ELSE started END
 		FROM (SELECT set_config('synchronous_commit', 'off', true)) cfg
-		WHERE id = $1 AND epoch = $2 AND NOT cancelled RETURNING base`, c.jid, c.epoch, base)
+		WHERE id = $1 AND epoch = $2 AND holder = $4 AND NOT cancelled RETURNING base`, c.jid, c.epoch, base, c.token)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = c.gone(ctx)
 	}
@@ -521,19 +585,53 @@ func (c *claim) Start(ctx context.Context, base int64) error {
 	return nil
 }
 
+// jobState is what became of a claim's job: whether its row is there,
+// cancelled, and whether the job row or, once it is gone, the session
+// is still under the claim's lease.
+type jobState struct {
+	job, cancelled, mine bool
+	// sessionMine: the session (if it still exists) is at the claim's
+	// epoch and holder name: no lease was taken on it since.
+	sessionMine bool
+}
+
+// superseded reports whether another claim took the job (or, the job
+// finished, the session) since this one: the claim is fenced.
+func (st jobState) superseded() bool {
+	if st.job {
+		return !st.mine
+	}
+	return !st.sessionMine
+}
+
+// state reads what became of the claim's job, in one statement.
+func (c *claim) state(ctx context.Context) (jobState, error) {
+	var st jobState
+	var epoch, sepoch *int64
+	var holder, sholder *string
+	var cancelled *bool
+	err := c.s.queryRow(ctx, []any{&cancelled, &epoch, &holder, &sepoch, &sholder},
+		`SELECT j.cancelled, j.epoch, j.holder, s.epoch, s.holder FROM (SELECT 1) one
+		LEFT JOIN vigil_jobs j ON j.id = $1 LEFT JOIN vigil_sessions s ON s.id = $2`, c.jid, c.job.Session)
+	if err != nil {
+		return st, err
+	}
+	st.job, st.cancelled, st.mine = cancelled != nil, cancelled != nil && *cancelled, c.mine(epoch, holder)
+	st.sessionMine = sepoch == nil || c.mine(sepoch, sholder)
+	return st, nil
+}
+
 // gone explains why the claim's job row could not be updated.
 func (c *claim) gone(ctx context.Context) error {
-	var epoch *int64
-	var cancelled bool
-	err := c.s.queryRow(ctx, []any{&epoch, &cancelled}, `SELECT epoch, cancelled FROM vigil_jobs WHERE id = $1`, c.jid)
+	st, err := c.state(ctx)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("%w: finished or cancelled", session.ErrJobDone)
 	case err != nil:
 		return err
-	case epoch == nil || *epoch != c.epoch:
+	case st.superseded():
 		return fmt.Errorf("%w: the job was claimed again after this claim's lease (epoch %d) was lost", session.ErrFenced, c.epoch)
-	case cancelled:
+	case !st.job:
+		return fmt.Errorf("%w: finished or cancelled", session.ErrJobDone)
+	case st.cancelled:
 		return fmt.Errorf("%w: cancelled", session.ErrJobDone)
 	}
 	return errors.New("the job changed concurrently")
@@ -571,15 +669,25 @@ func releaseKind(sid, done string) string {
 	return `CASE WHEN EXISTS (SELECT 1 FROM vigil_jobs rj WHERE rj.session_id = ` + sid + ` AND rj.id <> ` + done + `) THEN 'r' ELSE 'l' END`
 }
 
+// notifiedHolder is the SQL expression of a holder name (expr) as a
+// notification of a job or a release gives it, in the place of the
+// number (see fan.listen): '0' for none, spaces made '_', so that the
+// payload stays "K N ID" and a process of an older Vigil reads it as
+// before.
+func notifiedHolder(expr string) string {
+	return `coalesce(replace(` + expr + `, ' ', '_'), '0')`
+}
+
 // releaseSQL is a statement's tail (after retireSQL) that deletes the
 // lease of holder $h on the session of the job moved (CTE d, job $1) and
-// notifies its release: CTE lr, one row if it did.
+// notifies its release, naming the holder (see fan.wake): CTE lr, one row
+// if it did.
 func releaseSQL(h, ch int) string {
 	return fmt.Sprintf(`, lr AS (
 		DELETE FROM vigil_leases l USING d WHERE l.session_id = d.session_id AND l.holder = $%d::text
 		RETURNING l.session_id
 	), ln AS (
-		SELECT pg_notify($%d::text, `+releaseKind(`lr.session_id`, `$1`)+` || ' 0 ' || lr.session_id) FROM lr
+		SELECT pg_notify($%d::text, `+releaseKind(`lr.session_id`, `$1`)+` || ' ' || `+notifiedHolder(fmt.Sprintf(`$%d::text`, h))+` || ' ' || lr.session_id) FROM lr
 	)`, h, ch)
 }
 
@@ -594,14 +702,14 @@ func (c *claim) Finish(ctx context.Context, o session.Outcome) error {
 		return fmt.Errorf("pgstore: finish job %s: %w", jobID(c.jid), err)
 	}
 	return c.end(ctx, "finish", func() (bool, error) {
-		if d := c.s.takeDeferred(c.job.Session, c.epoch); d != nil {
+		if d := c.s.takeDeferred(c.job.Session, c.fence()); d != nil {
 			return c.finishWith(ctx, o, d)
 		}
 		var n, released, notified int64
 		args := append([]any{c.jid, c.epoch}, outcomeArgs(o)...)
 		args = append(args, c.lease.token, c.s.channel)
 		err := c.s.queryRow(ctx, []any{&n, &released, &notified},
-			`WITH d AS (DELETE FROM vigil_jobs WHERE id = $1 AND epoch = $2 RETURNING *)`+retireSQL(3)+releaseSQL(8, 9)+
+			`WITH d AS (DELETE FROM vigil_jobs WHERE id = $1 AND epoch = $2 AND holder = $8::text RETURNING *)`+retireSQL(3)+releaseSQL(8, 9)+
 				` SELECT (SELECT count(*) FROM r), (SELECT count(*) FROM lr), (SELECT count(*) FROM ln)`, args...)
 		if err != nil {
 			return false, err
@@ -615,11 +723,12 @@ func (c *claim) Finish(ctx context.Context, o session.Outcome) error {
 
 // finishSQL is Finish's statement when the turn's last records were
 // deferred to it (see deferred.go): appendSQL's append, under the claim's
-// epoch, and then, only if it went through, the job's move to
-// vigil_jobs_done and the lease's release, in one commit. $10 are the
-// lines, $11 the session, $12 the seq of the first.
-var finishSQL = `WITH ` + appendCTEs(11, 12, 10, 2, 9, false) + `,
-d AS (DELETE FROM vigil_jobs WHERE id = $1 AND epoch = $2 AND EXISTS (SELECT 1 FROM s) RETURNING *)` +
+// fence, and then, only if it went through, the job's move to
+// vigil_jobs_done and the lease's release, in one commit. $8 is the
+// lease's holder name, $10 are the lines, $11 the session, $12 the seq of
+// the first.
+var finishSQL = `WITH ` + appendCTEs(11, 12, 10, 2, 8, 9, false) + `,
+d AS (DELETE FROM vigil_jobs WHERE id = $1 AND epoch = $2 AND holder = $8::text AND EXISTS (SELECT 1 FROM s) RETURNING *)` +
 	retireSQL(3) + releaseSQL(8, 9) + `
 SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM ins), (SELECT count(*) FROM r), (SELECT count(*) FROM lr),
 	(SELECT count(*) FROM n) + (SELECT count(*) FROM ln), (SELECT count(v) FROM cfg)`
@@ -634,7 +743,7 @@ func (c *claim) finishWith(ctx context.Context, o session.Outcome, d *deferred) 
 	case err != nil:
 		return false, err
 	case moved == 0:
-		if err := c.s.refusal(ctx, c.job.Session, c.epoch, d.next, false); err != nil {
+		if err := c.s.refusal(ctx, c.job.Session, c.fence(), d.next, false); err != nil {
 			return false, err
 		}
 		return false, fmt.Errorf("%w: the log or its lease changed concurrently", session.ErrConflict)
@@ -650,19 +759,19 @@ func (c *claim) finishWith(ctx context.Context, o session.Outcome, d *deferred) 
 // and Attempts kept; a job cancelled meanwhile is dropped instead.
 func (c *claim) Release(ctx context.Context) error {
 	return c.end(ctx, "release", func() (bool, error) {
-		if d := c.s.takeDeferred(c.job.Session, c.epoch); d != nil {
+		if d := c.s.takeDeferred(c.job.Session, c.fence()); d != nil {
 			// Handed back: what the turn appended is written all the same.
-			if err := c.s.write(ctx, c.job.Session, c.epoch, d.next, d.lines); err != nil {
+			if err := c.s.write(ctx, c.job.Session, c.fence(), d.next, d.lines); err != nil {
 				c.s.log.Warn("writing a handed-back job's last records failed", "session", c.job.Session, "error", err)
 			}
 		}
 		var n int64
 		err := c.s.queryRow(ctx, []any{&n}, `WITH q AS (
-			UPDATE vigil_jobs SET state = 'queued', worker = NULL, epoch = NULL
-			WHERE id = $1 AND epoch = $2 AND NOT cancelled RETURNING 1
+			UPDATE vigil_jobs SET state = 'queued', worker = NULL, epoch = NULL, holder = NULL
+			WHERE id = $1 AND epoch = $2 AND holder = $8 AND NOT cancelled RETURNING 1
 		), d AS (
-			DELETE FROM vigil_jobs WHERE id = $1 AND epoch = $2 AND cancelled RETURNING *
-		)`+retireSQL(3)+` SELECT (SELECT count(*) FROM r) + (SELECT count(*) FROM q)`, append([]any{c.jid, c.epoch}, cancelledArgs...)...)
+			DELETE FROM vigil_jobs WHERE id = $1 AND epoch = $2 AND holder = $8 AND cancelled RETURNING *
+		)`+retireSQL(3)+` SELECT (SELECT count(*) FROM r) + (SELECT count(*) FROM q)`, append(append([]any{c.jid, c.epoch}, cancelledArgs...), c.token)...)
 		if err != nil {
 			return false, err
 		}

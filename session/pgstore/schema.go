@@ -94,6 +94,17 @@ var migrations = []string{
 	-- durable since; NULL when every event is durable. Followers read up
 	-- to it.
 	ALTER TABLE vigil_sessions ADD COLUMN volatile bigint;`,
+	// 7: the lease behind each epoch (lease.go).
+	`-- The holder name of the lease that moved the session to its epoch:
+	-- a name unique to one lease (holder#seq). A claim commits without
+	-- waiting for the WAL's flush, and a database that crashes before the
+	-- flush loses it: the epoch goes back, and the next lease takes the
+	-- same number. An append under a lease, and a claim's job updates,
+	-- compare the epoch and this name, so the lost lease's holder is
+	-- refused all the same.
+	ALTER TABLE vigil_sessions ADD COLUMN holder text;
+	-- The holder name of the latest claim's lease (see above).
+	ALTER TABLE vigil_jobs ADD COLUMN holder text;`,
 }
 
 // SchemaVersion is the version of the tables this package reads and

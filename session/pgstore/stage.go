@@ -37,7 +37,7 @@ func (s *Store) AppendStaged(ctx context.Context, id string, next int64, records
 	if err := session.CheckSeqs(next, records); err != nil {
 		return fmt.Errorf("pgstore: append %s: %w", id, err)
 	}
-	if err := s.writeWith(ctx, stagedSQL, id, s.heldEpoch(id), next, lines(records)); err != nil {
+	if err := s.writeWith(ctx, stagedSQL, id, s.heldFence(id), next, lines(records)); err != nil {
 		return fmt.Errorf("pgstore: append %s: %w", id, err)
 	}
 	return nil

@@ -87,7 +87,10 @@ func WithLogger(l hclog.Logger) Option { return func(o *options) { o.log = l } }
 
 // WithHolder sets the name this store's leases carry (default: host name,
 // pid and a random suffix), for a host that wants the [ErrBusy] errors
-// other holders get to name it in its own terms.
+// other holders get to name it in its own terms. Stores sharing a
+// database must have distinct names: a lease is known by its store's name
+// and a number (holder#seq), which fencing takes to be unique to it (see
+// [Store.Claim]).
 func WithHolder(name string) Option { return func(o *options) { o.holder = name } }
 
 // Open connects to the database at dsn (a libpq URL or key=value string,
@@ -302,8 +305,10 @@ const syncSetting = `set_config('synchronous_commit',
 	CASE current_setting('synchronous_commit') WHEN 'off' THEN 'local' ELSE current_setting('synchronous_commit') END, true)`
 
 // appendSQL appends a batch in one statement: the session row's length
-// moves from $2 to $2+n only if it is $2 and, under a lease of epoch $4,
-// the session is still at that epoch (no lease was taken since), or,
+// moves from $2 to $2+n only if it is $2 and, under a lease of epoch $4
+// and holder name $6, the session is still at that epoch under that
+// lease (no lease was taken since, nor one of the same epoch after this
+// one's claim was lost in a crash), or,
 // without a lease ($4 = 0), no holder has a live lease; the events are
 // inserted only if it moved, and then the session's followers are
 // notified, at the commit (the statement's one notification). The commit
@@ -314,20 +319,20 @@ const syncSetting = `set_config('synchronous_commit',
 // The epoch is compared on the locked row: a lease taken concurrently
 // moves the epoch under the same row lock, so an append either commits
 // before the new holder's lease (which then loads it) or is fenced.
-var appendSQL = `WITH ` + appendCTEs(1, 2, 3, 4, 5, false) + `
+var appendSQL = `WITH ` + appendCTEs(1, 2, 3, 4, 6, 5, false) + `
 SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM ins), (SELECT count(*) FROM n), (SELECT count(v) FROM cfg)`
 
 // stagedSQL is appendSQL committed asynchronously, without a
 // notification: the session's volatile column keeps the seq of the first
 // event not yet durable, and followers read up to it (see stage.go).
-var stagedSQL = asyncTag + `WITH ` + appendCTEs(1, 2, 3, 4, 5, true) + `
+var stagedSQL = asyncTag + `WITH ` + appendCTEs(1, 2, 3, 4, 6, 5, true) + `
 SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM ins), (SELECT count(*) FROM n), (SELECT count(v) FROM cfg)`
 
 // appendCTEs are appendSQL's CTEs (cfg, s, ins, n), with the session id,
-// the seq expected, the lines, the epoch and the channel in the
-// parameters numbered so, for a statement that appends and does more;
-// staged, stagedSQL's.
-func appendCTEs(id, next, lines, epoch, channel int, staged bool) string {
+// the seq expected, the lines, the epoch, the lease's holder name and the
+// channel in the parameters numbered so, for a statement that appends and
+// does more; staged, stagedSQL's.
+func appendCTEs(id, next, lines, epoch, token, channel int, staged bool) string {
 	cfg, volatile, notify := syncSetting, `NULL`, `SELECT pg_notify($%[5]d::text, 'e ' || s.next || ' ' || $%[1]d) FROM s`
 	if staged {
 		cfg, volatile, notify = `set_config('synchronous_commit', 'off', true)`, `coalesce(volatile, next)`, `SELECT $%[5]d::text WHERE false`
@@ -336,7 +341,7 @@ func appendCTEs(id, next, lines, epoch, channel int, staged bool) string {
 s AS (
 	UPDATE vigil_sessions SET next = next + cardinality($%[3]d::bytea[]), volatile = `+volatile+`
 	WHERE id = $%[1]d AND next = $%[2]d
-	  AND CASE WHEN $%[4]d::bigint > 0 THEN epoch = $%[4]d
+	  AND CASE WHEN $%[4]d::bigint > 0 THEN epoch = $%[4]d AND holder = $%[6]d::text
 	      ELSE NOT EXISTS (SELECT 1 FROM vigil_leases l
 	                       WHERE l.session_id = $%[1]d AND l.expires > clock_timestamp()) END
 	RETURNING next
@@ -348,7 +353,7 @@ ins AS (
 ),
 n AS (
 	`+notify+`
-)`, id, next, lines, epoch, channel)
+)`, id, next, lines, epoch, channel, token)
 }
 
 // Append implements [session.Store]. The batch is written in one
@@ -375,30 +380,31 @@ func (s *Store) AppendFenced(ctx context.Context, id string, epoch, next int64, 
 	if epoch < 0 {
 		return fmt.Errorf("pgstore: append %s: %w: epoch %d", id, session.ErrFenced, epoch)
 	}
+	f := s.fenceOf(id, epoch)
 	if len(records) == 0 {
-		if err := s.refusal(ctx, id, epoch, next, true); err != nil {
+		if err := s.refusal(ctx, id, f, next, true); err != nil {
 			return session.StoreError("pgstore", "append", id, err)
 		}
 		return nil
 	}
-	if err := s.write(ctx, id, epoch, next, lines(records)); err != nil {
+	if err := s.write(ctx, id, f, next, lines(records)); err != nil {
 		return session.StoreError("pgstore", "append", id, err)
 	}
 	return nil
 }
 
-// write appends batch at next under the lease of epoch (0: none) in one
-// statement and one synchronous commit (appendSQL).
-func (s *Store) write(ctx context.Context, id string, epoch, next int64, batch [][]byte) error {
-	return s.writeWith(ctx, appendSQL, id, epoch, next, batch)
+// write appends batch at next under the lease of fence f (the zero
+// fence: none) in one statement and one synchronous commit (appendSQL).
+func (s *Store) write(ctx context.Context, id string, f fence, next int64, batch [][]byte) error {
+	return s.writeWith(ctx, appendSQL, id, f, next, batch)
 }
 
 // writeWith is write by sql, appendSQL or stagedSQL.
-func (s *Store) writeWith(ctx context.Context, sql, id string, epoch, next int64, batch [][]byte) error {
+func (s *Store) writeWith(ctx context.Context, sql, id string, f fence, next int64, batch [][]byte) error {
 	var moved, inserted, notified, cfg int64
 	retried := false
 	err := s.pool.with(ctx, func(c *pgx.Conn) error {
-		return c.QueryRow(ctx, sql, id, next, batch, epoch, s.channel).Scan(&moved, &inserted, &notified, &cfg)
+		return c.QueryRow(ctx, sql, id, next, batch, f.epoch, s.channel, f.token).Scan(&moved, &inserted, &notified, &cfg)
 	})
 	if err != nil && errors.Is(err, errConnLost) && ctx.Err() == nil {
 		// The connection broke (a backend killed, a server restarting):
@@ -406,7 +412,7 @@ func (s *Store) writeWith(ctx context.Context, sql, id string, epoch, next int64
 		// break; the seq check refuses it then, and the log shows it.
 		retried = true
 		err = s.queryRow(ctx, []any{&moved, &inserted, &notified, &cfg},
-			sql, id, next, batch, epoch, s.channel)
+			sql, id, next, batch, f.epoch, s.channel, f.token)
 	}
 	if err != nil {
 		if isUniqueViolation(err) {
@@ -425,7 +431,7 @@ func (s *Store) writeWith(ctx context.Context, sql, id string, epoch, next int64
 	if retried && s.stored(ctx, id, next, batch) {
 		return nil // the first try committed
 	}
-	if err := s.refusal(ctx, id, epoch, next, false); err != nil {
+	if err := s.refusal(ctx, id, f, next, false); err != nil {
 		return err
 	}
 	// The state that refused the append changed before we looked: it
@@ -457,16 +463,16 @@ func (s *Store) stored(ctx context.Context, id string, next int64, batch [][]byt
 	return true
 }
 
-// refusal explains why an append under epoch at next cannot go through:
-// ErrNotFound, ErrFenced, ErrConflict or ErrBusy; nil when it could
-// (now). emptyOK skips the lease check of an unleased append, for an
-// empty batch, which writes nothing.
-func (s *Store) refusal(ctx context.Context, id string, epoch, next int64, emptyOK bool) error {
+// refusal explains why an append under fence f at next cannot go
+// through: ErrNotFound, ErrFenced, ErrConflict or ErrBusy; nil when it
+// could (now). emptyOK skips the lease check of an unleased append, for
+// an empty batch, which writes nothing.
+func (s *Store) refusal(ctx context.Context, id string, f fence, next int64, emptyOK bool) error {
 	var length, current int64
-	var holder *string
+	var holder, epochHolder *string
 	var left *float64
-	err := s.queryRow(ctx, []any{&length, &current, &holder, &left},
-		`SELECT s.next, s.epoch, l.holder, extract(epoch FROM l.expires - clock_timestamp())::float8
+	err := s.queryRow(ctx, []any{&length, &current, &holder, &left, &epochHolder},
+		`SELECT s.next, s.epoch, l.holder, extract(epoch FROM l.expires - clock_timestamp())::float8, s.holder
 		FROM vigil_sessions s LEFT JOIN vigil_leases l ON l.session_id = s.id AND l.expires > clock_timestamp()
 		WHERE s.id = $1`, id)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -475,8 +481,13 @@ func (s *Store) refusal(ctx context.Context, id string, epoch, next int64, empty
 	if err != nil {
 		return err
 	}
+	epoch := f.epoch
 	if epoch > 0 && epoch != current {
 		return fencedError(id, epoch, current)
+	}
+	if epoch > 0 && (epochHolder == nil || *epochHolder != f.token) {
+		return fmt.Errorf("%w: %s: the lease of epoch %d is not the one that set the session's epoch (its claim was lost, or this store never held it)",
+			session.ErrFenced, id, epoch)
 	}
 	if length != next {
 		return fmt.Errorf("%w: the log continues at %d, not %d", session.ErrConflict, length, next)

@@ -1,0 +1,216 @@
+package pgstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-run/vigil/session"
+	"github.com/vigil-run/vigil/session/pgstore"
+	"github.com/vigil-run/vigil/session/pgstore/pgtest"
+)
+
+// affinityStores opens an API store and two worker stores, A and B, on
+// one schema, with sessions "s" and "u"; A ran a job of "s", so "s" is
+// A's.
+func affinityStores(t *testing.T) (api, a, b *pgstore.Store) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	schema := pgtest.Schema(t)
+	api = pgtest.StoreIn(t, schema, pgstore.WithHolder("API"))
+	a = pgtest.StoreIn(t, schema, pgstore.WithHolder("A"))
+	b = pgtest.StoreIn(t, schema, pgstore.WithHolder("B"))
+	for _, s := range []*pgstore.Store{a, b} {
+		require.NoError(t, pgstore.Listen(ctx, s))
+	}
+	for _, id := range []string{"s", "u"} {
+		require.NoError(t, api.Create(ctx, session.Info{ID: id, Created: epoch}))
+	}
+	enqueue(t, api, "s")
+	c := claimOf(t, a, "a")
+	require.Equal(t, "s", c.Job().Session)
+	require.NoError(t, c.Finish(ctx, session.Outcome{}))
+	return api, a, b
+}
+
+func enqueue(t *testing.T, api *pgstore.Store, id string) session.Job {
+	t.Helper()
+	j, _, err := api.Enqueue(context.Background(), session.Job{Session: id, Kind: "turn", Input: []byte(`{}`)})
+	require.NoError(t, err)
+	return j
+}
+
+// claimAsync starts a waiting claim; its result comes on the channel.
+func claimAsync(ctx context.Context, s *pgstore.Store, worker string) <-chan session.Claim {
+	out := make(chan session.Claim, 1)
+	go func() {
+		c, err := s.Claim(ctx, worker)
+		if err != nil {
+			c = nil
+		}
+		out <- c
+	}()
+	return out
+}
+
+// A session's next job goes to the store that held it last, which keeps
+// it open, parked: woken at once by the enqueue's notification (the
+// queue's safety poll is an hour here), while another store's waiting
+// claim is not, and takes a job of a session nobody held instead, though
+// younger.
+func TestTheLastHolderClaimsItsSessionsNextJob(t *testing.T) {
+	pgstore.SetQueuePoll(t, time.Hour)
+	pgstore.SetAffinityGrace(t, time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	api, a, b := affinityStores(t)
+
+	fromB := claimAsync(ctx, b, "b")
+	fromA := claimAsync(ctx, a, "a")
+	js := enqueue(t, api, "s")
+	ca := <-fromA
+	require.NotNil(t, ca)
+	require.Equal(t, js.ID, ca.Job().ID)
+	select {
+	case cb := <-fromB:
+		t.Fatalf("B claimed %v, a job of A's session", cb.Job())
+	case <-time.After(300 * time.Millisecond):
+	}
+
+	// A job of a session nobody held is anyone's: B, waiting, takes it.
+	ju := enqueue(t, api, "u")
+	cb := <-fromB
+	require.NotNil(t, cb)
+	require.Equal(t, ju.ID, cb.Job().ID)
+	require.NoError(t, cb.Finish(ctx, session.Outcome{}))
+
+	// A's turn ends with the session's next job queued: the release
+	// names A, and A's waiting claim takes it, not B's.
+	js2 := enqueue(t, api, "s")
+	fromB = claimAsync(ctx, b, "b")
+	fromA = claimAsync(ctx, a, "a2")
+	time.Sleep(100 * time.Millisecond) // both waiting (or B, idle: the job is not B's to take)
+	require.NoError(t, ca.Finish(ctx, session.Outcome{}))
+	ca = <-fromA
+	require.NotNil(t, ca)
+	require.Equal(t, js2.ID, ca.Job().ID)
+	require.NoError(t, ca.Finish(ctx, session.Outcome{}))
+	select {
+	case cb := <-fromB:
+		t.Fatalf("B claimed %v", cb.Job())
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// A store that holds a session is busy or gone: once the grace is over,
+// the job is anyone's, and another store's waiting claim is woken for it
+// (the queue's safety poll is an hour here).
+func TestAnotherStoreClaimsTheJobOnceTheGraceIsOver(t *testing.T) {
+	const grace = 300 * time.Millisecond
+	pgstore.SetQueuePoll(t, time.Hour)
+	pgstore.SetAffinityGrace(t, grace)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	api, _, b := affinityStores(t)
+
+	fromB := claimAsync(ctx, b, "b")
+	start := time.Now()
+	js := enqueue(t, api, "s")
+	cb := <-fromB
+	require.NotNil(t, cb)
+	require.Equal(t, js.ID, cb.Job().ID)
+	require.GreaterOrEqual(t, time.Since(start), grace, "claimed before the grace was over")
+	require.NoError(t, cb.Finish(ctx, session.Outcome{}))
+
+	// B held it last: the session is B's now.
+	fromB = claimAsync(ctx, b, "b")
+	js = enqueue(t, api, "s")
+	cb = <-fromB
+	require.NotNil(t, cb)
+	require.Equal(t, js.ID, cb.Job().ID)
+	require.NoError(t, cb.Finish(ctx, session.Outcome{}))
+}
+
+// The grace never starves a job: past it, the oldest job goes first,
+// whoever's session it is.
+func TestPastTheGraceTheOldestJobGoesFirst(t *testing.T) {
+	const grace = 200 * time.Millisecond
+	pgstore.SetAffinityGrace(t, grace)
+	ctx := context.Background()
+	api, _, b := affinityStores(t)
+	require.NoError(t, api.Create(ctx, session.Info{ID: "v", Created: epoch}))
+	enqueue(t, api, "v")
+	c := claimOf(t, b, "b")
+	require.NoError(t, c.Finish(ctx, session.Outcome{}))
+
+	js := enqueue(t, api, "s") // A's
+	time.Sleep(grace + 50*time.Millisecond)
+	enqueue(t, api, "v") // B's own, younger
+	c = claimOf(t, b, "b")
+	require.Equal(t, js.ID, c.Job().ID, "the older job, A's, past its grace")
+	require.NoError(t, c.Finish(ctx, session.Outcome{}))
+}
+
+// A session whose last lease was not a claim's (a store that created it,
+// or ran a turn directly, may claim no jobs) is anyone's at once.
+func TestASessionLeasedButNotClaimedIsAnyones(t *testing.T) {
+	pgstore.SetQueuePoll(t, time.Hour)
+	pgstore.SetAffinityGrace(t, time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	api, _, b := affinityStores(t)
+	release, err := api.Lease(ctx, "u", false)
+	require.NoError(t, err)
+	release()
+	fromB := claimAsync(ctx, b, "b")
+	ju := enqueue(t, api, "u")
+	cb := <-fromB
+	require.NotNil(t, cb)
+	require.Equal(t, ju.ID, cb.Job().ID)
+	require.NoError(t, cb.Finish(ctx, session.Outcome{}))
+}
+
+// Jobs that become anyone's at once (their grace over together) are all
+// claimed by the waiting claims, not one per wake-up.
+func TestJobsPastTheirGraceTogetherAreAllClaimed(t *testing.T) {
+	const grace = 300 * time.Millisecond
+	pgstore.SetQueuePoll(t, time.Hour)
+	pgstore.SetAffinityGrace(t, grace)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	schema := pgtest.Schema(t)
+	api := pgtest.StoreIn(t, schema, pgstore.WithHolder("API"))
+	a := pgtest.StoreIn(t, schema, pgstore.WithHolder("A"))
+	b := pgtest.StoreIn(t, schema, pgstore.WithHolder("B"))
+	require.NoError(t, pgstore.Listen(ctx, b))
+	ids := []string{"s1", "s2", "s3"}
+	for _, id := range ids {
+		require.NoError(t, api.Create(ctx, session.Info{ID: id, Created: epoch}))
+		enqueue(t, api, id)
+		c := claimOf(t, a, "a")
+		require.NoError(t, c.Finish(ctx, session.Outcome{}))
+	}
+	var waiting []<-chan session.Claim
+	for range ids {
+		waiting = append(waiting, claimAsync(ctx, b, "b"))
+	}
+	time.Sleep(100 * time.Millisecond) // waiting
+	for _, id := range ids {
+		enqueue(t, api, id) // A's, and A claims nothing
+	}
+	got := map[string]bool{}
+	for _, w := range waiting {
+		select {
+		case c := <-w:
+			require.NotNil(t, c)
+			got[c.Job().Session] = true
+			require.NoError(t, c.Finish(ctx, session.Outcome{}))
+		case <-time.After(10 * time.Second):
+			t.Fatalf("claimed only %v", got)
+		}
+	}
+	require.Len(t, got, len(ids))
+}
