@@ -7,6 +7,8 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
+
+	"github.com/vigil-run/vigil/agentloop"
 )
 
 // Recorder is a server that answers every request with the same reply
@@ -110,4 +114,59 @@ func Perturb(t *rapid.T, v any) any {
 		}
 	}
 	return v
+}
+
+// AssertSameReading answers the next requests with stream and requires
+// that ours reads req's reply as sdk, the official SDK's client, does:
+// the same chunks, or the same error (message, status, retryability).
+func AssertSameReading(t require.TestingT, srv *Recorder, ours, sdk agentloop.Provider, req func() *agentloop.Request, stream []byte) {
+	srv.Answer(stream)
+	want, wantErr := Run(sdk, req())
+	got, err := Run(ours, req())
+	assert.Equal(t, want, got, "%s", stream)
+	if wantErr == nil {
+		assert.NoError(t, err, "%s", stream)
+		return
+	}
+	require.Error(t, err, "the SDK's reading failed: %v\n%s", wantErr, stream)
+	assert.Equal(t, WithoutGoType(wantErr.Error()), WithoutGoType(err.Error()))
+	var pe, wantPE *agentloop.ProviderError
+	require.ErrorAs(t, err, &pe)
+	require.ErrorAs(t, wantErr, &wantPE)
+	assert.Equal(t, wantPE.Retryable, pe.Retryable)
+	assert.Equal(t, wantPE.Status, pe.Status)
+}
+
+// CheckRecordedStreams runs [AssertSameReading] on every testdata/*.sse
+// file of the calling package's folder.
+func CheckRecordedStreams(t *testing.T, srv *Recorder, ours, sdk agentloop.Provider, req func() *agentloop.Request) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.sse"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, name := range files {
+		t.Run(filepath.Base(name), func(t *testing.T) {
+			b, err := os.ReadFile(name)
+			require.NoError(t, err)
+			AssertSameReading(t, srv, ours, sdk, req, b)
+		})
+	}
+}
+
+// CheckRequestsForAnyConversation requires, for every request draw
+// draws, that ours sends the JSON text sdk sends (answered with reply),
+// or refuses a request sdk refuses.
+func CheckRequestsForAnyConversation(t *testing.T, srv *Recorder, ours, sdk agentloop.Provider, reply []byte, draw func(*rapid.T) *agentloop.Request) {
+	srv.Answer(reply)
+	rapid.Check(t, func(t *rapid.T) {
+		req := draw(t)
+		_, sdkErr := Run(sdk, req)
+		want := srv.Last(t)
+		_, err := Run(ours, req)
+		if sdkErr != nil {
+			require.Error(t, err, "the SDK refused the request: %v", sdkErr)
+			return
+		}
+		require.NoError(t, err)
+		AssertSameRequest(t, want, srv.Last(t))
+	})
 }

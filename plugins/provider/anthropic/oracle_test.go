@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -164,56 +162,17 @@ func drawRequest(t *rapid.T) *agentloop.Request {
 // the body is the JSON text the SDK's client sends for it.
 func TestRequestIsTheSDKsForAnyConversation(t *testing.T) {
 	srv := providertest.NewRecorder(t)
-	srv.Answer(fixture(t, "text"))
 	ours, theirs := both(t, srv)
-	rapid.Check(t, func(t *rapid.T) {
-		req := drawRequest(t)
-		_, sdkErr := providertest.Run(theirs, req)
-		want := srv.Last(t)
-		_, err := providertest.Run(ours, req)
-		if sdkErr != nil {
-			require.Error(t, err, "the SDK refused the request: %v", sdkErr)
-			return
-		}
-		require.NoError(t, err)
-		providertest.AssertSameRequest(t, want, srv.Last(t))
-	})
+	providertest.CheckRequestsForAnyConversation(t, srv, ours, theirs, fixture(t, "text"), drawRequest)
 }
 
 // TestStreamsReadAsTheSDKReadsThem: every recorded stream gives the same
 // chunks, or the same error, through our reader as through the SDK's
 // stream and the decoder written against its types.
 func TestStreamsReadAsTheSDKReadsThem(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "*.sse"))
-	require.NoError(t, err)
-	require.NotEmpty(t, files)
 	srv := providertest.NewRecorder(t)
 	ours, theirs := both(t, srv)
-	for _, name := range files {
-		t.Run(filepath.Base(name), func(t *testing.T) {
-			b, err := os.ReadFile(name)
-			require.NoError(t, err)
-			assertSameReading(t, srv, ours, theirs, b)
-		})
-	}
-}
-
-func assertSameReading(t require.TestingT, srv *providertest.Recorder, ours *Provider, theirs *sdkProvider, stream []byte) {
-	srv.Answer(stream)
-	want, wantErr := providertest.Run(theirs, simpleRequest())
-	got, err := providertest.Run(ours, simpleRequest())
-	assert.Equal(t, want, got, "%s", stream)
-	if wantErr == nil {
-		assert.NoError(t, err, "%s", stream)
-		return
-	}
-	require.Error(t, err, "the SDK's reading failed: %v\n%s", wantErr, stream)
-	assert.Equal(t, providertest.WithoutGoType(wantErr.Error()), providertest.WithoutGoType(err.Error()))
-	var pe, wantPE *agentloop.ProviderError
-	require.ErrorAs(t, err, &pe)
-	require.ErrorAs(t, wantErr, &wantPE)
-	assert.Equal(t, wantPE.Retryable, pe.Retryable)
-	assert.Equal(t, wantPE.Status, pe.Status)
+	providertest.CheckRecordedStreams(t, srv, ours, theirs, simpleRequest)
 }
 
 // drawEvent draws one event of the Messages stream protocol, or a
@@ -330,7 +289,7 @@ func TestAnyStreamReadsAsTheSDKReadsIt(t *testing.T) {
 	srv := providertest.NewRecorder(t)
 	ours, theirs := both(t, srv)
 	rapid.Check(t, func(t *rapid.T) {
-		assertSameReading(t, srv, ours, theirs, drawStream(t))
+		providertest.AssertSameReading(t, srv, ours, theirs, simpleRequest, drawStream(t))
 	})
 }
 
