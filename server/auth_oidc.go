@@ -90,7 +90,7 @@ func NewOIDC(ctx context.Context, cfg OIDCConfig) (*OIDC, error) {
 	}
 	// The key set lives as long as the authenticator; the context only
 	// carries the client.
-	keys := &refetchFloor{keys: oidc.NewRemoteKeySet(context.WithoutCancel(ctx), meta.JWKS), every: cfg.KeyRefetchEvery, now: time.Now, seen: map[string]bool{}}
+	keys := newRefetchFloor(oidc.NewRemoteKeySet(context.WithoutCancel(ctx), meta.JWKS), cfg.KeyRefetchEvery)
 	v := oidc.NewVerifier(cfg.Issuer, keys, &oidc.Config{ClientID: cfg.Audience, SupportedSigningAlgs: signingAlgs(meta.Algs)})
 	return &OIDC{cfg: cfg, verifier: v}, nil
 }
@@ -193,9 +193,19 @@ type refetchFloor struct {
 	every time.Duration
 	now   func() time.Time
 
+	// unseen lets one token under a key ID not seen yet reach keys at a
+	// time: the first tokens of a person's new key often come together
+	// (a page's first requests), and the second must wait for the first's
+	// fetch, not be refused by the floor that fetch set.
+	unseen chan struct{}
+
 	mu   sync.Mutex
 	seen map[string]bool // key IDs tokens verified under
 	next time.Time       // when an unseen key ID may reach keys again
+}
+
+func newRefetchFloor(keys oidc.KeySet, every time.Duration) *refetchFloor {
+	return &refetchFloor{keys: keys, every: every, now: time.Now, unseen: make(chan struct{}, 1), seen: map[string]bool{}}
 }
 
 // maxSeenKeys bounds the key IDs remembered; an issuer publishes a few.
@@ -203,16 +213,24 @@ const maxSeenKeys = 64
 
 func (f *refetchFloor) VerifySignature(ctx context.Context, jwt string) ([]byte, error) {
 	kid := keyID(jwt)
-	f.mu.Lock()
-	if !f.seen[kid] {
-		now := f.now()
-		if now.Before(f.next) {
-			f.mu.Unlock()
-			return nil, fmt.Errorf("a key ID the issuer's keys did not hold when fetched less than %s ago", f.every)
+	if !f.isSeen(kid) {
+		select {
+		case f.unseen <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
-		f.next = now.Add(f.every)
+		defer func() { <-f.unseen }()
+		f.mu.Lock()
+		if !f.seen[kid] { // else a token verified under it meanwhile
+			now := f.now()
+			if now.Before(f.next) {
+				f.mu.Unlock()
+				return nil, fmt.Errorf("a key ID the issuer's keys did not hold when fetched less than %s ago", f.every)
+			}
+			f.next = now.Add(f.every)
+		}
+		f.mu.Unlock()
 	}
-	f.mu.Unlock()
 	payload, err := f.keys.VerifySignature(ctx, jwt)
 	if err == nil {
 		f.mu.Lock()
@@ -222,6 +240,12 @@ func (f *refetchFloor) VerifySignature(ctx context.Context, jwt string) ([]byte,
 		f.mu.Unlock()
 	}
 	return payload, err
+}
+
+func (f *refetchFloor) isSeen(kid string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.seen[kid]
 }
 
 // keyID returns the kid of a JWT's header ("" when it names none).

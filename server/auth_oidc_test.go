@@ -34,6 +34,7 @@ type issuer struct {
 	mu      sync.Mutex
 	keys    []jose.JSONWebKey // published (public)
 	fetches atomic.Int32      // JWKS requests
+	slow    atomic.Bool       // the JWKS answers after 200 ms
 }
 
 // signingKey is a private key and the kid it is published under.
@@ -61,6 +62,9 @@ func newIssuer(t *testing.T) *issuer {
 	})
 	mux.HandleFunc("GET /keys", func(w http.ResponseWriter, _ *http.Request) {
 		is.fetches.Add(1)
+		if is.slow.Load() {
+			time.Sleep(200 * time.Millisecond)
+		}
 		is.mu.Lock()
 		set := jose.JSONWebKeySet{Keys: is.keys}
 		is.mu.Unlock()
@@ -231,6 +235,30 @@ func TestOIDCMadeUpKeyIDsCannotFloodTheIssuer(t *testing.T) {
 	bob := "Bearer " + sign(t, k2, is.claimsFor("bob"))
 	require.Eventually(t, func() bool { _, err := authAs(oidc, bob); return err == nil }, 3*every, every/10,
 		"the rotated-in key is picked up after the floor")
+}
+
+// A person's first requests come together (the web UI asks for its
+// sessions and its approvals at once): each token under the key ID
+// being fetched waits for that fetch, and none is refused by the floor
+// it set.
+func TestOIDCTheFirstTokensUnderANewKeyIDAllPass(t *testing.T) {
+	is := newIssuer(t)
+	k1 := ecKey(t, "k1")
+	is.publish(k1)
+	is.slow.Store(true)
+	oidc, err := server.NewOIDC(context.Background(), server.OIDCConfig{Issuer: is.srv.URL, Audience: "vigil-api", NameClaim: "email", KeyRefetchEvery: time.Minute})
+	require.NoError(t, err)
+	tok := "Bearer " + sign(t, k1, is.claimsFor("ann"))
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() { _, errs[i] = authAs(oidc, tok) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		assert.NoError(t, err, "request %d", i)
+	}
+	assert.Equal(t, int32(1), is.fetches.Load(), "one fetch for all of them")
 }
 
 func TestOIDCNeedsAnAudienceAndTheIssuerItNames(t *testing.T) {

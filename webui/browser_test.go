@@ -395,3 +395,18 @@ func TestBrowserProofViews(t *testing.T) {
 	assert.Contains(t, p.text("#usage tbody"), "240", "two steps of 120 input tokens")
 	p.check(axe, "usage")
 }
+
+// TestBrowserARefusedTokenEndsOnTheLoginViewSayingWhy: a token the API
+// does not take (revoked, or not a token) sends the person to log in,
+// with the API's reason on the page and nobody shown as logged in.
+func TestBrowserARefusedTokenEndsOnTheLoginViewSayingWhy(t *testing.T) {
+	s := newStack(t)
+	p := &page{t: t, ctx: browsertest.New(t)}
+	p.do(chromedp.Navigate(s.url+"/ui/"), chromedp.WaitVisible(chromedp.CSS("#token")))
+	logout := `getComputedStyle(document.getElementById('who')).display`
+	assert.Equal(t, "none", p.eval(logout), "the login view shows no one logged in, and no Log out")
+	p.eval(`sessionStorage.setItem('vigil.token', 'not-a-token-of-the-server'), location.hash = '#/sessions', ''`)
+	p.until("the login view, saying why", `location.hash === '#/login' && !!document.getElementById('token') &&
+		document.getElementById('notice').textContent.startsWith('Your credentials were refused')`)
+	assert.Equal(t, "none", p.eval(logout))
+}

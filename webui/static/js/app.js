@@ -25,11 +25,15 @@ let approvalTimer = null;
 // generation tells a view that finished loading after the next route
 // began that it is stale: its streams and polls are stopped at once.
 let generation = 0;
+// pending is a notice for the next view: routing clears the last view's,
+// and a refusal that sends the person to log in must still say why.
+let pending = '';
 
 async function route() {
   const gen = ++generation;
   if (stop) { stop(); stop = null; }
-  notice('');
+  notice(pending);
+  pending = '';
   const hash = location.hash || '#/sessions';
   const signedIn = Boolean(auth.token);
   document.getElementById('who').hidden = !signedIn;
@@ -71,7 +75,7 @@ function pollApprovals() {
 window.addEventListener('vigil:unauthorized', (e) => {
   auth.clear();
   clearInterval(approvalTimer);
-  notice('Your credentials were refused (' + e.detail + '): log in again.');
+  pending = 'Your credentials were refused (' + e.detail + '): log in again.';
   if (location.hash !== '#/login') location.hash = '#/login';
   else route();
 });
