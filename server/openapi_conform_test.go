@@ -184,14 +184,10 @@ func TestOpenAPIDescribesWhatTheServerAnswers(t *testing.T) {
 	recs := a.until(id, -1, suspends)
 	req, err := session.DecodeData[session.ApprovalRequest](recs[len(recs)-1])
 	require.NoError(t, err)
-	for range 200 { // the worker finishes the job once the turn suspended
+	sum = untilSuspended(t, func() (sum server.Summary) {
 		require.NoError(t, json.Unmarshal(call("GET", "/v1/sessions/{id}", "/v1/sessions/"+id, "", http.StatusOK), &sum))
-		if sum.Status == server.StatusSuspended {
-			break
-		}
-		a.until(id, int64(sum.Events-1), func(session.Record) bool { return true })
-	}
-	require.Equal(t, server.StatusSuspended, sum.Status)
+		return sum
+	})
 	call("POST", "/v1/sessions/{id}/turns", "/v1/sessions/"+id+"/turns", `{"prompt":"again"}`, http.StatusConflict)
 	call("POST", "/v1/sessions/{id}/approvals/{call}", "/v1/sessions/"+id+"/approvals/nope", `{"allow":true}`, http.StatusNotFound)
 	call("POST", "/v1/sessions/{id}/approvals/{call}", "/v1/sessions/"+id+"/approvals/"+req.ID, `{"allow":true}`, http.StatusAccepted)
