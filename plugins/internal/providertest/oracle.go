@@ -170,3 +170,23 @@ func CheckRequestsForAnyConversation(t *testing.T, srv *Recorder, ours, sdk agen
 		AssertSameRequest(t, want, srv.Last(t))
 	})
 }
+
+// Sent runs req through p and returns the request srv received.
+func Sent(t require.TestingT, srv *Recorder, p agentloop.Provider, req *agentloop.Request) Request {
+	_, err := Run(p, req)
+	require.NoError(t, err)
+	return srv.Last(t)
+}
+
+// Tricky are strings that JSON encoders disagree on.
+var Tricky = []string{"", "plain", "<b>&amp;</b>", "\u2028\u2029", "\x00\x01\x7f", "\xff\xfe", "é😀", `"quoted" \ back\slash`, "line\nbreak\r\n", "</script>"}
+
+// DrawText draws a string encoders disagree on, or any string.
+func DrawText(t *rapid.T, label string) string {
+	return rapid.OneOf(rapid.SampledFrom(Tricky), rapid.String()).Draw(t, label)
+}
+
+// Schemas are tool parameter schemas as tools declare them: none, null,
+// spaced out, strict.
+var Schemas = []string{"", "null", `{}`, `{"type":"object"}`, ` { "type" : "object", "properties" : { "a" : { "type" : "string" } } } `,
+	`{"type":"object","properties":{"a":{"type":"string","description":"<&>"}},"required":["a"],"additionalProperties":false}`}

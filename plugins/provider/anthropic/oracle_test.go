@@ -35,13 +35,6 @@ func both(t require.TestingT, srv *providertest.Recorder, edit ...func(*Config))
 	return ours, newSDKProvider(cfg, WithHTTPClient(srv.Client()))
 }
 
-// sent sends req through p and returns what srv received.
-func sent(t require.TestingT, srv *providertest.Recorder, p agentloop.Provider, req *agentloop.Request) providertest.Request {
-	_, err := providertest.Run(p, req)
-	require.NoError(t, err)
-	return srv.Last(t)
-}
-
 // sdkService is the SDK's plain client for srv, without the provider's
 // middleware.
 func sdkService(srv *providertest.Server) *sdk.Client {
@@ -96,8 +89,8 @@ func TestRequestIsTheSDKs(t *testing.T) {
 				edit = append(edit, tt.cfg)
 			}
 			ours, theirs := both(t, srv, edit...)
-			want := sent(t, srv, theirs, tt.req())
-			got := sent(t, srv, ours, tt.req())
+			want := providertest.Sent(t, srv, theirs, tt.req())
+			got := providertest.Sent(t, srv, ours, tt.req())
 			providertest.AssertSameRequest(t, want, got)
 			// And the SDK reads it back as its own parameters.
 			var p sdk.MessageNewParams
@@ -106,42 +99,32 @@ func TestRequestIsTheSDKs(t *testing.T) {
 	}
 }
 
-// tricky are strings that encoders disagree on.
-var tricky = []string{"", "plain", "<b>&amp;</b>", "\u2028\u2029", "\x00\x01\x7f", "\xff\xfe", "é😀", `"quoted" \ back\slash`, "line\nbreak\r\n", "</script>"}
-
-func drawText(t *rapid.T, label string) string {
-	return rapid.OneOf(rapid.SampledFrom(tricky), rapid.String()).Draw(t, label)
-}
-
-var schemas = []string{"", "null", `{}`, `{"type":"object"}`, ` { "type" : "object", "properties" : { "a" : { "type" : "string" } } } `,
-	`{"type":"object","properties":{"a":{"type":"string","description":"<&>"}},"required":["a"],"additionalProperties":false}`}
-
 // drawRequest draws a request of any shape Vigil sends.
 func drawRequest(t *rapid.T) *agentloop.Request {
 	h := session.Header{
 		Model:  rapid.SampledFrom([]string{"", "claude-opus-4-1", "m<&>"}).Draw(t, "model"),
-		System: drawText(t, "system"),
+		System: providertest.DrawText(t, "system"),
 	}
 	for range rapid.IntRange(0, 3).Draw(t, "tools") {
 		h.Tools = append(h.Tools, session.ToolSpec{
 			Name:        rapid.SampledFrom([]string{"f", "get_weather", "a<b"}).Draw(t, "tool"),
-			Description: drawText(t, "description"),
-			Parameters:  json.RawMessage(rapid.SampledFrom(schemas).Draw(t, "parameters")),
+			Description: providertest.DrawText(t, "description"),
+			Parameters:  json.RawMessage(rapid.SampledFrom(providertest.Schemas).Draw(t, "parameters")),
 		})
 	}
 	if rapid.Bool().Draw(t, "temperature?") {
 		h.Temperature = ptr(rapid.SampledFrom([]float64{0, 1, 0.2, 1e-7, 1.5, 123456789.25}).Draw(t, "temperature"))
 	}
 	h.MaxTokens = rapid.SampledFrom([]int{0, 1, 1024, 1 << 20}).Draw(t, "max tokens")
-	h.Stop = rapid.SliceOfN(rapid.SampledFrom(tricky), 0, 2).Draw(t, "stop")
-	h.OutputSchema = json.RawMessage(rapid.SampledFrom(schemas).Draw(t, "output schema"))
+	h.Stop = rapid.SliceOfN(rapid.SampledFrom(providertest.Tricky), 0, 2).Draw(t, "stop")
+	h.OutputSchema = json.RawMessage(rapid.SampledFrom(providertest.Schemas).Draw(t, "output schema"))
 	var msgs []session.Message
 	for range rapid.IntRange(0, 6).Draw(t, "messages") {
 		m := session.Message{Role: rapid.SampledFrom([]string{session.RoleUser, session.RoleAssistant, session.RoleTool}).Draw(t, "role")}
-		m.Content = drawText(t, "content")
+		m.Content = providertest.DrawText(t, "content")
 		switch m.Role {
 		case session.RoleAssistant:
-			m.Reasoning = drawText(t, "reasoning")
+			m.Reasoning = providertest.DrawText(t, "reasoning")
 			for range rapid.IntRange(0, 2).Draw(t, "calls") {
 				m.ToolCalls = append(m.ToolCalls, session.ToolCall{
 					ID:        rapid.SampledFrom([]string{"", "toolu_1", "toolu_<1>"}).Draw(t, "id"),
@@ -201,9 +184,9 @@ func drawEvent(t *rapid.T) (name string, data any) {
 		delta := map[string]any{"type": rapid.SampledFrom([]string{"text_delta", "thinking_delta", "input_json_delta", "signature_delta"}).Draw(t, "delta")}
 		switch delta["type"] {
 		case "text_delta":
-			delta["text"] = drawText(t, "text")
+			delta["text"] = providertest.DrawText(t, "text")
 		case "thinking_delta":
-			delta["thinking"] = drawText(t, "thinking")
+			delta["thinking"] = providertest.DrawText(t, "thinking")
 		case "input_json_delta":
 			delta["partial_json"] = rapid.SampledFrom([]string{"", "{", `"a":1`, "}"}).Draw(t, "partial json")
 		case "signature_delta":
