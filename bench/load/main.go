@@ -57,7 +57,7 @@ const (
 type options struct {
 	url, vigil, store, dsn, pgData, keep string
 	sessions, turns, concurrency         int
-	workers, perProc, idle               int
+	workers, perProc, idle, procs        int
 	timeout, deadline, idleWindow        time.Duration
 	jsonOut                              bool
 }
@@ -75,6 +75,7 @@ func main() {
 	flag.IntVar(&o.concurrency, "concurrency", 32, "concurrent clients (each drives one session at a time)")
 	flag.IntVar(&o.workers, "workers", 4, "jsonl: the server's in-process workers (--workers); pg: worker processes")
 	flag.IntVar(&o.perProc, "worker-concurrency", 4, "pg: each worker process's --concurrency")
+	flag.IntVar(&o.procs, "worker-gomaxprocs", 0, "pg: each worker process's GOMAXPROCS (0: Go's default, the machine's CPUs or the container's limit)")
 	flag.IntVar(&o.idle, "idle", 0, "idle sessions to hold an SSE stream open to during the run")
 	flag.DurationVar(&o.idleWindow, "idle-window", 10*time.Second, "with --idle: how long to measure the server's CPU with only the idle streams open")
 	flag.DurationVar(&o.timeout, "timeout", 60*time.Second, "the bound of every wait (a request, a turn, a start)")
@@ -101,6 +102,7 @@ func (o *options) validate() error {
 		bound("idle", o.idle, 0, maxIdle),
 		bound("workers", o.workers, 0, maxWorkers),
 		bound("worker-concurrency", o.perProc, 1, 64),
+		bound("worker-gomaxprocs", o.procs, 0, 256),
 	); err != nil {
 		return err
 	}
@@ -169,6 +171,7 @@ type report struct {
 	Store       string  `json:"store"`
 	Workers     int     `json:"workers"`
 	PerProc     int     `json:"worker_concurrency,omitempty"`
+	Procs       int     `json:"worker_gomaxprocs,omitempty"` // 0: Go's default
 	Sessions    int     `json:"sessions"`
 	Turns       int     `json:"turns"`
 	Concurrency int     `json:"concurrency"`
@@ -208,7 +211,7 @@ func run(o options, out io.Writer) (err error) {
 	}
 	rep := report{Store: o.store, Workers: o.workers, Sessions: o.sessions, Turns: o.turns, Concurrency: o.concurrency, Idle: o.idle}
 	if o.store == "pg" {
-		rep.PerProc = o.perProc
+		rep.PerProc, rep.Procs = o.perProc, o.procs
 	}
 	base := o.url
 	var cl *cluster
@@ -279,7 +282,7 @@ func (o *options) spawn(ctx context.Context) (cl *cluster, stop func() error, er
 		}
 		remove = func() { os.RemoveAll(dir) }
 	}
-	cl, err = start(ctx, spawnOptions{Vigil: o.vigil, Store: o.store, DSN: o.dsn, Workers: o.workers, PerProc: o.perProc, Dir: dir, Wait: o.timeout})
+	cl, err = start(ctx, spawnOptions{Vigil: o.vigil, Store: o.store, DSN: o.dsn, Workers: o.workers, PerProc: o.perProc, Procs: o.procs, Dir: dir, Wait: o.timeout})
 	if err != nil {
 		remove()
 		return nil, nil, err
@@ -596,7 +599,14 @@ func print(w io.Writer, r report, asJSON bool) {
 		fmt.Fprintln(w, string(b))
 		return
 	}
-	fmt.Fprintf(w, "store %s, workers %d, %d sessions × %d turns, %d clients", r.Store, r.Workers, r.Sessions, r.Turns, r.Concurrency)
+	fmt.Fprintf(w, "store %s, workers %d", r.Store, r.Workers)
+	if r.PerProc > 0 {
+		fmt.Fprintf(w, " × concurrency %d", r.PerProc)
+	}
+	if r.Procs > 0 {
+		fmt.Fprintf(w, " (GOMAXPROCS %d each)", r.Procs)
+	}
+	fmt.Fprintf(w, ", %d sessions × %d turns, %d clients", r.Sessions, r.Turns, r.Concurrency)
 	if r.Idle > 0 {
 		fmt.Fprintf(w, ", %d idle streams open", r.Idle)
 	}

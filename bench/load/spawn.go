@@ -22,6 +22,7 @@ type spawnOptions struct {
 	DSN     string // pg: the database
 	Workers int    // jsonl: in-process workers; pg: worker processes
 	PerProc int    // pg: --concurrency of each worker process
+	Procs   int    // pg: GOMAXPROCS of each worker process, 0 for Go's default
 	Dir     string // the work folder (plugins.yaml, sessions, the tools' root)
 	Wait    time.Duration
 }
@@ -122,6 +123,9 @@ func start(ctx context.Context, o spawnOptions) (*cluster, error) {
 		for i := range o.Workers {
 			w := exec.Command(o.Vigil, "worker", "-c", cfg, "--concurrency", strconv.Itoa(o.PerProc), "--name", fmt.Sprintf("load-%d", i))
 			w.Dir = o.Dir
+			if o.Procs > 0 {
+				w.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(o.Procs))
+			}
 			lf, err := os.Create(filepath.Join(o.Dir, fmt.Sprintf("worker-%d.log", i)))
 			if err != nil {
 				c.stop(5 * time.Second)

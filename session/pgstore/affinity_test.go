@@ -2,9 +2,12 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-run/vigil/session"
@@ -213,4 +216,55 @@ func TestJobsPastTheirGraceTogetherAreAllClaimed(t *testing.T) {
 		}
 	}
 	require.Len(t, got, len(ids))
+}
+
+// A worker claims again as each of its jobs ends. When nothing was
+// notified to its store since one of its claims found no job, the claim
+// does not look: it waits for news (here, a job enqueued without a
+// notification stays unseen; the queue's safety poll is an hour). A job
+// notified while no claim of the store was waiting is news all the same:
+// the next claim looks, and finds both.
+func TestAClaimLooksOnlyWhenSomethingMayHaveChanged(t *testing.T) {
+	pgstore.SetQueuePoll(t, time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	schema := pgtest.Schema(t)
+	api := pgtest.StoreIn(t, schema, pgstore.WithHolder("API"))
+	w := pgtest.StoreIn(t, schema, pgstore.WithHolder("W"))
+	require.NoError(t, pgstore.Listen(ctx, w))
+	for _, id := range []string{"silent", "told"} {
+		require.NoError(t, api.Create(ctx, session.Info{ID: id, Created: epoch}))
+	}
+	claimWithin := func(d time.Duration) session.Claim {
+		cctx, ccancel := context.WithTimeout(ctx, d)
+		defer ccancel()
+		c, err := w.Claim(cctx, "w")
+		if err != nil {
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			return nil
+		}
+		return c
+	}
+	require.Nil(t, claimWithin(200*time.Millisecond), "an empty queue")
+
+	admin, err := pgx.Connect(ctx, pgtest.DSN(t))
+	require.NoError(t, err)
+	defer admin.Close(context.Background())
+	_, err = admin.Exec(ctx, fmt.Sprintf(`INSERT INTO %s.vigil_jobs (session_id, kind, input, enqueued) VALUES ('silent', 'turn', '{}', clock_timestamp())`,
+		pgx.Identifier{schema}.Sanitize()))
+	require.NoError(t, err)
+	require.Nil(t, claimWithin(300*time.Millisecond), "no news: no look")
+
+	told := enqueue(t, api, "told")
+	// No claim of w waits as the notification comes; the next one looks.
+	time.Sleep(200 * time.Millisecond)
+	first := claimWithin(10 * time.Second)
+	require.NotNil(t, first)
+	assert.Equal(t, "silent", first.Job().Session, "the oldest job first")
+	second := claimWithin(10 * time.Second)
+	require.NotNil(t, second, "the claim that saw more jobs than it took is news")
+	assert.Equal(t, told.ID, second.Job().ID)
+	for _, c := range []session.Claim{first, second} {
+		require.NoError(t, c.Finish(ctx, session.Outcome{}))
+	}
 }

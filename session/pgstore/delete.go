@@ -40,7 +40,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 				}
 			}
 			// Sent at commit: followers ('e') and claim watchers ('c').
-			_, err = tx.Exec(ctx, `SELECT pg_notify($1, 'e -1 ' || $2), pg_notify($1, 'c 0 ' || $2)`, s.channel, id)
+			_, err = tx.Exec(ctx, `SELECT pg_notify($1, 'e -1 ' || $2), pg_notify($3, 'c 0 ' || $2)`, s.channel, id, s.jobsChannel)
 			return err
 		})
 	})

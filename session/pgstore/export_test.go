@@ -50,11 +50,16 @@ func SetQueuePoll(t testing.TB, d time.Duration) {
 	t.Cleanup(func() { queuePoll = old })
 }
 
-// Listen starts s's LISTEN connection, which must not have started yet,
-// and returns once it listens: when it wakes its subscribers, as it does
-// each time it starts listening.
-func Listen(ctx context.Context, s *Store) error {
-	wake, unsubscribe, err := s.subscribe(topic{'-', ""})
+// Listen starts s's LISTEN connection for the jobs channel, which must
+// not have started yet, and returns once it listens: when it wakes its
+// subscribers, as it does each time it starts listening.
+func Listen(ctx context.Context, s *Store) error { return listen(ctx, s, topic{'-', ""}) }
+
+// ListenEvents is Listen for the events channel, which followers wait on.
+func ListenEvents(ctx context.Context, s *Store) error { return listen(ctx, s, topic{'e', "-"}) }
+
+func listen(ctx context.Context, s *Store, t topic) error {
+	wake, unsubscribe, err := s.subscribe(t)
 	if err != nil {
 		return err
 	}
@@ -67,8 +72,12 @@ func Listen(ctx context.Context, s *Store) error {
 	}
 }
 
-// Channel is the NOTIFY channel of s's schema.
+// Channel is the NOTIFY channel of s's schema that appends notify.
 func Channel(s *Store) string { return s.channel }
+
+// JobsChannel is the NOTIFY channel of s's schema that jobs, releases
+// and cancels notify.
+func JobsChannel(s *Store) string { return s.jobsChannel }
 
 // SetPingAfter sets how long a pooled connection may sit idle before it
 // is checked, until the test ends.

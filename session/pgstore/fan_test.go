@@ -69,9 +69,10 @@ func (b *backends) cutListener() {
 }
 
 // A worker process runs many claims at once, waiting and running, besides
-// lease waiters and followers: they all share the store's one LISTEN
-// connection, and a claim takes a pooled connection, never a new one.
-func TestOneListenConnectionServesClaimsWatchersLeasesAndFollowers(t *testing.T) {
+// lease waiters and followers: they all share the store's LISTEN
+// connections, one per channel (jobs; appends), and a claim takes a
+// pooled connection, never a new one.
+func TestOneListenConnectionPerChannelServesClaimsWatchersLeasesAndFollowers(t *testing.T) {
 	schema := pgtest.Schema(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -161,8 +162,8 @@ func TestOneListenConnectionServesClaimsWatchersLeasesAndFollowers(t *testing.T)
 	for _, c := range claims {
 		require.NoError(t, c.Finish(ctx, session.Outcome{}))
 	}
-	assert.Len(t, listened, 1, "one LISTEN connection all along")
-	assert.LessOrEqual(t, len(seen), 3, "the LISTEN connection and at most 2 pooled: %v", seen)
+	assert.Len(t, listened, 2, "one LISTEN connection per channel all along")
+	assert.LessOrEqual(t, len(seen), 4, "the LISTEN connections and at most 2 pooled: %v", seen)
 }
 
 // The store's LISTEN connection drops (a restart, a failover, a proxy's
@@ -303,4 +304,74 @@ func TestAnAppendIsOneCommitAndOneNotification(t *testing.T) {
 	require.NoError(t, s.Append(ctx, "s", int64(closes), recs[closes:]))
 	assert.Equal(t, fmt.Sprintf("e %d s", len(recs)), next(10*time.Second))
 	assert.Empty(t, next(300*time.Millisecond), "once")
+}
+
+// channelListener is a raw LISTEN connection on one of a store's channels.
+type channelListener struct {
+	t  *testing.T
+	ln *pgx.Conn
+}
+
+func listenTo(t *testing.T, ctx context.Context, channel string) *channelListener {
+	ln, err := pgx.Connect(ctx, pgtest.DSN(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close(context.Background()) })
+	_, err = ln.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize())
+	require.NoError(t, err)
+	return &channelListener{t: t, ln: ln}
+}
+
+// drain returns the payloads notified within wait of each other.
+func (l *channelListener) drain(wait time.Duration) []string {
+	var got []string
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		n, err := l.ln.WaitForNotification(ctx)
+		cancel()
+		if err != nil {
+			require.ErrorIs(l.t, err, context.DeadlineExceeded)
+			return got
+		}
+		got = append(got, n.Payload)
+	}
+}
+
+// Appends notify the events channel, which followers listen to; jobs,
+// releases and cancels the jobs channel, which claims, lease waiters and
+// cancel watchers listen to. Neither audience is woken by the other's
+// notifications: an API process that streams logs is not woken by the
+// queue, nor a worker by every append.
+func TestAppendsAndJobsNotifyTheirOwnChannels(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := pgtest.Store(t, pgstore.WithHolder("W"))
+	require.NotEqual(t, pgstore.Channel(s), pgstore.JobsChannel(s))
+	events := listenTo(t, ctx, pgstore.Channel(s))
+	jobs := listenTo(t, ctx, pgstore.JobsChannel(s))
+	quiet := 300 * time.Millisecond
+	require.NoError(t, s.Create(ctx, session.Info{ID: "s", Created: epoch}))
+
+	recs := turnRecords(nil, "q", "a", false)
+	require.NoError(t, s.Append(ctx, "s", 0, recs))
+	assert.Equal(t, []string{fmt.Sprintf("e %d s", len(recs))}, events.drain(quiet), "an append")
+	assert.Empty(t, jobs.drain(quiet), "an append")
+
+	_, _, err := s.Enqueue(ctx, session.Job{Session: "s", Kind: "turn", Input: []byte(`{}`)})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"q 0 s"}, jobs.drain(quiet), "an enqueue")
+	c := claimOf(t, s, "w")
+	n, err := s.Cancel(ctx, "s")
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	assert.Equal(t, []string{"c 0 s"}, jobs.drain(quiet), "a cancel")
+	<-c.Cancelled()
+	require.NoError(t, c.Finish(ctx, session.Outcome{}))
+	released := jobs.drain(quiet)
+	require.Len(t, released, 1, "a release")
+	assert.Regexp(t, `^l W#\S+ s$`, released[0])
+	assert.Empty(t, events.drain(quiet), "a job's life")
+
+	require.NoError(t, s.Delete(ctx, "s"))
+	assert.Equal(t, []string{"e -1 s"}, events.drain(quiet), "a delete")
+	assert.Equal(t, []string{"c 0 s"}, jobs.drain(quiet), "a delete")
 }

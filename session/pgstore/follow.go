@@ -51,15 +51,7 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[ses
 			return
 		}
 		defer unsubscribe()
-		exists, err := s.exists(ctx, id)
-		if err != nil {
-			fail(err)
-			return
-		}
-		if !exists {
-			fail(session.ErrNotFound)
-			return
-		}
+		// An unknown session is found so by the first read (errGone).
 		f := &follower{s: s, id: id, wake: wake, next: max(from, 0)}
 		f.reset()
 		for {
@@ -105,8 +97,6 @@ type follower struct {
 	id   string
 	wake <-chan struct{}
 	next int64 // the seq to read from
-	// woken: a notification came, so the session may have been deleted.
-	woken bool
 	// staged: the last read found staged events past what it read (see
 	// stage.go); stale: await waited followStaged for them in vain.
 	staged, stale bool
@@ -121,19 +111,24 @@ func (f *follower) reset() { f.failing, f.pause = time.Time{}, 50*time.Milliseco
 // reads is durable: it reads up to the session's staged events (see
 // stage.go), and every other statement that writes events commits
 // synchronously (see syncSetting), so a follower's copy is a prefix of
-// the log whatever crashes. Woken with nothing new, it checks the session
-// still exists (errGone when it does not).
+// the log whatever crashes. A session not stored (never, or deleted
+// since) is errGone.
+//
+// The read is not cut short by ctx (see uninterrupted): a follower's
+// client that leaves mid-read would cost the pool its connection.
 func (f *follower) read(ctx context.Context) ([]session.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := f.s.uninterrupted(ctx)
+	defer cancel()
 	var recs []session.Record
-	exists := true
+	known := false
 	err := f.s.pool.with(ctx, func(c *pgx.Conn) (err error) {
-		recs, f.staged, err = after(ctx, c, f.id, f.next)
-		if err == nil && len(recs) == 0 && f.woken {
-			err = c.QueryRow(ctx, existsQuery, f.id).Scan(&exists)
-		}
+		recs, f.staged, known, err = after(ctx, c, f.id, f.next)
 		return err
 	})
-	if err == nil && !exists {
+	if err == nil && !known {
 		return nil, errGone
 	}
 	return recs, err
@@ -186,7 +181,6 @@ func (f *follower) await(ctx context.Context) (bool, error) {
 	case <-f.s.bg.Done():
 		return true, errPoolClosed
 	case <-f.wake:
-		f.woken = true
 		return false, nil
 	case <-timeout:
 		f.stale = true
@@ -201,28 +195,17 @@ func (f *follower) await(ctx context.Context) (bool, error) {
 // tail) would wait for its successor.
 var followStaged = time.Second
 
-// errGone is a followed session found deleted: the follow ends with
-// [session.ErrNotFound], without retrying.
-var errGone = errors.New("pgstore: the session was deleted")
-
-// existsQuery asks whether a session is stored.
-const existsQuery = `SELECT EXISTS (SELECT 1 FROM vigil_sessions WHERE id = $1)`
-
-// exists reports whether session id is stored.
-func (s *Store) exists(ctx context.Context, id string) (bool, error) {
-	var exists bool
-	err := s.pool.with(ctx, func(c *pgx.Conn) error {
-		return c.QueryRow(ctx, existsQuery, id).Scan(&exists)
-	})
-	return exists, err
-}
+// errGone is a followed session found not stored (never, or deleted
+// since): the follow ends with [session.ErrNotFound], without retrying.
+var errGone = errors.New("pgstore: no such session")
 
 // followRetry bounds how long a follower whose reads fail (the database
 // restarting, a failover) keeps trying before it ends with the error.
 const followRetry = time.Minute
 
-// fan is a store's one LISTEN connection, shared by everything of the
-// store's that waits for another process: followers (a session grew),
+// fan is one of a store's LISTEN connections, shared by everything of
+// the store's that waits for another process on its channel: on the
+// events channel, followers (a session grew); on the jobs channel,
 // waiting claims (a job was enqueued, a lease released), cancel watchers
 // (a job was cancelled) and lease waiters (a lease was released). A
 // notification wakes the subscribers of its topic; they look for
@@ -230,12 +213,24 @@ const followRetry = time.Minute
 // once listening again wakes every subscriber, for what was notified
 // while nobody listened.
 type fan struct {
+	channel string // the one it LISTENs to
+
 	mu   sync.Mutex
 	subs map[topic]map[chan struct{}]struct{} // topic → its subscribers' wake-ups
 	// later wakes a claimer once the jobs notified for other stores'
 	// sessions are this store's to claim too (see wake); nil when none is
-	// due.
+	// due. due is when the last of them is.
 	later *time.Timer
+	due   time.Time
+	// news counts what may have made a job claimable by this store: a
+	// job or a release notified for it, a grace over, the connection
+	// back, a claim that saw more jobs than it took. A claim that found
+	// none notes the count it looked at (seen) and until when its look
+	// holds without news (quiet: the soonest lease on a session with jobs
+	// expires then); a claim that comes before either moves need not look
+	// (see Store.tryClaim).
+	news, seen uint64
+	quiet      time.Time
 }
 
 // topic is what a subscriber waits for: notifications of kind ('e' a
@@ -248,48 +243,62 @@ type topic struct {
 	id   string
 }
 
-// subscribe returns a channel that receives when a notification of one
-// of topics may have come, starting the store's fan on first use;
-// unsubscribe drops it.
-func (s *Store) subscribe(topics ...topic) (wake <-chan struct{}, unsubscribe func(), err error) {
+// A store's fans, one per channel: followers wait on the events fan,
+// claims, lease waiters and cancel watchers on the jobs fan.
+const (
+	eventsFan = iota
+	jobsFan
+)
+
+// fanOf is the fan that carries notifications of kind.
+func fanOf(kind byte) int {
+	if kind == 'e' {
+		return eventsFan
+	}
+	return jobsFan
+}
+
+// subscribe returns a channel that receives when a notification of
+// topic t may have come, starting the store's fan for its channel on
+// first use; unsubscribe drops it.
+func (s *Store) subscribe(t topic) (wake <-chan struct{}, unsubscribe func(), err error) {
 	s.mu.Lock()
 	if s.bg.Err() != nil { // no goroutine starts once stopped (see shutdown)
 		s.mu.Unlock()
 		return nil, nil, errPoolClosed
 	}
-	if s.fan == nil {
-		s.fan = &fan{subs: map[topic]map[chan struct{}]struct{}{}}
+	i := fanOf(t.kind)
+	if s.fans[i] == nil {
+		channel := s.channel
+		if i == jobsFan {
+			channel = s.jobsChannel
+		}
+		s.fans[i] = &fan{channel: channel, subs: map[topic]map[chan struct{}]struct{}{}}
 		s.watchers.Add(1)
 		go func(f *fan) {
 			defer s.watchers.Done()
 			f.run(s)
-		}(s.fan)
+		}(s.fans[i])
 	}
-	f := s.fan
+	f := s.fans[i]
 	s.mu.Unlock()
 	ch := make(chan struct{}, 1)
 	f.mu.Lock()
-	for _, t := range topics {
-		if f.subs[t] == nil {
-			f.subs[t] = map[chan struct{}]struct{}{}
-		}
-		f.subs[t][ch] = struct{}{}
+	if f.subs[t] == nil {
+		f.subs[t] = map[chan struct{}]struct{}{}
 	}
+	f.subs[t][ch] = struct{}{}
 	f.mu.Unlock()
 	return ch, func() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		claimer := false
-		for _, t := range topics {
-			claimer = claimer || t == claimers
-			delete(f.subs[t], ch)
-			if len(f.subs[t]) == 0 {
-				delete(f.subs, t)
-			}
+		delete(f.subs[t], ch)
+		if len(f.subs[t]) == 0 {
+			delete(f.subs, t)
 		}
 		select {
 		case <-ch:
-			if claimer {
+			if t == claimers {
 				f.signalOne(claimers) // a signal it did not take: hand it on
 			}
 		default:
@@ -312,6 +321,7 @@ func (f *fan) wake(kind byte, id string, mine, all bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if all {
+		f.news++
 		for _, subs := range f.subs {
 			signalAll(subs)
 		}
@@ -336,33 +346,71 @@ func (f *fan) wake(kind byte, id string, mine, all bool) {
 // wakeClaimer wakes one waiting claim of the store, if any.
 func (s *Store) wakeClaimer() {
 	s.mu.Lock()
-	f := s.fan
+	f := s.fans[jobsFan]
 	s.mu.Unlock()
 	if f == nil {
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.news++
 	f.signalOne(claimers)
 }
 
 // claimer wakes a waiting claim for a job just notified: now when mine,
-// else once the job is this store's to claim too (f.mu held).
+// else once the job is this store's to claim too (f.mu held). One timer
+// serves every job notified meanwhile: when it fires it wakes a claim,
+// which looks for every job, and it is set again for the jobs notified
+// since it was set, whose grace is not over yet.
 func (f *fan) claimer(mine bool) {
 	if mine {
+		f.news++
 		f.signalOne(claimers)
 		return
 	}
-	if f.later != nil {
-		return // due already, and the claim it wakes looks for every job
-	}
 	// Just past the grace, so that the job is claimable when looked at.
-	f.later = time.AfterFunc(affinityGrace+10*time.Millisecond, func() {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		f.later = nil
-		f.signalOne(claimers)
-	})
+	f.due = time.Now().Add(affinityGrace + 10*time.Millisecond)
+	if f.later == nil {
+		f.later = time.AfterFunc(affinityGrace+10*time.Millisecond, f.graceOver)
+	}
+}
+
+// graceOver is claimer's timer: it wakes a claim, and is set again until
+// the last job notified is due.
+func (f *fan) graceOver() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.news++
+	f.signalOne(claimers)
+	if left := time.Until(f.due); left > 0 {
+		f.later.Reset(left)
+		return
+	}
+	f.later = nil
+}
+
+// mayFind reports whether a claim may find a job now, with the news it
+// looks at; when it may not (nothing came since a claim found none, and
+// no lease has expired since), how long it may wait for news instead.
+func (f *fan) mayFind() (news uint64, look bool, wait time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.news == f.seen {
+		if left := time.Until(f.quiet); left > 0 {
+			return f.news, false, left
+		}
+	}
+	return f.news, true, 0
+}
+
+// foundNothing records that a claim that looked at news found no job,
+// and that nothing but news makes one claimable for wait.
+func (f *fan) foundNothing(news uint64, wait time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if news >= f.seen {
+		f.seen, f.quiet = news, time.Now().Add(wait)
+	}
 }
 
 // signalAll signals each of subs.
@@ -417,7 +465,7 @@ func (f *fan) listen(s *Store) (listened bool, err error) {
 	cfg := s.pool.config()
 	me := strings.ReplaceAll(s.holder, " ", "_") + "#"
 	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) {
-		if n.Channel != s.channel {
+		if n.Channel != f.channel {
 			return
 		}
 		// "K N ID": a notification of kind K about session ID. For a job
@@ -438,7 +486,7 @@ func (f *fan) listen(s *Store) (listened bool, err error) {
 		defer cancel()
 		_ = conn.Close(ctx)
 	}()
-	if _, err := conn.Exec(s.bg, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
+	if _, err := conn.Exec(s.bg, "LISTEN "+pgx.Identifier{f.channel}.Sanitize()); err != nil {
 		return false, fmt.Errorf("listen: %w", err)
 	}
 	f.wake(0, "", true, true)
@@ -463,14 +511,16 @@ LEFT JOIN LATERAL (SELECT line, seq FROM vigil_events
 WHERE h.id = $1 ORDER BY e.seq`
 
 // after returns the durable records of id from seq next on, followBatch
-// at most, and whether staged events follow them.
-func after(ctx context.Context, conn *pgx.Conn, id string, next int64) (out []session.Record, staged bool, err error) {
+// at most, whether staged events follow them, and whether the session is
+// stored at all.
+func after(ctx context.Context, conn *pgx.Conn, id string, next int64) (out []session.Record, staged, known bool, err error) {
 	rows, err := conn.Query(ctx, afterQuery, id, next, followBatch)
 	if err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
 	defer rows.Close()
 	for rows.Next() {
+		known = true
 		raw := rows.RawValues()
 		staged = isTrue(raw[1])
 		if raw[0] == nil {
@@ -478,15 +528,15 @@ func after(ctx context.Context, conn *pgx.Conn, id string, next int64) (out []se
 		}
 		r, err := session.DecodeRecord(raw[0])
 		if err != nil {
-			return nil, false, &session.CorruptError{Line: int(next) + 2, Err: err}
+			return nil, false, true, &session.CorruptError{Line: int(next) + 2, Err: err}
 		}
 		if r.Seq() != next {
-			return nil, false, &session.CorruptError{Line: int(next) + 2, Err: fmt.Errorf("%w: seq %d, want %d", session.ErrSeqGap, r.Seq(), next)}
+			return nil, false, true, &session.CorruptError{Line: int(next) + 2, Err: fmt.Errorf("%w: seq %d, want %d", session.ErrSeqGap, r.Seq(), next)}
 		}
 		out = append(out, r)
 		next++
 	}
-	return out, staged, rows.Err()
+	return out, staged, known, rows.Err()
 }
 
 // isTrue reads a raw bool column, in the binary format or the text one.

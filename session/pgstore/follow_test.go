@@ -129,7 +129,7 @@ func TestFollowersShareOneConnection(t *testing.T) {
 	// The LISTEN connection is made in the background, and a follower's
 	// first records come from a read that does not wait for it: listen
 	// first, so that the count below finds it however slow the machine.
-	require.NoError(t, pgstore.Listen(ctx, s))
+	require.NoError(t, pgstore.ListenEvents(ctx, s))
 	const n = 20
 	recs := turnRecords(nil, "q", "a", false)
 	for i := range n {

@@ -365,7 +365,7 @@ func (l *lease) end(del bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_, err := s.exec(ctx, `WITH d AS (DELETE FROM vigil_leases WHERE session_id = $1 AND holder = $2 RETURNING 1)
-			SELECT pg_notify($3, `+releaseKind(`$1`, `0`)+` || ' ' || `+notifiedHolder(`$2::text`)+` || ' ' || $1) FROM d`, l.id, l.token, s.channel)
+			SELECT pg_notify($3, `+releaseKind(`$1`, `0`)+` || ' ' || `+notifiedHolder(`$2::text`)+` || ' ' || $1) FROM d`, l.id, l.token, s.jobsChannel)
 		if err != nil {
 			s.log.Warn("releasing a turn lease failed; it will expire", "session", l.id, "error", err)
 		}

@@ -155,3 +155,21 @@ func (p *pool) close() {
 		_ = ic.c.Close(ctx)
 	}
 }
+
+// readBound bounds a read that its caller's cancel does not interrupt
+// (see uninterrupted).
+const readBound = 30 * time.Second
+
+// uninterrupted returns the context for a short read that the caller's
+// cancel does not cut short. A statement interrupted by its context
+// costs its connection: pgx cannot tell where the reply stood, so it
+// closes it, and the next caller pays for a new one. A follower is
+// cancelled whenever its client goes, often in the middle of a read (an
+// SSE stream closed at a turn's end), so an API process reconnected for
+// one turn in thirty. The read still ends with the store, and after
+// readBound; the caller sees its own cancel once the read returns.
+func (s *Store) uninterrupted(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBound)
+	stop := context.AfterFunc(s.bg, cancel)
+	return ctx, func() { stop(); cancel() }
+}

@@ -67,7 +67,9 @@ var cancelledArgs = outcomeArgs(session.Outcome{State: session.JobCancelled})
 // Enqueue implements [session.Queue]: the job is a row of vigil_jobs, and
 // every process's waiting claims are woken (NOTIFY), the session's last
 // holder's at once, the others' once the job is theirs too (see
-// claimableSQL and fan.wake).
+// claimableSQL and fan.wake). A session nobody held yet is anyone's at
+// once; while jobs finish often, only one process is woken at once for
+// it (wakeFor).
 func (s *Store) Enqueue(ctx context.Context, job session.Job) (session.Job, int, error) {
 	if err := checkID(job.Session); err != nil {
 		return session.Job{}, 0, session.StoreError("pgstore", "enqueue", "", err)
@@ -92,10 +94,10 @@ func (s *Store) Enqueue(ctx context.Context, job session.Job) (session.Job, int,
 		ON CONFLICT (session_id, call) WHERE call IS NOT NULL DO NOTHING
 		RETURNING id, enqueued
 	), n AS (
-		SELECT pg_notify($4, 'q ' || `+notifiedHolder(`(SELECT holder FROM vigil_sessions WHERE id = $1)`)+` || ' ' || $1) FROM ins
+		SELECT pg_notify($4, 'q ' || `+notifiedHolder(wakeFor)+` || ' ' || $1) FROM ins
 	)
 	SELECT ins.id, ins.enqueued, (SELECT count(*) FROM vigil_jobs j WHERE j.session_id = $1), (SELECT count(*) FROM n)
-	FROM ins`, job.Session, job.Kind, input, s.channel, call)
+	FROM ins`, job.Session, job.Kind, input, s.jobsChannel, call, affinityGrace.Milliseconds())
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = session.ErrNotFound
 		if call != nil {
@@ -388,7 +390,20 @@ func (s *Store) sleep(ctx context.Context, wake <-chan struct{}, d time.Duration
 // unique to one lease), which the session and job rows keep with the
 // epoch, and every append and job update under a lease compares both: the
 // lost claim's holder, back on a new connection, is fenced.
+//
+// A claim that comes when nothing may have changed since a claim of the
+// store found no job does not look (see fan.mayFind): a worker claims
+// again as each job ends, and with many worker processes each session's
+// next job is mostly another's (see claimableSQL), so those looks would
+// mostly find nothing, a statement each.
 func (s *Store) tryClaim(ctx context.Context, worker string) (*claim, time.Duration, error) {
+	s.mu.Lock()
+	f := s.fans[jobsFan] // there: Claim subscribed
+	s.mu.Unlock()
+	news, look, wait := f.mayFind()
+	if !look {
+		return nil, wait, nil
+	}
 	for range 16 {
 		token := s.newClaimToken()
 		c, found, err := s.claimOnce(ctx, worker, token)
@@ -408,11 +423,13 @@ func (s *Store) tryClaim(ctx context.Context, worker string) (*claim, time.Durat
 		if err := s.queryRow(ctx, []any{&left}, soonestSQL); err != nil {
 			return nil, 0, err
 		}
-		if left == nil {
-			return nil, queuePoll, nil
+		wait := queuePoll
+		if left != nil {
+			// Just past the expiry, so that the lease is gone when we look.
+			wait = max(time.Duration(*left*float64(time.Second)), 0) + 10*time.Millisecond
 		}
-		// Just past the expiry, so that the lease is gone when we look.
-		return nil, max(time.Duration(*left*float64(time.Second)), 0) + 10*time.Millisecond, nil
+		f.foundNothing(news, wait)
+		return nil, wait, nil
 	}
 	return nil, 0, nil // the queue changed under us all along; look again now
 }
@@ -669,6 +686,20 @@ func releaseKind(sid, done string) string {
 	return `CASE WHEN EXISTS (SELECT 1 FROM vigil_jobs rj WHERE rj.session_id = ` + sid + ` AND rj.id <> ` + done + `) THEN 'r' ELSE 'l' END`
 }
 
+// wakeFor is the SQL expression of the holder name a job of session $1
+// is notified for: the session's last holder, whose process is woken at
+// once (see fan.claimer) and likely has the session parked. A session
+// nobody held is anyone's at once; while jobs finish often (one in the
+// last $6 ms, the affinity grace), its job is notified for the holder of
+// the job that finished last, whose process has likely just gone back to
+// waiting, so that one process looks for it now rather than every one,
+// all but one for nothing. (The others look once the grace is over, for
+// every job notified meanwhile; a process that finishes a job looks at
+// once.) Otherwise nobody is named, and every process looks.
+const wakeFor = `coalesce((SELECT holder FROM vigil_sessions WHERE id = $1), (SELECT s.holder
+	FROM vigil_jobs_done d JOIN vigil_sessions s ON s.id = d.session_id
+	WHERE d.finished > clock_timestamp() - $6 * interval '1 millisecond' ORDER BY d.finished DESC LIMIT 1))`
+
 // notifiedHolder is the SQL expression of a holder name (expr) as a
 // notification of a job or a release gives it, in the place of the
 // number (see fan.listen): '0' for none, spaces made '_', so that the
@@ -707,7 +738,7 @@ func (c *claim) Finish(ctx context.Context, o session.Outcome) error {
 		}
 		var n, released, notified int64
 		args := append([]any{c.jid, c.epoch}, outcomeArgs(o)...)
-		args = append(args, c.lease.token, c.s.channel)
+		args = append(args, c.lease.token, c.s.jobsChannel)
 		err := c.s.queryRow(ctx, []any{&n, &released, &notified},
 			`WITH d AS (DELETE FROM vigil_jobs WHERE id = $1 AND epoch = $2 AND holder = $8::text RETURNING *)`+retireSQL(3)+releaseSQL(8, 9)+
 				` SELECT (SELECT count(*) FROM r), (SELECT count(*) FROM lr), (SELECT count(*) FROM ln)`, args...)
@@ -725,11 +756,11 @@ func (c *claim) Finish(ctx context.Context, o session.Outcome) error {
 // deferred to it (see deferred.go): appendSQL's append, under the claim's
 // fence, and then, only if it went through, the job's move to
 // vigil_jobs_done and the lease's release, in one commit. $8 is the
-// lease's holder name, $10 are the lines, $11 the session, $12 the seq of
-// the first.
+// lease's holder name, $9 the events channel, $10 are the lines, $11 the
+// session, $12 the seq of the first, $13 the jobs channel.
 var finishSQL = `WITH ` + appendCTEs(11, 12, 10, 2, 8, 9, false) + `,
 d AS (DELETE FROM vigil_jobs WHERE id = $1 AND epoch = $2 AND holder = $8::text AND EXISTS (SELECT 1 FROM s) RETURNING *)` +
-	retireSQL(3) + releaseSQL(8, 9) + `
+	retireSQL(3) + releaseSQL(8, 13) + `
 SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM ins), (SELECT count(*) FROM r), (SELECT count(*) FROM lr),
 	(SELECT count(*) FROM n) + (SELECT count(*) FROM ln), (SELECT count(v) FROM cfg)`
 
@@ -737,7 +768,7 @@ SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM ins), (SELECT count(*) FR
 func (c *claim) finishWith(ctx context.Context, o session.Outcome, d *deferred) (bool, error) {
 	var moved, inserted, n, released, notified, cfg int64
 	args := append([]any{c.jid, c.epoch}, outcomeArgs(o)...)
-	args = append(args, c.lease.token, c.s.channel, d.lines, c.job.Session, d.next)
+	args = append(args, c.lease.token, c.s.channel, d.lines, c.job.Session, d.next, c.s.jobsChannel)
 	err := c.s.queryRow(ctx, []any{&moved, &inserted, &n, &released, &notified, &cfg}, finishSQL, args...)
 	switch {
 	case err != nil:
@@ -809,7 +840,7 @@ func (s *Store) Cancel(ctx context.Context, id string) (int, error) {
 		SELECT pg_notify($2, 'c 0 ' || $1) WHERE EXISTS (SELECT 1 FROM d) OR EXISTS (SELECT 1 FROM c)
 	)
 	SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM d), (SELECT count(*) FROM c), (SELECT count(*) FROM n)`,
-		id, s.channel)
+		id, s.jobsChannel)
 	if err != nil {
 		return 0, session.StoreError("pgstore", "cancel", id, err)
 	}

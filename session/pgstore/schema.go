@@ -105,6 +105,11 @@ var migrations = []string{
 	ALTER TABLE vigil_sessions ADD COLUMN holder text;
 	-- The holder name of the latest claim's lease (see above).
 	ALTER TABLE vigil_jobs ADD COLUMN holder text;`,
+	// 8: two NOTIFY channels (store.go, channelName). The tables are as
+	// they were, but a process of version 7 listens on one channel, where
+	// no job, release or cancel is notified any more: the version keeps
+	// it from starting on this schema.
+	`COMMENT ON TABLE vigil_jobs IS 'Jobs, lease releases and cancels notify the channel vigil.jobs:<schema>; appends vigil:<schema>.'`,
 }
 
 // SchemaVersion is the version of the tables this package reads and

@@ -30,7 +30,10 @@ const DefaultLeaseTTL = 30 * time.Second
 type Store struct {
 	pool     *pool
 	schema   string // the schema holding the tables
-	channel  string // the NOTIFY channel of that schema
+	// channel and jobsChannel are the NOTIFY channels of that schema:
+	// appends on the first, for followers; jobs, releases and cancels on
+	// the second, for claims, lease waiters and cancel watchers.
+	channel, jobsChannel string
 	holder   string // names this store in the leases it holds
 	ttl      time.Duration
 	durable  bool
@@ -40,7 +43,7 @@ type Store struct {
 	mu       sync.Mutex
 	leases   map[string]*lease // session id → the lease this store holds
 	leaseSeq uint64
-	fan      *fan                 // the store's one LISTEN connection, from the first waiter
+	fans     [2]*fan              // the store's LISTEN connections, one per channel, each from its first waiter
 	deferred map[string]*deferred // session id → the records its claim's end writes (deferred.go)
 
 	// bg ends the store's background work (the fan, claim waiters, the
@@ -136,23 +139,33 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	}
 	bg, stopBG := context.WithCancel(context.Background())
 	s := &Store{
-		pool: newPool(cfg, o.conns), schema: current, channel: channelName(current), holder: o.holder,
+		pool: newPool(cfg, o.conns), schema: current, channel: channelName(eventsPrefix, current), jobsChannel: channelName(jobsPrefix, current), holder: o.holder,
 		ttl: o.ttl, durable: o.durable, log: o.log, leases: map[string]*lease{},
 		bg: bg, stopBG: stopBG, deferred: map[string]*deferred{},
 	}
 	return s, nil
 }
 
-// channelName is the NOTIFY channel of the tables in schema: one per
-// schema, so stores in other schemas of the database are not woken.
-func channelName(schema string) string {
-	name := "vigil:" + schema
+// channelName is a NOTIFY channel (prefix: eventsPrefix or jobsPrefix)
+// of the tables in schema: one per schema, so stores in other schemas of
+// the database are not woken.
+func channelName(prefix, schema string) string {
+	name := prefix + schema
 	if len(name) > 63 { // NAMEDATALEN-1
 		sum := sha256.Sum256([]byte(schema))
-		name = "vigil:" + hex.EncodeToString(sum[:12])
+		name = prefix + hex.EncodeToString(sum[:12])
 	}
 	return name
 }
+
+// The prefixes of a schema's two channels. A process LISTENs only to
+// those it waits on: an API process streaming logs is not woken by the
+// queue, nor a worker by every append (each notification costs every
+// listening process a wake-up, and PostgreSQL a delivery to each).
+const (
+	eventsPrefix = "vigil:"
+	jobsPrefix   = "vigil.jobs:"
+)
 
 func defaultHolder() string {
 	host, _ := os.Hostname()
