@@ -28,23 +28,23 @@ const DefaultLeaseTTL = 30 * time.Second
 // and any number of Stores, in any number of processes, may share one
 // database.
 type Store struct {
-	pool     *pool
-	schema   string // the schema holding the tables
+	pool   *pool
+	schema string // the schema holding the tables
 	// channel and jobsChannel are the NOTIFY channels of that schema:
 	// appends on the first, for followers; jobs, releases and cancels on
 	// the second, for claims, lease waiters and cancel watchers.
 	channel, jobsChannel string
-	holder   string // names this store in the leases it holds
-	ttl      time.Duration
-	durable  bool
-	log      hclog.Logger
-	closeMu  sync.RWMutex // held for reading by renewers, for writing by Close
-	closed   bool
-	mu       sync.Mutex
-	leases   map[string]*lease // session id → the lease this store holds
-	leaseSeq uint64
-	fans     [2]*fan              // the store's LISTEN connections, one per channel, each from its first waiter
-	deferred map[string]*deferred // session id → the records its claim's end writes (deferred.go)
+	holder               string // names this store in the leases it holds
+	ttl                  time.Duration
+	durable              bool
+	log                  hclog.Logger
+	closeMu              sync.RWMutex // held for reading by renewers, for writing by Close
+	closed               bool
+	mu                   sync.Mutex
+	leases               map[string]*lease // session id → the lease this store holds
+	leaseSeq             uint64
+	fans                 [2]*fan              // the store's LISTEN connections, one per channel, each from its first waiter
+	deferred             map[string]*deferred // session id → the records its claim's end writes (deferred.go)
 
 	// bg ends the store's background work (the fan, claim waiters, the
 	// watchers of running claims) when the store closes; watchers counts
