@@ -118,8 +118,15 @@
 // and the oldest job goes first: a store busy or dead delays its
 // sessions' jobs by the grace at most, and never starves them. A claim
 // that leaves another job claimable wakes the next waiting claim, so
-// jobs whose grace ends together are all taken at once. A waiting Claim listens for enqueues and releases,
-// and looks again when the soonest lease on a session with jobs expires:
+// jobs whose grace ends together are all taken at once. The job of a
+// session nobody held yet is anyone's at once; while jobs finish often,
+// its notification names the holder of the job that finished last, so
+// that one store's claim looks for it at once rather than every store's
+// (the others look once the grace is over). A waiting Claim listens for
+// enqueues and releases, and looks again when the soonest lease on a
+// session with jobs expires; a Claim that comes when nothing was
+// notified to its store since one of its claims found no job (a worker
+// claims again as each job ends) does not look, but waits as one:
 // a dead worker's job stays 'running' and is claimed again once its lease
 // is gone, its Base and Attempts kept. [Store.Cancel] deletes the queued
 // jobs and marks the running one, whose claim, in whatever process, is
@@ -131,9 +138,9 @@
 //
 // # Following a log
 //
-// Every append but a staged one notifies (NOTIFY) a channel of the
-// store's schema with the session id and its new length, at its commit
-// and in its statement: one
+// Every append but a staged one notifies (NOTIFY) the events channel of
+// the store's schema with the session id and its new length, at its
+// commit and in its statement: one
 // notification per commit, riding a commit the turn makes anyway (a
 // claim's Finish with deferred events adds the lease's release to it).
 // PostgreSQL commits notifying transactions one at a time,
@@ -141,16 +148,23 @@
 // makes a few such commits, not one per event. [Store.Follow] yields the
 // events of one session as any process appends them. A store's followers
 // share one LISTEN connection and read through the pool when woken, so a
-// waiting follower holds no connection.
+// waiting follower holds no connection. A follower's read is not cut
+// short when its client leaves: pgx closes a connection whose statement
+// was interrupted, and the pool would pay for a new one.
 //
-// That connection is the store's only one outside the pool: waiting
-// claims, the cancel watchers of running claims and [Store.Lease] waits
-// listen on it too, each woken by the notifications of its kind (a job
-// enqueued, a lease released, a job cancelled) and looking for itself,
-// on a pooled connection, what changed. A process holds one listening
-// connection however many jobs it runs or waits for, and a claim opens
-// none. When the connection drops it is made again, and then every
-// waiter looks again, for what was notified while nobody listened.
+// Jobs enqueued, leases released and jobs cancelled are notified on the
+// schema's jobs channel, which waiting claims, the cancel watchers of
+// running claims and [Store.Lease] waits share a second LISTEN
+// connection to, each woken by the notifications of its kind and looking
+// for itself, on a pooled connection, what changed. Each connection is
+// made by the first waiter of its channel, so a process LISTENs only to
+// what it waits on: an API process that streams logs is not woken by the
+// queue, nor a worker by every append (each notification costs every
+// listening process a wake-up, and the server a delivery to each). A
+// process holds at most two listening connections however many jobs it
+// runs or waits for, and a claim opens none. When a connection drops it
+// is made again, and then every waiter on it looks again, for what was
+// notified while nobody listened.
 //
 // A follower whose read fails because the server went away (a restart, a
 // failover) tries again, for up to a minute, and reads what was appended

@@ -97,7 +97,7 @@ func (s *Store) Enqueue(ctx context.Context, job session.Job) (session.Job, int,
 		SELECT pg_notify($4, 'q ' || `+notifiedHolder(wakeFor)+` || ' ' || $1) FROM ins
 	)
 	SELECT ins.id, ins.enqueued, (SELECT count(*) FROM vigil_jobs j WHERE j.session_id = $1), (SELECT count(*) FROM n)
-	FROM ins`, job.Session, job.Kind, input, s.jobsChannel, call, affinityGrace.Milliseconds())
+	FROM ins`, job.Session, job.Kind, input, s.jobsChannel, call, finishedLately.Milliseconds())
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = session.ErrNotFound
 		if call != nil {
@@ -231,6 +231,12 @@ func (s *Store) Job(ctx context.Context, id string) (session.Job, error) {
 	}
 	return j, nil
 }
+
+// finishedLately is how recent the last finished job must be for the
+// job of a session nobody held to be notified for its holder (see
+// wakeFor): while jobs finish this often, that holder's process is
+// likely back to waiting.
+const finishedLately = 200 * time.Millisecond
 
 // affinityGrace is how long a job stays its session's last holder's
 // (see claimableSQL) before any store may claim it. (A variable for the
@@ -690,7 +696,7 @@ func releaseKind(sid, done string) string {
 // is notified for: the session's last holder, whose process is woken at
 // once (see fan.claimer) and likely has the session parked. A session
 // nobody held is anyone's at once; while jobs finish often (one in the
-// last $6 ms, the affinity grace), its job is notified for the holder of
+// last $6 ms, finishedLately), its job is notified for the holder of
 // the job that finished last, whose process has likely just gone back to
 // waiting, so that one process looks for it now rather than every one,
 // all but one for nothing. (The others look once the grace is over, for
