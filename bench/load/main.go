@@ -12,6 +12,7 @@
 //	go run ./bench/load --vigil /tmp/vigil                      # embedded JSONL: vigil serve, 4 in-process workers
 //	go run ./bench/load --vigil /tmp/vigil --store pg --dsn "$DSN" --workers 2   # vigil serve --workers 0 + 2 vigil worker
 //	go run ./bench/load --vigil /tmp/vigil --idle 10000 --sessions 100 --turns 1  # with 10,000 idle SSE streams open
+//	go run ./bench/load --vigil /tmp/vigil --store pg --workers 4 --worker-gomaxprocs 1   # each worker process with GOMAXPROCS=1
 //	go run ./bench/load --url http://127.0.0.1:8080            # a server already running (no CPU figures)
 //
 // With --vigil the tool starts the processes itself in a temporary
