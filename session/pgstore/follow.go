@@ -114,18 +114,16 @@ func (f *follower) reset() { f.failing, f.pause = time.Time{}, 50*time.Milliseco
 // the log whatever crashes. A session not stored (never, or deleted
 // since) is errGone.
 //
-// The read is not cut short by ctx (see uninterrupted): a follower's
-// client that leaves mid-read would cost the pool its connection.
+// Its statement is not cut short by ctx (see uninterrupted): a
+// follower's client that leaves mid-read would cost the pool its
+// connection. Waiting for a connection is.
 func (f *follower) read(ctx context.Context) ([]session.Record, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	ctx, cancel := f.s.uninterrupted(ctx)
-	defer cancel()
 	var recs []session.Record
 	known := false
 	err := f.s.pool.with(ctx, func(c *pgx.Conn) (err error) {
-		recs, f.staged, known, err = after(ctx, c, f.id, f.next)
+		rctx, cancel := f.s.uninterrupted(ctx)
+		defer cancel()
+		recs, f.staged, known, err = after(rctx, c, f.id, f.next)
 		return err
 	})
 	if err == nil && !known {
