@@ -321,10 +321,15 @@ func listenTo(t *testing.T, ctx context.Context, channel string) *channelListene
 	return &channelListener{t: t, ln: ln}
 }
 
-// drain returns the payloads notified within wait of each other.
-func (l *channelListener) drain(wait time.Duration) []string {
+// drain returns the want payloads notified next (waiting up to 10 s for
+// each), and any more notified within quiet after them.
+func (l *channelListener) drain(want int, quiet time.Duration) []string {
 	var got []string
 	for {
+		wait := quiet
+		if len(got) < want {
+			wait = 10 * time.Second
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		n, err := l.ln.WaitForNotification(ctx)
 		cancel()
@@ -353,25 +358,25 @@ func TestAppendsAndJobsNotifyTheirOwnChannels(t *testing.T) {
 
 	recs := turnRecords(nil, "q", "a", false)
 	require.NoError(t, s.Append(ctx, "s", 0, recs))
-	assert.Equal(t, []string{fmt.Sprintf("e %d s", len(recs))}, events.drain(quiet), "an append")
-	assert.Empty(t, jobs.drain(quiet), "an append")
+	assert.Equal(t, []string{fmt.Sprintf("e %d s", len(recs))}, events.drain(1, quiet), "an append")
+	assert.Empty(t, jobs.drain(0, quiet), "an append")
 
 	_, _, err := s.Enqueue(ctx, session.Job{Session: "s", Kind: "turn", Input: []byte(`{}`)})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"q 0 s"}, jobs.drain(quiet), "an enqueue")
+	assert.Equal(t, []string{"q 0 s"}, jobs.drain(1, quiet), "an enqueue")
 	c := claimOf(t, s, "w")
 	n, err := s.Cancel(ctx, "s")
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	assert.Equal(t, []string{"c 0 s"}, jobs.drain(quiet), "a cancel")
+	assert.Equal(t, []string{"c 0 s"}, jobs.drain(1, quiet), "a cancel")
 	<-c.Cancelled()
 	require.NoError(t, c.Finish(ctx, session.Outcome{}))
-	released := jobs.drain(quiet)
+	released := jobs.drain(1, quiet)
 	require.Len(t, released, 1, "a release")
 	assert.Regexp(t, `^l W#\S+ s$`, released[0])
-	assert.Empty(t, events.drain(quiet), "a job's life")
+	assert.Empty(t, events.drain(0, quiet), "a job's life")
 
 	require.NoError(t, s.Delete(ctx, "s"))
-	assert.Equal(t, []string{"e -1 s"}, events.drain(quiet), "a delete")
-	assert.Equal(t, []string{"c 0 s"}, jobs.drain(quiet), "a delete")
+	assert.Equal(t, []string{"e -1 s"}, events.drain(1, quiet), "a delete")
+	assert.Equal(t, []string{"c 0 s"}, jobs.drain(1, quiet), "a delete")
 }
