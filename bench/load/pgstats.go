@@ -21,9 +21,12 @@ type pgCounters struct {
 	statements                                              map[string]stmtCounts // query text → its counts; nil without the extension
 }
 
-// stmtCounts are a statement's calls and the rows they returned or
-// changed (pg_stat_statements).
-type stmtCounts struct{ calls, rows int64 }
+// stmtCounts are a statement's calls, the rows they returned or
+// changed, and the time spent executing them (pg_stat_statements).
+type stmtCounts struct {
+	calls, rows int64
+	ms          float64 // time spent executing, in milliseconds
+}
 
 // pgSettle is how long the counters are left to settle before they are
 // read: a backend reports its transactions to pg_stat_database when it
@@ -52,7 +55,7 @@ func readPG(ctx context.Context, dsn string) (pgCounters, error) {
 	if _, err := c.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`); err != nil {
 		return p, nil // not preloaded: no statement counts
 	}
-	rows, err := c.Query(ctx, `SELECT query, sum(calls)::bigint, sum(rows)::bigint FROM pg_stat_statements
+	rows, err := c.Query(ctx, `SELECT query, sum(calls)::bigint, sum(rows)::bigint, sum(total_exec_time)::float8 FROM pg_stat_statements
 		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) GROUP BY query`)
 	if err != nil {
 		return p, nil // preloaded but unreadable (shared_preload_libraries lacks it)
@@ -61,7 +64,7 @@ func readPG(ctx context.Context, dsn string) (pgCounters, error) {
 	for rows.Next() {
 		var q string
 		var n stmtCounts
-		if err := rows.Scan(&q, &n.calls, &n.rows); err != nil {
+		if err := rows.Scan(&q, &n.calls, &n.rows, &n.ms); err != nil {
 			return pgCounters{}, fmt.Errorf("postgres: statements: %w", err)
 		}
 		p.statements[q] = n
@@ -88,10 +91,12 @@ type pgPerTurn struct {
 	Top         []pgStatement `json:"pg_top_statements,omitempty"`
 }
 
-// pgStatement is one statement's calls per turn.
+// pgStatement is one statement's calls, and the time PostgreSQL spent
+// executing it, per turn.
 type pgStatement struct {
 	Query   string  `json:"query"`
 	PerTurn float64 `json:"per_turn"`
+	MS      float64 `json:"exec_ms_per_turn"`
 }
 
 // perTurn is the delta from before to after, per turn, less the
@@ -125,7 +130,7 @@ func (after pgCounters) perTurn(before pgCounters, turns int) pgPerTurn {
 			// (a claim that found no job: no transaction id either).
 			async += min(d, sc.rows-before.statements[q].rows)
 		}
-		out.Top = append(out.Top, pgStatement{Query: q, PerTurn: float64(d) / n})
+		out.Top = append(out.Top, pgStatement{Query: q, PerTurn: float64(d) / n, MS: (sc.ms - before.statements[q].ms) / n})
 	}
 	out.Statements = float64(total) / n
 	out.SyncCommits = float64(after.xids-before.xids-async) / n
@@ -155,9 +160,9 @@ func (p pgPerTurn) print(w io.Writer) {
 	fmt.Fprintf(w, "  PostgreSQL per turn: %.2f commits (%.2f of transactions that wrote), %.2f WAL flushes, %.1f WAL records (%.0f bytes), %.2f connections opened",
 		p.Commits, p.Writes, p.WALFlushes, p.WALRecords, p.WALBytes, p.Connections)
 	if p.Statements > 0 {
-		fmt.Fprintf(w, ", %.1f statements, %.2f synchronous commits (of writing transactions); the most called:\n", p.Statements, p.SyncCommits)
+		fmt.Fprintf(w, ", %.1f statements, %.2f synchronous commits (of writing transactions); the most called (calls, then ms executing, per turn):\n", p.Statements, p.SyncCommits)
 		for _, s := range p.Top {
-			fmt.Fprintf(w, "    %6.2f  %s\n", s.PerTurn, oneLine(s.Query, 110))
+			fmt.Fprintf(w, "    %6.2f %6.3f  %s\n", s.PerTurn, s.MS, oneLine(s.Query, 100))
 		}
 		return
 	}

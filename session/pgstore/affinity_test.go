@@ -270,3 +270,109 @@ func TestAClaimLooksOnlyWhenSomethingMayHaveChanged(t *testing.T) {
 		require.NoError(t, c.Finish(ctx, session.Outcome{}))
 	}
 }
+
+// A job of a session whose last lease was not a claim's (the API
+// process created it under a lease) is notified for the holder of the
+// job that finished last, as one of a session nobody held, and never for
+// that lease's holder: a name no worker process has would make every
+// process look at once, all but one for nothing.
+func TestAJobOfASessionLeasedButNotClaimedIsNotifiedForWhoFinishedLast(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	api, _, _ := affinityStores(t) // A finished a job just now
+	release, err := api.Lease(ctx, "u", false)
+	require.NoError(t, err)
+	release()
+	jobs := listenTo(t, ctx, pgstore.JobsChannel(api))
+	enqueue(t, api, "u")
+	got := jobs.drain(1, 300*time.Millisecond)
+	require.Len(t, got, 1)
+	// Nobody is named ('0') only when the machine took longer than
+	// finishedLately from A's finish to the enqueue.
+	assert.Regexp(t, `^q (A#c[0-9]+|0) u$`, got[0])
+}
+
+// Claims of a store woken by one piece of news look once: a claim that
+// comes while another looks at the same news leaves it to that look
+// (whose statement sees all this one would), where it would find the
+// job locked by that look and nothing else.
+func TestClaimsOfAStoreLookOnceForOneNews(t *testing.T) {
+	pgstore.SetQueuePoll(t, time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	schema := pgtest.Schema(t)
+	api := pgtest.StoreIn(t, schema, pgstore.WithHolder("API"))
+	w := pgtest.StoreIn(t, schema, pgstore.WithHolder("W"))
+	require.NoError(t, pgstore.Listen(ctx, w))
+	require.NoError(t, api.Create(ctx, session.Info{ID: "s", Created: epoch}))
+
+	// The first look's claim waits for the session's row, which the
+	// admin holds: it looks until the admin lets go.
+	admin, err := pgx.Connect(ctx, pgtest.DSN(t))
+	require.NoError(t, err)
+	defer admin.Close(context.Background())
+	tx, err := admin.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	_, err = tx.Exec(ctx, fmt.Sprintf(`SELECT 1 FROM %s.vigil_sessions WHERE id = 's' FOR UPDATE`, pgx.Identifier{schema}.Sanitize()))
+	require.NoError(t, err)
+	job := enqueue(t, api, "s")
+	first := claimAsync(ctx, w, "w1")
+	// Read on a connection of its own: a transaction's reads of the
+	// statistics views are one snapshot.
+	watcher, err := pgx.Connect(ctx, pgtest.DSN(t))
+	require.NoError(t, err)
+	defer watcher.Close(context.Background())
+	require.Eventually(t, func() bool {
+		var waiting bool
+		err := watcher.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%vigil_jobs%')`).Scan(&waiting)
+		return err == nil && waiting
+	}, 10*time.Second, 10*time.Millisecond, "the first claim waits for the session's row")
+	looks, _ := pgstore.Looks(w)
+	require.EqualValues(t, 1, looks)
+
+	cctx, ccancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer ccancel()
+	_, err = w.Claim(cctx, "w2")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	looks, _ = pgstore.Looks(w)
+	assert.EqualValues(t, 1, looks, "the second claim left the look to the first")
+
+	require.NoError(t, tx.Rollback(ctx))
+	c := <-first
+	require.NotNil(t, c)
+	assert.Equal(t, job.ID, c.Job().ID)
+	require.NoError(t, c.Finish(ctx, session.Outcome{}))
+}
+
+// A look that finds nothing reads when the soonest lease on a session
+// with jobs expires (a dead worker's frees its jobs without a
+// notification); the store's looks within expiryFresh of that read go by
+// it, a statement less each.
+func TestLooksThatFindNothingShareTheExpiryTheyRead(t *testing.T) {
+	pgstore.SetQueuePoll(t, time.Hour)
+	pgstore.SetExpiryFresh(t, time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	schema := pgtest.Schema(t)
+	api := pgtest.StoreIn(t, schema, pgstore.WithHolder("API"))
+	w := pgtest.StoreIn(t, schema, pgstore.WithHolder("W"))
+	require.NoError(t, pgstore.Listen(ctx, w))
+	require.NoError(t, api.Create(ctx, session.Info{ID: "busy", Created: epoch}))
+	release, err := api.Lease(ctx, "busy", false)
+	require.NoError(t, err)
+	defer release()
+
+	claim := claimAsync(ctx, w, "w")
+	looked := func(n uint64) func() bool {
+		return func() bool { looks, _ := pgstore.Looks(w); return looks == n }
+	}
+	require.Eventually(t, looked(1), 10*time.Second, 5*time.Millisecond, "an empty queue")
+	enqueue(t, api, "busy") // news, but its session is leased
+	require.Eventually(t, looked(2), 10*time.Second, 5*time.Millisecond, "a job enqueued is news")
+	_, reads := pgstore.Looks(w)
+	assert.EqualValues(t, 1, reads, "the second look went by the first one's read")
+	cancel()
+	assert.Nil(t, <-claim)
+}

@@ -117,3 +117,23 @@ func SetAffinityGrace(t testing.TB, d time.Duration) {
 	affinityGrace = d
 	t.Cleanup(func() { affinityGrace = old })
 }
+
+// Looks are the claim statements s's claims ran, and the soonest lease
+// expiries they read.
+func Looks(s *Store) (looks, expiryReads uint64) {
+	s.mu.Lock()
+	f := s.fans[jobsFan]
+	s.mu.Unlock()
+	if f == nil {
+		return 0, 0
+	}
+	return f.looks.Load(), f.expiryReads.Load()
+}
+
+// SetExpiryFresh sets how long a read of the soonest lease expiry holds
+// (see expiryFresh) until t ends.
+func SetExpiryFresh(t testing.TB, d time.Duration) {
+	old := expiryFresh
+	expiryFresh = d
+	t.Cleanup(func() { expiryFresh = old })
+}

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -229,6 +230,18 @@ type fan struct {
 	// (see Store.tryClaim).
 	news, seen uint64
 	quiet      time.Time
+	// looking counts the claims of the store looking now; lookedAt is
+	// the news the latest of them came with. A claim that comes with no
+	// news since leaves the look to it (see mayFind).
+	looking  int
+	lookedAt uint64
+	// expiry is the soonest expiry of a live lease on a session with
+	// jobs, as read (at read) by a look that found nothing; a look within
+	// expiryFresh of the read goes by it (see Store.untilExpiry).
+	expiry, read time.Time
+	// looks and expiryReads count the claim statements and the expiry
+	// reads of the store's claims, for the tests.
+	looks, expiryReads atomic.Uint64
 }
 
 // topic is what a subscriber waits for: notifications of kind ('e' a
@@ -388,8 +401,12 @@ func (f *fan) graceOver() {
 }
 
 // mayFind reports whether a claim may find a job now, with the news it
-// looks at; when it may not (nothing came since a claim found none, and
-// no lease has expired since), how long it may wait for news instead.
+// looks at; when it may not, how long it may wait for news instead. It
+// may not when nothing came since a claim found none, and no lease has
+// expired since; nor when nothing came since another claim of the store
+// began to look: that look sees all this one would, and what it leaves
+// (a job more than it took, its failure) is news. A claim that may look
+// is counted as looking until it calls lookEnded.
 func (f *fan) mayFind() (news uint64, look bool, wait time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -398,7 +415,24 @@ func (f *fan) mayFind() (news uint64, look bool, wait time.Duration) {
 			return f.news, false, left
 		}
 	}
+	if f.looking > 0 && f.news == f.lookedAt {
+		return f.news, false, queuePoll
+	}
+	f.looking++
+	f.lookedAt = f.news
 	return f.news, true, 0
+}
+
+// lookEnded ends a look mayFind allowed. A look that failed is news: a
+// claim that left the look to it looks for itself.
+func (f *fan) lookEnded(failed bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.looking--
+	if failed {
+		f.news++
+		f.signalOne(claimers)
+	}
 }
 
 // foundNothing records that a claim that looked at news found no job,
@@ -409,6 +443,30 @@ func (f *fan) foundNothing(news uint64, wait time.Duration) {
 	if news >= f.seen {
 		f.seen, f.quiet = news, time.Now().Add(wait)
 	}
+}
+
+// knownExpiry is when a look at now that found nothing may look again
+// without news, by the expiry read last: that expiry, or the end of its
+// freshness if sooner; false when it must be read again.
+func (f *fan) knownExpiry(now time.Time) (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fresh := f.read.Add(expiryFresh)
+	if now.Before(fresh) && now.Before(f.expiry) {
+		if fresh.Before(f.expiry) {
+			return fresh, true
+		}
+		return f.expiry, true
+	}
+	return time.Time{}, false
+}
+
+// noteExpiry records the expiry a look read at read.
+func (f *fan) noteExpiry(read, expiry time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.expiryReads.Add(1)
+	f.read, f.expiry = read, expiry
 }
 
 // signalAll signals each of subs.

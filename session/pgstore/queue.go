@@ -268,7 +268,7 @@ FOR UPDATE OF j SKIP LOCKED`
 const claimableJobs = `FROM vigil_jobs j JOIN vigil_sessions s ON s.id = j.session_id
 WHERE NOT EXISTS (SELECT 1 FROM vigil_jobs o WHERE o.session_id = j.session_id AND o.id < j.id)
   AND NOT EXISTS (SELECT 1 FROM vigil_leases l WHERE l.session_id = j.session_id AND l.expires > clock_timestamp())
-  AND (s.holder IS NULL OR s.holder !~ '#c[0-9]+$' OR starts_with(s.holder, $9::text)
+  AND (s.holder IS NULL OR s.holder !~ ` + claimLease + ` OR starts_with(s.holder, $9::text)
        OR j.enqueued <= clock_timestamp() - $10 * interval '1 millisecond')`
 
 // claimSQL is a claim in one statement, committed asynchronously (see
@@ -402,7 +402,7 @@ func (s *Store) sleep(ctx context.Context, wake <-chan struct{}, d time.Duration
 // again as each job ends, and with many worker processes each session's
 // next job is mostly another's (see claimableSQL), so those looks would
 // mostly find nothing, a statement each.
-func (s *Store) tryClaim(ctx context.Context, worker string) (*claim, time.Duration, error) {
+func (s *Store) tryClaim(ctx context.Context, worker string) (c *claim, wait time.Duration, err error) {
 	s.mu.Lock()
 	f := s.fans[jobsFan] // there: Claim subscribed
 	s.mu.Unlock()
@@ -410,8 +410,10 @@ func (s *Store) tryClaim(ctx context.Context, worker string) (*claim, time.Durat
 	if !look {
 		return nil, wait, nil
 	}
+	defer func() { f.lookEnded(err != nil) }()
 	for range 16 {
 		token := s.newClaimToken()
+		f.looks.Add(1)
 		c, found, err := s.claimOnce(ctx, worker, token)
 		if err != nil {
 			return nil, 0, err
@@ -425,19 +427,45 @@ func (s *Store) tryClaim(ctx context.Context, worker string) (*claim, time.Durat
 			// statement's snapshot: look again.
 			continue
 		}
-		var left *float64
-		if err := s.queryRow(ctx, []any{&left}, soonestSQL); err != nil {
+		wait, err := s.untilExpiry(ctx, f)
+		if err != nil {
 			return nil, 0, err
-		}
-		wait := queuePoll
-		if left != nil {
-			// Just past the expiry, so that the lease is gone when we look.
-			wait = max(time.Duration(*left*float64(time.Second)), 0) + 10*time.Millisecond
 		}
 		f.foundNothing(news, wait)
 		return nil, wait, nil
 	}
 	return nil, 0, nil // the queue changed under us all along; look again now
+}
+
+// expiryFresh is how long the soonest expiry a look read holds for the
+// store's next looks (see untilExpiry). (A variable for the tests.)
+var expiryFresh = time.Second
+
+// untilExpiry is how long a look that found no job may wait without
+// news: until just past the soonest expiry of a live lease on a session
+// with jobs (a dead worker's lease frees its jobs without a notification),
+// or queuePoll when there is none. The expiry is read at most once per
+// expiryFresh: looks that find nothing come about as often as jobs end
+// when many worker processes share the queue, and a read each would be a
+// statement each. A look that goes by an earlier read waits no longer
+// than that read's freshness, so a lease that became the soonest since
+// is seen at most expiryFresh late.
+func (s *Store) untilExpiry(ctx context.Context, f *fan) (time.Duration, error) {
+	now := time.Now()
+	if at, ok := f.knownExpiry(now); ok {
+		return at.Sub(now), nil
+	}
+	var left *float64
+	if err := s.queryRow(ctx, []any{&left}, soonestSQL); err != nil {
+		return 0, err
+	}
+	wait := queuePoll
+	if left != nil {
+		// Just past the expiry, so that the lease is gone when we look.
+		wait = max(time.Duration(*left*float64(time.Second)), 0) + 10*time.Millisecond
+	}
+	f.noteExpiry(now, now.Add(wait))
+	return wait, nil
 }
 
 // claimOnce runs claimSQL once: the claim, or whether it found a job
@@ -702,9 +730,15 @@ func releaseKind(sid, done string) string {
 // all but one for nothing. (The others look once the grace is over, for
 // every job notified meanwhile; a process that finishes a job looks at
 // once.) Otherwise nobody is named, and every process looks.
-const wakeFor = `coalesce((SELECT holder FROM vigil_sessions WHERE id = $1), (SELECT s.holder
+const wakeFor = `coalesce((SELECT holder FROM vigil_sessions WHERE id = $1 AND holder ~ ` + claimLease + `), (SELECT s.holder
 	FROM vigil_jobs_done d JOIN vigil_sessions s ON s.id = d.session_id
-	WHERE d.finished > clock_timestamp() - $6 * interval '1 millisecond' ORDER BY d.finished DESC LIMIT 1))`
+	WHERE d.finished > clock_timestamp() - $6 * interval '1 millisecond' AND s.holder ~ ` + claimLease + `
+	ORDER BY d.finished DESC LIMIT 1))`
+
+// claimLease is the SQL pattern of a holder name a claim's lease has
+// (see newClaimToken): only a claim gives a store its session's next
+// job (see claimableJobs).
+const claimLease = `'#c[0-9]+$'`
 
 // notifiedHolder is the SQL expression of a holder name (expr) as a
 // notification of a job or a release gives it, in the place of the
