@@ -137,3 +137,22 @@ func SetExpiryFresh(t testing.TB, d time.Duration) {
 	expiryFresh = d
 	t.Cleanup(func() { expiryFresh = old })
 }
+
+// Notified subscribes to the notifications of the jobs enqueued for
+// session id on s's jobs channel; wait returns once one has come, when
+// s's claims have heard of it too.
+func Notified(s *Store, id string) (wait func(context.Context) error, err error) {
+	wake, unsubscribe, err := s.subscribe(topic{'q', id})
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		defer unsubscribe()
+		select {
+		case <-wake:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}, nil
+}
