@@ -46,6 +46,17 @@ func enqueue(t *testing.T, api *pgstore.Store, id string) session.Job {
 	return j
 }
 
+// workerStore opens an API store and a worker store, W, listening, on
+// one schema.
+func workerStore(t *testing.T, ctx context.Context) (schema string, api, w *pgstore.Store) {
+	t.Helper()
+	schema = pgtest.Schema(t)
+	api = pgtest.StoreIn(t, schema, pgstore.WithHolder("API"))
+	w = pgtest.StoreIn(t, schema, pgstore.WithHolder("W"))
+	require.NoError(t, pgstore.Listen(ctx, w))
+	return schema, api, w
+}
+
 // claimAsync starts a waiting claim; its result comes on the channel.
 func claimAsync(ctx context.Context, s *pgstore.Store, worker string) <-chan session.Claim {
 	out := make(chan session.Claim, 1)
@@ -228,10 +239,7 @@ func TestAClaimLooksOnlyWhenSomethingMayHaveChanged(t *testing.T) {
 	pgstore.SetQueuePoll(t, time.Hour)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	schema := pgtest.Schema(t)
-	api := pgtest.StoreIn(t, schema, pgstore.WithHolder("API"))
-	w := pgtest.StoreIn(t, schema, pgstore.WithHolder("W"))
-	require.NoError(t, pgstore.Listen(ctx, w))
+	schema, api, w := workerStore(t, ctx)
 	for _, id := range []string{"silent", "told"} {
 		require.NoError(t, api.Create(ctx, session.Info{ID: id, Created: epoch}))
 	}
@@ -300,10 +308,7 @@ func TestClaimsOfAStoreLookOnceForOneNews(t *testing.T) {
 	pgstore.SetQueuePoll(t, time.Hour)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	schema := pgtest.Schema(t)
-	api := pgtest.StoreIn(t, schema, pgstore.WithHolder("API"))
-	w := pgtest.StoreIn(t, schema, pgstore.WithHolder("W"))
-	require.NoError(t, pgstore.Listen(ctx, w))
+	schema, api, w := workerStore(t, ctx)
 	require.NoError(t, api.Create(ctx, session.Info{ID: "s", Created: epoch}))
 
 	// The first look's claim waits for the session's row, which the
@@ -359,10 +364,7 @@ func TestLooksThatFindNothingShareTheExpiryTheyRead(t *testing.T) {
 	pgstore.SetExpiryFresh(t, time.Hour)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	schema := pgtest.Schema(t)
-	api := pgtest.StoreIn(t, schema, pgstore.WithHolder("API"))
-	w := pgtest.StoreIn(t, schema, pgstore.WithHolder("W"))
-	require.NoError(t, pgstore.Listen(ctx, w))
+	_, api, w := workerStore(t, ctx)
 	require.NoError(t, api.Create(ctx, session.Info{ID: "busy", Created: epoch}))
 	release, err := api.Lease(ctx, "busy", false)
 	require.NoError(t, err)

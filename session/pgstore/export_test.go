@@ -63,6 +63,12 @@ func listen(ctx context.Context, s *Store, t topic) error {
 	if err != nil {
 		return err
 	}
+	return awaitWake(ctx, wake, unsubscribe)
+}
+
+// awaitWake returns once wake receives, or with ctx's error, and then
+// unsubscribes.
+func awaitWake(ctx context.Context, wake <-chan struct{}, unsubscribe func()) error {
 	defer unsubscribe()
 	select {
 	case <-wake:
@@ -146,13 +152,5 @@ func Notified(s *Store, id string) (wait func(context.Context) error, err error)
 	if err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context) error {
-		defer unsubscribe()
-		select {
-		case <-wake:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}, nil
+	return func(ctx context.Context) error { return awaitWake(ctx, wake, unsubscribe) }, nil
 }
