@@ -223,7 +223,7 @@ type fan struct {
 	due   time.Time
 	// news counts what may have made a job claimable by this store: a
 	// job or a release notified for it, a grace over, the connection
-	// back, a claim that saw more jobs than it took. A claim that found
+	// back, a claim that saw more jobs than it took, a look that failed. A claim that found
 	// none notes the count it looked at (seen) and until when its look
 	// holds without news (quiet: the soonest lease on a session with jobs
 	// expires then); a claim that comes before either moves need not look
@@ -403,10 +403,11 @@ func (f *fan) graceOver() {
 // mayFind reports whether a claim may find a job now, with the news it
 // looks at; when it may not, how long it may wait for news instead. It
 // may not when nothing came since a claim found none, and no lease has
-// expired since; nor when nothing came since another claim of the store
-// began to look: that look sees all this one would, and what it leaves
-// (a job more than it took, its failure) is news. A claim that may look
-// is counted as looking until it calls lookEnded.
+// expired since; nor, while another claim of the store looks, when
+// nothing came since the latest look began: that look sees all this one
+// would, and what a look leaves (a job more than it took, its failure)
+// is news. A claim that may look is counted as looking until it calls
+// lookEnded.
 func (f *fan) mayFind() (news uint64, look bool, wait time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
