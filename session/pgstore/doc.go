@@ -119,24 +119,26 @@
 // sessions' jobs by the grace at most, and never starves them. A claim
 // that leaves another job claimable wakes the next waiting claim, so
 // jobs whose grace ends together are all taken at once. The job of a
-// session no claim held yet (nobody, or the API's lease that created it)
-// is anyone's at once; while jobs finish often, its notification names
-// the holder of the job that finished last, so that one store's claim
-// looks for it at once rather than every store's (the others look once
-// the grace is over). A waiting Claim listens for enqueues and releases,
-// and looks again when the soonest lease on a session with jobs expires
-// (read by a look that found nothing, and shared by the store's looks
-// for a second); a Claim that comes when nothing was notified to its
-// store since one of its claims found no job (a worker claims again as
-// each job ends), or since another of its claims began to look, does
-// not look, but waits as one: a dead worker's job stays 'running' and is claimed again once its lease
-// is gone, its Base and Attempts kept. [Store.Cancel] deletes the queued
-// jobs and marks the running one, whose claim, in whatever process, is
-// watching for that notification ([session.Claim.Cancelled]). A job that
-// ends (finished, or dropped cancelled) moves to vigil_jobs_done with its
-// outcome, for [Store.Job], and is deleted from there after
-// session.FinishedJobTTL. A unique index on (session_id, call) makes a
-// second unfinished decision on a call a refused insert.
+// session no claim held yet (nobody, or the API's lease that created
+// it) is anyone's at once; while jobs finish often, its notification
+// names the holder of the job that finished last, so that one store's
+// claim looks for it at once rather than every store's (the others look
+// once the grace is over). A waiting Claim listens for enqueues and
+// releases, and looks again when the soonest lease on a session with
+// jobs expires (read by a look that found nothing, and shared by the
+// store's looks for a second); a Claim that comes when nothing was
+// notified to its store since one of its claims found no job (a worker
+// claims again as each job ends), or, while another of its claims
+// looks, since the latest look began, does not look, but waits as one.
+// A dead worker's job stays 'running' and is claimed again once its
+// lease is gone, its Base and Attempts kept. [Store.Cancel] deletes the
+// queued jobs and marks the running one, whose claim, in whatever
+// process, is watching for that notification
+// ([session.Claim.Cancelled]). A job that ends (finished, or dropped
+// cancelled) moves to vigil_jobs_done with its outcome, for
+// [Store.Job], and is deleted from there after session.FinishedJobTTL.
+// A unique index on (session_id, call) makes a second unfinished
+// decision on a call a refused insert.
 //
 // # Following a log
 //

@@ -221,13 +221,13 @@ type fan struct {
 	// due. due is when the last of them is.
 	later *time.Timer
 	due   time.Time
-	// news counts what may have made a job claimable by this store: a
-	// job or a release notified for it, a grace over, the connection
-	// back, a claim that saw more jobs than it took, a look that failed. A claim that found
-	// none notes the count it looked at (seen) and until when its look
-	// holds without news (quiet: the soonest lease on a session with jobs
-	// expires then); a claim that comes before either moves need not look
-	// (see Store.tryClaim).
+	// news counts what may have made a job claimable by this store: a job
+	// or a release notified for it, a grace over, the connection back, a
+	// claim that saw more jobs than it took, a look that failed. A claim
+	// that found none notes the count it looked at (seen) and until when
+	// its look holds without news (quiet: the soonest lease on a session
+	// with jobs expires then); a claim that comes before either moves need
+	// not look (see Store.tryClaim).
 	news, seen uint64
 	quiet      time.Time
 	// looking counts the claims of the store looking now; lookedAt is
